@@ -1,0 +1,3 @@
+from mibspec.cli import main
+
+main()

@@ -1,0 +1,223 @@
+"""The ``mibspec`` command: a thin layer over the Python API.
+
+Exit codes: 0 conformant, 1 error-level findings, 2 usage error or unreadable
+path, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibspec._version import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+app = typer.Typer(
+    name="mibspec",
+    help="Verify interpretability benchmark reports against the mibspec standard.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+schema_app = typer.Typer(help="List, show and export the spec's JSON Schemas.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+class CiteFormat(str, enum.Enum):
+    bibtex = "bibtex"
+    text = "text"
+    cff = "cff"
+
+
+def _version(value: bool) -> None:
+    if value:
+        from mibspec._api import SPEC_VERSION
+
+        typer.echo(f"mibspec {__version__} (spec {SPEC_VERSION})")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Verify interpretability benchmark reports against the mibspec standard."""
+
+
+def _fail_usage(message: str) -> None:
+    typer.echo(f"mibspec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def verify(
+    paths: Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
+    no_recompute: Annotated[
+        bool, typer.Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
+    ] = False,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Check under this profile instead of the declared one.")
+    ] = None,
+    max_bytes: Annotated[int, typer.Option(help="Largest document accepted, in bytes.", min=1)] = 64 * 1024 * 1024,
+    max_depth: Annotated[int, typer.Option(help="Deepest JSON nesting accepted.", min=1)] = 64,
+    model_root: Annotated[
+        list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Check documents: strict parsing, schema, rules, then recomputation of claims."""
+    from mibspec._api import verify as run_verify
+    from mibspec._reporters import REPORTERS
+    from mibspec.validator import Limits, known_profiles
+
+    if profile is not None and profile not in known_profiles():
+        _fail_usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+    try:
+        result = run_verify(
+            *paths,
+            recompute=not no_recompute,
+            profile=profile,
+            limits=Limits(max_bytes=max_bytes, max_depth=max_depth),
+            model_roots=model_root or (),
+        )
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        _fail_usage(str(exc))
+        return
+    render = REPORTERS[output_format.value]
+    if output is None:
+        render(result, sys.stdout)
+    else:
+        with output.open("w", encoding="utf-8") as handle:
+            render(result, handle)
+    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+
+
+@app.command()
+def rules(
+    code: Annotated[str | None, typer.Argument(help="A rule code or symbol to explain.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    """List the rule catalogue, or explain one rule."""
+    from mibspec.validator import catalogue
+
+    cat = catalogue()
+    if code is not None:
+        try:
+            info = cat.get(code)
+        except KeyError:
+            _fail_usage(f"no rule {code!r}; run `mibspec rules` for the list")
+            return
+        if output_format is OutputFormat.json:
+            typer.echo(json.dumps(info.__dict__ | {"severity": info.severity.value}, indent=2))
+            return
+        typer.echo(f"{info.code} {info.symbol} ({info.severity.value}, {info.stage} stage)")
+        typer.echo(f"  {info.summary}")
+        typer.echo(f"  family: {cat.families[info.code[0]]}")
+        typer.echo(f"  requirement: {info.requirement} in spec/v1/SPEC.md")
+        typer.echo(f"  message: {info.message}")
+        return
+    if output_format is OutputFormat.json:
+        typer.echo(json.dumps([r.__dict__ | {"severity": r.severity.value} for r in cat.rules], indent=2))
+        return
+    for info in cat.rules:
+        typer.echo(f"{info.code}  {info.symbol:<30} {info.severity.value:<8} {info.summary}")
+
+
+@schema_app.command("list")
+def schema_list() -> None:
+    """List the schemas with their $id."""
+    from mibspec._resources import load_spec_json, spec_dir
+
+    for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
+        schema = load_spec_json("1.0", f"schemas/{path.name}")
+        typer.echo(f"{path.name.removesuffix('.schema.json'):<26} {schema['$id']}")
+
+
+@schema_app.command("show")
+def schema_show(kind: Annotated[str, typer.Argument(help="Document kind or schema name.")]) -> None:
+    """Print one schema."""
+    from mibspec._resources import spec_dir
+
+    path = spec_dir() / "schemas" / f"{kind}.schema.json"
+    if not path.is_file():
+        _fail_usage(f"no schema {kind!r}; run `mibspec schema list`")
+    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
+@schema_app.command("export")
+def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into.")]) -> None:
+    """Write every schema into a folder (for editors and offline hooks)."""
+    from mibspec._resources import spec_dir
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
+        (directory / path.name).write_bytes(path.read_bytes())
+        typer.echo(str(directory / path.name))
+
+
+@app.command()
+def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex) -> None:
+    """How to cite the spec version and the exact schema bundle a report was checked with."""
+    from mibspec._api import SPEC_VERSION, schema_bundle_hash
+
+    bundle = schema_bundle_hash()
+    if output_format is CiteFormat.bibtex:
+        typer.echo(
+            "@misc{mibspec_" + SPEC_VERSION.replace(".", "_") + ",\n"
+            "  title = {{mibspec}: a reporting standard and reference verifier for interpretability "
+            "benchmark results, specification " + SPEC_VERSION + "},\n"
+            "  author = {{mibspec contributors}},\n"
+            f"  version = {{{SPEC_VERSION}}},\n"
+            f"  note = {{mibspec {__version__}; schema bundle sha256:{bundle}}},\n"
+            "}"
+        )
+    elif output_format is CiteFormat.cff:
+        typer.echo(
+            "cff-version: 1.2.0\n"
+            "message: If you report results checked with mibspec, please cite the spec version.\n"
+            f"title: \"mibspec specification {SPEC_VERSION}\"\n"
+            "type: software\n"
+            "authors:\n  - name: mibspec contributors\n"
+            f"version: \"{__version__}\"\n"
+            "identifiers:\n"
+            f"  - type: other\n    value: \"schema-bundle-sha256:{bundle}\"\n"
+        )
+    else:
+        typer.echo(f"mibspec specification {SPEC_VERSION} (mibspec {__version__}), schema bundle sha256:{bundle}")
+
+
+def main() -> None:
+    """Console entry point: maps every failure to a documented exit code, never a traceback."""
+    from mibspec.validator import InternalError
+
+    try:
+        app(standalone_mode=True)
+    except InternalError as exc:
+        typer.echo(f"mibspec: internal error: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # a defect in mibspec, reported as such
+        typer.echo(f"mibspec: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Base classes and the JSON Schema generator shared by every document kind.
+
+The pydantic models in this package are the single source of the schemas in
+``spec/v1/schemas``: ``mibspec schema export`` writes them, and a test fails when
+the committed files differ from what the models generate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+__all__ = ["SPEC_VERSION", "Closed", "SchemaGenerator", "schema_id"]
+
+SPEC_VERSION = "1.0"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def schema_id(name: str, version: str = SPEC_VERSION) -> str:
+    """The ``$id`` of a schema: a URN carrying the spec version."""
+    return f"urn:mibspec:schema:{name}:{version}"
+
+
+class Closed(BaseModel):
+    """A JSON object that admits only the properties it declares."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class SchemaGenerator(GenerateJsonSchema):
+    """Emits portable draft 2020-12 schemas.
+
+    - optional fields (default ``None``) are omitted rather than nullable: documents
+      never carry ``null`` for an absent value; required nullable fields stay nullable;
+    - tagged unions become ``if``/``then`` chains on the tag, so a validator reports
+      the errors of the branch the document chose instead of "matches none of oneOf";
+    - no auto-generated titles.
+    """
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        inner = schema["schema"]
+        if schema.get("default", ...) is None and inner["type"] == "nullable":
+            # An optional field: absent when unknown, never null.
+            return self.generate_inner(inner["schema"])
+        return super().default_schema(schema)
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        generated = super().model_schema(schema)
+        generated.pop("title", None)
+        return generated
+
+    def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:
+        tag = schema["discriminator"]
+        if not isinstance(tag, str):  # pragma: no cover - only plain string tags are used
+            return super().tagged_union_schema(schema)
+        branches = []
+        for value, choice in schema["choices"].items():
+            branches.append(
+                {
+                    "if": {"properties": {tag: {"const": value}}, "required": [tag]},
+                    "then": self.generate_inner(choice),
+                }
+            )
+        return {
+            "type": "object",
+            "required": [tag],
+            "properties": {tag: {"enum": list(schema["choices"])}},
+            "allOf": branches,
+        }

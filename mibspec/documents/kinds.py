@@ -1,0 +1,233 @@
+"""The supporting document kinds: circuit, featurizer, counterfactual dataset,
+causal model and shortcut dataset. Reports live in :mod:`.report`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from ._base import SPEC_VERSION, Closed
+from .common import (
+    Artifact,
+    ArtifactRef,
+    Extensions,
+    ModelRef,
+    NonNegInt,
+    PosInt,
+    Provenance,
+    Seed,
+)
+
+__all__ = [
+    "CausalModel",
+    "CausalVariable",
+    "Circuit",
+    "CircuitEntry",
+    "CounterfactualDataset",
+    "DatasetFilter",
+    "Featurizer",
+    "GraphSpec",
+    "Location",
+    "ShortcutDataset",
+    "TensorRef",
+    "TokenPosition",
+]
+
+Version = Literal["1.0"]
+assert SPEC_VERSION == "1.0"
+
+
+class _Document(Closed):
+    spec_version: Version
+    description: str | None = None
+    provenance: Provenance | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    extensions: Extensions | None = None
+
+
+class TensorRef(Closed):
+    """A named tensor inside a safetensors artifact (or the single array of an .npy file).
+
+    Its schema carries the annotation ``x-mibspec-tensor``, by which validators find it.
+    """
+
+    model_config = ConfigDict(json_schema_extra={"x-mibspec-tensor": True})
+
+    artifact: ArtifactRef()
+    tensor: str | None = Field(
+        default=None, description="tensor name in a safetensors file; omitted for .npy"
+    )
+    shape: list[NonNegInt] = Field(description="expected shape; checked against the file")
+    dtype: Literal["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+# --- circuit -------------------------------------------------------------------------------
+
+
+class GraphSpec(Closed):
+    """The graph universe a circuit lives in (EAP-IG convention, see metrics/graph.md)."""
+
+    convention: Literal["eap-ig"] = "eap-ig"
+    n_layers: PosInt
+    n_heads: PosInt
+    parallel_attn_mlp: bool = False
+    d_model: PosInt | None = None
+    n_edges: PosInt = Field(description="edge total of the universe; must match the configuration")
+
+
+class CircuitEntry(Closed):
+    """One circuit of a circuit document: a row of the membership tensor."""
+
+    index: NonNegInt = Field(description="row in the `membership` tensor")
+    k: float | None = Field(default=None, gt=0, le=1, description="grid point it was built for")
+    ranking: Literal["signed", "absolute", "greedy-signed", "greedy-absolute", "other"] | None = None
+    n_edges: NonNegInt = Field(description="number of edges marked in the row")
+    weighted_size: float | None = Field(
+        default=None, ge=0, description="weighted edge count after pruning (metrics/graph.md)"
+    )
+
+
+class Circuit(_Document):
+    """Edge scores and/or circuits over a model's computation graph."""
+
+    kind: Literal["circuit"]
+    model: ModelRef | None = None
+    graph: GraphSpec
+    granularity: Literal["edge", "node", "neuron"] = "edge"
+    scores: TensorRef | None = Field(
+        default=None, description="float vector of edge scores in canonical edge order"
+    )
+    membership: TensorRef | None = Field(
+        default=None, description="bool matrix (n_circuits, n_edges) in canonical edge order"
+    )
+    neuron_masks: TensorRef | None = Field(
+        default=None, description="bool tensor (n_circuits, n_forward, d_model) for neuron granularity"
+    )
+    circuits: list[CircuitEntry] = Field(default_factory=list)
+
+
+# --- counterfactual dataset and causal model -----------------------------------------------
+
+
+class DatasetFilter(Closed):
+    name: Literal["equal_token_length", "model_correct", "other"]
+    tokenizer: str | None = None
+    kept: NonNegInt
+    dropped: NonNegInt
+    detail: str | None = None
+
+
+class Generator(Closed):
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    seed: int = Field(ge=0, le=2**64 - 1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class CounterfactualDataset(_Document):
+    """Base inputs paired with counterfactual inputs (rows in a JSON Lines sidecar)."""
+
+    kind: Literal["counterfactual_dataset"]
+    task: str = Field(min_length=1, description="e.g. `ioi`, `arithmetic`, `mcqa`, `arc_easy`, `ravel`")
+    split: Literal["train", "validation", "test", "private_test"]
+    examples: ArtifactRef() = Field(description="the JSON Lines artifact holding the rows (datasets.md)")
+    counterfactual_types: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    variables: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    causal_model: ArtifactRef("causal_model") | None = None
+    generator: Generator | None = None
+    filters: list[DatasetFilter] = Field(default_factory=list)
+
+
+class CausalVariable(Closed):
+    name: str = Field(min_length=1)
+    values: list[Any] | None = Field(default=None, description="finite domain, when there is one")
+    description: str | None = None
+
+
+class CausalModel(_Document):
+    """A task's high-level causal model, built from a named built-in mechanism."""
+
+    kind: Literal["causal_model"]
+    task: str = Field(min_length=1)
+    mechanism: Literal["ioi_linear", "answer_pointer", "two_digit_carry", "attribute_lookup"]
+    variables: list[CausalVariable] = Field(min_length=1)
+    outputs: list[str] = Field(min_length=1, description="variables the model's output depends on")
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- featurizer ----------------------------------------------------------------------------
+
+
+class TokenPosition(Closed):
+    """A token position declared as data and resolved per example from the tokenizer."""
+
+    rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot"]
+    index: int | None = Field(default=None, description="for `index`: 0-based, negative counts from the end")
+    token: str | None = Field(default=None, description="for `*_occurrence`: the token text")
+    slot: str | None = Field(default=None, description="for `slot`: the template slot name")
+    occurrence: int | None = Field(
+        default=None, description="for `slot`: which mention (0-based, −1 = last)"
+    )
+    subtoken: Literal["first", "last"] = "last"
+
+
+class Location(Closed):
+    """Where in the model a featurizer reads and writes."""
+
+    layer: NonNegInt
+    component: Literal["residual_post", "residual_pre", "attention_heads", "mlp_output"]
+    heads: list[NonNegInt] | None = None
+    position: TokenPosition
+
+
+class Featurizer(_Document):
+    """An invertible map from a model location to features, declared as data (no code)."""
+
+    kind: Literal["featurizer"]
+    type: Literal["identity", "subspace", "rotation", "pca", "sae"]
+    location: Location
+    input_dim: PosInt
+    n_features: PosInt
+    feature_indices: list[NonNegInt] | None = Field(
+        default=None, description="the features intervened on; all when omitted"
+    )
+    weights: dict[str, TensorRef] = Field(
+        default_factory=dict,
+        description="named tensors: `rotation` (subspace, rotation); `mean`, `scale`, "
+        "`components` (pca); `W_enc`, `b_enc`, `W_dec`, `b_dec`, `threshold` (sae)",
+    )
+    error: Literal["add_base_error", "discard"] = Field(
+        default="add_base_error",
+        description="whether the base input's reconstruction error is added back after the inverse",
+    )
+    pca_centring: Literal["centred", "uncentred"] | None = None
+    sae_activation: Literal["relu", "jumprelu", "topk"] | None = None
+    sae_k: PosInt | None = None
+
+
+# --- shortcut dataset (pixel-level saliency) -----------------------------------------------
+
+
+class ShortcutPerturbation(Closed):
+    kernel_size: PosInt = Field(description="K: number of kernel weights (the kernel is √K×√K)")
+    patch_size: PosInt = Field(description="D: number of patch pixels (the patch is √D×√D)")
+    alpha: float = Field(ge=0, description="non-dominant kernel weights are uniform in [0, α]")
+    seed: int = Field(ge=0, le=2**64 - 1)
+    kernels: TensorRef = Field(description="float (n_classes, √K, √K)")
+    locations: list[list[NonNegInt]] = Field(description="per class: [row, col] of the patch's corner")
+
+
+class ShortcutDataset(_Document):
+    """Images carrying a class-specific shortcut perturbation."""
+
+    kind: Literal["shortcut_dataset"]
+    source: str = Field(min_length=1, description="where the clean images come from")
+    split: Literal["train", "validation", "test"]
+    n_classes: PosInt
+    image_shape: list[PosInt] = Field(min_length=3, max_length=3, description="[C, H, W]")
+    clean_images: TensorRef
+    perturbed_images: TensorRef
+    labels: TensorRef
+    perturbation: ShortcutPerturbation
+    seeds: list[Seed] = Field(default_factory=list)

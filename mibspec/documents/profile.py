@@ -1,0 +1,50 @@
+"""Profiles: the conventions a report is checked and recomputed under, as data."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ._base import Closed
+
+__all__ = ["Profile", "Tolerance"]
+
+
+class Tolerance(Closed):
+    """|claimed − recomputed| ≤ abs + rel·|recomputed|."""
+
+    abs: float = Field(ge=0)
+    rel: float = Field(ge=0)
+
+
+class Profile(Closed):
+    """Named constants and conventions (spec/v1/profiles/<name>.json)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    spec_version: Literal["1.0"]
+    description: str
+    grid: list[Annotated[float, Field(gt=0, le=1)]] = Field(min_length=2)
+    edge_count_rounding: Literal["floor", "ceil"]
+    ranking: dict[Literal["cpr", "cmd", "auroc"], Literal["signed", "absolute"]]
+    tie_break: Literal["canonical_index"]
+    auroc_convention: Literal["mib", "rank"]
+    check_circuit_size: bool = Field(description="size at each k must not exceed k·|E|")
+    nested_circuits: Literal["error", "warning", "off"]
+    force_full_faithfulness: bool = Field(
+        description="treat f at k = 1 as 1.0 whatever the circuit (the public backend does)"
+    )
+    faithfulness_min_denominator: float = Field(gt=0)
+    consistency: Tolerance = Field(description="claimed aggregate vs the same metric of the claimed parts")
+    recompute: dict[Literal["float32", "float16", "bfloat16"], Tolerance] = Field(
+        description="claimed vs recomputed from the model, by model dtype"
+    )
+    min_stability_runs: int = Field(ge=2)
+    min_random_baseline_seeds: int = Field(ge=1)
+    min_permutations: int = Field(ge=1)
+    min_shapley_trials: int = Field(ge=1)
+    p_convention: Literal["plus_one", "paper"]
+    checker: Literal["exact_token", "substring"]
+    severity: dict[Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]] = (
+        Field(default_factory=dict, description="per-code severity overrides")
+    )

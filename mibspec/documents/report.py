@@ -1,0 +1,301 @@
+"""The result report: one per (method, model, task), with a claims block per track."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ._base import Closed
+from .common import (
+    Artifact,
+    ArtifactRef,
+    ComponentId,
+    Extensions,
+    Method,
+    ModelRef,
+    NonNegInt,
+    PosInt,
+    Provenance,
+    Seed,
+    Uncertainty,
+    Unit,
+)
+from .kinds import Location
+
+__all__ = [
+    "CausalBenchReport",
+    "CausalVariableReport",
+    "CircuitReport",
+    "Report",
+    "SaliencyReport",
+]
+
+Ranking = Literal["signed", "absolute"]
+
+
+class TaskRef(Closed):
+    name: str = Field(min_length=1)
+    dataset: ArtifactRef() | None = Field(default=None, description="artifact id of the dataset document")
+    split: Literal["train", "validation", "test", "private_test"] | None = None
+    counterfactual_type: str | None = Field(
+        default=None, description="circuit track: the counterfactual inputs used as the corrupted run"
+    )
+    n_examples: NonNegInt | None = None
+
+
+class _ReportBase(Closed):
+    spec_version: Literal["1.0"]
+    kind: Literal["report"]
+    profile: str = Field(default="default", min_length=1, description="conventions profile (profiles/)")
+    title: str | None = None
+    description: str | None = None
+    method: Method
+    task: TaskRef
+    seeds: list[Seed] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance
+    extensions: Extensions | None = None
+
+
+# --- MIB circuit localization --------------------------------------------------------------
+
+
+class CircuitSettings(Closed):
+    ablation: Literal["counterfactual", "mean", "zero", "optimal"] = "counterfactual"
+    granularity: Literal["edge", "node", "neuron"] = "edge"
+    grid: list[Annotated[float, Field(gt=0, le=1)]] = Field(min_length=2)
+    ranking: dict[Literal["cpr", "cmd", "auroc"], Ranking] = Field(
+        description="edge ranking used to build the circuits each metric is computed on"
+    )
+    edge_count_rounding: Literal["floor", "ceil"] = "floor"
+    metric: Literal["logit_difference", "probability_difference"] = "logit_difference"
+    batch_size: PosInt | None = None
+    padding_side: Literal["right", "left"] = "right"
+
+
+class CurvePoint(Closed):
+    k: float = Field(gt=0, le=1)
+    circuit: NonNegInt = Field(description="index of the circuit in the circuit document")
+    n_edges: NonNegInt = Field(description="edges selected at this point")
+    weighted_size: float = Field(ge=0, description="weighted edge count after pruning")
+    faithfulness: float
+    uncertainty: Uncertainty | None = None
+
+
+class Curve(Closed):
+    ranking: Ranking
+    points: list[CurvePoint] = Field(min_length=1)
+
+
+class ScalarClaim(Closed):
+    value: float
+    uncertainty: Uncertainty | None = None
+
+
+class AurocClaim(Closed):
+    value: Unit
+    convention: Literal["mib", "rank"]
+    ground_truth: ArtifactRef("circuit") = Field(description="circuit document holding the true edge set")
+
+
+class CircuitClaims(Closed):
+    circuit: ArtifactRef("circuit") = Field(description="artifact id of the circuit document")
+    n_edges: PosInt = Field(description="edge total of the graph universe")
+    m_full: float = Field(description="mean metric of the full model (clean run)")
+    m_empty: float = Field(description="mean metric of the empty circuit (corrupted run)")
+    curves: list[Curve] = Field(min_length=1)
+    cpr: ScalarClaim
+    cmd: ScalarClaim = Field(description="CMD ≥ 0 (checked by rule B)")
+    auroc: AurocClaim | None = None
+
+
+class CircuitReport(_ReportBase):
+    """MIB circuit localization: faithfulness curve, CPR, CMD (and AUROC)."""
+
+    track: Literal["circuit"]
+    model: ModelRef
+    settings: CircuitSettings
+    claims: CircuitClaims
+
+
+# --- MIB causal variable localization ------------------------------------------------------
+
+
+class CausalVariableSettings(Closed):
+    intervention: Literal["interchange"] = "interchange"
+    checker: Literal["exact_token", "substring"] = "exact_token"
+    example_filter: Literal["model_correct_on_base_and_counterfactuals", "none"] = (
+        "model_correct_on_base_and_counterfactuals"
+    )
+    batch_size: PosInt | None = None
+    causal_model: ArtifactRef("causal_model") | None = None
+
+
+class UnitScore(Closed):
+    id: str = Field(min_length=1, description="stable name of the model unit")
+    location: Location
+    featurizer: ArtifactRef("featurizer")
+    scores: dict[str, float] = Field(
+        min_length=1, description="score per counterfactual dataset (IIA or MSE)"
+    )
+    n_examples: dict[str, NonNegInt] | None = None
+
+
+class VariableClaims(Closed):
+    name: str = Field(min_length=1)
+    metric: Literal["iia", "mse"]
+    better: Literal["higher", "lower"]
+    units: list[UnitScore] = Field(min_length=1)
+    per_layer: dict[Annotated[str, Field(pattern=r"^(0|[1-9][0-9]*)$")], float] | None = None
+    average: float
+    highest: float
+
+
+class CausalVariableClaims(Closed):
+    variables: list[VariableClaims] = Field(min_length=1)
+
+
+class CausalVariableReport(_ReportBase):
+    """MIB causal variable localization: interchange-intervention accuracy per unit."""
+
+    track: Literal["causal_variable"]
+    model: ModelRef
+    settings: CausalVariableSettings = Field(default_factory=CausalVariableSettings)
+    claims: CausalVariableClaims
+
+
+# --- CAUSAL-BENCH --------------------------------------------------------------------------
+
+
+class Behaviour(Closed):
+    kind: Literal["planted", "transformer"]
+    n_layers: PosInt | None = None
+    n_heads: PosInt | None = None
+    seed: int = Field(ge=0, le=2**64 - 1)
+    signal: float | None = None
+    component_noise_sd: float | None = Field(default=None, ge=0)
+    measurement_noise_sd: float | None = Field(default=None, ge=0)
+    ablation: Literal["counterfactual", "mean", "zero"] | None = None
+
+
+class CausalBenchSettings(Closed):
+    weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]] = Field(
+        description="composite weights"
+    )
+    cos_threshold: float = Field(default=0.85, gt=0, le=1)
+    n_permutations: PosInt
+    p_convention: Literal["plus_one", "paper"] = "plus_one"
+    z_ddof: Literal[0, 1] = 0
+
+
+class SeedRun(Closed):
+    seed: int = Field(ge=0, le=2**64 - 1)
+    components: list[ComponentId]
+
+
+class MethodMetrics(Closed):
+    F: float
+    C: float
+    M: Unit
+    S: Unit
+    COS: Unit
+    composite: float
+    precision: Unit | None = None
+    recall: Unit | None = None
+    f1: Unit | None = None
+
+
+class MethodResult(Closed):
+    name: str = Field(min_length=1)
+    components: list[ComponentId] = Field(description="the method's identified set")
+    runs: list[SeedRun] = Field(min_length=2, description="sets under seed perturbations (stability)")
+    reduced: list[ComponentId] | None = Field(default=None, description="set left by the COS reduction")
+    metrics: MethodMetrics
+
+
+class Convergence(Closed):
+    j_obs: Unit
+    null_mean: Unit
+    null_std: float = Field(ge=0)
+    z: float
+    p: Unit
+    n_permutations: PosInt
+    seed: int = Field(ge=0, le=2**64 - 1)
+
+
+class JaccardMatrix(Closed):
+    methods: list[str] = Field(min_length=1)
+    matrix: list[list[Unit]]
+
+
+class CausalBenchClaims(Closed):
+    methods: list[MethodResult] = Field(min_length=1)
+    convergence: Convergence | None = None
+    consensus: list[ComponentId] | None = None
+    majority: list[ComponentId] | None = None
+    jaccard: JaccardMatrix | None = None
+
+
+class CausalBenchReport(_ReportBase):
+    """CAUSAL-BENCH: multi-metric scoring of component sets, convergence test."""
+
+    track: Literal["causal_bench"]
+    behaviour: Behaviour
+    universe: list[ComponentId] = Field(min_length=1, description="all components, canonical order")
+    ground_truth: list[ComponentId] | None = None
+    settings: CausalBenchSettings
+    claims: CausalBenchClaims
+
+
+# --- pixel-level saliency ------------------------------------------------------------------
+
+
+class SaliencySettings(Closed):
+    dominance_threshold: float = Field(default=0.9, gt=0, lt=1)
+    wiou_ks: list[PosInt] = Field(min_length=1)
+    wiou_weights: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
+    auc_convention: Literal["normalised_trapezoid", "unit_step_sum"] = "normalised_trapezoid"
+    shapley_sampler: Literal["exact", "permutation", "antithetic"]
+    shapley_trials: PosInt = 1
+    shapley_permutations: PosInt | None = None
+    curve_steps: PosInt | None = None
+
+
+class SaliencyMethod(Closed):
+    name: str = Field(min_length=1)
+    maps: ArtifactRef()
+    hit_accuracy: Unit
+    wiou: Unit
+    per_k_iou: list[Unit] | None = None
+    deletion_auc: float | None = None
+    addition_auc: float | None = None
+
+
+class Dominance(Closed):
+    n_images: NonNegInt
+    n_dominant: NonNegInt
+    rate: Unit
+
+
+class SaliencyClaims(Closed):
+    clean_accuracy: Unit | None = None
+    perturbed_accuracy: Unit | None = None
+    dominance: Dominance
+    ground_truth: ArtifactRef() = Field(description="Shapley ground truth maps")
+    methods: list[SaliencyMethod] = Field(min_length=1)
+
+
+class SaliencyReport(_ReportBase):
+    """Pixel-level saliency evaluation against Shapley ground truth."""
+
+    track: Literal["saliency"]
+    model: ModelRef
+    settings: SaliencySettings
+    claims: SaliencyClaims
+
+
+Report = Annotated[
+    CircuitReport | CausalVariableReport | CausalBenchReport | SaliencyReport,
+    Field(discriminator="track"),
+]

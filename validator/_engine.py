@@ -1,0 +1,415 @@
+"""The verification pipeline: parse → schema → rules → recompute.
+
+Every stage records a status. A stage that did not run is ``not_run`` or
+``skipped`` (with the reason), never ``passed``; a document is valid only when
+no stage failed and no error-level finding was reported.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mibspec._version import __version__
+from mibspec._resources import KNOWN_SPEC_VERSIONS
+
+from ._catalogue import Catalogue, catalogue
+from ._findings import Finding, Severity
+from ._parse import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
+
+__all__ = [
+    "DocumentResult",
+    "InternalError",
+    "RuleContext",
+    "Stage",
+    "StageStatus",
+    "VerificationResult",
+    "VerifyOptions",
+    "verify_paths",
+]
+
+KNOWN_KINDS = (
+    "report",
+    "circuit",
+    "featurizer",
+    "counterfactual_dataset",
+    "causal_model",
+    "shortcut_dataset",
+)
+
+#: Parse problems (validator/_parse.py symbols) → catalogue codes.
+_PARSE_CODES = {
+    "invalid-json": "P101",
+    "duplicate-key": "P102",
+    "non-finite-number": "P103",
+    "invalid-utf8": "P104",
+    "byte-order-mark": "P105",
+    "nesting-too-deep": "P106",
+    "file-too-large": "P107",
+}
+
+
+class InternalError(RuntimeError):
+    """A defect in mibspec itself (exit code 3), never a property of the input."""
+
+
+class Stage(str, enum.Enum):
+    PARSE = "parse"
+    SCHEMA = "schema"
+    RULES = "rules"
+    RECOMPUTE = "recompute"
+
+
+class StageStatus(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    NOT_RUN = "not_run"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """Options of one verification run.
+
+    Attributes:
+        recompute: run the recompute stage (needs the ``recompute`` extra).
+        profile: check every report under this profile instead of the one it declares.
+        limits: parse limits per document.
+        follow_references: also verify documents referenced as artifacts.
+        model_roots: extra folders in which local model paths are looked up.
+    """
+
+    recompute: bool = True
+    profile: str | None = None
+    limits: Limits = DEFAULT_LIMITS
+    follow_references: bool = True
+    model_roots: tuple[Path, ...] = ()
+
+
+@dataclass
+class DocumentResult:
+    """Verdict and findings for one document."""
+
+    path: str
+    kind: str | None = None
+    spec_version: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    stages: dict[Stage, tuple[StageStatus, str | None]] = field(
+        default_factory=lambda: {stage: (StageStatus.NOT_RUN, None) for stage in Stage}
+    )
+    referenced_by: str | None = None
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.WARNING]
+
+    @property
+    def valid(self) -> bool:
+        failed = any(status is StageStatus.FAILED for status, _ in self.stages.values())
+        return not failed and not self.errors
+
+    def set_stage(self, stage: Stage, status: StageStatus, detail: str | None = None) -> None:
+        self.stages[stage] = (status, detail)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "valid": self.valid,
+            "findings": [f.to_json() for f in self.findings],
+            "stages": [
+                {"name": stage.value, "status": status.value, **({"detail": detail} if detail else {})}
+                for stage, (status, detail) in self.stages.items()
+            ],
+            **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
+        }
+
+
+@dataclass
+class VerificationResult:
+    """The outcome of verifying one or more paths (and the documents they reference)."""
+
+    documents: list[DocumentResult]
+    spec_version: str = "1.0"
+    profile: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.documents) and all(doc.valid for doc in self.documents)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [finding for doc in self.documents for finding in doc.findings]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "valid": self.valid,
+            "spec_version": self.spec_version,
+            "tool": {"name": "mibspec", "version": __version__},
+        }
+        if self.profile:
+            out["profile"] = self.profile
+        out["documents"] = [doc.to_json() for doc in self.documents]
+        return out
+
+
+class RuleContext:
+    """What a rule sees: the document, where it lives, the profile, and a finding factory."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        data: dict[str, Any],
+        kind: str,
+        spec_version: str,
+        profile: Any,
+        options: VerifyOptions,
+        cat: Catalogue,
+    ) -> None:
+        self.path = path
+        self.folder = path.parent
+        self.data = data
+        self.kind = kind
+        self.spec_version = spec_version
+        self.profile = profile
+        self.options = options
+        self.catalogue = cat
+        #: The compiled JSON Schema validator of the document's kind.
+        from ._schema_stage import schema_for
+
+        self.schema = schema_for(kind, spec_version)
+        #: Filled by the artifact rule: artifact id → entry, for rules that read sidecars.
+        self.artifacts: dict[str, dict[str, Any]] = {}
+        #: Artifact ids whose file failed an integrity check (later rules skip them).
+        self.broken_artifacts: set[str] = set()
+
+    def finding(
+        self,
+        code: str,
+        pointer: str = "",
+        *,
+        hint: str | None = None,
+        data: dict[str, Any] | None = None,
+        **params: Any,
+    ) -> Finding:
+        """Build a finding for ``code`` with the catalogue's message and severity."""
+        return make_finding(self.catalogue, self.profile, code, pointer, hint=hint, data=data, **params)
+
+
+def make_finding(
+    cat: Catalogue,
+    profile: Any,
+    code: str,
+    pointer: str = "",
+    *,
+    hint: str | None = None,
+    data: dict[str, Any] | None = None,
+    **params: Any,
+) -> Finding:
+    try:
+        info = cat.by_code[code]
+    except KeyError as exc:
+        raise InternalError(f"rule code {code} is not in the catalogue") from exc
+    severity = info.severity
+    override = getattr(profile, "severity", {}).get(code) if profile is not None else None
+    if override and override != "off":
+        severity = Severity(override)
+    return Finding(
+        code=code,
+        severity=severity,
+        message=info.format(params),
+        pointer=pointer,
+        hint=hint,
+        data=data or {},
+    )
+
+
+def _suppressed(profile: Any, code: str) -> bool:
+    return profile is not None and getattr(profile, "severity", {}).get(code) == "off"
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+def verify_paths(paths: Iterable[str | os.PathLike[str]], options: VerifyOptions) -> VerificationResult:
+    """Verify each path (a document file) and every document it references.
+
+    Raises:
+        FileNotFoundError / OSError: a path given by the caller cannot be read (usage error).
+    """
+    runner = _Runner(options)
+    for path in paths:
+        runner.verify_file(Path(path), display=str(path))
+    return VerificationResult(documents=runner.results, profile=options.profile)
+
+
+class _Runner:
+    MAX_REFERENCE_DEPTH = 8
+
+    def __init__(self, options: VerifyOptions) -> None:
+        self.options = options
+        self.results: list[DocumentResult] = []
+        self.seen: dict[Path, DocumentResult] = {}
+
+    def verify_file(
+        self,
+        path: Path,
+        *,
+        display: str,
+        referenced_by: str | None = None,
+        depth: int = 0,
+    ) -> DocumentResult:
+        resolved = path.resolve()
+        if resolved in self.seen:
+            return self.seen[resolved]
+        if not path.is_file():
+            raise FileNotFoundError(f"{display}: no such file")
+        result = DocumentResult(path=display, referenced_by=referenced_by)
+        self.seen[resolved] = result
+        self.results.append(result)
+        cat = catalogue("1.0")
+        parsed = load_json_file(path, self.options.limits)
+        try:
+            self._run(result, parsed, path, cat, depth)
+        finally:
+            _locate(result, parsed)
+        return result
+
+    def _run(
+        self, result: DocumentResult, parsed: ParsedDocument, path: Path, cat: Catalogue, depth: int
+    ) -> None:
+        # Stage 1: parse.
+        if parsed.problems:
+            for problem in parsed.problems:
+                finding = make_finding(
+                    cat, None, _PARSE_CODES[problem.symbol], problem.pointer, hint=problem.hint,
+                    detail=problem.message,
+                )
+                line, column = parsed.position_of(problem.offset)
+                result.findings.append(finding.located(line, column))
+            result.set_stage(Stage.PARSE, StageStatus.FAILED)
+            return
+        data = parsed.data
+        if not isinstance(data, dict):
+            result.findings.append(make_finding(cat, None, "P108", "", detail=type(data).__name__))
+            result.set_stage(Stage.PARSE, StageStatus.FAILED)
+            return
+        result.set_stage(Stage.PARSE, StageStatus.PASSED)
+
+        # Stage 2: version, kind, profile, schema.
+        from ._schema_stage import check_schema, dispatch
+
+        header = list(dispatch(data, cat))
+        result.kind = data.get("kind") if isinstance(data.get("kind"), str) else None
+        version = data.get("spec_version")
+        result.spec_version = version if version in KNOWN_SPEC_VERSIONS else None
+        if header:
+            result.findings.extend(header)
+            result.set_stage(Stage.SCHEMA, StageStatus.FAILED, "version or kind not recognised")
+            return
+        assert result.kind is not None and result.spec_version is not None
+        profile, profile_findings = self._profile(data, result.kind, cat)
+        schema_findings = [*profile_findings, *check_schema(data, result.kind, result.spec_version, cat)]
+        if schema_findings:
+            result.findings.extend(schema_findings)
+            result.set_stage(Stage.SCHEMA, StageStatus.FAILED)
+            result.set_stage(Stage.RULES, StageStatus.NOT_RUN, "the schema stage failed")
+            return
+        result.set_stage(Stage.SCHEMA, StageStatus.PASSED)
+
+        # Stage 3: rules.
+        from .rules import run_rules
+
+        ctx = RuleContext(
+            path=path,
+            data=data,
+            kind=result.kind,
+            spec_version=result.spec_version,
+            profile=profile,
+            options=self.options,
+            cat=cat,
+        )
+        rule_findings = [f for f in run_rules(ctx) if not _suppressed(profile, f.code)]
+        rule_findings.extend(self._references(ctx, result, depth))
+        result.findings.extend(rule_findings)
+        rule_errors = any(f.severity is Severity.ERROR for f in rule_findings)
+        result.set_stage(Stage.RULES, StageStatus.FAILED if rule_errors else StageStatus.PASSED)
+
+        # Stage 4: recompute (reports only).
+        if result.kind != "report":
+            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "only reports carry claims to recompute")
+        elif not self.options.recompute:
+            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "disabled (--no-recompute)")
+        elif rule_errors:
+            result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
+        else:
+            from ._recompute_stage import run_recompute
+
+            status, detail, findings = run_recompute(ctx)
+            result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
+            result.set_stage(Stage.RECOMPUTE, status, detail)
+
+    def _profile(self, data: dict[str, Any], kind: str, cat: Catalogue) -> tuple[Any, list[Finding]]:
+        from ._profiles import known_profiles, load_profile
+
+        name = self.options.profile or (data.get("profile") if kind == "report" else None) or "default"
+        try:
+            return load_profile(str(name)), []
+        except KeyError:
+            pointer = "" if self.options.profile else "/profile"
+            finding = make_finding(
+                cat, None, "S104", pointer, detail=repr(name), known=", ".join(known_profiles())
+            )
+            return load_profile("default"), [finding]
+
+    def _references(self, ctx: RuleContext, parent: DocumentResult, depth: int) -> Iterator[Finding]:
+        if not self.options.follow_references:
+            return
+        for index, artifact in enumerate(ctx.data.get("artifacts", [])):
+            if artifact.get("media_type") != "application/json" or not artifact.get("kind"):
+                continue
+            if artifact["id"] in ctx.broken_artifacts:
+                continue
+            if depth >= self.MAX_REFERENCE_DEPTH:
+                yield ctx.finding(
+                    "A107", f"/artifacts/{index}", path=artifact["path"],
+                    detail=f"is nested more than {self.MAX_REFERENCE_DEPTH} references deep",
+                )
+                continue
+            target = ctx.folder / artifact["path"]
+            display = os.path.normpath(os.path.join(os.path.dirname(parent.path), artifact["path"]))
+            child = self.verify_file(target, display=display, referenced_by=parent.path, depth=depth + 1)
+            if child.kind is not None and child.kind != artifact["kind"]:
+                yield ctx.finding(
+                    "A107", f"/artifacts/{index}/kind", path=artifact["path"],
+                    detail=f"is a {child.kind} document, declared as {artifact['kind']}",
+                )
+            elif not child.valid:
+                codes = sorted({f.code for f in child.errors}) or ["a failed stage"]
+                yield ctx.finding(
+                    "A107", f"/artifacts/{index}", path=artifact["path"],
+                    detail=f"is not conformant ({', '.join(codes)})",
+                )
+
+
+def _locate(result: DocumentResult, parsed: ParsedDocument) -> None:
+    """Fill in line:column for findings that only know their pointer, then sort them."""
+    located = []
+    for finding in result.findings:
+        if finding.line is None and parsed.text:
+            finding = finding.located(*parsed.locate(finding.pointer))
+        if finding.line is None:
+            # Nothing more precise is known (e.g. a file too large to read): the file's start.
+            finding = finding.located(1, 1)
+        located.append(finding)
+    located.sort(key=lambda f: (f.severity.rank, f.line or 0, f.column or 0, f.code, f.pointer))
+    result.findings = located

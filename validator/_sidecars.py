@@ -1,0 +1,142 @@
+"""Reading sidecar headers (safetensors, .npy) without a tensor library.
+
+Only headers are parsed here, with hard size limits, so a hostile file cannot make
+the validator allocate or execute anything. Loading the data itself is done with
+numpy (``.npy``, ``allow_pickle=False``) or the safetensors library when needed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SidecarError", "TensorInfo", "read_npy_header", "read_safetensors_header", "tensor_infos"]
+
+MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+
+#: safetensors dtype names → the spec's dtype names.
+_SAFETENSORS_DTYPES = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I32": "int32",
+    "I64": "int64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+}
+_SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4,
+                         "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+#: numpy dtype strings (little-endian or byte-order-free) → the spec's dtype names.
+_NPY_DTYPES = {
+    "|b1": "bool",
+    "|u1": "uint8",
+    "<i4": "int32",
+    "<i8": "int64",
+    "<f2": "float16",
+    "<f4": "float32",
+    "<f8": "float64",
+}
+
+
+class SidecarError(ValueError):
+    """The file is not a well-formed sidecar of its declared type."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str | None
+    dtype: str
+    shape: tuple[int, ...]
+    data_offset: int
+    nbytes: int
+
+
+def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file (checked against its size)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise SidecarError("truncated: no safetensors header length")
+        (length,) = struct.unpack("<Q", head)
+        if length > MAX_HEADER_BYTES or 8 + length > size:
+            raise SidecarError(f"header length {length} does not fit in a {size}-byte file")
+        raw = handle.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SidecarError(f"header is not valid JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise SidecarError("header is not a JSON object")
+    infos: dict[str, TensorInfo] = {}
+    data_size = size - 8 - length
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (start, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SidecarError(f"tensor {name!r}: malformed header entry") from exc
+        if dtype not in _SAFETENSORS_ITEMSIZE or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise SidecarError(f"tensor {name!r}: unsupported dtype {dtype!r} or bad shape {shape!r}")
+        count = 1
+        for dim in shape:
+            count *= dim
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= data_size):
+            raise SidecarError(f"tensor {name!r}: data range [{start}, {end}) outside the file (truncated?)")
+        if end - start != count * _SAFETENSORS_ITEMSIZE[dtype]:
+            raise SidecarError(f"tensor {name!r}: {end - start} bytes do not hold shape {list(shape)} of {dtype}")
+        infos[name] = TensorInfo(name, _SAFETENSORS_DTYPES.get(dtype, dtype.lower()), shape, 8 + length + start,
+                                 end - start)
+    return infos
+
+
+def read_npy_header(path: Path) -> TensorInfo:
+    """dtype and shape of a version 1–3 ``.npy`` file (object arrays are refused)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        magic = handle.read(8)
+        if len(magic) < 8 or magic[:6] != b"\x93NUMPY":
+            raise SidecarError("not an .npy file (bad magic)")
+        major = magic[6]
+        if major == 1:
+            (length,) = struct.unpack("<H", handle.read(2))
+            offset = 10
+        elif major in (2, 3):
+            (length,) = struct.unpack("<I", handle.read(4))
+            offset = 12
+        else:
+            raise SidecarError(f"unsupported .npy version {major}")
+        if length > 1024 * 1024 or offset + length > size:
+            raise SidecarError("truncated .npy header")
+        text = handle.read(length).decode("latin1")
+    try:
+        header = ast.literal_eval(text)  # a dict literal; literal_eval evaluates no code
+        descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
+    except (ValueError, SyntaxError, KeyError, TypeError) as exc:
+        raise SidecarError(f"malformed .npy header: {exc}") from exc
+    if not isinstance(descr, str) or descr not in _NPY_DTYPES:
+        raise SidecarError(f"unsupported .npy dtype {descr!r} (object and big-endian arrays are refused)")
+    if fortran:
+        raise SidecarError("Fortran-ordered .npy arrays are not accepted")
+    itemsize = int(descr[2:]) if descr != "|b1" else 1
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    data_offset = offset + length
+    if size - data_offset != count * itemsize:
+        raise SidecarError(f"data is {size - data_offset} bytes, shape {list(shape)} needs {count * itemsize}")
+    return TensorInfo(None, _NPY_DTYPES[descr], shape, data_offset, count * itemsize)
+
+
+def tensor_infos(path: Path, media_type: str) -> dict[str | None, TensorInfo]:
+    """Header information of a tensor sidecar, keyed by tensor name (``None`` for .npy)."""
+    if media_type == "application/x-safetensors":
+        return dict(read_safetensors_header(path))
+    if media_type == "application/x-npy":
+        return {None: read_npy_header(path)}
+    raise SidecarError(f"{media_type} is not a tensor format")

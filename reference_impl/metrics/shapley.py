@@ -1,0 +1,350 @@
+"""Shapley values of a batched cooperative game: exact enumeration and permutation sampling.
+
+A game on n players is given as a value function over coalitions: a callable taking a
+boolean matrix ``(B, n)`` (row b is a coalition, ``True`` = player present) and
+returning the ``(B,)`` values, so that a model can score many coalitions in one
+forward pass. Every estimator reports how many coalitions it evaluated.
+
+Reproducibility: permutations are drawn from ``numpy.random.default_rng(seed)`` (PCG64
+seeded through ``SeedSequence``) as ``argsort(rng.random((m, n)), axis=1, kind="stable")``;
+trials use child seeds ``SeedSequence(seed).spawn(n_trials)``. No global RNG is touched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._metric_checks import check_int, describe
+
+__all__ = [
+    "MAX_EXACT_PLAYERS",
+    "ShapleyEstimate",
+    "ShapleyTrials",
+    "ValueFn",
+    "coalition_matrix",
+    "draw_permutations",
+    "shapley_exact",
+    "shapley_from_permutations",
+    "shapley_permutation",
+    "shapley_trials",
+]
+
+ValueFn = Callable[[NDArray[np.bool_]], ArrayLike]
+"""Value function: boolean coalitions ``(B, n)`` -> values ``(B,)``."""
+
+Seed = int | np.random.SeedSequence
+
+MAX_EXACT_PLAYERS = 16
+"""Largest n accepted by :func:`shapley_exact` (2¹⁶ = 65,536 coalitions)."""
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _chunks(n_rows: int, batch_size: int | None) -> Iterator[slice]:
+    step = n_rows if batch_size is None else batch_size
+    for start in range(0, n_rows, max(step, 1)):
+        yield slice(start, min(start + step, n_rows))
+
+
+def _check_batch_size(batch_size: int | None) -> int | None:
+    return None if batch_size is None else check_int(batch_size, "batch_size", minimum=1)
+
+
+def _evaluate(
+    value_fn: ValueFn, coalitions: NDArray[np.bool_], batch_size: int | None
+) -> NDArray[np.float64]:
+    """Values of every row of ``coalitions``, calling ``value_fn`` on at most ``batch_size`` rows."""
+    out = np.empty(coalitions.shape[0], dtype=np.float64)
+    for rows in _chunks(coalitions.shape[0], batch_size):
+        block = coalitions[rows]
+        raw = np.asarray(value_fn(block))
+        if raw.shape != (block.shape[0],):
+            raise ValueError(
+                f"value_fn must return shape ({block.shape[0]},) for {block.shape[0]} coalitions; "
+                f"got {describe(raw)}"
+            )
+        if raw.dtype == np.bool_ or not (
+            np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)
+        ):
+            raise ValueError(f"value_fn must return real numbers; got {describe(raw)}")
+        values = raw.astype(np.float64)
+        if not np.isfinite(values).all():
+            raise ValueError("value_fn must return finite values; got NaN or infinity")
+        out[rows] = values
+    return out
+
+
+# --------------------------------------------------------------------------- exact
+
+
+def coalition_matrix(n: int) -> NDArray[np.bool_]:
+    """All 2ⁿ coalitions: row c contains player i iff bit i of c is set (player 0 = LSB)."""
+    players = check_int(n, "n", minimum=1, maximum=MAX_EXACT_PLAYERS)
+    codes = np.arange(1 << players, dtype=np.int64)
+    return ((codes[:, np.newaxis] >> np.arange(players)) & 1).astype(np.bool_)
+
+
+def shapley_exact(value_fn: ValueFn, n: int, *, batch_size: int | None = None) -> NDArray[np.float64]:
+    """Exact Shapley values by enumerating all 2ⁿ coalitions once.
+
+    ``φ_i = Σ_{S ⊆ N∖{i}} |S|! (n-|S|-1)! / n! · (v(S ∪ {i}) - v(S))``, i.e. weight
+    ``1 / (n · C(n-1, |S|))``. Each coalition is evaluated exactly once
+    (2ⁿ evaluations, coalition order of :func:`coalition_matrix`); the marginal
+    differences are formed before weighting.
+
+    Args:
+        value_fn: batched value function.
+        n: number of players, 1 ≤ n ≤ :data:`MAX_EXACT_PLAYERS`.
+        batch_size: at most this many coalitions per ``value_fn`` call (None: one call).
+
+    Returns:
+        float64 array of the n Shapley values.
+
+    Raises:
+        ValueError: on n outside [1, 16], a bad batch size or a bad value function output.
+    """
+    coalitions = coalition_matrix(n)
+    values = _evaluate(value_fn, coalitions, _check_batch_size(batch_size))
+    sizes = coalitions.sum(axis=1)
+    codes = np.arange(coalitions.shape[0], dtype=np.int64)
+    # weight of v(S ∪ {i}) - v(S) for |S| = s
+    weights = np.array([1.0 / (n * math.comb(n - 1, s)) for s in range(n)])
+    phi = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        without = codes[~coalitions[:, i]]
+        phi[i] = np.sum(weights[sizes[without]] * (values[without | (1 << i)] - values[without]))
+    return phi
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+# eq=False: the fields are arrays, whose == is elementwise
+@dataclass(frozen=True, eq=False)
+class ShapleyEstimate:
+    """A Monte-Carlo permutation estimate of Shapley values.
+
+    Attributes:
+        values: estimated Shapley values, shape ``(n,)``.
+        standard_error: per-player standard error of ``values``: the sample standard
+            deviation (ddof = 1) of the independent units divided by √(number of units);
+            a unit is one permutation, or one antithetic pair when ``paired``.
+        n_evaluations: coalitions passed to the value function.
+        permutations: the permutations used, shape ``(P, n)``; row r lists the players
+            in the order they join.
+        paired: whether consecutive rows (2j, 2j+1) form antithetic pairs.
+    """
+
+    values: NDArray[np.float64]
+    standard_error: NDArray[np.float64]
+    n_evaluations: int
+    permutations: NDArray[np.intp]
+    paired: bool
+
+    @property
+    def sampler(self) -> str:
+        """``"antithetic_permutation"`` or ``"permutation"``."""
+        return "antithetic_permutation" if self.paired else "permutation"
+
+
+def draw_permutations(
+    n: int, n_permutations: int, seed: Seed, *, antithetic: bool = False
+) -> NDArray[np.intp]:
+    """The permutations :func:`shapley_permutation` uses for ``(n, n_permutations, seed)``.
+
+    ``rng = numpy.random.default_rng(seed)``; ``m`` rows are drawn as
+    ``argsort(rng.random((m, n)), axis=1, kind="stable")``. Plain sampling draws
+    ``m = n_permutations``. Antithetic sampling draws ``m = n_permutations / 2`` and
+    interleaves each drawn permutation with its reverse: rows ``π_1, rev(π_1), π_2, …``.
+
+    Raises:
+        ValueError: on n < 1, fewer than 2 independent units (plain: 2 permutations;
+            antithetic: 4, i.e. 2 pairs) or an odd count with ``antithetic``.
+    """
+    players = check_int(n, "n", minimum=1)
+    count = check_int(n_permutations, "n_permutations", minimum=4 if antithetic else 2)
+    if antithetic and count % 2:
+        raise ValueError(f"n_permutations must be even with antithetic=True; got {count}")
+    rng = np.random.default_rng(seed)
+    drawn = count // 2 if antithetic else count
+    base = np.argsort(rng.random((drawn, players)), axis=1, kind="stable")
+    if not antithetic:
+        return base
+    paired = np.empty((count, players), dtype=base.dtype)
+    paired[0::2] = base
+    paired[1::2] = base[:, ::-1]
+    return paired
+
+
+def _check_permutations(permutations: ArrayLike) -> NDArray[np.intp]:
+    perms = np.asarray(permutations)
+    if perms.ndim != 2 or perms.shape[1] < 1 or not np.issubdtype(perms.dtype, np.integer):
+        raise ValueError(
+            f"permutations must be a 2-D integer array (P, n) with n >= 1; got {describe(perms)}"
+        )
+    n = perms.shape[1]
+    if not (np.sort(perms, axis=1) == np.arange(n)).all():
+        bad = int(np.flatnonzero((np.sort(perms, axis=1) != np.arange(n)).any(axis=1))[0])
+        raise ValueError(
+            f"permutations row {bad} must be a permutation of 0..{n - 1}; got {perms[bad].tolist()}"
+        )
+    return perms.astype(np.intp)
+
+
+def shapley_from_permutations(
+    value_fn: ValueFn,
+    permutations: ArrayLike,
+    *,
+    paired: bool = False,
+    batch_size: int | None = None,
+) -> ShapleyEstimate:
+    """Permutation-sampling estimate from given permutations (e.g. to replay another tool's).
+
+    For permutation π and position j, player ``π_j`` contributes
+    ``v({π_0 … π_j}) - v({π_0 … π_{j-1}})``; the estimate is the mean contribution over
+    the P permutations. Coalitions evaluated: the empty and the full coalition once
+    each, plus the n - 1 inner prefixes of every permutation:
+    ``n_evaluations = 2 + P · (n - 1)`` (repeated inner prefixes are not merged).
+
+    Args:
+        value_fn: batched value function.
+        permutations: integer array ``(P, n)``; each row a permutation of ``0 … n-1``.
+        paired: treat rows (2j, 2j+1) as one antithetic unit for the standard error.
+        batch_size: at most this many coalitions per ``value_fn`` call (None: one call).
+
+    Raises:
+        ValueError: on malformed permutations, fewer than 2 independent units, or a bad
+            value function output.
+    """
+    perms = _check_permutations(permutations)
+    batch = _check_batch_size(batch_size)
+    n_perms, n = perms.shape
+    units = n_perms // 2 if paired else n_perms
+    if paired and n_perms % 2:
+        raise ValueError(f"permutations must have an even number of rows when paired; got {n_perms}")
+    if units < 2:
+        raise ValueError(f"at least 2 independent units are needed for a standard error; got {units}")
+
+    ends = _evaluate(value_fn, np.stack([np.zeros(n, np.bool_), np.ones(n, np.bool_)]), batch)
+    # prefix_values[r, j] = v(first j players of permutation r), j = 0 … n
+    prefix_values = np.empty((n_perms, n + 1), dtype=np.float64)
+    prefix_values[:, 0] = ends[0]
+    prefix_values[:, n] = ends[1]
+    if n > 1:
+        position = np.empty_like(perms)
+        np.put_along_axis(position, perms, np.arange(n)[np.newaxis, :], axis=1)
+        inner = np.arange(1, n)
+        # bounded memory: build the inner prefixes of a block of permutations at a time
+        block = n_perms if batch is None else max(1, batch // (n - 1))
+        for start in range(0, n_perms, block):
+            rows = slice(start, min(start + block, n_perms))
+            coalitions = position[rows, np.newaxis, :] < inner[np.newaxis, :, np.newaxis]
+            values = _evaluate(value_fn, coalitions.reshape(-1, n), batch)
+            prefix_values[rows, 1:n] = values.reshape(-1, n - 1)
+
+    marginals = np.empty((n_perms, n), dtype=np.float64)
+    np.put_along_axis(marginals, perms, np.diff(prefix_values, axis=1), axis=1)
+    unit_values = (marginals[0::2] + marginals[1::2]) / 2.0 if paired else marginals
+    return ShapleyEstimate(
+        values=unit_values.mean(axis=0),
+        standard_error=unit_values.std(axis=0, ddof=1) / math.sqrt(units),
+        n_evaluations=2 + n_perms * (n - 1),
+        permutations=perms,
+        paired=paired,
+    )
+
+
+def shapley_permutation(
+    value_fn: ValueFn,
+    n: int,
+    *,
+    n_permutations: int,
+    seed: Seed,
+    antithetic: bool = False,
+    batch_size: int | None = None,
+) -> ShapleyEstimate:
+    """Monte-Carlo permutation estimate of Shapley values.
+
+    Draws permutations with :func:`draw_permutations` (``n_permutations`` counts every
+    permutation evaluated, so antithetic sampling draws half as many and adds their
+    reverses) and evaluates them with :func:`shapley_from_permutations`.
+
+    Args:
+        value_fn: batched value function.
+        n: number of players.
+        n_permutations: permutations evaluated (≥ 2; with ``antithetic`` even and ≥ 4).
+        seed: seed of ``numpy.random.default_rng``.
+        antithetic: pair each drawn permutation with its reverse.
+        batch_size: at most this many coalitions per ``value_fn`` call.
+
+    Raises:
+        ValueError: see :func:`draw_permutations` and :func:`shapley_from_permutations`.
+    """
+    perms = draw_permutations(n, n_permutations, seed, antithetic=antithetic)
+    return shapley_from_permutations(value_fn, perms, paired=antithetic, batch_size=batch_size)
+
+
+# eq=False: the fields are arrays, whose == is elementwise
+@dataclass(frozen=True, eq=False)
+class ShapleyTrials:
+    """Average of independent permutation-sampling trials.
+
+    Attributes:
+        values: mean over trials of the trial estimates.
+        standard_error: ``sqrt(Σ_t se_t²) / T``, the standard error of that mean.
+        n_evaluations: total coalitions evaluated over all trials.
+        trials: the individual trial estimates, in child-seed order.
+    """
+
+    values: NDArray[np.float64]
+    standard_error: NDArray[np.float64]
+    n_evaluations: int
+    trials: tuple[ShapleyEstimate, ...]
+
+
+def shapley_trials(
+    value_fn: ValueFn,
+    n: int,
+    *,
+    n_trials: int = 5,
+    n_permutations: int,
+    seed: int,
+    antithetic: bool = False,
+    batch_size: int | None = None,
+) -> ShapleyTrials:
+    """Mean of ``n_trials`` independent permutation estimates (the paper averages 5).
+
+    Trial t uses ``seed_t = numpy.random.SeedSequence(seed).spawn(n_trials)[t]`` in
+    :func:`shapley_permutation` with ``n_permutations`` permutations each.
+
+    Raises:
+        ValueError: on n_trials < 1, a negative seed, or see :func:`shapley_permutation`.
+    """
+    trials_count = check_int(n_trials, "n_trials", minimum=1)
+    root = check_int(seed, "seed", minimum=0)
+    children = np.random.SeedSequence(root).spawn(trials_count)
+    trials = tuple(
+        shapley_permutation(
+            value_fn,
+            n,
+            n_permutations=n_permutations,
+            seed=child,
+            antithetic=antithetic,
+            batch_size=batch_size,
+        )
+        for child in children
+    )
+    stacked = np.stack([trial.values for trial in trials])
+    errors = np.stack([trial.standard_error for trial in trials])
+    return ShapleyTrials(
+        values=stacked.mean(axis=0),
+        standard_error=np.sqrt(np.sum(errors**2, axis=0)) / trials_count,
+        n_evaluations=sum(trial.n_evaluations for trial in trials),
+        trials=trials,
+    )

@@ -218,7 +218,7 @@ class Convergence(Closed):
     j_obs: Unit
     null_mean: Unit
     null_std: float = Field(ge=0)
-    z: float
+    z: float | None = Field(default=None, description="omitted when the null has zero spread")
     p: Unit
     n_permutations: PosInt
     seed: int = Field(ge=0, le=2**64 - 1)

@@ -6,8 +6,8 @@ interpretability benchmark results.
 '1.0'
 """
 
-from mibspec._version import __version__
 from mibspec._api import SPEC_VERSION, schema_bundle_hash, verify
+from mibspec._version import __version__
 from mibspec.validator import Finding, Severity, VerificationResult
 
 __all__ = [

@@ -7,8 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from mibspec._version import __version__
 from mibspec._resources import spec_dir
+from mibspec._version import __version__
 from mibspec.validator import DEFAULT_LIMITS, Limits, VerificationResult, VerifyOptions, verify_paths
 
 __all__ = ["SPEC_VERSION", "collect_paths", "schema_bundle_hash", "verify"]

@@ -49,8 +49,7 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
     warnings = sum(len(doc.warnings) for doc in result.documents)
     valid = sum(doc.valid for doc in result.documents)
     summary = (
-        f"{len(result.documents)} document(s), {valid} conformant; "
-        f"{errors} error(s), {warnings} warning(s)"
+        f"{len(result.documents)} document(s), {valid} conformant; {errors} error(s), {warnings} warning(s)"
     )
     console.print(f"[bold]{'PASS' if result.valid else 'FAIL'}[/] {summary}")
 

@@ -66,14 +66,18 @@ def _fail_usage(message: str) -> None:
 @app.command()
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.text,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
     no_recompute: Annotated[
         bool, typer.Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
     ] = False,
     profile: Annotated[
         str | None, typer.Option("--profile", help="Check under this profile instead of the declared one.")
     ] = None,
-    max_bytes: Annotated[int, typer.Option(help="Largest document accepted, in bytes.", min=1)] = 64 * 1024 * 1024,
+    max_bytes: Annotated[int, typer.Option(help="Largest document accepted, in bytes.", min=1)] = 64
+    * 1024
+    * 1024,
     max_depth: Annotated[int, typer.Option(help="Deepest JSON nesting accepted.", min=1)] = 64,
     model_root: Annotated[
         list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
@@ -162,7 +166,9 @@ def schema_show(kind: Annotated[str, typer.Argument(help="Document kind or schem
 
 
 @schema_app.command("export")
-def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into.")]) -> None:
+def schema_export(
+    directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into.")],
+) -> None:
     """Write every schema into a folder (for editors and offline hooks)."""
     from mibspec._resources import spec_dir
 
@@ -192,15 +198,17 @@ def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = 
         typer.echo(
             "cff-version: 1.2.0\n"
             "message: If you report results checked with mibspec, please cite the spec version.\n"
-            f"title: \"mibspec specification {SPEC_VERSION}\"\n"
+            f'title: "mibspec specification {SPEC_VERSION}"\n'
             "type: software\n"
             "authors:\n  - name: mibspec contributors\n"
-            f"version: \"{__version__}\"\n"
+            f'version: "{__version__}"\n'
             "identifiers:\n"
-            f"  - type: other\n    value: \"schema-bundle-sha256:{bundle}\"\n"
+            f'  - type: other\n    value: "schema-bundle-sha256:{bundle}"\n'
         )
     else:
-        typer.echo(f"mibspec specification {SPEC_VERSION} (mibspec {__version__}), schema bundle sha256:{bundle}")
+        typer.echo(
+            f"mibspec specification {SPEC_VERSION} (mibspec {__version__}), schema bundle sha256:{bundle}"
+        )
 
 
 def main() -> None:

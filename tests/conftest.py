@@ -28,7 +28,9 @@ CliRun = Callable[..., subprocess.CompletedProcess[str]]
 def mibspec_cli() -> CliRun:
     """Run ``python -m mibspec ARGS`` in a fresh process (exit codes, stdout, stderr)."""
 
-    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
         # Run outside the source tree so `-m mibspec` imports the installed package.
         return subprocess.run(

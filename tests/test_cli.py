@@ -28,7 +28,9 @@ def _valid_case(kind: str) -> Path:
 
 
 def _output_schema() -> dict[str, object]:
-    return json.loads((spec_dir() / "schemas" / "verification-result.schema.json").read_text(encoding="utf-8"))
+    return json.loads(
+        (spec_dir() / "schemas" / "verification-result.schema.json").read_text(encoding="utf-8")
+    )
 
 
 def _tree_digest(folder: Path) -> dict[str, str]:
@@ -56,7 +58,9 @@ def test_valid_report_exits_zero_with_json_contract(mibspec_cli: CliRun) -> None
     assert output["valid"] is True
     assert output["spec_version"] == "1.0"
     first = output["documents"][0]
-    assert first["path"] == str(document) and first["kind"] == "report" and first["valid"] is True
+    assert first["path"] == str(document)
+    assert first["kind"] == "report"
+    assert first["valid"] is True
     stages = {stage["name"]: stage["status"] for stage in first["stages"]}
     assert stages["recompute"] == "skipped"  # never "passed" when it did not run
     assert _tree_digest(document.parent) == before  # inputs are never modified
@@ -97,7 +101,8 @@ def test_hostile_inputs_give_a_code_not_a_traceback(
     assert "Traceback" not in result.stderr
     [finding] = json.loads(result.stdout)["documents"][0]["findings"]
     assert finding["code"] == code
-    assert finding["line"] >= 1 and finding["column"] >= 1
+    assert finding["line"] >= 1
+    assert finding["column"] >= 1
 
 
 def test_a_200_megabyte_file_is_refused_without_reading_it(mibspec_cli: CliRun, tmp_path: Path) -> None:
@@ -142,7 +147,8 @@ def test_rules_lists_the_whole_catalogue(mibspec_cli: CliRun) -> None:
     assert codes == [rule["code"] for rule in catalogue["rules"]]
     explained = mibspec_cli("rules", "A103")
     assert explained.returncode == 0
-    assert "artifact-hash-mismatch" in explained.stdout and "A-3" in explained.stdout
+    assert "artifact-hash-mismatch" in explained.stdout
+    assert "A-3" in explained.stdout
 
 
 def test_schema_list_show_export(mibspec_cli: CliRun, tmp_path: Path) -> None:
@@ -172,7 +178,8 @@ def test_validation_never_imports_torch(mibspec_cli: CliRun) -> None:
         "import sys, mibspec\n"
         f"result = mibspec.verify({str(document)!r}, recompute=False)\n"
         "assert result.valid, result.to_json()\n"
-        "heavy = sorted(m for m in ('torch', 'transformers', 'safetensors', 'pydantic') if m in sys.modules)\n"
+        "names = ('torch', 'transformers', 'safetensors', 'pydantic')\n"
+        "heavy = sorted(m for m in names if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -62,7 +62,9 @@ def test_most_cases_have_a_schema_verdict() -> None:
     assert len(SCHEMA_CASES) >= 50
 
 
-@pytest.mark.parametrize(("case", "kind", "document"), SCHEMA_CASES, ids=[str(c[0].name) for c in SCHEMA_CASES])
+@pytest.mark.parametrize(
+    ("case", "kind", "document"), SCHEMA_CASES, ids=[str(c[0].name) for c in SCHEMA_CASES]
+)
 def test_second_implementation_agrees_on_schema_verdicts(case: Path, kind: str, document: object) -> None:
     """jsonschema-rs and python-jsonschema give the same verdict on every parseable document."""
     import jsonschema_rs

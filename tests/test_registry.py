@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
-from mibspec._conformance import discover_cases
-from mibspec._resources import spec_dir
 from mibspec.validator import catalogue
 from mibspec.validator._engine import _PARSE_CODES
 from mibspec.validator._recompute_stage import run_recompute
 from mibspec.validator._schema_stage import _KEYWORD_CODES
 from mibspec.validator.rules import RULES
+
+from mibspec._conformance import discover_cases
+from mibspec._resources import spec_dir
 
 CAT = catalogue()
 
@@ -23,7 +24,8 @@ def test_codes_and_symbols_are_unique_and_well_formed() -> None:
     assert len(symbols) == len(set(symbols))
     for rule in CAT.rules:
         assert rule.code[0] in CAT.families, rule.code
-        assert rule.code[1:].isdigit() and len(rule.code) == 4
+        assert rule.code[1:].isdigit()
+        assert len(rule.code) == 4
         assert rule.summary.endswith(".")
         assert rule.stage in {"parse", "schema", "rules", "recompute"}
 
@@ -65,7 +67,14 @@ def test_every_document_kind_has_valid_and_invalid_cases() -> None:
     verdicts: dict[str, set[str]] = {}
     for case in _cases():
         verdicts.setdefault(str(case["kind"]), set()).add(str(case["verdict"]))
-    for kind in ("report", "circuit", "featurizer", "counterfactual_dataset", "causal_model", "shortcut_dataset"):
+    for kind in (
+        "report",
+        "circuit",
+        "featurizer",
+        "counterfactual_dataset",
+        "causal_model",
+        "shortcut_dataset",
+    ):
         assert verdicts.get(kind) == {"valid", "invalid"}, kind
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._version import __version__
 from mibspec._resources import KNOWN_SPEC_VERSIONS
+from mibspec._version import __version__
 
 from ._catalogue import Catalogue, catalogue
 from ._findings import Finding, Severity
@@ -99,7 +99,7 @@ class DocumentResult:
     spec_version: str | None = None
     findings: list[Finding] = field(default_factory=list)
     stages: dict[Stage, tuple[StageStatus, str | None]] = field(
-        default_factory=lambda: {stage: (StageStatus.NOT_RUN, None) for stage in Stage}
+        default_factory=lambda: dict.fromkeys(Stage, (StageStatus.NOT_RUN, None))
     )
     referenced_by: str | None = None
 
@@ -291,7 +291,11 @@ class _Runner:
         if parsed.problems:
             for problem in parsed.problems:
                 finding = make_finding(
-                    cat, None, _PARSE_CODES[problem.symbol], problem.pointer, hint=problem.hint,
+                    cat,
+                    None,
+                    _PARSE_CODES[problem.symbol],
+                    problem.pointer,
+                    hint=problem.hint,
                     detail=problem.message,
                 )
                 line, column = parsed.position_of(problem.offset)
@@ -316,7 +320,8 @@ class _Runner:
             result.findings.extend(header)
             result.set_stage(Stage.SCHEMA, StageStatus.FAILED, "version or kind not recognised")
             return
-        assert result.kind is not None and result.spec_version is not None
+        if result.kind is None or result.spec_version is None:  # dispatch() reported it
+            raise InternalError("dispatch passed a document without a known kind and version")
         profile, profile_findings = self._profile(data, result.kind, cat)
         schema_findings = [*profile_findings, *check_schema(data, result.kind, result.spec_version, cat)]
         if schema_findings:
@@ -381,7 +386,9 @@ class _Runner:
                 continue
             if depth >= self.MAX_REFERENCE_DEPTH:
                 yield ctx.finding(
-                    "A107", f"/artifacts/{index}", path=artifact["path"],
+                    "A107",
+                    f"/artifacts/{index}",
+                    path=artifact["path"],
                     detail=f"is nested more than {self.MAX_REFERENCE_DEPTH} references deep",
                 )
                 continue
@@ -390,13 +397,17 @@ class _Runner:
             child = self.verify_file(target, display=display, referenced_by=parent.path, depth=depth + 1)
             if child.kind is not None and child.kind != artifact["kind"]:
                 yield ctx.finding(
-                    "A107", f"/artifacts/{index}/kind", path=artifact["path"],
+                    "A107",
+                    f"/artifacts/{index}/kind",
+                    path=artifact["path"],
                     detail=f"is a {child.kind} document, declared as {artifact['kind']}",
                 )
             elif not child.valid:
                 codes = sorted({f.code for f in child.errors}) or ["a failed stage"]
                 yield ctx.finding(
-                    "A107", f"/artifacts/{index}", path=artifact["path"],
+                    "A107",
+                    f"/artifacts/{index}",
+                    path=artifact["path"],
                     detail=f"is not conformant ({', '.join(codes)})",
                 )
 

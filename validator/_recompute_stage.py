@@ -26,7 +26,8 @@ def run_recompute(ctx: RuleContext) -> tuple[StageStatus, str | None, list[Findi
     entry = RECOMPUTERS.get(track)
     if entry is None:
         finding = ctx.finding(
-            "R102", "/track",
+            "R102",
+            "/track",
             detail=f"recomputation of {track} reports is not available in this version; "
             "the claims were checked for consistency only",
         )
@@ -35,7 +36,8 @@ def run_recompute(ctx: RuleContext) -> tuple[StageStatus, str | None, list[Findi
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
         finding = ctx.finding(
-            "R101", "",
+            "R101",
+            "",
             detail=f"recomputation needs {', '.join(missing)}; install mibspec[recompute] "
             "or pass --no-recompute to check the report without it",
         )

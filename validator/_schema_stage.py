@@ -49,13 +49,23 @@ def dispatch(data: dict[str, Any], cat: Catalogue) -> Iterator[Finding]:
         yield make_finding(cat, None, "S101", "", known=known_versions)
     elif data["spec_version"] not in KNOWN_SPEC_VERSIONS:
         yield make_finding(
-            cat, None, "S102", "/spec_version", detail=_short(repr(data["spec_version"])), known=known_versions
+            cat,
+            None,
+            "S102",
+            "/spec_version",
+            detail=_short(repr(data["spec_version"])),
+            known=known_versions,
         )
     kind = data.get("kind")
     if kind not in KNOWN_KINDS:
-        detail = "missing \"kind\"" if "kind" not in data else f"unknown kind {_short(repr(kind))}"
+        detail = 'missing "kind"' if "kind" not in data else f"unknown kind {_short(repr(kind))}"
         yield make_finding(
-            cat, None, "S103", "" if "kind" not in data else "/kind", detail=detail, known=", ".join(KNOWN_KINDS)
+            cat,
+            None,
+            "S103",
+            "" if "kind" not in data else "/kind",
+            detail=detail,
+            known=", ".join(KNOWN_KINDS),
         )
 
 
@@ -99,9 +109,12 @@ def _to_findings(error: Any, cat: Catalogue) -> Iterator[Finding]:
         for key in error.instance:
             if key not in allowed:
                 yield make_finding(
-                    cat, None, code, f"{pointer}/{escape_pointer_token(key)}",
+                    cat,
+                    None,
+                    code,
+                    f"{pointer}/{escape_pointer_token(key)}",
                     detail=f"unexpected property {key!r}",
-                    hint="documents are closed; put extra data under \"extensions\"",
+                    hint='documents are closed; put extra data under "extensions"',
                 )
         return
     if keyword == "required":

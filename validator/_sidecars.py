@@ -28,8 +28,21 @@ _SAFETENSORS_DTYPES = {
     "F32": "float32",
     "F64": "float64",
 }
-_SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4,
-                         "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+_SAFETENSORS_ITEMSIZE = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+}
 #: numpy dtype strings (little-endian or byte-order-free) → the spec's dtype names.
 _NPY_DTYPES = {
     "|b1": "bool",
@@ -89,9 +102,12 @@ def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= data_size):
             raise SidecarError(f"tensor {name!r}: data range [{start}, {end}) outside the file (truncated?)")
         if end - start != count * _SAFETENSORS_ITEMSIZE[dtype]:
-            raise SidecarError(f"tensor {name!r}: {end - start} bytes do not hold shape {list(shape)} of {dtype}")
-        infos[name] = TensorInfo(name, _SAFETENSORS_DTYPES.get(dtype, dtype.lower()), shape, 8 + length + start,
-                                 end - start)
+            raise SidecarError(
+                f"tensor {name!r}: {end - start} bytes do not hold shape {list(shape)} of {dtype}"
+            )
+        infos[name] = TensorInfo(
+            name, _SAFETENSORS_DTYPES.get(dtype, dtype.lower()), shape, 8 + length + start, end - start
+        )
     return infos
 
 
@@ -129,14 +145,16 @@ def read_npy_header(path: Path) -> TensorInfo:
         count *= int(dim)
     data_offset = offset + length
     if size - data_offset != count * itemsize:
-        raise SidecarError(f"data is {size - data_offset} bytes, shape {list(shape)} needs {count * itemsize}")
+        raise SidecarError(
+            f"data is {size - data_offset} bytes, shape {list(shape)} needs {count * itemsize}"
+        )
     return TensorInfo(None, _NPY_DTYPES[descr], shape, data_offset, count * itemsize)
 
 
 def tensor_infos(path: Path, media_type: str) -> dict[str | None, TensorInfo]:
     """Header information of a tensor sidecar, keyed by tensor name (``None`` for .npy)."""
     if media_type == "application/x-safetensors":
-        return dict(read_safetensors_header(path))
+        return {name: info for name, info in read_safetensors_header(path).items()}
     if media_type == "application/x-npy":
         return {None: read_npy_header(path)}
     raise SidecarError(f"{media_type} is not a tensor format")

@@ -123,4 +123,3 @@ def schema_text(name: str) -> str:
 def parse_document(kind: str, data: Any) -> Any:
     """Build the typed model of a document that already passed schema validation."""
     return _adapter(kind).validate_python(data)
-

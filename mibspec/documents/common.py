@@ -12,9 +12,12 @@ __all__ = [
     "Artifact",
     "ArtifactId",
     "ArtifactRef",
+    "CausalModelRef",
+    "CircuitRef",
     "Citation",
     "ComponentId",
     "Extensions",
+    "FeaturizerRef",
     "HubModel",
     "LocalModel",
     "MediaType",
@@ -38,11 +41,18 @@ ArtifactId = Annotated[
 ]
 
 
-def ArtifactRef(kind: str | None = None) -> Any:  # noqa: N802 - reads as a type
-    """The type of a field that references an artifact by id (optionally of a given kind)."""
+def _reference(kind: str | None) -> Any:
     # Validators find references through this schema annotation.
-    marker = {"x-mibspec-artifact": {"kind": kind} if kind else {}}
-    return Annotated[str, Field(pattern=_ID_PATTERN, json_schema_extra=marker)]
+    marker: dict[str, Any] = {"x-mibspec-artifact": {"kind": kind} if kind else {}}
+    return Field(pattern=_ID_PATTERN, json_schema_extra=marker)
+
+
+#: A field naming an entry of the document's ``artifacts`` list.
+ArtifactRef = Annotated[str, _reference(None)]
+#: References that must point at a document of a given kind.
+CircuitRef = Annotated[str, _reference("circuit")]
+FeaturizerRef = Annotated[str, _reference("featurizer")]
+CausalModelRef = Annotated[str, _reference("causal_model")]
 
 
 ComponentId = Annotated[str, Field(min_length=1, max_length=256)]
@@ -157,7 +167,7 @@ class RegistryModel(_ModelBase):
     """An architecture from mibspec's built-in registry with weights in a sidecar."""
 
     source: Literal["registry"]
-    weights: ArtifactRef()
+    weights: ArtifactRef
 
 
 ModelRef = Annotated[LocalModel | HubModel | RegistryModel, Field(discriminator="source")]

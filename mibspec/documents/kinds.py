@@ -11,6 +11,7 @@ from ._base import SPEC_VERSION, Closed
 from .common import (
     Artifact,
     ArtifactRef,
+    CausalModelRef,
     Extensions,
     ModelRef,
     NonNegInt,
@@ -54,7 +55,7 @@ class TensorRef(Closed):
 
     model_config = ConfigDict(json_schema_extra={"x-mibspec-tensor": True})
 
-    artifact: ArtifactRef()
+    artifact: ArtifactRef
     tensor: str | None = Field(
         default=None, description="tensor name in a safetensors file; omitted for .npy"
     )
@@ -131,10 +132,10 @@ class CounterfactualDataset(_Document):
     kind: Literal["counterfactual_dataset"]
     task: str = Field(min_length=1, description="e.g. `ioi`, `arithmetic`, `mcqa`, `arc_easy`, `ravel`")
     split: Literal["train", "validation", "test", "private_test"]
-    examples: ArtifactRef() = Field(description="the JSON Lines artifact holding the rows (datasets.md)")
+    examples: ArtifactRef = Field(description="the JSON Lines artifact holding the rows (datasets.md)")
     counterfactual_types: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     variables: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
-    causal_model: ArtifactRef("causal_model") | None = None
+    causal_model: CausalModelRef | None = None
     generator: Generator | None = None
     filters: list[DatasetFilter] = Field(default_factory=list)
 
@@ -166,9 +167,7 @@ class TokenPosition(Closed):
     index: int | None = Field(default=None, description="for `index`: 0-based, negative counts from the end")
     token: str | None = Field(default=None, description="for `*_occurrence`: the token text")
     slot: str | None = Field(default=None, description="for `slot`: the template slot name")
-    occurrence: int | None = Field(
-        default=None, description="for `slot`: which mention (0-based, −1 = last)"
-    )
+    occurrence: int | None = Field(default=None, description="for `slot`: which mention (0-based, −1 = last)")
     subtoken: Literal["first", "last"] = "last"
 
 

@@ -45,6 +45,6 @@ class Profile(Closed):
     min_shapley_trials: int = Field(ge=1)
     p_convention: Literal["plus_one", "paper"]
     checker: Literal["exact_token", "substring"]
-    severity: dict[Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]] = (
-        Field(default_factory=dict, description="per-code severity overrides")
-    )
+    severity: dict[
+        Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]
+    ] = Field(default_factory=dict, description="per-code severity overrides")

@@ -10,8 +10,11 @@ from ._base import Closed
 from .common import (
     Artifact,
     ArtifactRef,
+    CausalModelRef,
+    CircuitRef,
     ComponentId,
     Extensions,
+    FeaturizerRef,
     Method,
     ModelRef,
     NonNegInt,
@@ -36,7 +39,7 @@ Ranking = Literal["signed", "absolute"]
 
 class TaskRef(Closed):
     name: str = Field(min_length=1)
-    dataset: ArtifactRef() | None = Field(default=None, description="artifact id of the dataset document")
+    dataset: ArtifactRef | None = Field(default=None, description="artifact id of the dataset document")
     split: Literal["train", "validation", "test", "private_test"] | None = None
     counterfactual_type: str | None = Field(
         default=None, description="circuit track: the counterfactual inputs used as the corrupted run"
@@ -96,11 +99,11 @@ class ScalarClaim(Closed):
 class AurocClaim(Closed):
     value: Unit
     convention: Literal["mib", "rank"]
-    ground_truth: ArtifactRef("circuit") = Field(description="circuit document holding the true edge set")
+    ground_truth: CircuitRef = Field(description="circuit document holding the true edge set")
 
 
 class CircuitClaims(Closed):
-    circuit: ArtifactRef("circuit") = Field(description="artifact id of the circuit document")
+    circuit: CircuitRef = Field(description="artifact id of the circuit document")
     n_edges: PosInt = Field(description="edge total of the graph universe")
     m_full: float = Field(description="mean metric of the full model (clean run)")
     m_empty: float = Field(description="mean metric of the empty circuit (corrupted run)")
@@ -129,13 +132,13 @@ class CausalVariableSettings(Closed):
         "model_correct_on_base_and_counterfactuals"
     )
     batch_size: PosInt | None = None
-    causal_model: ArtifactRef("causal_model") | None = None
+    causal_model: CausalModelRef | None = None
 
 
 class UnitScore(Closed):
     id: str = Field(min_length=1, description="stable name of the model unit")
     location: Location
-    featurizer: ArtifactRef("featurizer")
+    featurizer: FeaturizerRef
     scores: dict[str, float] = Field(
         min_length=1, description="score per counterfactual dataset (IIA or MSE)"
     )
@@ -264,7 +267,7 @@ class SaliencySettings(Closed):
 
 class SaliencyMethod(Closed):
     name: str = Field(min_length=1)
-    maps: ArtifactRef()
+    maps: ArtifactRef
     hit_accuracy: Unit
     wiou: Unit
     per_k_iou: list[Unit] | None = None
@@ -282,7 +285,7 @@ class SaliencyClaims(Closed):
     clean_accuracy: Unit | None = None
     perturbed_accuracy: Unit | None = None
     dominance: Dominance
-    ground_truth: ArtifactRef() = Field(description="Shapley ground truth maps")
+    ground_truth: ArtifactRef = Field(description="Shapley ground truth maps")
     methods: list[SaliencyMethod] = Field(min_length=1)
 
 

@@ -31,7 +31,9 @@ class Rule:
 RULES: list[Rule] = []
 
 
-def rule(name: str, *, codes: tuple[str, ...], kinds: tuple[str, ...] | None = None) -> Callable[[RuleFn], RuleFn]:
+def rule(
+    name: str, *, codes: tuple[str, ...], kinds: tuple[str, ...] | None = None
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function under ``name``."""
 
     def register(fn: RuleFn) -> RuleFn:

@@ -28,7 +28,7 @@ _CHUNK = 1024 * 1024
 
 def unsafe_reason(path: str) -> str | None:
     """Why a declared artifact path is not a plain relative POSIX path, or None."""
-    if path.startswith("/") or _WINDOWS_DRIVE.match(path) or path.startswith("\\"):
+    if path.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(path):
         return "is absolute"
     if "\\" in path:
         return "uses backslashes; artifact paths are POSIX"
@@ -69,15 +69,21 @@ def artifact_integrity(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
         ident, declared = artifact["id"], artifact["path"]
         if ident in seen_ids:
             ctx.broken_artifacts.add(ident)
-            yield ctx.finding("A108", f"{pointer}/id",
-                              detail=f"artifact id {ident!r} is already used by /artifacts/{seen_ids[ident]}")
+            yield ctx.finding(
+                "A108",
+                f"{pointer}/id",
+                detail=f"artifact id {ident!r} is already used by /artifacts/{seen_ids[ident]}",
+            )
             continue
         seen_ids[ident] = index
         ctx.artifacts[ident] = artifact
         normal = os.path.normpath(declared)
         if normal in seen_paths:
-            yield ctx.finding("A108", f"{pointer}/path",
-                              detail=f"path {declared!r} is already declared by /artifacts/{seen_paths[normal]}")
+            yield ctx.finding(
+                "A108",
+                f"{pointer}/path",
+                detail=f"path {declared!r} is already declared by /artifacts/{seen_paths[normal]}",
+            )
         seen_paths.setdefault(normal, index)
         found = list(_check_one(artifact, pointer, ctx))
         if any(f.severity.value == "error" for f in found):
@@ -93,8 +99,12 @@ def _check_one(artifact: dict[str, Any], pointer: str, ctx: RuleContext) -> Iter
         return
     target = resolve_inside(ctx.folder, declared)
     if target is None:
-        yield ctx.finding("A101", f"{pointer}/path", path=declared,
-                          detail="resolves outside the report's folder through a symbolic link")
+        yield ctx.finding(
+            "A101",
+            f"{pointer}/path",
+            path=declared,
+            detail="resolves outside the report's folder through a symbolic link",
+        )
         return
     if not target.exists():
         yield ctx.finding("A102", f"{pointer}/path", path=declared, detail="does not exist")
@@ -104,21 +114,29 @@ def _check_one(artifact: dict[str, Any], pointer: str, ctx: RuleContext) -> Iter
         return
     media_type = artifact["media_type"]
     if not declared.lower().endswith(_EXTENSIONS[media_type]):
-        yield ctx.finding("A105", f"{pointer}/media_type", path=declared,
-                          detail=f"file name does not end in {' or '.join(_EXTENSIONS[media_type])} "
-                          f"as {media_type} requires")
+        yield ctx.finding(
+            "A105",
+            f"{pointer}/media_type",
+            path=declared,
+            detail=f"file name does not end in {' or '.join(_EXTENSIONS[media_type])} "
+            f"as {media_type} requires",
+        )
     size = target.stat().st_size
     if size != artifact["bytes"]:
         yield ctx.finding("A104", f"{pointer}/bytes", path=declared, actual=size, declared=artifact["bytes"])
         return  # a size mismatch makes the hash mismatch too; do not read a file of unexpected size
     actual = _sha256(target)
     if actual != artifact["sha256"]:
-        yield ctx.finding("A103", f"{pointer}/sha256", path=declared, actual=actual, declared=artifact["sha256"])
+        yield ctx.finding(
+            "A103", f"{pointer}/sha256", path=declared, actual=actual, declared=artifact["sha256"]
+        )
         return
     yield from _check_content(artifact, target, pointer, ctx)
 
 
-def _check_content(artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext) -> Iterator[Finding]:
+def _check_content(
+    artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext
+) -> Iterator[Finding]:
     declared, media_type = artifact["path"], artifact["media_type"]
     try:
         if media_type == "application/x-safetensors":
@@ -126,13 +144,19 @@ def _check_content(artifact: dict[str, Any], target: Path, pointer: str, ctx: Ru
         elif media_type == "application/x-npy":
             read_npy_header(target)
     except SidecarError as exc:
-        yield ctx.finding("A105", f"{pointer}/media_type", path=declared, detail=f"not a valid {media_type} file: {exc}")
+        yield ctx.finding(
+            "A105", f"{pointer}/media_type", path=declared, detail=f"not a valid {media_type} file: {exc}"
+        )
         return
     if media_type == "application/jsonl":
         yield from _check_jsonl(artifact, target, pointer, ctx)
     elif artifact.get("kind") and media_type != "application/json":
-        yield ctx.finding("A105", f"{pointer}/kind", path=declared,
-                          detail="only application/json artifacts can be mibspec documents")
+        yield ctx.finding(
+            "A105",
+            f"{pointer}/kind",
+            path=declared,
+            detail="only application/json artifacts can be mibspec documents",
+        )
 
 
 def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext) -> Iterator[Finding]:
@@ -140,13 +164,15 @@ def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: Rule
 
     declared = artifact["path"]
     if "rows" not in artifact:
-        yield ctx.finding("A106", pointer, path=declared, detail="JSON Lines artifacts must declare \"rows\"")
+        yield ctx.finding("A106", pointer, path=declared, detail='JSON Lines artifacts must declare "rows"')
         return
     rows = 0
     with target.open("rb") as handle:
         for number, line in enumerate(iter(lambda: handle.readline(_MAX_JSONL_LINE + 1), b""), start=1):
             if len(line) > _MAX_JSONL_LINE:
-                yield ctx.finding("A106", pointer, path=declared, detail=f"line {number} is longer than 16 MiB")
+                yield ctx.finding(
+                    "A106", pointer, path=declared, detail=f"line {number} is longer than 16 MiB"
+                )
                 return
             if not line.strip():
                 continue
@@ -156,12 +182,15 @@ def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: Rule
                 yield ctx.finding("A106", pointer, path=declared, detail=f"line {number} is not JSON: {exc}")
                 return
             if not isinstance(row, dict):
-                yield ctx.finding("A106", pointer, path=declared, detail=f"line {number} is not a JSON object")
+                yield ctx.finding(
+                    "A106", pointer, path=declared, detail=f"line {number} is not a JSON object"
+                )
                 return
             rows += 1
     if rows != artifact["rows"]:
-        yield ctx.finding("A106", f"{pointer}/rows", path=declared,
-                          detail=f"has {rows} rows, declared {artifact['rows']}")
+        yield ctx.finding(
+            "A106", f"{pointer}/rows", path=declared, detail=f"has {rows} rows, declared {artifact['rows']}"
+        )
 
 
 @rule("artifact-references", codes=("A107", "A109"))
@@ -173,8 +202,12 @@ def artifact_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
         if artifact is None:
             yield ctx.finding("A109", pointer, role=ident)
         elif kind is not None and artifact.get("kind") != kind:
-            yield ctx.finding("A107", pointer, path=artifact["path"],
-                              detail=f"must be a {kind} document (declare \"kind\": \"{kind}\" on the artifact)")
+            yield ctx.finding(
+                "A107",
+                pointer,
+                path=artifact["path"],
+                detail=f'must be a {kind} document (declare "kind": "{kind}" on the artifact)',
+            )
 
 
 @rule("tensor-references", codes=("A110",))
@@ -195,16 +228,30 @@ def tensor_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
             continue
         name = ref.get("tensor") if artifact["media_type"] == "application/x-safetensors" else None
         if artifact["media_type"] == "application/x-safetensors" and name is None:
-            yield ctx.finding("A110", pointer, path=declared, detail="a safetensors reference must name its tensor")
+            yield ctx.finding(
+                "A110", pointer, path=declared, detail="a safetensors reference must name its tensor"
+            )
             continue
         info = infos.get(name)
         if info is None:
-            yield ctx.finding("A110", f"{pointer}/tensor", path=declared,
-                              detail=f"has no tensor {name!r} (it has {sorted(k for k in infos if k)})")
+            yield ctx.finding(
+                "A110",
+                f"{pointer}/tensor",
+                path=declared,
+                detail=f"has no tensor {name!r} (it has {sorted(k for k in infos if k)})",
+            )
             continue
         if list(info.shape) != list(ref["shape"]):
-            yield ctx.finding("A110", f"{pointer}/shape", path=declared,
-                              detail=f"tensor {name or '(npy)'} has shape {list(info.shape)}, declared {ref['shape']}")
+            yield ctx.finding(
+                "A110",
+                f"{pointer}/shape",
+                path=declared,
+                detail=f"tensor {name or '(npy)'} has shape {list(info.shape)}, declared {ref['shape']}",
+            )
         if info.dtype != ref["dtype"]:
-            yield ctx.finding("A110", f"{pointer}/dtype", path=declared,
-                              detail=f"tensor {name or '(npy)'} has dtype {info.dtype}, declared {ref['dtype']}")
+            yield ctx.finding(
+                "A110",
+                f"{pointer}/dtype",
+                path=declared,
+                detail=f"tensor {name or '(npy)'} has dtype {info.dtype}, declared {ref['dtype']}",
+            )

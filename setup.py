@@ -1,9 +1,10 @@
 """Package layout: the top-level folders become subpackages of ``mibspec``.
 
 ``validator/`` installs as ``mibspec.validator``, ``reference_impl/`` as
-``mibspec.reference_impl``, and the language-neutral ``spec/`` and
-``conformance/`` folders ship as package data under ``mibspec.spec`` and
-``mibspec.conformance``. Everything else lives in ``pyproject.toml``.
+``mibspec.reference_impl``, and the language-neutral ``spec/`` folder ships as
+package data under ``mibspec.spec``. The conformance suite stays in the
+repository (it contains deliberately hostile files, such as symbolic links that
+point outside their case). Everything else lives in ``pyproject.toml``.
 """
 
 from pathlib import Path
@@ -15,7 +16,7 @@ ROOTS = {
     "mibspec.validator": "validator",
     "mibspec.reference_impl": "reference_impl",
 }
-DATA_ROOTS = {"mibspec.spec": "spec", "mibspec.conformance": "conformance"}
+DATA_ROOTS = {"mibspec.spec": "spec"}
 
 
 def _packages(name: str, folder: str, *, data: bool) -> dict[str, str]:

@@ -1,4 +1,8 @@
-"""Running the conformance suite (``conformance/v1/<kind>/<valid|invalid>/<case>/``)."""
+"""Running the conformance suite (``conformance/v1/<kind>/<valid|invalid>/<case>/``).
+
+The suite lives in the repository, not in the installed package: it holds
+deliberately hostile files (links pointing out of their case, truncated sidecars).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mibspec._resources import conformance_dir
 from mibspec.validator import Limits, VerifyOptions, verify_paths
 
 __all__ = ["CaseOutcome", "discover_cases", "run_case"]
@@ -26,9 +29,8 @@ class CaseOutcome:
     problem: str | None = None
 
 
-def discover_cases(root: Path | None = None) -> list[Path]:
-    """Every case folder (one holding ``expected.json``), in a stable order."""
-    root = root or conformance_dir()
+def discover_cases(root: Path) -> list[Path]:
+    """Every case folder below ``root`` (e.g. ``conformance/v1``), in a stable order."""
     return sorted(path.parent for path in root.glob("*/*/*/expected.json"))
 
 

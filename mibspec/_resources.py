@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KNOWN_SPEC_VERSIONS", "conformance_dir", "load_spec_json", "spec_dir"]
+__all__ = ["KNOWN_SPEC_VERSIONS", "load_spec_json", "spec_dir"]
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
 KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1"}
@@ -26,10 +26,6 @@ def _data_root(name: str) -> Path:
 def spec_dir(version: str = "1.0") -> Path:
     """The folder holding a spec version's schemas, profiles and texts."""
     return _data_root("spec") / KNOWN_SPEC_VERSIONS[version]
-
-
-def conformance_dir(version: str = "1.0") -> Path:
-    return _data_root("conformance") / KNOWN_SPEC_VERSIONS[version]
 
 
 @functools.lru_cache(maxsize=64)

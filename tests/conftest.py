@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+#: The conformance suite of spec 1.0, read from the repository.
+CONFORMANCE = REPO / "conformance" / "v1"
 
 
 @pytest.fixture(autouse=True)

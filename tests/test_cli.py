@@ -17,11 +17,13 @@ import mibspec
 from mibspec._conformance import discover_cases
 from mibspec._resources import spec_dir
 
+CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance" / "v1"
+
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _valid_case(kind: str) -> Path:
-    for case in discover_cases():
+    for case in discover_cases(CONFORMANCE):
         if case.parent.parent.name == kind and case.parent.name == "valid":
             return case / "document.json"
     raise AssertionError(f"the conformance suite has no valid {kind} case")

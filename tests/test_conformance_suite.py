@@ -11,7 +11,9 @@ import pytest
 from mibspec._conformance import discover_cases, run_case
 from mibspec._resources import spec_dir
 
-CASES = discover_cases()
+CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance" / "v1"
+
+CASES = discover_cases(CONFORMANCE)
 IDS = [f"{c.parent.parent.name}/{c.parent.name}/{c.name}" for c in CASES]
 
 

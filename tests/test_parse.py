@@ -74,8 +74,10 @@ def test_huge_integer_literal_is_a_problem_not_a_crash() -> None:
 
 def test_locate_maps_pointers_to_keys_and_values() -> None:
     doc = parse_json_bytes(b'{"x": {"y": [true, {"z": 3}]},\n  "a/b": "v"}')
-    assert doc.locate("/x/y/1/z") == (1, 21)
-    assert doc.locate("/a~1b") == (2, 3)
+    assert doc.locate("/x/y/1/z") == (1, 26)
+    assert doc.locate("/x/y/1/z", prefer_key=True) == (1, 21)
+    assert doc.locate("/a~1b") == (2, 10)
+    assert doc.locate("/a~1b", prefer_key=True) == (2, 3)
     assert doc.locate("/x/y/0") == (1, 14)
     assert doc.locate("/missing") == (1, 1)  # falls back to the nearest parent (the root)
 

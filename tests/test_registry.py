@@ -4,6 +4,7 @@ by conformance cases; codes are never reused."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from mibspec.validator import catalogue
 from mibspec.validator._engine import _PARSE_CODES
@@ -13,6 +14,8 @@ from mibspec.validator.rules import RULES
 
 from mibspec._conformance import discover_cases
 from mibspec._resources import spec_dir
+
+CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance" / "v1"
 
 CAT = catalogue()
 
@@ -37,7 +40,7 @@ def test_retired_codes_are_never_reused() -> None:
 
 def test_every_code_is_emitted_by_some_stage() -> None:
     emitted = set(_PARSE_CODES.values()) | {"P108", "S101", "S102", "S103", "S104"}
-    emitted |= set(_KEYWORD_CODES.values()) | {"S119"}
+    emitted |= set(_KEYWORD_CODES.values())
     for rule in RULES:
         emitted |= set(rule.codes)
     recompute_codes = {"R101", "R102"}  # emitted by validator/_recompute_stage.py
@@ -53,7 +56,10 @@ def test_rules_declare_only_catalogued_codes() -> None:
 
 
 def _cases() -> list[dict[str, object]]:
-    return [json.loads((case / "expected.json").read_text(encoding="utf-8")) for case in discover_cases()]
+    return [
+        json.loads((case / "expected.json").read_text(encoding="utf-8"))
+        for case in discover_cases(CONFORMANCE)
+    ]
 
 
 def test_every_document_rule_has_an_invalid_conformance_case() -> None:
@@ -79,9 +85,50 @@ def test_every_document_kind_has_valid_and_invalid_cases() -> None:
 
 
 def test_suite_is_large_enough() -> None:
-    assert len(discover_cases()) >= 60
+    assert len(discover_cases(CONFORMANCE)) >= 60
 
 
 def test_catalogue_file_is_what_the_registry_loads() -> None:
     raw = json.loads((spec_dir() / "rules.json").read_text(encoding="utf-8"))
     assert [entry["code"] for entry in raw["rules"]] == [rule.code for rule in CAT.rules]
+
+
+def test_every_validation_keyword_in_the_document_schemas_has_a_code() -> None:
+    from mibspec.documents import KINDS
+
+    annotations = {
+        "$defs",
+        "$id",
+        "$ref",
+        "$schema",
+        "allOf",
+        "if",
+        "then",
+        "else",
+        "items",
+        "properties",
+        "description",
+        "title",
+        "default",
+        "x-mibspec-artifact",
+        "x-mibspec-tensor",
+        "propertyNames",
+    }
+    used: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                used.add(key)
+                if key in ("properties", "$defs"):
+                    for child in value.values():
+                        walk(child)
+                elif key != "x-mibspec-artifact":
+                    walk(value)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    for kind in KINDS:
+        walk(json.loads((spec_dir() / "schemas" / f"{kind}.schema.json").read_text(encoding="utf-8")))
+    assert used - annotations <= set(_KEYWORD_CODES), sorted(used - annotations - set(_KEYWORD_CODES))

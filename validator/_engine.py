@@ -417,7 +417,8 @@ def _locate(result: DocumentResult, parsed: ParsedDocument) -> None:
     located = []
     for finding in result.findings:
         if finding.line is None and parsed.text:
-            finding = finding.located(*parsed.locate(finding.pointer))
+            # An unexpected property is best shown at its key; everything else at its value.
+            finding = finding.located(*parsed.locate(finding.pointer, prefer_key=finding.code == "S112"))
         if finding.line is None:
             # Nothing more precise is known (e.g. a file too large to read): the file's start.
             finding = finding.located(1, 1)

@@ -138,11 +138,11 @@ class ParsedDocument:
             self._source_map = SourceMap(self.text or "")
         return self._source_map
 
-    def locate(self, pointer: str) -> tuple[int | None, int | None]:
+    def locate(self, pointer: str, *, prefer_key: bool = False) -> tuple[int | None, int | None]:
         """Position of a pointer; only for documents within the depth limit (they parsed)."""
         if self.text is None or self.data is None:
             return None, None
-        return self.source_map.locate(pointer)
+        return self.source_map.locate(pointer, prefer_key=prefer_key)
 
     def position_of(self, offset: int | None) -> tuple[int | None, int | None]:
         if offset is None or self.text is None:

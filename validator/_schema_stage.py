@@ -9,7 +9,7 @@ from typing import Any
 from mibspec._resources import KNOWN_SPEC_VERSIONS, load_spec_json
 
 from ._catalogue import Catalogue
-from ._engine import KNOWN_KINDS, make_finding
+from ._engine import KNOWN_KINDS, InternalError, make_finding
 from ._findings import Finding
 from ._parse import escape_pointer_token
 
@@ -103,7 +103,9 @@ def _short(text: str) -> str:
 def _to_findings(error: Any, cat: Catalogue) -> Iterator[Finding]:
     keyword = error.validator
     pointer = _pointer(error.absolute_path)
-    code = _KEYWORD_CODES.get(keyword, "S119")
+    code = _KEYWORD_CODES.get(keyword)
+    if code is None:  # the shipped schemas use only mapped keywords (tested)
+        raise InternalError(f"schema keyword {keyword!r} has no rule code")
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
         allowed = set(error.schema.get("properties", {}))
         for key in error.instance:

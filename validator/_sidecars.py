@@ -154,7 +154,9 @@ def read_npy_header(path: Path) -> TensorInfo:
 def tensor_infos(path: Path, media_type: str) -> dict[str | None, TensorInfo]:
     """Header information of a tensor sidecar, keyed by tensor name (``None`` for .npy)."""
     if media_type == "application/x-safetensors":
-        return {name: info for name, info in read_safetensors_header(path).items()}
+        found: dict[str | None, TensorInfo] = {}
+        found.update(read_safetensors_header(path))
+        return found
     if media_type == "application/x-npy":
         return {None: read_npy_header(path)}
     raise SidecarError(f"{media_type} is not a tensor format")

@@ -37,6 +37,8 @@ class SchemaGenerator(GenerateJsonSchema):
       never carry ``null`` for an absent value; required nullable fields stay nullable;
     - tagged unions become ``if``/``then`` chains on the tag, so a validator reports
       the errors of the branch the document chose instead of "matches none of oneOf";
+    - dictionaries with constrained keys use ``propertyNames`` (pydantic's default,
+      ``patternProperties`` alone, would let any other key through);
     - no auto-generated titles.
     """
 
@@ -53,6 +55,16 @@ class SchemaGenerator(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         generated = super().model_schema(schema)
         generated.pop("title", None)
+        return generated
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        generated = super().dict_schema(schema)
+        patterns = generated.pop("patternProperties", None)
+        if patterns:
+            # Constrain the keys themselves; every value follows the value schema.
+            [(pattern, values)] = patterns.items()
+            generated["propertyNames"] = {"pattern": pattern}
+            generated["additionalProperties"] = values
         return generated
 
     def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:

@@ -53,7 +53,6 @@ CREATED = "2025-06-02T09:30:00Z"
 PROVENANCE: Json = {
     "tool": {"name": "mibspec-conformance", "version": "1.0"},
     "created": CREATED,
-    "libraries": {"numpy": "2.1.3"},
 }
 # Revisions are fixed strings of the right form; conformance checks only their shape.
 GPT2_REVISION = "607a30d783dfa663caf39e06633721c8d4cfcd7e"
@@ -2910,6 +2909,49 @@ def causal_bench_two_methods_no_truth(folder: Folder) -> None:
             "settings": settings,
             "claims": claims,
             "seeds": [{"purpose": "permutation test", "value": 11}],
+            "provenance": PROVENANCE,
+        },
+    )
+
+
+@case(
+    "report",
+    "DK-1",
+    "A degenerate convergence null (one method identifies every component, so every draw has the same "
+    "mean Jaccard): z is undefined and omitted.",
+)
+def causal_bench_degenerate_null_without_z(folder: Folder) -> None:
+    sets = {"ablation_scanning": list(CB_SMALL_UNIVERSE), "circuit_discovery": ["L0.attn_head[0]", "L1.mlp"]}
+    given = {
+        "ablation_scanning": BehaviourValues(1.0, 1.0, ["L0.attn_head[0]", "L1.mlp"]),
+        "circuit_discovery": BehaviourValues(0.947, 0.902, ["L0.attn_head[0]", "L1.mlp"]),
+    }
+    settings = {"weights": dict(CB_WEIGHTS), "cos_threshold": 0.85, "n_permutations": 1000}
+    claims = causal_bench_claims(
+        sets,
+        CB_SMALL_UNIVERSE,
+        planted=None,
+        given=given,
+        truth=None,
+        stability_targets={"ablation_scanning": 1.0, "circuit_discovery": 1.0},
+        settings=settings,
+        seed=5,
+    )
+    assert "z" not in claims["convergence"]
+    save(
+        folder,
+        {
+            "spec_version": "1.0",
+            "kind": "report",
+            "track": "causal_bench",
+            "title": "Ablation scanning against circuit discovery on a 2L/2H transformer",
+            "method": {"name": "CAUSAL-BENCH method comparison"},
+            "task": {"name": "induction"},
+            "behaviour": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "seed": 3, "ablation": "zero"},
+            "universe": CB_SMALL_UNIVERSE,
+            "settings": settings,
+            "claims": claims,
+            "seeds": [{"purpose": "permutation test", "value": 5}],
             "provenance": PROVENANCE,
         },
     )

@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -184,7 +185,9 @@ def test_validation_never_imports_torch(mibspec_cli: CliRun) -> None:
         "heavy = sorted(m for m in names if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tempfile.gettempdir()
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
 

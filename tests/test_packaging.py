@@ -35,7 +35,8 @@ def test_installed_package_carries_its_own_spec_files() -> None:
         assert spec_dir().parent.parent in (Path(mibspec.__file__).parent, REPO)
         return
     package = Path(mibspec.__file__).resolve().parent
-    assert REPO not in package.parents, (
+    assert package != REPO / "mibspec", (
         f"tests imported the source tree, not the installed package: {package}"
     )
+    assert "site-packages" in package.parts
     assert spec_dir().resolve().is_relative_to(package)

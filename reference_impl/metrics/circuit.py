@@ -22,8 +22,6 @@ from typing import Any, Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
-from scipy.stats import rankdata
 
 from ._metric_checks import (
     as_bool_array,
@@ -434,6 +432,8 @@ def edge_auroc_rank(
         ValueError: if P = 0 or N_neg = 0, or on invalid inputs.
     """
     keys, truth, positives, negatives = _truth_and_keys(scores, truth_mask, ranking)
+    from scipy.stats import rankdata  # imported here: scipy.stats is slow to import
+
     ranks = rankdata(keys, method="average")
     rank_sum = float(np.sum(ranks[truth]))
     u_statistic = rank_sum - positives * (positives + 1) / 2.0
@@ -449,6 +449,8 @@ def sigmoid(x: float) -> float: ...
 def sigmoid(x: NDArray[np.float64]) -> NDArray[np.float64]: ...
 def sigmoid(x: float | NDArray[np.float64]) -> float | NDArray[np.float64]:
     """Logistic function ``σ(x) = 1 / (1 + exp(-x))``, overflow-safe (``scipy.special.expit``)."""
+    from scipy.special import expit
+
     if isinstance(x, np.ndarray):
         return np.asarray(expit(as_float_array(x, "x", allow_empty=True)), dtype=np.float64)
     return float(expit(check_finite_scalar(x, "x")))
@@ -469,7 +471,7 @@ def leaderboard_score(cells: Iterable[float]) -> float:
     Raises:
         ValueError: on no cells or non-finite cells.
     """
-    return float(np.mean(expit(_cells(cells))))
+    return float(np.mean(sigmoid(_cells(cells))))
 
 
 def leaderboard_average(cells: Iterable[float]) -> float:

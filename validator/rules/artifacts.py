@@ -200,7 +200,7 @@ def artifact_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
         kind = marker.get("kind")
         artifact = ctx.artifacts.get(ident)
         if artifact is None:
-            yield ctx.finding("A109", pointer, role=ident)
+            yield ctx.finding("A109", pointer, artifact=ident)
         elif kind is not None and artifact.get("kind") != kind:
             yield ctx.finding(
                 "A107",

@@ -1827,6 +1827,98 @@ def circuit_k_zero(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "K-1",
+    "The grid leaves out k = 0.001 (curves and areas follow it), so it is not the profile's grid.",
+    ("K101", "/settings/grid"),
+)
+def circuit_grid_not_profile(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["settings"]["grid"] = list(GRID[1:])
+    for curve in doc["claims"]["curves"]:
+        curve["points"] = curve["points"][1:]
+    signed, absolute = doc["claims"]["curves"]
+    doc["claims"]["cpr"]["value"] = trapezoid(GRID[1:], curve_values(signed))
+    doc["claims"]["cmd"]["value"] = trapezoid(GRID[1:], [abs(1 - f) for f in curve_values(absolute)])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-1",
+    "One point of the signed curve sits at k = 0.003, off the grid.",
+    ("K102", "/claims/curves/0"),
+)
+def circuit_curve_off_grid(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][1]["k"] = 0.003
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-2",
+    "The circuit at k = 0.05 claims one edge more than floor(0.05 * |E|).",
+    ("K103", "/claims/curves/0/points/5/n_edges"),
+)
+def circuit_too_many_edges(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    point = doc["claims"]["curves"][0]["points"][5]
+    point["n_edges"] = edges_at(point["k"], doc["claims"]["n_edges"]) + 1
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-2",
+    "The weighted size at k = 0.1 exceeds 0.1 * |E|.",
+    ("K103", "/claims/curves/1/points/6/weighted_size"),
+)
+def circuit_weighted_size_too_large(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    point = doc["claims"]["curves"][1]["points"][6]
+    point["weighted_size"] = point["k"] * doc["claims"]["n_edges"] + 1.0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-1",
+    "The claimed CPR is 0.01 above the trapezoid of the signed curve.",
+    ("C101", "/claims/cpr/value"),
+)
+def circuit_cpr_inconsistent(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cpr"]["value"] += 0.01
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-1",
+    "CMD computed from the signed curve while settings.ranking.cmd declares the absolute one.",
+    ("C102", "/claims/cmd/value"),
+)
+def circuit_cmd_from_wrong_ranking(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    signed = doc["claims"]["curves"][0]
+    doc["claims"]["cmd"]["value"] = trapezoid(GRID, [abs(1 - f) for f in curve_values(signed)])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-2",
+    "settings.ranking.cmd names the absolute ranking but only the signed curve is claimed.",
+    ("C103", "/settings/ranking/cmd"),
+)
+def circuit_missing_absolute_curve(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"] = doc["claims"]["curves"][:1]
+    save(folder, doc)
+
+
 @case("report", "S-3", "A hub model without its pinned revision.", ("S111", "/model"))
 def circuit_hub_model_without_revision(folder: Folder) -> None:
     doc = circuit_report(folder)

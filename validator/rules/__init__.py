@@ -65,3 +65,4 @@ def run_rules(ctx: RuleContext) -> list[Finding]:
 
 # Registration happens on import; the order here is the order rules run in.
 from . import artifacts as _artifacts  # noqa: E402,F401
+from . import circuit as _circuit  # noqa: E402,F401

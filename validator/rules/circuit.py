@@ -1,0 +1,118 @@
+"""Circuit-track rules: the k-grid and circuit sizes (family K), and CPR/CMD recomputed
+from the claimed curve (family C). The metrics come from ``mibspec.reference_impl``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from .._engine import RuleContext
+from .._findings import Finding
+from . import rule
+
+_TRACK = "circuit"
+
+
+def _circuit_report(doc: dict[str, Any]) -> bool:
+    return doc.get("track") == _TRACK
+
+
+def within(claimed: float, recomputed: float, tolerance: Any) -> bool:
+    """|claimed − recomputed| ≤ abs + rel·|recomputed| (the profile's tolerance)."""
+    return abs(claimed - recomputed) <= tolerance["abs"] + tolerance["rel"] * abs(recomputed)
+
+
+@rule("circuit-grid", codes=("K101", "K102"), kinds=("report",))
+def circuit_grid(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The declared grid is the profile's, and every curve is evaluated on it."""
+    if not _circuit_report(doc):
+        return
+    grid = doc["settings"]["grid"]
+    if grid != list(ctx.profile.grid):
+        yield ctx.finding(
+            "K101", "/settings/grid", declared=grid, expected=list(ctx.profile.grid), profile=ctx.profile.name
+        )
+    for index, curve in enumerate(doc["claims"]["curves"]):
+        ks = [point["k"] for point in curve["points"]]
+        if ks != grid:
+            yield ctx.finding("K102", f"/claims/curves/{index}", ranking=curve["ranking"], ks=ks, grid=grid)
+
+
+@rule("circuit-size", codes=("K103",), kinds=("report",))
+def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """No circuit is larger than its grid point allows (k·|E| weighted, ⌊k·|E|⌋ edges)."""
+    if not _circuit_report(doc) or not ctx.profile.check_circuit_size:
+        return
+    from mibspec.reference_impl.metrics.circuit import edges_at
+
+    n_total = doc["claims"]["n_edges"]
+    rounding = doc["settings"]["edge_count_rounding"]
+    for c, curve in enumerate(doc["claims"]["curves"]):
+        for p, point in enumerate(curve["points"]):
+            allowed = edges_at(point["k"], n_total, rounding)
+            pointer = f"/claims/curves/{c}/points/{p}"
+            if point["n_edges"] > allowed:
+                yield ctx.finding(
+                    "K103",
+                    f"{pointer}/n_edges",
+                    k=point["k"],
+                    size=point["n_edges"],
+                    allowed=allowed,
+                    what="edges",
+                )
+            # The weighted size is a sum of fractions: compare with a relative margin of 1e-12.
+            limit = point["k"] * n_total
+            if point["weighted_size"] > limit * (1 + 1e-12):
+                yield ctx.finding(
+                    "K103",
+                    f"{pointer}/weighted_size",
+                    k=point["k"],
+                    size=point["weighted_size"],
+                    allowed=limit,
+                    what="weighted edges",
+                )
+
+
+@rule("circuit-areas", codes=("C101", "C102", "C103"), kinds=("report",))
+def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
+    if not _circuit_report(doc):
+        return
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+
+    claims, settings = doc["claims"], doc["settings"]
+    curves = {curve["ranking"]: (index, curve) for index, curve in enumerate(claims["curves"])}
+    for metric, code, compute in (("cpr", "C101", cpr), ("cmd", "C102", cmd)):
+        ranking = settings["ranking"].get(metric)
+        if ranking is None:
+            yield ctx.finding(
+                "C103", "/settings/ranking", metric=metric.upper(), detail="declares no ranking for it"
+            )
+            continue
+        if ranking not in curves:
+            yield ctx.finding(
+                "C103",
+                f"/settings/ranking/{metric}",
+                metric=metric.upper(),
+                detail=f"names the {ranking} ranking, but claims.curves has no {ranking} curve",
+            )
+            continue
+        _, curve = curves[ranking]
+        ks = [point["k"] for point in curve["points"]]
+        if ks != settings["grid"]:
+            continue  # K102 reports it; the area would be on the wrong axis
+        values = [point["faithfulness"] for point in curve["points"]]
+        if ctx.profile.force_full_faithfulness and ks and math.isclose(ks[-1], 1.0):
+            values[-1] = 1.0
+        recomputed = compute(ks, values)
+        claimed = claims[metric]["value"]
+        if not within(claimed, recomputed, ctx.profile.consistency):
+            yield ctx.finding(
+                code,
+                f"/claims/{metric}/value",
+                claimed=claimed,
+                recomputed=recomputed,
+                ranking=ranking,
+                data={"claimed": claimed, "recomputed": recomputed},
+            )

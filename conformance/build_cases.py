@@ -3049,6 +3049,133 @@ def causal_bench_degenerate_null_without_z(folder: Folder) -> None:
     )
 
 
+@case(
+    "report",
+    "D-1",
+    "Stability of circuit discovery estimated from 5 seed runs; the default profile requires 10.",
+    ("D101", "/claims/methods/3/runs"),
+)
+def causal_bench_too_few_runs(folder: Folder) -> None:
+    doc = causal_bench_report()
+    method = doc["claims"]["methods"][3]
+    method["runs"] = method["runs"][:5]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "D-2",
+    "Two stability runs of activation patching share seed 0 (the second run is otherwise unchanged).",
+    ("D102", "/claims/methods/0/runs/1/seed"),
+)
+def causal_bench_duplicate_run_seed(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["methods"][0]["runs"][1]["seed"] = doc["claims"]["methods"][0]["runs"][0]["seed"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "D-3 C-4",
+    "The convergence test drew 500 permutations; the default profile requires 1000.",
+    ("D103", "/settings/n_permutations"),
+    ("D103", "/claims/convergence/n_permutations"),
+)
+def causal_bench_too_few_permutations(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["settings"]["n_permutations"] = 500
+    doc["claims"]["convergence"]["n_permutations"] = 500
+    doc["claims"]["convergence"]["p"] = 1 / 501
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "B-1",
+    "p = 0.001 with B = 1000 under the plus_one convention, which can only give multiples of 1/1001.",
+    ("B101", "/claims/convergence/p"),
+)
+def causal_bench_p_not_a_count(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["convergence"]["p"] = 0.001
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "Gradient attribution's composite is the arithmetic, not the harmonic, mean of its parts.",
+    ("C104", "/claims/methods/1/metrics/composite"),
+)
+def causal_bench_composite_arithmetic_mean(folder: Folder) -> None:
+    doc = causal_bench_report()
+    metrics = doc["claims"]["methods"][1]["metrics"]
+    metrics["composite"] = sum(metrics[key] for key in ("F", "C", "M", "S", "COS")) / 5
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "Ablation scanning claims recall 0.8 although its set holds all five planted components.",
+    ("C105", "/claims/methods/2/metrics/recall"),
+)
+def causal_bench_recall_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["methods"][2]["metrics"]["recall"] = 0.8
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "Minimality of circuit discovery claimed as 0.75 for 4 of 20 components (it is 0.8); the composite, "
+    "computed with 0.8, then no longer matches the claimed parts either.",
+    ("C106", "/claims/methods/3/metrics/M"),
+    ("C104", "/claims/methods/3/metrics/composite"),
+)
+def causal_bench_minimality_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["methods"][3]["metrics"]["M"] = 0.75
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-4",
+    "z is claimed as 3.75 (the paper's value) while (J_obs − null mean)/null std gives another.",
+    ("C107", "/claims/convergence/z"),
+)
+def causal_bench_z_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["convergence"]["z"] = 3.75
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "The majority set leaves out L3.mlp, which three of the four methods identify.",
+    ("C108", "/claims/majority"),
+)
+def causal_bench_majority_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["claims"]["majority"] = [c for c in doc["claims"]["majority"] if c != "L3.mlp"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-5",
+    "The ground truth names L4.mlp, a component of a 5-layer model, in a 4-layer universe.",
+    ("C109", "/ground_truth/4"),
+)
+def causal_bench_unknown_component(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["ground_truth"] = [*doc["ground_truth"][:4], "L4.mlp"]
+    save(folder, doc)
+
+
 @case("report", "S-3 DK-1", "A permutation p-value of 1.5.", ("S114", "/claims/convergence/p"))
 def causal_bench_p_above_one(folder: Folder) -> None:
     doc = causal_bench_report()

@@ -14,7 +14,7 @@ from typing import Any
 from .._engine import InternalError, RuleContext
 from .._findings import Finding
 
-__all__ = ["RULES", "Rule", "rule", "run_rules"]
+__all__ = ["RULES", "Rule", "rule", "run_rules", "with_defaults"]
 
 RuleFn = Callable[[dict[str, Any], RuleContext], Iterator[Finding]]
 
@@ -44,6 +44,17 @@ def rule(
     return register
 
 
+def with_defaults(ctx: RuleContext, value: dict[str, Any], definition: str) -> dict[str, Any]:
+    """``value`` with the schema's defaults for ``$defs/<definition>`` filled in.
+
+    Defaults live in the schema only; rules read them from there rather than repeating them.
+    """
+    properties = ctx.schema.schema["$defs"][definition]["properties"]
+    filled = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
+    filled.update(value)
+    return filled
+
+
 def run_rules(ctx: RuleContext) -> list[Finding]:
     """Run every rule that applies to the document's kind, in registration order."""
     findings: list[Finding] = []
@@ -65,4 +76,5 @@ def run_rules(ctx: RuleContext) -> list[Finding]:
 
 # Registration happens on import; the order here is the order rules run in.
 from . import artifacts as _artifacts  # noqa: E402,F401
+from . import causal_bench as _causal_bench  # noqa: E402,F401
 from . import circuit as _circuit  # noqa: E402,F401

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import rule
+from . import rule, with_defaults
 
 _TRACK = "circuit"
 
@@ -47,7 +47,7 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     from mibspec.reference_impl.metrics.circuit import edges_at
 
     n_total = doc["claims"]["n_edges"]
-    rounding = doc["settings"]["edge_count_rounding"]
+    rounding = with_defaults(ctx, doc["settings"], "CircuitSettings")["edge_count_rounding"]
     for c, curve in enumerate(doc["claims"]["curves"]):
         for p, point in enumerate(curve["points"]):
             allowed = edges_at(point["k"], n_total, rounding)

@@ -2880,6 +2880,31 @@ def causal_variable_unknown_metric(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "C-7",
+    "An MSE variable (lower is better) reports the worst layer as Highest.",
+    ("C112", "/claims/variables/0/highest"),
+)
+def causal_variable_highest_takes_max_for_mse(folder: Folder) -> None:
+    doc = causal_variable_report(folder)
+    variable = doc["claims"]["variables"][0]
+    variable["highest"] = max(variable["per_layer"].values())
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-7",
+    "A per-layer score that is not the best unit of its layer.",
+    ("C112", "/claims/variables/0/per_layer/3"),
+)
+def causal_variable_per_layer_inconsistent(folder: Folder) -> None:
+    doc = causal_variable_report(folder)
+    doc["claims"]["variables"][0]["per_layer"]["3"] += 0.5
+    save(folder, doc)
+
+
 @case("report", "S-3 DK-1", "A variable without any model unit.", ("S116", "/claims/variables/0/units"))
 def causal_variable_no_units(folder: Folder) -> None:
     doc = mcqa_report(folder)
@@ -3263,6 +3288,56 @@ def saliency_two_methods(folder: Folder) -> None:
 @case("report", "DK-1 A-6 A-7", "The same evaluation with deletion and addition curve areas.")
 def saliency_with_curves(folder: Folder) -> None:
     save(folder, saliency_report(folder, curves=True))
+
+
+@case(
+    "report",
+    "D-4",
+    "Monte-Carlo Shapley ground truth from 3 trials; the default profile requires 5.",
+    ("D104", "/settings/shapley_trials"),
+)
+def saliency_too_few_shapley_trials(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    doc["settings"]["shapley_trials"] = 3
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-6",
+    "The gradient method's WIoU is 0.05 above the weighted mean of its per-k IoUs.",
+    ("C110", "/claims/methods/0/wiou"),
+)
+def saliency_wiou_inconsistent(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    doc["claims"]["methods"][0]["wiou"] += 0.05
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-6",
+    "WIoU weighted with the raw paper weights (summing to 79) instead of normalised ones.",
+    ("C110", "/claims/methods/1/wiou"),
+)
+def saliency_wiou_not_normalised(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    method = doc["claims"]["methods"][1]
+    weights = doc["settings"]["wiou_weights"]
+    method["wiou"] = min(1.0, sum(w * v for w, v in zip(weights, method["per_k_iou"], strict=True)))
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-6",
+    "A dominance rate of 0.8 for 6 dominant images out of 8.",
+    ("C111", "/claims/dominance/rate"),
+)
+def saliency_dominance_rate_inconsistent(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    doc["claims"]["dominance"]["rate"] = 0.8
+    save(folder, doc)
 
 
 @case("report", "S-3 DK-1", "A hit accuracy of 1.2.", ("S114", "/claims/methods/0/hit_accuracy"))

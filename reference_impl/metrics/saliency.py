@@ -41,6 +41,7 @@ __all__ = [
     "top_k_mask",
     "top_k_precision",
     "wiou",
+    "weighted_iou",
     "wiou_components",
 ]
 
@@ -247,14 +248,7 @@ def wiou_components(
         raise ValueError("ks must hold at least one k; got none")
     if len(set(k_values)) != len(k_values):
         raise ValueError(f"ks must be distinct; got {k_values}")
-    w = as_float_array(list(weights), "weights", ndim=1)
-    if w.size != len(k_values):
-        raise ValueError(f"weights must hold one weight per k ({len(k_values)}); got {w.size}")
-    if (w < 0).any() or w.sum() <= 0:
-        raise ValueError(f"weights must be non-negative with a positive sum; got {tuple(w)}")
-    if normalise:
-        w = w / w.sum()
-
+    w = _wiou_weights(weights, len(k_values), normalise)
     order_g = descending_order(g.ravel())
     order_phi = descending_order(phi.ravel())
     sorted_g = g.ravel()[order_g]
@@ -272,8 +266,29 @@ def wiou_components(
         ious=tuple(ious),
         saliency_ties=tuple(tie_report(sorted_g, k).straddles for k in k_values),
         ground_truth_ties=tuple(tie_report(sorted_phi, k).straddles for k in k_values),
-        wiou=float(np.dot(w, np.asarray(ious))),
+        wiou=weighted_iou(ious, w, normalise=False),
     )
+
+
+def _wiou_weights(weights: Sequence[float], n: int, normalise: bool) -> NDArray[np.float64]:
+    w = as_float_array(list(weights), "weights", ndim=1)
+    if w.size != n:
+        raise ValueError(f"weights must hold one weight per k ({n}); got {w.size}")
+    if (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"weights must be non-negative with a positive sum; got {tuple(w)}")
+    return w / w.sum() if normalise else w
+
+
+def weighted_iou(ious: Sequence[float], weights: Sequence[float], *, normalise: bool = True) -> float:
+    """WIoU from per-k IoUs: ``Σ_k w_k·IoU_k`` with ``w`` normalised to sum 1 by default (MS-6).
+
+    Example:
+        >>> weighted_iou([1.0, 0.5], [1, 3])
+        0.625
+    """
+    values = as_float_array(list(ious), "ious", ndim=1)
+    w = _wiou_weights(weights, values.size, normalise)
+    return float(np.dot(w, values))
 
 
 def wiou(

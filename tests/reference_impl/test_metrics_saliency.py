@@ -316,3 +316,17 @@ def test_curve_auc_errors() -> None:
         ms.curve_auc([1.0], "normalised_trapezoid")
     with pytest.raises(ValueError, match="convention"):
         ms.curve_auc([1.0, 0.0], "trapezoid")  # type: ignore[arg-type]
+
+
+def test_weighted_iou_from_parts_matches_a_loop_and_wiou_components() -> None:
+    from mibspec.reference_impl.metrics.saliency import weighted_iou
+
+    ious = [0.5, 0.25, 1.0, 0.0, 0.75, 0.2, 0.4]
+    weights = [1, 3, 5, 10, 15, 20, 25]
+    expected = sum(w * v for w, v in zip(weights, ious, strict=True)) / sum(weights)
+    assert weighted_iou(ious, weights) == pytest.approx(expected, abs=1e-15)
+    assert weighted_iou(ious, weights, normalise=False) == pytest.approx(
+        sum(w * v for w, v in zip(weights, ious, strict=True)), abs=1e-12
+    )
+    with pytest.raises(ValueError, match="one weight per k"):
+        weighted_iou(ious, weights[:-1])

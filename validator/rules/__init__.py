@@ -77,4 +77,6 @@ def run_rules(ctx: RuleContext) -> list[Finding]:
 # Registration happens on import; the order here is the order rules run in.
 from . import artifacts as _artifacts  # noqa: E402,F401
 from . import causal_bench as _causal_bench  # noqa: E402,F401
+from . import causal_variable as _causal_variable  # noqa: E402,F401
 from . import circuit as _circuit  # noqa: E402,F401
+from . import saliency as _saliency  # noqa: E402,F401

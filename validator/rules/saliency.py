@@ -1,0 +1,94 @@
+"""Saliency-track rules: Shapley sample counts (D) and aggregates that follow from their
+claimed parts (C). The metrics come from ``mibspec.reference_impl``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .._engine import RuleContext
+from .._findings import Finding
+from . import rule, with_defaults
+from .circuit import within
+
+
+def _saliency(doc: dict[str, Any]) -> bool:
+    return doc.get("track") == "saliency"
+
+
+@rule("saliency-samples", codes=("D104",), kinds=("report",))
+def saliency_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Monte-Carlo Shapley ground truth averages at least the profile's number of trials."""
+    if not _saliency(doc):
+        return
+    settings = with_defaults(ctx, doc["settings"], "SaliencySettings")
+    minimum = ctx.profile.min_shapley_trials
+    if settings["shapley_sampler"] != "exact" and settings["shapley_trials"] < minimum:
+        yield ctx.finding(
+            "D104",
+            "/settings/shapley_trials",
+            trials=settings["shapley_trials"],
+            minimum=minimum,
+            profile_name=ctx.profile.name,
+        )
+
+
+@rule("saliency-aggregates", codes=("C110", "C111"), kinds=("report",))
+def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """WIoU equals the weighted per-k IoUs; the dominance rate equals dominant / images."""
+    if not _saliency(doc):
+        return
+    from mibspec.reference_impl.metrics.saliency import weighted_iou
+
+    settings, claims = doc["settings"], doc["claims"]
+    ks, weights = settings["wiou_ks"], settings["wiou_weights"]
+    if len(ks) != len(weights):
+        yield ctx.finding(
+            "C110",
+            "/settings/wiou_weights",
+            what="WIoU weights",
+            claimed=f"{len(weights)} weights",
+            recomputed=f"one per k ({len(ks)})",
+        )
+        return
+    for m, method in enumerate(claims["methods"]):
+        if "per_k_iou" not in method:
+            continue
+        pointer = f"/claims/methods/{m}"
+        if len(method["per_k_iou"]) != len(ks):
+            yield ctx.finding(
+                "C110",
+                f"{pointer}/per_k_iou",
+                what="per-k IoUs",
+                claimed=f"{len(method['per_k_iou'])} values",
+                recomputed=f"one per k ({len(ks)})",
+            )
+            continue
+        recomputed = weighted_iou(method["per_k_iou"], weights)
+        if not within(method["wiou"], recomputed, ctx.profile.consistency):
+            yield ctx.finding(
+                "C110",
+                f"{pointer}/wiou",
+                what="WIoU",
+                claimed=method["wiou"],
+                recomputed=recomputed,
+                data={"claimed": method["wiou"], "recomputed": recomputed},
+            )
+    dominance = claims["dominance"]
+    if dominance["n_dominant"] > dominance["n_images"] or dominance["n_images"] == 0:
+        yield ctx.finding(
+            "C111",
+            "/claims/dominance/n_dominant",
+            claimed=dominance["n_dominant"],
+            recomputed=f"at most n_images = {dominance['n_images']} (and n_images > 0)",
+        )
+        return
+    rate = dominance["n_dominant"] / dominance["n_images"]
+    if not within(dominance["rate"], rate, ctx.profile.consistency):
+        yield ctx.finding(
+            "C111",
+            "/claims/dominance/rate",
+            claimed=dominance["rate"],
+            recomputed=rate,
+            data={"claimed": dominance["rate"], "recomputed": rate},
+        )

@@ -2905,6 +2905,31 @@ def causal_variable_per_layer_inconsistent(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "S-3 DK-1",
+    "An interchange-intervention accuracy of 1.2 for one unit and counterfactual set.",
+    ("S114", "/claims/variables/0/units/0/scores/symbol"),
+)
+def causal_variable_iia_above_one(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    unit = doc["claims"]["variables"][0]["units"][0]
+    unit["scores"]["symbol"] = 1.2
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-3 DK-1",
+    "An MSE variable declared higher-is-better.",
+    ("S113", "/claims/variables/0/better"),
+)
+def causal_variable_mse_higher_is_better(folder: Folder) -> None:
+    doc = causal_variable_report(folder)
+    doc["claims"]["variables"][0]["better"] = "higher"
+    save(folder, doc)
+
+
 @case("report", "S-3 DK-1", "A variable without any model unit.", ("S116", "/claims/variables/0/units"))
 def causal_variable_no_units(folder: Folder) -> None:
     doc = mcqa_report(folder)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ._base import Closed
 from .common import (
@@ -145,7 +145,38 @@ class UnitScore(Closed):
     n_examples: dict[str, NonNegInt] | None = None
 
 
+_UNIT_INTERVAL = {"minimum": 0, "maximum": 1}
+_NON_NEGATIVE = {"minimum": 0}
+
+
+def _bounded(bound: dict[str, int]) -> dict[str, Any]:
+    return {
+        "average": bound,
+        "highest": bound,
+        "per_layer": {"additionalProperties": bound},
+        "units": {"items": {"properties": {"scores": {"additionalProperties": bound}}}},
+    }
+
+
 class VariableClaims(Closed):
+    """Scores of one causal variable. IIA lies in [0, 1] and is higher-is-better; MSE is
+    non-negative and lower-is-better (the schema ties ``better`` and the bounds to ``metric``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"metric": {"const": "iia"}}, "required": ["metric"]},
+                    "then": {"properties": {"better": {"const": "higher"}, **_bounded(_UNIT_INTERVAL)}},
+                },
+                {
+                    "if": {"properties": {"metric": {"const": "mse"}}, "required": ["metric"]},
+                    "then": {"properties": {"better": {"const": "lower"}, **_bounded(_NON_NEGATIVE)}},
+                },
+            ]
+        }
+    )
+
     name: str = Field(min_length=1)
     metric: Literal["iia", "mse"]
     better: Literal["higher", "lower"]

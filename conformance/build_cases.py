@@ -2223,6 +2223,58 @@ def zero_edge_universe(folder: Folder) -> None:
 
 @case(
     "circuit",
+    "K-3",
+    "graph.n_edges says 1,109 for a 6-layer, 4-head sequential model, which has 1,108 edges.",
+    ("K104", "/graph/n_edges"),
+)
+def edge_total_not_the_configurations(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    doc["graph"]["n_edges"] = INTERPBENCH_UNIVERSE.n_edges + 1
+    save(folder, doc)
+
+
+@case(
+    "circuit",
+    "K-4",
+    "The first circuit entry claims one edge more than its membership row marks.",
+    ("K105", "/circuits/0/n_edges"),
+)
+def entry_edge_count_not_its_row(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    doc["circuits"][0]["n_edges"] += 1
+    save(folder, doc)
+
+
+@case(
+    "circuit",
+    "K-4",
+    "A circuit's weighted size is its edge count before pruning, not after.",
+    ("K105", "/circuits/7/weighted_size"),
+)
+def entry_weighted_size_unpruned(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    entry = doc["circuits"][7]
+    assert entry["weighted_size"] != entry["n_edges"], "the case needs a circuit that pruning shrinks"
+    entry["weighted_size"] = float(entry["n_edges"])
+    save(folder, doc)
+
+
+@case(
+    "circuit",
+    "K-5",
+    "The grid points of two signed circuits are swapped, so the larger circuit sits at the smaller k: "
+    "a warning, the document stays valid.",
+    warnings=(("K106", "/circuits/1"),),
+)
+def circuits_not_nested(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    first, second = doc["circuits"][1], doc["circuits"][2]
+    first["k"], second["k"] = second["k"], first["k"]
+    save(folder, doc)
+
+
+@case(
+    "circuit",
     "A-8",
     "The membership matrix is declared with one row too many.",
     ("A110", "/membership/shape"),

@@ -12,8 +12,16 @@ import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SidecarError", "TensorInfo", "read_npy_header", "read_safetensors_header", "tensor_infos"]
+__all__ = [
+    "SidecarError",
+    "TensorInfo",
+    "load_tensor",
+    "read_npy_header",
+    "read_safetensors_header",
+    "tensor_infos",
+]
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
 
@@ -160,3 +168,34 @@ def tensor_infos(path: Path, media_type: str) -> dict[str | None, TensorInfo]:
     if media_type == "application/x-npy":
         return {None: read_npy_header(path)}
     raise SidecarError(f"{media_type} is not a tensor format")
+
+
+_NUMPY_DTYPES = {
+    "bool": "bool",
+    "uint8": "uint8",
+    "int32": "<i4",
+    "int64": "<i8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+}
+
+
+def load_tensor(path: Path, info: TensorInfo) -> Any:
+    """A read-only numpy view of one tensor (memory-mapped: nothing is copied or executed).
+
+    Raises:
+        SidecarError: the dtype has no numpy equivalent (bfloat16).
+    """
+    import numpy as np
+
+    if info.dtype not in _NUMPY_DTYPES:
+        raise SidecarError(f"dtype {info.dtype} cannot be read without a tensor library")
+    count = 1
+    for dim in info.shape:
+        count *= dim
+    if count == 0:
+        return np.zeros(info.shape, dtype=_NUMPY_DTYPES[info.dtype])
+    return np.memmap(
+        path, dtype=_NUMPY_DTYPES[info.dtype], mode="r", offset=info.data_offset, shape=info.shape
+    )

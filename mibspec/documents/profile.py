@@ -30,7 +30,6 @@ class Profile(Closed):
     tie_break: Literal["canonical_index"]
     auroc_convention: Literal["mib", "rank"]
     check_circuit_size: bool = Field(description="size at each k must not exceed k·|E|")
-    nested_circuits: Literal["error", "warning", "off"]
     force_full_faithfulness: bool = Field(
         description="treat f at k = 1 as 1.0 whatever the circuit (the public backend does)"
     )

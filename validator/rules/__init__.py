@@ -79,4 +79,5 @@ from . import artifacts as _artifacts  # noqa: E402,F401
 from . import causal_bench as _causal_bench  # noqa: E402,F401
 from . import causal_variable as _causal_variable  # noqa: E402,F401
 from . import circuit as _circuit  # noqa: E402,F401
+from . import circuit_document as _circuit_document  # noqa: E402,F401
 from . import saliency as _saliency  # noqa: E402,F401

@@ -1,0 +1,130 @@
+"""Circuit-document rules: the graph universe matches its configuration, and the
+membership rows match the circuits they are declared as (family K). Sizes and
+pruning come from ``mibspec.reference_impl.graph``."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from .._engine import RuleContext
+from .._findings import Finding
+from .._sidecars import SidecarError, load_tensor, tensor_infos
+from . import rule
+from .circuit import within
+
+
+def _universe(doc: dict[str, Any]) -> Any:
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    graph = doc["graph"]
+    return GraphUniverse(
+        GraphConfig(
+            graph["n_layers"],
+            graph["n_heads"],
+            graph.get("parallel_attn_mlp", False),
+            graph.get("d_model"),
+        )
+    )
+
+
+@rule("circuit-universe", codes=("K104",), kinds=("circuit",))
+def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The declared edge total is the one the graph configuration implies."""
+    expected = _universe(doc).n_edges
+    if doc["graph"]["n_edges"] != expected:
+        yield ctx.finding("K104", "/graph/n_edges", declared=doc["graph"]["n_edges"], expected=expected)
+
+
+def _tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
+    """The referenced tensor, or None when another rule already reported a problem with it."""
+    artifact = ctx.artifacts.get(ref["artifact"])
+    if artifact is None or ref["artifact"] in ctx.broken_artifacts:
+        return None
+    path = ctx.folder / artifact["path"]
+    try:
+        info = tensor_infos(path, artifact["media_type"]).get(ref.get("tensor"))
+    except (SidecarError, OSError):
+        return None
+    if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
+        return None  # A110 reports the mismatch
+    try:
+        return load_tensor(path, info)
+    except SidecarError:
+        return None
+
+
+@rule("circuit-membership", codes=("K105", "K106"), kinds=("circuit",))
+def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Each declared circuit's edge count and weighted size match its membership row; circuits
+    of one ranking are nested as k grows."""
+    if "membership" not in doc or not doc.get("circuits"):
+        return
+    membership = _tensor(ctx, doc["membership"])
+    if membership is None or membership.ndim != 2 or membership.dtype.kind != "b":
+        return
+    universe = _universe(doc)
+    if membership.shape[1] != universe.n_edges:
+        yield ctx.finding(
+            "K105",
+            "/membership/shape",
+            entry="membership",
+            what="edges per row",
+            claimed=membership.shape[1],
+            recomputed=universe.n_edges,
+        )
+        return
+    fractions = None
+    if doc.get("granularity") == "neuron" and "neuron_masks" in doc:
+        fractions = _tensor(ctx, doc["neuron_masks"])
+    rows: dict[int, Any] = {}
+    for i, entry in enumerate(doc["circuits"]):
+        pointer = f"/circuits/{i}"
+        if entry["index"] >= membership.shape[0]:
+            yield ctx.finding(
+                "K105",
+                f"{pointer}/index",
+                entry=i,
+                what="row",
+                claimed=entry["index"],
+                recomputed=f"< {membership.shape[0]}",
+            )
+            continue
+        row = membership[entry["index"]]
+        rows[i] = row
+        count = int(row.sum())
+        if entry["n_edges"] != count:
+            yield ctx.finding(
+                "K105",
+                f"{pointer}/n_edges",
+                entry=i,
+                what="edges",
+                claimed=entry["n_edges"],
+                recomputed=count,
+            )
+        if "weighted_size" in entry:
+            fraction = None
+            if fractions is not None and entry["index"] < fractions.shape[0]:
+                fraction = universe.neuron_fraction(fractions[entry["index"]])
+            size = universe.weighted_edge_count(row, fraction)
+            if not within(entry["weighted_size"], size, ctx.profile.consistency):
+                yield ctx.finding(
+                    "K105",
+                    f"{pointer}/weighted_size",
+                    entry=i,
+                    what="weighted size",
+                    claimed=entry["weighted_size"],
+                    recomputed=size,
+                    data={"claimed": entry["weighted_size"], "recomputed": size},
+                )
+    by_ranking: dict[str, list[tuple[float, int]]] = {}
+    for i, entry in enumerate(doc["circuits"]):
+        if i in rows and entry.get("k") is not None and entry.get("ranking"):
+            by_ranking.setdefault(entry["ranking"], []).append((entry["k"], i))
+    for ranking, entries in by_ranking.items():
+        entries.sort()
+        for (k_small, small), (k_large, large) in itertools.pairwise(entries):
+            if (rows[small] & ~rows[large]).any():
+                # A warning by default; profiles raise or silence it through their severity map.
+                yield ctx.finding("K106", f"/circuits/{large}", ranking=ranking, small=k_small, large=k_large)

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 

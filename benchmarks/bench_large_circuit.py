@@ -170,7 +170,8 @@ def main() -> None:
         theirs, code = timed([checker, "--schemafile", str(folder / "eap_ig.schema.json"), str(eap)])
         print(f"check-jsonschema on the EAP-IG JSON (whole process): {theirs:.2f} s, exit {code}")
         print(
-            f"ratio: {theirs / ours:.1f}x (goal >= 10x); mibspec goal < 3 s: {'met' if ours < 3 else 'NOT met'}"
+            f"ratio: {theirs / ours:.1f}x (goal >= 10x); "
+            f"mibspec goal < 3 s: {'met' if ours < 3 else 'NOT met'}"
         )
     finally:
         if args.keep is None:

@@ -28,6 +28,10 @@ app = typer.Typer(
 )
 schema_app = typer.Typer(help="List, show and export the spec's JSON Schemas.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+import_app = typer.Typer(
+    help="Convert files written by other tools into mibspec documents.", no_args_is_help=True
+)
+app.add_typer(import_app, name="import")
 
 
 class OutputFormat(str, enum.Enum):
@@ -176,6 +180,37 @@ def schema_export(
     for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
         (directory / path.name).write_bytes(path.read_bytes())
         typer.echo(str(directory / path.name))
+
+
+@import_app.command("eap-ig")
+def import_eap_ig_command(
+    source: Annotated[
+        Path, typer.Argument(help="An EAP-IG graph: .json or .pt (read with weights_only=True).")
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
+    ],
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
+) -> None:
+    """Import an EAP-IG graph as a circuit document, then verify what was written."""
+    from mibspec._api import verify as run_verify
+    from mibspec._reporters import REPORTERS
+    from mibspec.importers import import_eap_ig
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    if not source.is_file():
+        _fail_usage(f"{source}: no such file")
+    result = import_eap_ig(source, out_dir)
+    if not result.ok:
+        failed = DocumentResult(path=str(source), kind="eap-ig", findings=result.findings)
+        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
+        REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    verified = run_verify(result.written[0], recompute=False)
+    REPORTERS[output_format.value](verified, sys.stdout)
+    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
 
 @app.command()

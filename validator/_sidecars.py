@@ -21,6 +21,7 @@ __all__ = [
     "read_npy_header",
     "read_safetensors_header",
     "tensor_infos",
+    "write_safetensors",
 ]
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
@@ -199,3 +200,50 @@ def load_tensor(path: Path, info: TensorInfo) -> Any:
     return np.memmap(
         path, dtype=_NUMPY_DTYPES[info.dtype], mode="r", offset=info.data_offset, shape=info.shape
     )
+
+
+_WRITE_DTYPES = {
+    "bool": "BOOL",
+    "uint8": "U8",
+    "int32": "I32",
+    "int64": "I64",
+    "float16": "F16",
+    "float32": "F32",
+    "float64": "F64",
+}
+
+
+def write_safetensors(path: Path, tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+    """Write numpy arrays as a safetensors file (little-endian, C order, sorted by name).
+
+    The layout is the format's: an 8-byte little-endian header length, a JSON header
+    padded with spaces to a multiple of 8, then the tensors' bytes. The output is
+    byte-identical for identical inputs.
+    """
+    import numpy as np
+
+    header: dict[str, Any] = {}
+    if metadata:
+        header["__metadata__"] = dict(sorted(metadata.items()))
+    arrays = []
+    offset = 0
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        dtype = _WRITE_DTYPES.get(str(array.dtype))
+        if dtype is None:
+            raise ValueError(f"tensors[{name!r}]: dtype {array.dtype} has no safetensors equivalent here")
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
+        offset += array.nbytes
+        arrays.append(array)
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    with path.open("wb") as handle:
+        handle.write(struct.pack("<Q", len(raw)))
+        handle.write(raw)
+        for array in arrays:
+            handle.write(array.tobytes())

@@ -113,10 +113,14 @@ def _read_pt(source: Path) -> dict[str, Any]:
 
 def _from_json(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise _MalformedError("I101", "", detail="the top-level value must be an object with cfg, nodes and edges")
+        raise _MalformedError(
+            "I101", "", detail="the top-level value must be an object with cfg, nodes and edges"
+        )
     for key in ("cfg", "edges"):
         if not isinstance(data.get(key), dict):
-            raise _MalformedError("I101", f"/{key}" if key in data else "", detail=f"{key!r} must be an object")
+            raise _MalformedError(
+                "I101", f"/{key}" if key in data else "", detail=f"{key!r} must be an object"
+            )
     return {**data, "_format": "json"}
 
 
@@ -232,7 +236,9 @@ def _json_neurons(nodes: Any, universe: Any) -> Any | None:
         except ValueError:
             if name == "logits":
                 continue
-            raise _MalformedError("I101", pointer, detail=f"{name!r} is not a source node of this graph") from None
+            raise _MalformedError(
+                "I101", pointer, detail=f"{name!r} is not a source node of this graph"
+            ) from None
         values = entry["neurons"]
         if not (
             isinstance(values, list) and len(values) == d_model and all(isinstance(v, bool) for v in values)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from mibspec.validator import safetensors_bytes
 from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parent / "v1"
@@ -122,42 +123,6 @@ def pickled_npy_bytes() -> bytes:
     pad = 64 - (10 + len(header) + 1) % 64
     text = (header + " " * pad + "\n").encode("latin1")
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + pickle.dumps(["a", "b"], protocol=3)
-
-
-_ST_DTYPES = {
-    np.dtype(np.bool_): "BOOL",
-    np.dtype(np.uint8): "U8",
-    np.dtype(np.int32): "I32",
-    np.dtype(np.int64): "I64",
-    np.dtype(np.float16): "F16",
-    np.dtype(np.float32): "F32",
-    np.dtype(np.float64): "F64",
-}
-
-
-def safetensors_bytes(tensors: dict[str, NDArray[Any]], metadata: dict[str, str] | None = None) -> bytes:
-    """A safetensors file: u64 LE header length, JSON header (space-padded to 8 bytes), data.
-
-    Tensors are laid out in name order, so equal inputs give equal bytes.
-    """
-    header: Json = {}
-    if metadata:
-        header["__metadata__"] = dict(metadata)
-    chunks: list[bytes] = []
-    offset = 0
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
-        header[name] = {
-            "dtype": _ST_DTYPES[array.dtype],
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
 
 
 class Folder:

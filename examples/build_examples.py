@@ -35,7 +35,6 @@ import io
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ from mibspec.reference_impl.metrics import causal_bench as cb
 from mibspec.reference_impl.metrics import causal_variable as mv
 from mibspec.reference_impl.metrics import circuit as mc
 from mibspec.reference_impl.metrics import saliency as ms
+from mibspec.validator import safetensors_bytes
 from numpy.typing import NDArray
 
 HERE = Path(__file__).resolve().parent
@@ -81,34 +81,6 @@ SYNTHETIC = (
 
 def json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-_ST_DTYPES = {
-    np.dtype(np.bool_): "BOOL",
-    np.dtype(np.uint8): "U8",
-    np.dtype(np.int64): "I64",
-    np.dtype(np.float32): "F32",
-}
-
-
-def safetensors_bytes(tensors: dict[str, NDArray[Any]]) -> bytes:
-    """u64 LE header length, JSON header (space-padded to 8 bytes), data in tensor-name order."""
-    header: Json = {}
-    chunks: list[bytes] = []
-    offset = 0
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
-        header[name] = {
-            "dtype": _ST_DTYPES[array.dtype],
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
 
 
 class Folder:

@@ -14,6 +14,13 @@ from ._engine import (
 from ._findings import Finding, Severity
 from ._parse import DEFAULT_LIMITS, Limits, load_json_file, parse_json_bytes
 from ._profiles import Profile, known_profiles, load_profile
+from ._sidecars import (
+    SidecarError,
+    read_npy_header,
+    read_safetensors_header,
+    safetensors_bytes,
+    write_safetensors,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -26,6 +33,7 @@ __all__ = [
     "RuleContext",
     "RuleInfo",
     "Severity",
+    "SidecarError",
     "Stage",
     "StageStatus",
     "VerificationResult",
@@ -35,5 +43,9 @@ __all__ = [
     "load_json_file",
     "load_profile",
     "parse_json_bytes",
+    "read_npy_header",
+    "read_safetensors_header",
+    "safetensors_bytes",
     "verify_paths",
+    "write_safetensors",
 ]

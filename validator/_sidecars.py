@@ -20,6 +20,7 @@ __all__ = [
     "load_tensor",
     "read_npy_header",
     "read_safetensors_header",
+    "safetensors_bytes",
     "tensor_infos",
     "write_safetensors",
 ]
@@ -213,37 +214,38 @@ _WRITE_DTYPES = {
 }
 
 
-def write_safetensors(path: Path, tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
-    """Write numpy arrays as a safetensors file (little-endian, C order, sorted by name).
+def safetensors_bytes(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> bytes:
+    """numpy arrays as a safetensors file (little-endian, C order, tensors in name order).
 
     The layout is the format's: an 8-byte little-endian header length, a JSON header
-    padded with spaces to a multiple of 8, then the tensors' bytes. The output is
-    byte-identical for identical inputs.
+    padded with spaces to a multiple of 8, then the tensors' bytes. Equal inputs give
+    equal bytes.
     """
     import numpy as np
 
     header: dict[str, Any] = {}
     if metadata:
         header["__metadata__"] = dict(sorted(metadata.items()))
-    arrays = []
+    chunks: list[bytes] = []
     offset = 0
     for name in sorted(tensors):
         array = np.ascontiguousarray(tensors[name])
         dtype = _WRITE_DTYPES.get(str(array.dtype))
         if dtype is None:
             raise ValueError(f"tensors[{name!r}]: dtype {array.dtype} has no safetensors equivalent here")
-        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
         header[name] = {
             "dtype": dtype,
             "shape": list(array.shape),
-            "data_offsets": [offset, offset + array.nbytes],
+            "data_offsets": [offset, offset + len(data)],
         }
-        offset += array.nbytes
-        arrays.append(array)
+        chunks.append(data)
+        offset += len(data)
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * (-len(raw) % 8)
-    with path.open("wb") as handle:
-        handle.write(struct.pack("<Q", len(raw)))
-        handle.write(raw)
-        for array in arrays:
-            handle.write(array.tobytes())
+    return struct.pack("<Q", len(raw)) + raw + b"".join(chunks)
+
+
+def write_safetensors(path: Path, tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> None:
+    """Write :func:`safetensors_bytes` to ``path``."""
+    path.write_bytes(safetensors_bytes(tensors, metadata))

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._version import __version__
-from mibspec.validator import Finding, Limits, catalogue, load_json_file
+from mibspec.validator import Finding, Limits, catalogue, load_json_file, write_safetensors
 from mibspec.validator._engine import _PARSE_CODES, make_finding
-from mibspec.validator._sidecars import write_safetensors
 
 __all__ = ["ImportResult", "import_eap_ig"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from .._engine import InternalError, RuleContext
 from .._findings import Finding
 
-__all__ = ["RULES", "Rule", "rule", "run_rules", "with_defaults"]
+__all__ = ["RULES", "Rule", "compare", "rule", "run_rules", "with_defaults", "within"]
 
 RuleFn = Callable[[dict[str, Any], RuleContext], Iterator[Finding]]
 
@@ -53,6 +53,27 @@ def with_defaults(ctx: RuleContext, value: dict[str, Any], definition: str) -> d
     filled = {key: spec["default"] for key, spec in properties.items() if "default" in spec}
     filled.update(value)
     return filled
+
+
+def within(claimed: float, recomputed: float, tolerance: Any) -> bool:
+    """|claimed − recomputed| ≤ abs + rel·|recomputed| (a profile tolerance)."""
+    return abs(claimed - recomputed) <= tolerance["abs"] + tolerance["rel"] * abs(recomputed)
+
+
+def compare(
+    ctx: RuleContext, code: str, pointer: str, claimed: float, recomputed: float, **params: Any
+) -> Iterator[Finding]:
+    """A finding when a claimed value is outside the profile's consistency tolerance of the
+    value recomputed from the claimed parts; both values go into the message and the data."""
+    if not within(claimed, recomputed, ctx.profile.consistency):
+        yield ctx.finding(
+            code,
+            pointer,
+            claimed=claimed,
+            recomputed=recomputed,
+            data={"claimed": claimed, "recomputed": recomputed},
+            **params,
+        )
 
 
 def run_rules(ctx: RuleContext) -> list[Finding]:

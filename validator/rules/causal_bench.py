@@ -10,8 +10,7 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import rule, with_defaults
-from .circuit import within
+from . import compare, rule, with_defaults
 
 
 def _causal_bench(doc: dict[str, Any]) -> bool:
@@ -65,7 +64,7 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
 
     universe = doc["universe"]
     known = set(universe)
-    claims, tolerance = doc["claims"], ctx.profile.consistency
+    claims = doc["claims"]
     unknown = list(_unknown_components(doc, known))
     for pointer, component in unknown:
         yield ctx.finding("C109", pointer, component=component)
@@ -73,15 +72,7 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
         return  # the set metrics are undefined over components outside the universe
 
     def check(code: str, pointer: str, name: str, claimed: float, recomputed: float) -> Iterator[Finding]:
-        if not within(claimed, recomputed, tolerance):
-            yield ctx.finding(
-                code,
-                pointer,
-                metric=name,
-                claimed=claimed,
-                recomputed=recomputed,
-                data={"claimed": claimed, "recomputed": recomputed},
-            )
+        return compare(ctx, code, pointer, claimed, recomputed, metric=name)
 
     truth = doc.get("ground_truth")
     weights = doc["settings"]["weights"]
@@ -185,7 +176,7 @@ def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[
     from mibspec.reference_impl.metrics import causal_bench as cb
 
     conv, settings = doc["claims"]["convergence"], with_defaults(ctx, doc["settings"], "CausalBenchSettings")
-    base, tolerance = "/claims/convergence", ctx.profile.consistency
+    base = "/claims/convergence"
     if conv["n_permutations"] != settings["n_permutations"]:
         yield ctx.finding(
             "C107",
@@ -197,26 +188,10 @@ def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[
     method_sets = [set(method["components"]) for method in doc["claims"]["methods"]]
     if len(method_sets) >= 2 and set().union(*method_sets) <= set(doc["universe"]):
         j_obs = cb.stability(method_sets)  # the mean pairwise Jaccard over methods
-        if not within(conv["j_obs"], j_obs, tolerance):
-            yield ctx.finding(
-                "C107",
-                f"{base}/j_obs",
-                statistic="J_obs",
-                claimed=conv["j_obs"],
-                recomputed=j_obs,
-                data={"claimed": conv["j_obs"], "recomputed": j_obs},
-            )
+        yield from compare(ctx, "C107", f"{base}/j_obs", conv["j_obs"], j_obs, statistic="J_obs")
     if "z" in conv and conv["null_std"] > 0:
         z = (conv["j_obs"] - conv["null_mean"]) / conv["null_std"]
-        if not within(conv["z"], z, tolerance):
-            yield ctx.finding(
-                "C107",
-                f"{base}/z",
-                statistic="z",
-                claimed=conv["z"],
-                recomputed=z,
-                data={"claimed": conv["z"], "recomputed": z},
-            )
+        yield from compare(ctx, "C107", f"{base}/z", conv["z"], z, statistic="z")
     # A permutation p-value is a count over B draws: (count + 1)/(B + 1) or count/B.
     b, p = conv["n_permutations"], conv["p"]
     plus_one = settings["p_convention"] == "plus_one"

@@ -3,14 +3,12 @@ The aggregation comes from ``mibspec.reference_impl``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import rule
-from .circuit import within
+from . import compare, rule
 
 
 @rule("causal-variable-aggregates", codes=("C112",), kinds=("report",))
@@ -38,16 +36,7 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
             )
             continue
         for key in ("average", "highest"):
-            recomputed = getattr(result, key)
-            if not within(variable[key], recomputed, ctx.profile.consistency):
-                yield ctx.finding(
-                    "C112",
-                    f"{base}/{key}",
-                    what=key,
-                    claimed=variable[key],
-                    recomputed=recomputed,
-                    data={"claimed": variable[key], "recomputed": recomputed},
-                )
+            yield from compare(ctx, "C112", f"{base}/{key}", variable[key], getattr(result, key), what=key)
         claimed_layers = variable.get("per_layer")
         if claimed_layers is None:
             continue
@@ -62,12 +51,6 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
             )
             continue
         for layer, value in claimed_layers.items():
-            if not within(value, layers[layer], ctx.profile.consistency) or math.isnan(value):
-                yield ctx.finding(
-                    "C112",
-                    f"{base}/per_layer/{layer}",
-                    what=f"layer {layer}",
-                    claimed=value,
-                    recomputed=layers[layer],
-                    data={"claimed": value, "recomputed": layers[layer]},
-                )
+            yield from compare(
+                ctx, "C112", f"{base}/per_layer/{layer}", value, layers[layer], what=f"layer {layer}"
+            )

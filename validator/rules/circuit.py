@@ -9,18 +9,13 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import rule, with_defaults
+from . import compare, rule, with_defaults
 
 _TRACK = "circuit"
 
 
 def _circuit_report(doc: dict[str, Any]) -> bool:
     return doc.get("track") == _TRACK
-
-
-def within(claimed: float, recomputed: float, tolerance: Any) -> bool:
-    """|claimed − recomputed| ≤ abs + rel·|recomputed| (the profile's tolerance)."""
-    return abs(claimed - recomputed) <= tolerance["abs"] + tolerance["rel"] * abs(recomputed)
 
 
 @rule("circuit-grid", codes=("K101", "K102"), kinds=("report",))
@@ -105,14 +100,11 @@ def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         values = [point["faithfulness"] for point in curve["points"]]
         if ctx.profile.force_full_faithfulness and ks and math.isclose(ks[-1], 1.0):
             values[-1] = 1.0
-        recomputed = compute(ks, values)
-        claimed = claims[metric]["value"]
-        if not within(claimed, recomputed, ctx.profile.consistency):
-            yield ctx.finding(
-                code,
-                f"/claims/{metric}/value",
-                claimed=claimed,
-                recomputed=recomputed,
-                ranking=ranking,
-                data={"claimed": claimed, "recomputed": recomputed},
-            )
+        yield from compare(
+            ctx,
+            code,
+            f"/claims/{metric}/value",
+            claims[metric]["value"],
+            compute(ks, values),
+            ranking=ranking,
+        )

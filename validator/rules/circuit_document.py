@@ -11,8 +11,7 @@ from typing import Any
 from .._engine import RuleContext
 from .._findings import Finding
 from .._sidecars import SidecarError, load_tensor, tensor_infos
-from . import rule
-from .circuit import within
+from . import compare, rule
 
 
 def _universe(doc: dict[str, Any]) -> Any:
@@ -108,16 +107,15 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
             if fractions is not None and entry["index"] < fractions.shape[0]:
                 fraction = universe.neuron_fraction(fractions[entry["index"]])
             size = universe.weighted_edge_count(row, fraction)
-            if not within(entry["weighted_size"], size, ctx.profile.consistency):
-                yield ctx.finding(
-                    "K105",
-                    f"{pointer}/weighted_size",
-                    entry=i,
-                    what="weighted size",
-                    claimed=entry["weighted_size"],
-                    recomputed=size,
-                    data={"claimed": entry["weighted_size"], "recomputed": size},
-                )
+            yield from compare(
+                ctx,
+                "K105",
+                f"{pointer}/weighted_size",
+                entry["weighted_size"],
+                size,
+                entry=i,
+                what="weighted size",
+            )
     by_ranking: dict[str, list[tuple[float, int]]] = {}
     for i, entry in enumerate(doc["circuits"]):
         if i in rows and entry.get("k") is not None and entry.get("ranking"):

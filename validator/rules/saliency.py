@@ -8,8 +8,7 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import rule, with_defaults
-from .circuit import within
+from . import compare, rule, with_defaults
 
 
 def _saliency(doc: dict[str, Any]) -> bool:
@@ -65,15 +64,7 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
             )
             continue
         recomputed = weighted_iou(method["per_k_iou"], weights)
-        if not within(method["wiou"], recomputed, ctx.profile.consistency):
-            yield ctx.finding(
-                "C110",
-                f"{pointer}/wiou",
-                what="WIoU",
-                claimed=method["wiou"],
-                recomputed=recomputed,
-                data={"claimed": method["wiou"], "recomputed": recomputed},
-            )
+        yield from compare(ctx, "C110", f"{pointer}/wiou", method["wiou"], recomputed, what="WIoU")
     dominance = claims["dominance"]
     if dominance["n_dominant"] > dominance["n_images"] or dominance["n_images"] == 0:
         yield ctx.finding(
@@ -84,11 +75,4 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
         )
         return
     rate = dominance["n_dominant"] / dominance["n_images"]
-    if not within(dominance["rate"], rate, ctx.profile.consistency):
-        yield ctx.finding(
-            "C111",
-            "/claims/dominance/rate",
-            claimed=dominance["rate"],
-            recomputed=rate,
-            data={"claimed": dominance["rate"], "recomputed": rate},
-        )
+    yield from compare(ctx, "C111", "/claims/dominance/rate", dominance["rate"], rate)

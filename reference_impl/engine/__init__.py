@@ -1,0 +1,45 @@
+"""Torch engine that recomputes circuit faithfulness from model weights (MIB circuit track).
+
+Normative text: ``spec/v1/metrics/engine.md`` (requirements ME-*).
+
+* :func:`load_model` reads a supported causal LM (GPT-2, Llama, Qwen2, Gemma-2) from a
+  local directory or a pinned hub id into plain tensors (:class:`ModelWeights`), refusing
+  remote code and non-safetensors checkpoints;
+* :func:`run_model` is the unpatched functional forward, exposing the EAP-IG source nodes;
+* :func:`evaluate_circuits` computes the per-example logit difference of many circuits
+  under counterfactual, mean, zero or given ("optimal") ablation.
+
+This is the only part of the reference implementation that imports torch.
+"""
+
+from ._evaluate import (
+    ABLATIONS,
+    Ablation,
+    CircuitMetrics,
+    evaluate_circuits,
+    graph_universe,
+    mean_node_outputs,
+    node_circuit_edges,
+)
+from ._forward import ForwardOutput, run_model
+from ._load import DTYPES, SUPPORTED_ARCHITECTURES, from_transformers, load_model
+from ._weights import LayerWeights, ModelWeights, NormWeights
+
+__all__ = [
+    "ABLATIONS",
+    "DTYPES",
+    "SUPPORTED_ARCHITECTURES",
+    "Ablation",
+    "CircuitMetrics",
+    "ForwardOutput",
+    "LayerWeights",
+    "ModelWeights",
+    "NormWeights",
+    "evaluate_circuits",
+    "from_transformers",
+    "graph_universe",
+    "load_model",
+    "mean_node_outputs",
+    "node_circuit_edges",
+    "run_model",
+]

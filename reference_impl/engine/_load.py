@@ -1,0 +1,380 @@
+"""Loading a causal language model into :class:`ModelWeights`.
+
+Only safetensors checkpoints of known architectures are read, never with remote code:
+``trust_remote_code=False``, ``use_safetensors=True``, and a local config that names an
+``auto_map`` is refused before transformers sees it. Hub ids must be pinned to a 40-hex
+commit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ._weights import LayerWeights, ModelWeights, NormKind, NormWeights
+
+__all__ = ["DTYPES", "SUPPORTED_ARCHITECTURES", "from_transformers", "load_model"]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+"""Accepted ``dtype`` names (float64 is for reference computations and tests)."""
+
+SUPPORTED_ARCHITECTURES: dict[str, str] = {
+    "GPT2LMHeadModel": "gpt2",
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Gemma2ForCausalLM": "gemma2",
+}
+"""transformers class name → family handled by the engine."""
+
+_MODEL_TYPES = {family: arch for arch, family in SUPPORTED_ARCHITECTURES.items()}
+_REVISION = re.compile(r"[0-9a-f]{40}")
+
+# Activation names as transformers spells them → the engine's formula.
+_ACTIVATIONS = {
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "gelu": "gelu",
+    "silu": "silu",
+    "swish": "silu",
+    "relu": "relu",
+}
+# Rotary variants whose frequencies depend on the sequence length are not reproduced.
+_STATIC_ROPE = {"default", "linear", "llama3", "yarn"}
+
+
+def _parse_dtype(dtype: str) -> torch.dtype:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise ValueError(f"dtype: expected one of {sorted(DTYPES)}, got {dtype!r}")
+    return DTYPES[dtype]
+
+
+def _check_config(raw: dict[str, Any], where: str) -> str:
+    """Refuse remote code and unknown architectures; return the architecture name."""
+    if raw.get("auto_map"):
+        raise ValueError(
+            f"model: the config of {where} declares auto_map (custom code: "
+            f"{sorted(raw['auto_map'])}); models that need remote code are refused"
+        )
+    archs = raw.get("architectures") or []
+    if archs:
+        if len(archs) != 1 or archs[0] not in SUPPORTED_ARCHITECTURES:
+            raise ValueError(
+                f"model: unsupported architecture {archs} in {where}; "
+                f"expected one of {sorted(SUPPORTED_ARCHITECTURES)}"
+            )
+        return str(archs[0])
+    model_type = raw.get("model_type")
+    if model_type not in _MODEL_TYPES:
+        raise ValueError(
+            f"model: unsupported model_type {model_type!r} in {where} (no architectures "
+            f"field); expected one of {sorted(_MODEL_TYPES)}"
+        )
+    return _MODEL_TYPES[model_type]
+
+
+def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "float32") -> ModelWeights:
+    """Load a causal LM from a local directory or a pinned hub id.
+
+    Args:
+        model: a local directory holding ``config.json`` and safetensors weights, or a hub
+            id such as ``openai-community/gpt2``.
+        revision: the 40-hex commit of a hub id (required for hub ids; must be ``None``
+            for a local directory).
+        dtype: ``float32`` (default), ``float64``, ``bfloat16`` or ``float16``.
+
+    Returns:
+        The weights, read once from the loaded module.
+
+    Raises:
+        ValueError: unknown dtype, unpinned hub id, remote code requested, unsupported
+            architecture or configuration option, missing config.
+    """
+    torch_dtype = _parse_dtype(dtype)
+    path = Path(model)
+    if path.is_dir():
+        if revision is not None:
+            raise ValueError(
+                f"revision: applies to hub ids only; got {revision!r} with the local directory {str(path)!r}"
+            )
+        config_file = path / "config.json"
+        if not config_file.is_file():
+            raise ValueError(f"model: expected {str(config_file)!r} to exist (no config.json)")
+        raw = json.loads(config_file.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ValueError(f"model: {str(config_file)!r} must hold a JSON object")
+        _check_config(raw, str(config_file))
+        source, kwargs = str(path.resolve()), {}
+    else:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model: expected a local directory or a hub id, got {model!r}")
+        if revision is None or not _REVISION.fullmatch(revision):
+            raise ValueError(
+                f"revision: a hub id ({model!r}) must be pinned to a 40-hex commit, got {revision!r}"
+            )
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=False)
+        _check_config(config.to_dict(), f"{model}@{revision}")
+        source, kwargs = model, {"revision": revision}
+
+    from transformers import AutoModelForCausalLM
+
+    hf = AutoModelForCausalLM.from_pretrained(
+        source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
+    )
+    return from_transformers(hf, source=source, revision=revision)
+
+
+def _t(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return x.detach().to(dtype=dtype).contiguous().clone()
+
+
+def _opt(x: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    return None if x is None else _t(x, dtype)
+
+
+def _activation(name: Any) -> str:
+    if name not in _ACTIVATIONS:
+        raise ValueError(
+            f"model: unsupported MLP activation {name!r}; expected one of {sorted(_ACTIVATIONS)}"
+        )
+    return _ACTIVATIONS[name]
+
+
+def from_transformers(
+    hf_model: Any, *, source: str = "<module>", revision: str | None = None
+) -> ModelWeights:
+    """Read the parameters of an already constructed transformers causal LM.
+
+    The module's ``forward`` is never used; its parameters are copied (detached, in the
+    module's dtype) into a :class:`ModelWeights`.
+
+    Raises:
+        ValueError: unsupported architecture or configuration option.
+    """
+    arch = type(hf_model).__name__
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(
+            f"model: unsupported architecture {arch!r}; expected one of {sorted(SUPPORTED_ARCHITECTURES)}"
+        )
+    cfg = hf_model.config
+    if getattr(cfg, "auto_map", None):
+        raise ValueError(f"model: the config of {source!r} declares auto_map (remote code)")
+    family = SUPPORTED_ARCHITECTURES[arch]
+    dtype = next(hf_model.parameters()).dtype
+    if dtype not in DTYPES.values():
+        raise ValueError(f"model: parameters must be floating point, got {dtype}")
+    with torch.no_grad():
+        if family == "gpt2":
+            return _read_gpt2(hf_model, arch, source, revision, dtype)
+        return _read_rotary(hf_model, arch, family, source, revision, dtype)
+
+
+def _read_gpt2(hf: Any, arch: str, source: str, revision: str | None, dtype: torch.dtype) -> ModelWeights:
+    cfg = hf.config
+    if getattr(cfg, "add_cross_attention", False):
+        raise ValueError("model: GPT-2 with cross-attention is not a causal LM the engine handles")
+    d, H = int(cfg.n_embd), int(cfg.n_head)
+    e = d // H
+    scale = e**-0.5 if cfg.scale_attn_weights else 1.0
+    eps = float(cfg.layer_norm_epsilon)
+    activation = _activation(cfg.activation_function)
+    layers = []
+    for i, block in enumerate(hf.transformer.h):
+        scale_i = scale / (i + 1) if cfg.scale_attn_by_inverse_layer_idx else scale
+        w_attn = block.attn.c_attn.weight  # Conv1D: (d, 3d), columns q | k | v
+        b_attn = block.attn.c_attn.bias
+        # columns are q | k | v, each head-major: exactly the fused (d, 3H, e) layout
+        w_qkv = w_attn.reshape(d, 3 * H, e)
+        b_qkv = b_attn.reshape(3 * H, e)
+        layers.append(
+            LayerWeights(
+                norm_attn=NormWeights("layer", _t(block.ln_1.weight, dtype), _t(block.ln_1.bias, dtype), eps),
+                w_qkv=_t(w_qkv, dtype),
+                b_qkv=_t(b_qkv, dtype),
+                n_heads=H,
+                n_kv_heads=H,
+                w_o=_t(block.attn.c_proj.weight.reshape(H, e, d), dtype),
+                b_o=_t(block.attn.c_proj.bias, dtype),
+                norm_attn_out=None,
+                norm_mlp=NormWeights("layer", _t(block.ln_2.weight, dtype), _t(block.ln_2.bias, dtype), eps),
+                w_in=_t(block.mlp.c_fc.weight, dtype),
+                b_in=_t(block.mlp.c_fc.bias, dtype),
+                w_gate=None,
+                w_out=_t(block.mlp.c_proj.weight, dtype),
+                b_out=_t(block.mlp.c_proj.bias, dtype),
+                norm_mlp_out=None,
+                attn_scale=scale_i,
+                sliding_window=None,
+            )
+        )
+    head = hf.get_output_embeddings()
+    return ModelWeights(
+        architecture=arch,
+        family="gpt2",
+        source=source,
+        revision=revision,
+        dtype=dtype,
+        n_layers=len(layers),
+        n_heads=H,
+        n_kv_heads=H,
+        d_model=d,
+        d_head=e,
+        vocab_size=int(hf.transformer.wte.weight.shape[0]),
+        w_embed=_t(hf.transformer.wte.weight, dtype),
+        embed_scale=None,
+        w_pos=_t(hf.transformer.wpe.weight, dtype),
+        rope_inv_freq=None,
+        rope_scale=1.0,
+        layers=tuple(layers),
+        norm_final=NormWeights(
+            "layer", _t(hf.transformer.ln_f.weight, dtype), _t(hf.transformer.ln_f.bias, dtype), eps
+        ),
+        w_unembed=_t(head.weight, dtype),
+        b_unembed=_opt(getattr(head, "bias", None), dtype),
+        attn_softcap=None,
+        final_softcap=None,
+        activation=activation,
+    )
+
+
+def _linear_in(w: torch.Tensor, n_heads: int, e: int) -> torch.Tensor:
+    """``nn.Linear`` weight ``(n·e, d)`` → ``(d, n, e)``."""
+    return w.T.reshape(w.shape[1], n_heads, e)
+
+
+def _bias(lin: Any, n_heads: int | None = None, e: int | None = None) -> torch.Tensor | None:
+    b = getattr(lin, "bias", None)
+    if b is None or n_heads is None or e is None:
+        return b
+    return b.reshape(n_heads, e)
+
+
+def _qkv_bias(att: Any, H: int, G: int, e: int) -> torch.Tensor | None:
+    """Fused ``(H + 2G, e)`` q/k/v bias; a projection without bias contributes zeros."""
+    parts = [(att.q_proj, H), (att.k_proj, G), (att.v_proj, G)]
+    if all(getattr(lin, "bias", None) is None for lin, _ in parts):
+        return None
+    return torch.cat(
+        [
+            lin.bias.reshape(n, e) if getattr(lin, "bias", None) is not None else lin.weight.new_zeros(n, e)
+            for lin, n in parts
+        ]
+    )
+
+
+def _read_rotary(
+    hf: Any, arch: str, family: str, source: str, revision: str | None, dtype: torch.dtype
+) -> ModelWeights:
+    cfg = hf.config
+    if getattr(cfg, "use_bidirectional_attention", False):
+        raise ValueError("model: bidirectional attention is not a causal LM the engine handles")
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    rope_type = rope.get("rope_type", "default") if isinstance(rope, dict) else "default"
+    if rope_type not in _STATIC_ROPE:
+        raise ValueError(
+            f"model: rotary embedding type {rope_type!r} depends on the sequence length; "
+            f"expected one of {sorted(_STATIC_ROPE)}"
+        )
+    base = hf.model
+    d = int(cfg.hidden_size)
+    H, G = int(cfg.num_attention_heads), int(cfg.num_key_value_heads)
+    if H % G:
+        raise ValueError(f"model: num_attention_heads ({H}) must be a multiple of num_key_value_heads ({G})")
+    e = int(getattr(cfg, "head_dim", None) or d // H)
+    eps = float(cfg.rms_norm_eps)
+    gemma = family == "gemma2"
+    norm_kind: NormKind = "rms_offset" if gemma else "rms"
+    act_name = cfg.hidden_activation if gemma else cfg.hidden_act
+    activation = _activation(act_name)
+    # Gemma-2 scales scores by a configured constant rather than the head width.
+    attn_scale = float(cfg.query_pre_attn_scalar) ** -0.5 if gemma else e**-0.5
+    layer_types = list(getattr(cfg, "layer_types", None) or ["full_attention"] * len(base.layers))
+    window = getattr(cfg, "sliding_window", None)
+
+    def norm(mod: Any) -> NormWeights:
+        return NormWeights(norm_kind, _t(mod.weight, dtype), None, eps)
+
+    layers = []
+    for i, block in enumerate(base.layers):
+        att, mlp = block.self_attn, block.mlp
+        if layer_types[i] not in ("full_attention", "sliding_attention"):
+            raise ValueError(f"model: unsupported attention layer type {layer_types[i]!r} in layer {i}")
+        sliding = int(window) if layer_types[i] == "sliding_attention" and window else None
+        layers.append(
+            LayerWeights(
+                norm_attn=norm(block.input_layernorm),
+                w_qkv=_t(
+                    torch.cat(
+                        [
+                            _linear_in(att.q_proj.weight, H, e),
+                            _linear_in(att.k_proj.weight, G, e),
+                            _linear_in(att.v_proj.weight, G, e),
+                        ],
+                        dim=1,
+                    ),
+                    dtype,
+                ),
+                b_qkv=_opt(_qkv_bias(att, H, G, e), dtype),
+                n_heads=H,
+                n_kv_heads=G,
+                w_o=_t(att.o_proj.weight.T.reshape(H, e, d), dtype),
+                b_o=_opt(_bias(att.o_proj), dtype),
+                norm_attn_out=norm(block.post_attention_layernorm) if gemma else None,
+                norm_mlp=norm(block.pre_feedforward_layernorm if gemma else block.post_attention_layernorm),
+                w_in=_t(mlp.up_proj.weight.T, dtype),
+                b_in=_opt(_bias(mlp.up_proj), dtype),
+                w_gate=_t(mlp.gate_proj.weight.T, dtype),
+                w_out=_t(mlp.down_proj.weight.T, dtype),
+                b_out=_opt(_bias(mlp.down_proj), dtype),
+                norm_mlp_out=norm(block.post_feedforward_layernorm) if gemma else None,
+                attn_scale=attn_scale,
+                sliding_window=sliding,
+            )
+        )
+    rotary = base.rotary_emb
+    head = hf.get_output_embeddings()
+    embed_scale = None
+    if gemma:
+        # transformers keeps the scale as a float32 scalar and rounds it to the weight dtype.
+        embed_scale = torch.tensor(math.sqrt(d), dtype=torch.float32).to(dtype)
+    return ModelWeights(
+        architecture=arch,
+        family=family,
+        source=source,
+        revision=revision,
+        dtype=dtype,
+        n_layers=len(layers),
+        n_heads=H,
+        n_kv_heads=G,
+        d_model=d,
+        d_head=e,
+        vocab_size=int(base.embed_tokens.weight.shape[0]),
+        w_embed=_t(base.embed_tokens.weight, dtype),
+        embed_scale=embed_scale,
+        w_pos=None,
+        rope_inv_freq=rotary.inv_freq.detach().to(torch.float32).clone(),
+        rope_scale=float(rotary.attention_scaling),
+        layers=tuple(layers),
+        norm_final=norm(base.norm),
+        w_unembed=_t(head.weight, dtype),
+        b_unembed=_opt(getattr(head, "bias", None), dtype),
+        attn_softcap=_float_or_none(getattr(cfg, "attn_logit_softcapping", None)) if gemma else None,
+        final_softcap=_float_or_none(getattr(cfg, "final_logit_softcapping", None)) if gemma else None,
+        activation=activation,
+    )
+
+
+def _float_or_none(x: Any) -> float | None:
+    return None if x is None else float(x)

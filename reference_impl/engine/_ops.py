@@ -1,0 +1,154 @@
+"""Numerical building blocks shared by the plain and the patched forward.
+
+Precision follows the reference implementations of each family: RMS norms and the
+attention softmax are computed in at least float32 (float64 stays float64), everything
+else in the model dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as nnf
+
+from ._weights import LayerWeights, ModelWeights, NormWeights
+
+__all__ = [
+    "activation",
+    "attention",
+    "causal_mask",
+    "mlp",
+    "norm",
+    "positions_from_mask",
+    "rope_tables",
+    "rotate",
+    "unembed_rows",
+]
+
+
+def _upcast(dtype: torch.dtype) -> torch.dtype:
+    return torch.promote_types(dtype, torch.float32)
+
+
+def norm(x: torch.Tensor, w: NormWeights) -> torch.Tensor:
+    """Apply one normalisation over the last axis (formulas in :class:`NormWeights`)."""
+    if w.kind == "layer":
+        return nnf.layer_norm(x, (x.shape[-1],), w.weight, w.bias, w.eps)
+    xf = x.to(_upcast(x.dtype))
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + w.eps)
+    if w.kind == "rms":
+        # Llama/Qwen2 round the normalised vector to the model dtype before the weight.
+        return w.weight * xf.to(x.dtype)
+    # Gemma-2 multiplies by (1 + w) in the upcast dtype and rounds once at the end.
+    return (xf * (1.0 + w.weight.to(xf.dtype))).to(x.dtype)
+
+
+def activation(x: torch.Tensor, name: str) -> torch.Tensor:
+    """MLP nonlinearity by engine name."""
+    if name == "gelu_tanh":
+        return nnf.gelu(x, approximate="tanh")
+    if name == "gelu":
+        return nnf.gelu(x)
+    if name == "silu":
+        return nnf.silu(x)
+    if name == "relu":
+        return nnf.relu(x)
+    raise ValueError(f"activation: unknown name {name!r}")
+
+
+def mlp(x: torch.Tensor, layer: LayerWeights, act: str) -> torch.Tensor:
+    """The MLP sublayer on an already normalised input, including Gemma-2's output norm."""
+    up = x @ layer.w_in
+    if layer.b_in is not None:
+        up = up + layer.b_in
+    # gated families multiply the activated gate with the up projection
+    hidden = activation(up, act) if layer.w_gate is None else activation(x @ layer.w_gate, act) * up
+    out = hidden @ layer.w_out
+    if layer.b_out is not None:
+        out = out + layer.b_out
+    if layer.norm_mlp_out is not None:
+        out = norm(out, layer.norm_mlp_out)
+    return out
+
+
+def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids ``cumsum(mask) - 1`` clipped at 0 (``(N, T)`` long)."""
+    return (mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
+def causal_mask(mask: torch.Tensor, window: int | None) -> torch.Tensor:
+    """``(N, 1, T, T)`` bool: query i may read key j iff ``j ≤ i``, j is not padding, and
+    (sliding window) ``i - j < window``."""
+    T = mask.shape[-1]
+    i = torch.arange(T).unsqueeze(1)
+    j = torch.arange(T).unsqueeze(0)
+    allowed = j <= i
+    if window is not None:
+        allowed = allowed & (i - j < window)
+    return allowed.unsqueeze(0).unsqueeze(0) & mask.bool()[:, None, None, :]
+
+
+def rope_tables(model: ModelWeights, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """cos/sin tables ``(N, T, e)`` in the model dtype, or ``None`` without rotary embeddings."""
+    if model.rope_inv_freq is None:
+        return None
+    freqs = positions[..., None].float() * model.rope_inv_freq
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos = (emb.cos() * model.rope_scale).to(model.dtype)
+    sin = (emb.sin() * model.rope_scale).to(model.dtype)
+    return cos, sin
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding ``x·cos + rotate_half(x)·sin``; cos/sin broadcast against ``x``."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor,
+    scale: float,
+    softcap: float | None,
+) -> torch.Tensor:
+    """Scaled dot-product attention per head.
+
+    Args:
+        q, k, v: ``(..., h, T, e)`` (keys and values already expanded to query heads).
+        allowed: bool mask broadcastable to ``(..., h, T, T)``.
+        scale: multiplier of ``q·k``.
+        softcap: ``c·tanh(s/c)`` applied to the scores before masking, or ``None``.
+
+    Returns:
+        The mixed values ``(..., h, T, e)``.
+    """
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    # A finite fill keeps fully masked rows (padding queries under a sliding window) finite:
+    # their values are never read, but NaN would leak through zero attention weights.
+    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    probs = torch.softmax(scores, dim=-1, dtype=_upcast(q.dtype)).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
+def unembed_rows(model: ModelWeights, hidden: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Logits of selected vocabulary rows only.
+
+    Args:
+        hidden: ``(..., d)`` residual stream at the read positions (before the final norm).
+        tokens: ``(..., k)`` token ids whose logits are wanted.
+
+    Returns:
+        ``(..., k)`` logits in the model dtype, soft-capped when the model does so.
+    """
+    h = norm(hidden, model.norm_final)
+    rows = model.w_unembed[tokens]
+    logits = (rows * h.unsqueeze(-2)).sum(-1)
+    if model.b_unembed is not None:
+        logits = logits + model.b_unembed[tokens]
+    if model.final_softcap is not None:
+        logits = torch.tanh(logits / model.final_softcap) * model.final_softcap
+    return logits

@@ -1884,7 +1884,19 @@ def circuit_missing_absolute_curve(folder: Folder) -> None:
     save(folder, doc)
 
 
-@case("report", "S-3", "A hub model without its pinned revision.", ("S111", "/model"))
+@case(
+    "report",
+    "S-3 DK-1",
+    "A negative CMD (an area of |1 - f| cannot be negative).",
+    ("S114", "/claims/cmd/value"),
+)
+def circuit_negative_cmd(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cmd"]["value"] = -0.1
+    save(folder, doc)
+
+
+@case("report", "M-1", "A hub model without its pinned revision.", ("A111", "/model"))
 def circuit_hub_model_without_revision(folder: Folder) -> None:
     doc = circuit_report(folder)
     doc["model"] = {key: value for key, value in GPT2_SMALL.items() if key != "revision"}

@@ -155,11 +155,15 @@ class LocalModel(_ModelBase):
 
 
 class HubModel(_ModelBase):
-    """A model on a hub, pinned to an exact revision."""
+    """A model on a hub, pinned to an exact revision (rule A111 requires the pin)."""
 
     source: Literal["hub"]
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$")
-    revision: str = Field(pattern=r"^[0-9a-f]{40}$", description="the full commit hash")
+    revision: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{40}$",
+        description="the full commit hash; absent only in reports imported from files that do not record it",
+    )
     files: dict[str, Sha256] = Field(default_factory=dict)
 
 

@@ -79,7 +79,9 @@ class CircuitSettings(Closed):
 
 class CurvePoint(Closed):
     k: float = Field(gt=0, le=1)
-    circuit: NonNegInt = Field(description="index of the circuit in the circuit document")
+    circuit: NonNegInt | None = Field(
+        default=None, description="index of the circuit in the circuit document (needed to recompute)"
+    )
     n_edges: NonNegInt = Field(description="edges selected at this point")
     weighted_size: float = Field(ge=0, description="weighted edge count after pruning")
     faithfulness: float
@@ -102,14 +104,23 @@ class AurocClaim(Closed):
     ground_truth: CircuitRef = Field(description="circuit document holding the true edge set")
 
 
+class NonNegativeClaim(Closed):
+    value: float = Field(ge=0)
+    uncertainty: Uncertainty | None = None
+
+
 class CircuitClaims(Closed):
-    circuit: CircuitRef = Field(description="artifact id of the circuit document")
+    circuit: CircuitRef | None = Field(
+        default=None, description="artifact id of the circuit document (needed to recompute the curve)"
+    )
     n_edges: PosInt = Field(description="edge total of the graph universe")
-    m_full: float = Field(description="mean metric of the full model (clean run)")
-    m_empty: float = Field(description="mean metric of the empty circuit (corrupted run)")
+    m_full: float | None = Field(default=None, description="mean metric of the full model (clean run)")
+    m_empty: float | None = Field(
+        default=None, description="mean metric of the empty circuit (corrupted run)"
+    )
     curves: list[Curve] = Field(min_length=1)
     cpr: ScalarClaim
-    cmd: ScalarClaim = Field(description="CMD ≥ 0 (checked by rule B)")
+    cmd: NonNegativeClaim
     auroc: AurocClaim | None = None
 
 

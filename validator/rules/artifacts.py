@@ -255,3 +255,11 @@ def tensor_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                 path=declared,
                 detail=f"tensor {name or '(npy)'} has dtype {info.dtype}, declared {ref['dtype']}",
             )
+
+
+@rule("model-pinned", codes=("A111",), kinds=("report", "circuit"))
+def model_pinned(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """A hub model names the exact commit its weights come from."""
+    model = doc.get("model")
+    if isinstance(model, dict) and model.get("source") == "hub" and "revision" not in model:
+        yield ctx.finding("A111", "/model", model=model["id"])

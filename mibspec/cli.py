@@ -213,6 +213,35 @@ def import_eap_ig_command(
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
 
+@import_app.command("mib-circuit-results")
+def import_mib_circuit_results_command(
+    source: Annotated[Path, typer.Argument(help="A MIB circuit-track leaderboard results JSON file.")],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
+    ],
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
+) -> None:
+    """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
+    from mibspec._api import verify as run_verify
+    from mibspec._reporters import REPORTERS
+    from mibspec.importers import import_mib_circuit_results
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    if not source.is_file():
+        _fail_usage(f"{source}: no such file")
+    result = import_mib_circuit_results(source, out_dir)
+    if not result.ok:
+        failed = DocumentResult(path=str(source), kind="mib-circuit-results", findings=result.findings)
+        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
+        REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    verified = run_verify(*result.written, recompute=False)
+    REPORTERS[output_format.value](verified, sys.stdout)
+    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+
+
 @app.command()
 def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""

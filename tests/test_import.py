@@ -208,3 +208,87 @@ def test_cli_import_verifies_what_it_wrote(tmp_path: Path) -> None:
     assert completed.returncode == 1
     assert "Traceback" not in completed.stderr
     assert json.loads(completed.stdout)["documents"][0]["findings"][0]["code"] == "I101"
+
+
+GRID = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+
+
+def _results(tmp_path: Path, cmd_counts: list[int]) -> Path:
+    signed = [32, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]
+    values = [0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.97, 0.99]
+    payload = {
+        "method_name": "EAP-IG",
+        "results": [
+            {
+                "model_id": "gpt2",
+                "scores": {
+                    "ioi": {
+                        "CPR": {"edge_counts": signed, "faithfulness": values},
+                        "CMD": {"edge_counts": cmd_counts, "faithfulness": values},
+                    }
+                },
+            }
+        ],
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_mib_circuit_results_become_reports_with_the_leaderboard_areas(tmp_path: Path) -> None:
+    from mibspec.importers import import_mib_circuit_results
+
+    counts = [32, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]
+    result = import_mib_circuit_results(_results(tmp_path, counts), tmp_path / "out")
+    assert result.ok
+    [path] = result.written
+    report = json.loads(path.read_text())
+    # Independent baseline: the trapezoid written out, with f(1) forced to 1 as the leaderboard does.
+    forced = [0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.8, 0.9, 0.97, 1.0]
+    area = sum((GRID[i + 1] - GRID[i]) * (forced[i] + forced[i + 1]) / 2 for i in range(9))
+    gap = sum((GRID[i + 1] - GRID[i]) * (abs(1 - forced[i]) + abs(1 - forced[i + 1])) / 2 for i in range(9))
+    assert report["claims"]["cpr"]["value"] == pytest.approx(area, abs=1e-12)
+    assert report["claims"]["cmd"]["value"] == pytest.approx(gap, abs=1e-12)
+    assert report["claims"]["n_edges"] == 32491
+    verified = mibspec.verify(path, recompute=False)
+    # The results file does not record the model revision: the finding says so, and nothing else is wrong.
+    assert [(f.code, f.pointer) for f in verified.findings] == [("A111", "/model")]
+
+
+def test_mib_circuit_results_oversized_circuits_are_caught_under_the_default_profile(tmp_path: Path) -> None:
+    from mibspec.importers import import_mib_circuit_results
+
+    counts = [100, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]  # 100 > 0.002 · 32491
+    result = import_mib_circuit_results(_results(tmp_path, counts), tmp_path / "out")
+    [path] = result.written
+    lenient = {f.code for f in mibspec.verify(path, recompute=False).findings}
+    assert lenient == {"A111"}  # mib-2025 reproduces the backend, which does not check sizes
+    strict = mibspec.verify(path, recompute=False, profile="default").findings
+    assert ("K103", "/claims/curves/1/points/1/weighted_size") in {(f.code, f.pointer) for f in strict}
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ({"results": []}, "I101"),
+        ({"method_name": "m", "results": [{"model_id": "gpt5", "scores": {}}]}, "I102"),
+        (
+            {
+                "method_name": "m",
+                "results": [
+                    {"model_id": "gpt2", "scores": {"ioi": {"CPR": {"edge_counts": [1], "faithfulness": []}}}}
+                ],
+            },
+            "I101",
+        ),
+    ],
+    ids=["no-method", "unknown-model", "ragged-curve"],
+)
+def test_malformed_mib_results_give_codes(tmp_path: Path, payload: dict[str, object], code: str) -> None:
+    from mibspec.importers import import_mib_circuit_results
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(payload))
+    result = import_mib_circuit_results(path, tmp_path / "out")
+    assert [f.code for f in result.findings] == [code]
+    assert not result.written

@@ -82,7 +82,7 @@ class CurvePoint(Closed):
     circuit: NonNegInt | None = Field(
         default=None, description="index of the circuit in the circuit document (needed to recompute)"
     )
-    n_edges: NonNegInt = Field(description="edges selected at this point")
+    n_edges: NonNegInt | None = Field(default=None, description="edges selected at this point")
     weighted_size: float = Field(ge=0, description="weighted edge count after pruning")
     faithfulness: float
     uncertainty: Uncertainty | None = None

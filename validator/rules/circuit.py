@@ -47,7 +47,7 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         for p, point in enumerate(curve["points"]):
             allowed = edges_at(point["k"], n_total, rounding)
             pointer = f"/claims/curves/{c}/points/{p}"
-            if point["n_edges"] > allowed:
+            if point.get("n_edges", 0) > allowed:
                 yield ctx.finding(
                     "K103",
                     f"{pointer}/n_edges",

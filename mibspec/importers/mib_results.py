@@ -1,0 +1,183 @@
+"""Import MIB circuit-track leaderboard results as circuit reports.
+
+A results file holds, per model and task, the faithfulness curves the public
+backend computed for the CPR and CMD rankings::
+
+    {"method_name": ..., "description": ...,
+     "results": [{"model_id": "gpt2", "scores": {"ioi": {"CPR": {"edge_counts": [...],
+                                                                  "faithfulness": [...]},
+                                                          "CMD": {...}}}}]}
+
+The public backend places the i-th smallest circuit at the i-th grid point and
+forces faithfulness at k = 1 to 1.0; the imported reports therefore declare the
+``mib-2025`` profile. CPR and CMD are computed from the curves by the reference
+metrics, as the leaderboard does. The files record neither the circuits, nor the
+model revision, nor the baseline metrics: the reports say so, and recomputation
+reports what is missing. ``mibspec verify --profile default`` applies the strict
+size check (each circuit at most k·|E| edges) the public backend skips.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mibspec._version import __version__
+from mibspec.validator import Limits, catalogue, load_json_file, load_profile
+from mibspec.validator._engine import _PARSE_CODES, make_finding
+
+from .eap_ig import ImportResult, _MalformedError
+
+__all__ = ["KNOWN_MODELS", "import_mib_circuit_results"]
+
+#: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
+KNOWN_MODELS: dict[str, tuple[str, int, int]] = {
+    "gpt2": ("GPT2LMHeadModel", 12, 12),
+    "qwen2.5": ("Qwen2ForCausalLM", 24, 14),
+    "gemma2": ("Gemma2ForCausalLM", 26, 8),
+    "llama3": ("LlamaForCausalLM", 32, 32),
+    "interpbench": ("HookedTransformer", 6, 4),
+}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def import_mib_circuit_results(source: Path, out_dir: Path) -> ImportResult:
+    """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``."""
+    cat = catalogue()
+    result = ImportResult()
+    parsed = load_json_file(source, Limits())
+    if parsed.problems:
+        for problem in parsed.problems:
+            line, column = parsed.position_of(problem.offset)
+            finding = make_finding(
+                cat, None, _PARSE_CODES[problem.symbol], problem.pointer, detail=problem.message
+            )
+            result.findings.append(finding.located(line or 1, column or 1))
+        return result
+    try:
+        reports = list(_reports(parsed.data, source))
+    except _MalformedError as exc:
+        finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
+        result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
+        return result
+    for name, report in reports:
+        folder = out_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / "report.json"
+        target.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        result.written.append(target)
+    return result
+
+
+def _reports(data: Any, source: Path) -> Any:
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise _MalformedError("I101", "", detail="a MIB results file is an object with a 'results' list")
+    method = data.get("method_name")
+    if not isinstance(method, str) or not method:
+        raise _MalformedError(
+            "I101", "/method_name" if "method_name" in data else "", detail="missing method_name"
+        )
+    grid = list(load_profile("mib-2025").grid)
+    created = datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for r, entry in enumerate(data["results"]):
+        base = f"/results/{r}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("scores"), dict):
+            raise _MalformedError("I101", base, detail="each result needs model_id and a scores object")
+        model_id = entry.get("model_id")
+        if model_id not in KNOWN_MODELS:
+            raise _MalformedError(
+                "I102",
+                f"{base}/model_id",
+                detail=f"unknown MIB model id {model_id!r}; known: {', '.join(KNOWN_MODELS)}",
+            )
+        architecture, layers, heads = KNOWN_MODELS[model_id]
+        n_edges = GraphUniverse(GraphConfig(layers, heads)).n_edges
+        for task, blocks in entry["scores"].items():
+            pointer = f"{base}/scores/{task}"
+            if not isinstance(blocks, dict):
+                raise _MalformedError("I101", pointer, detail="a task's scores must be an object")
+            curves = []
+            for metric, ranking in (("CPR", "signed"), ("CMD", "absolute")):
+                curves.append(_curve(blocks.get(metric), ranking, grid, f"{pointer}/{metric}"))
+            signed, absolute = ([p["faithfulness"] for p in c["points"]] for c in curves)
+            ks = [p["k"] for p in curves[0]["points"]]
+            forced = [*signed[:-1], 1.0] if math.isclose(ks[-1], 1.0) else signed
+            forced_abs = [*absolute[:-1], 1.0] if math.isclose(ks[-1], 1.0) else absolute
+            report = {
+                "spec_version": "1.0",
+                "kind": "report",
+                "track": "circuit",
+                "profile": "mib-2025",
+                "title": f"{method} on {task} ({model_id}), imported from MIB results",
+                "description": (
+                    f"Imported from {source.name} by mibspec {__version__}. The results file records the "
+                    "faithfulness curves only: the circuits, the model revision and the baseline metrics are "
+                    "absent, so the curves cannot be recomputed. CPR and CMD were computed from the curves "
+                    "with faithfulness at k = 1 taken as 1.0, as the MIB leaderboard does."
+                ),
+                "method": {
+                    "name": method,
+                    **(
+                        {"description": data["description"]}
+                        if isinstance(data.get("description"), str)
+                        else {}
+                    ),
+                },
+                "task": {"name": task},
+                "model": {
+                    "source": "hub",
+                    "id": model_id,
+                    "architecture": architecture,
+                },
+                "settings": {
+                    "ablation": "counterfactual",
+                    "granularity": "edge",
+                    "grid": grid,
+                    "ranking": {"cpr": "signed", "cmd": "absolute"},
+                    "edge_count_rounding": "floor",
+                    "metric": "logit_difference",
+                },
+                "claims": {
+                    "n_edges": n_edges,
+                    "curves": curves,
+                    "cpr": {"value": cpr(ks, forced)},
+                    "cmd": {"value": cmd(ks, forced_abs)},
+                },
+                "provenance": {
+                    "tool": {"name": "mibspec", "version": __version__},
+                    "created": created,
+                    "command": f"mibspec import mib-circuit-results {source.name}",
+                },
+            }
+            yield f"{_SAFE.sub('-', task)}_{_SAFE.sub('-', model_id)}", report
+
+
+def _curve(block: Any, ranking: str, grid: list[float], pointer: str) -> dict[str, Any]:
+    if not isinstance(block, dict):
+        raise _MalformedError("I101", pointer, detail="needs edge_counts and faithfulness lists")
+    counts, values = block.get("edge_counts"), block.get("faithfulness")
+    if not (isinstance(counts, list) and isinstance(values, list) and len(counts) == len(values)):
+        raise _MalformedError(
+            "I101", pointer, detail="edge_counts and faithfulness must be lists of one length"
+        )
+    if not 1 <= len(counts) <= len(grid):
+        raise _MalformedError(
+            "I101", pointer, detail=f"expected at most {len(grid)} grid points, got {len(counts)}"
+        )
+    numbers = [*counts, *values]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
+        raise _MalformedError("I101", pointer, detail="edge counts and faithfulness must be finite numbers")
+    # The public backend sorts circuits by size and places the i-th at the i-th grid point.
+    order = sorted(range(len(counts)), key=lambda i: counts[i])
+    points = [
+        {"k": grid[slot], "weighted_size": float(counts[i]), "faithfulness": float(values[i])}
+        for slot, i in enumerate(order)
+    ]
+    return {"ranking": ranking, "points": points}

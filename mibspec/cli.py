@@ -182,6 +182,30 @@ def schema_export(
         typer.echo(str(directory / path.name))
 
 
+def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat, importer: str) -> None:
+    """Run an importer, report its findings, or verify and report what it wrote."""
+    from mibspec import importers
+    from mibspec._api import verify as run_verify
+    from mibspec._reporters import REPORTERS
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    if not source.is_file():
+        _fail_usage(f"{source}: no such file")
+    render = REPORTERS[output_format.value]
+    result = getattr(importers, importer)(source, out_dir)
+    if not result.ok:
+        failed = DocumentResult(path=str(source), kind=None, findings=result.findings)
+        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
+        render(VerificationResult(documents=[failed]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    verified = run_verify(*result.written, recompute=False)
+    render(verified, sys.stdout)
+    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+
+
+FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
 @import_app.command("eap-ig")
 def import_eap_ig_command(
     source: Annotated[
@@ -190,27 +214,10 @@ def import_eap_ig_command(
     out_dir: Annotated[
         Path, typer.Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
     ],
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = OutputFormat.text,
+    output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import an EAP-IG graph as a circuit document, then verify what was written."""
-    from mibspec._api import verify as run_verify
-    from mibspec._reporters import REPORTERS
-    from mibspec.importers import import_eap_ig
-    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
-
-    if not source.is_file():
-        _fail_usage(f"{source}: no such file")
-    result = import_eap_ig(source, out_dir)
-    if not result.ok:
-        failed = DocumentResult(path=str(source), kind="eap-ig", findings=result.findings)
-        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
-        REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
-        raise typer.Exit(EXIT_FINDINGS)
-    verified = run_verify(result.written[0], recompute=False)
-    REPORTERS[output_format.value](verified, sys.stdout)
-    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+    _import_and_verify(source, out_dir, output_format, "import_eap_ig")
 
 
 @import_app.command("mib-circuit-results")
@@ -219,27 +226,10 @@ def import_mib_circuit_results_command(
     out_dir: Annotated[
         Path, typer.Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
     ],
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = OutputFormat.text,
+    output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
-    from mibspec._api import verify as run_verify
-    from mibspec._reporters import REPORTERS
-    from mibspec.importers import import_mib_circuit_results
-    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
-
-    if not source.is_file():
-        _fail_usage(f"{source}: no such file")
-    result = import_mib_circuit_results(source, out_dir)
-    if not result.ok:
-        failed = DocumentResult(path=str(source), kind="mib-circuit-results", findings=result.findings)
-        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
-        REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
-        raise typer.Exit(EXIT_FINDINGS)
-    verified = run_verify(*result.written, recompute=False)
-    REPORTERS[output_format.value](verified, sys.stdout)
-    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+    _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results")
 
 
 @app.command()

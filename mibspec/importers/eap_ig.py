@@ -28,7 +28,10 @@ class ImportResult:
     """What an import wrote, or why it could not."""
 
     findings: list[Finding] = field(default_factory=list)
+    #: The documents written (each is then verified).
     written: list[Path] = field(default_factory=list)
+    #: Their sidecar files.
+    sidecars: list[Path] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -83,7 +86,7 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     ]
     target = out_dir / DOCUMENT
     target.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    result.written = [target, sidecar]
+    result.written, result.sidecars = [target], [sidecar]
     return result
 
 

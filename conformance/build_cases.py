@@ -2067,6 +2067,20 @@ def interpbench_scores_and_circuits(folder: Folder) -> None:
     circuit_document(folder)
 
 
+@case(
+    "circuit",
+    "K-6",
+    "Scores rounded to one decimal, so the signed top-110 (k = 0.1) cut falls inside a run of equal "
+    "scores: a warning, the document stays valid.",
+    warnings=(("K107", "/circuits/6"),),
+)
+def tie_straddles_cut(folder: Folder) -> None:
+    universe, model, scores, _ = _circuit_setup("interpbench")
+    rounded = np.round(scores.astype(np.float64), 1).astype(np.float32)
+    data = CircuitData(universe, rounded, ("signed",), GRID)
+    write_circuit_document(folder, data, name="document.json", model=model)
+
+
 @case("circuit", "DK-2 A-8", "A ground-truth circuit: one membership row, no scores, no grid point.")
 def interpbench_ground_truth(folder: Folder) -> None:
     write_ground_truth(

@@ -52,6 +52,7 @@ __all__ = [
     "rank_edges",
     "sigmoid",
     "straddling_ties",
+    "straddling_ties_at",
     "top_n",
 ]
 
@@ -346,9 +347,16 @@ def straddling_ties(scores: ArrayLike, n: int, ranking: Ranking) -> TieReport:
         ValueError: see :func:`top_n`.
     """
     keys = _ranking_keys(scores, ranking)
-    count = check_int(n, "n", minimum=0, maximum=keys.size)
+    [report] = straddling_ties_at(keys, [check_int(n, "n", minimum=0, maximum=keys.size)], "signed")
+    return report
+
+
+def straddling_ties_at(scores: ArrayLike, ns: Sequence[int], ranking: Ranking) -> list[TieReport]:
+    """:func:`straddling_ties` for several selection sizes, sorting the scores once."""
+    keys = _ranking_keys(scores, ranking)
+    counts = [check_int(n, f"ns[{i}]", minimum=0, maximum=keys.size) for i, n in enumerate(ns)]
     sorted_keys = keys[descending_order(keys)]
-    return tie_report(sorted_keys, count)
+    return [tie_report(sorted_keys, count) for count in counts]
 
 
 # --------------------------------------------------------------------------- AUROC

@@ -463,3 +463,14 @@ def test_leaderboard_rejects(cells: list[object]) -> None:
 def test_leaderboard_accepts_generators() -> None:
     assert mc.leaderboard_average(x for x in (1.0, 2.0, 3.0)) == 2.0
     assert mc.leaderboard_score(itertools.repeat(0.0, 3)) == 0.5
+
+
+def test_straddling_ties_at_equals_one_call_per_size() -> None:
+    from mibspec.reference_impl.metrics.circuit import straddling_ties, straddling_ties_at
+
+    scores = np.random.default_rng(5).integers(-3, 4, size=200).astype(np.float64)
+    sizes = [0, 1, 7, 50, 123, 200]
+    for ranking in ("signed", "absolute"):
+        assert straddling_ties_at(scores, sizes, ranking) == [
+            straddling_ties(scores, n, ranking) for n in sizes
+        ]

@@ -126,3 +126,34 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
             if (rows[small] & ~rows[large]).any():
                 # A warning by default; profiles raise or silence it through their severity map.
                 yield ctx.finding("K106", f"/circuits/{large}", ranking=ranking, small=k_small, large=k_large)
+
+
+@rule("circuit-ties", codes=("K107",), kinds=("circuit",))
+def circuit_ties(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """A top-n circuit whose cut falls inside a run of equal scores depends on the tie-break."""
+    if "scores" not in doc:
+        return
+    entries = [
+        (i, e) for i, e in enumerate(doc.get("circuits", [])) if e.get("ranking") in ("signed", "absolute")
+    ]
+    if not entries:
+        return
+    scores = _tensor(ctx, doc["scores"])
+    if scores is None or scores.ndim != 1 or scores.dtype.kind != "f":
+        return
+    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+
+    for ranking in ("signed", "absolute"):
+        chosen = [(i, e) for i, e in entries if e["ranking"] == ranking and e["n_edges"] <= scores.shape[0]]
+        reports = straddling_ties_at(scores, [e["n_edges"] for _, e in chosen], ranking)
+        for (i, entry), report in zip(chosen, reports, strict=True):
+            if report.straddles:
+                yield ctx.finding(
+                    "K107",
+                    f"/circuits/{i}",
+                    n=entry["n_edges"],
+                    ranking=ranking,
+                    key=report.key_at_cut,
+                    inside=report.n_tied_inside,
+                    outside=report.n_tied_outside,
+                )

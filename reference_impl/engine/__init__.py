@@ -7,7 +7,8 @@ Normative text: ``spec/v1/metrics/engine.md`` (requirements ME-*).
   remote code and non-safetensors checkpoints;
 * :func:`run_model` is the unpatched functional forward, exposing the EAP-IG source nodes;
 * :func:`evaluate_circuits` computes the per-example logit difference of many circuits
-  under counterfactual, mean, zero or given ("optimal") ablation.
+  under counterfactual, mean, zero or given ("optimal") ablation;
+* :func:`random_model` writes small seeded random models of each family (tests, benchmarks).
 
 This is the only part of the reference implementation that imports torch.
 """
@@ -23,11 +24,13 @@ from ._evaluate import (
 )
 from ._forward import ForwardOutput, run_model
 from ._load import DTYPES, SUPPORTED_ARCHITECTURES, from_transformers, load_model
+from ._random import FAMILIES, random_model
 from ._weights import LayerWeights, ModelWeights, NormWeights
 
 __all__ = [
     "ABLATIONS",
     "DTYPES",
+    "FAMILIES",
     "SUPPORTED_ARCHITECTURES",
     "Ablation",
     "CircuitMetrics",
@@ -41,5 +44,6 @@ __all__ = [
     "load_model",
     "mean_node_outputs",
     "node_circuit_edges",
+    "random_model",
     "run_model",
 ]

@@ -176,6 +176,7 @@ class _Reference:
     nodes: torch.Tensor  # (n_forward, B or 1, T or 1, d); heads' rows unused when z is set
     slot_pre: list[torch.Tensor]  # (B, T, d), possibly a broadcast view
     slot_mid: list[torch.Tensor]
+    attn: list[torch.Tensor]  # slot_mid − slot_pre: the ablated attention output of each layer
     final: torch.Tensor
     q: list[torch.Tensor]  # (H, B, T, e)
     k: list[torch.Tensor]
@@ -185,9 +186,29 @@ class _Reference:
     group_out: list[torch.Tensor] | None
 
 
-def _reference_from_trace(tr: _forward.Trace) -> _Reference:
+def _reference_from_trace(tr: _forward.Trace, rows: slice) -> _Reference:
+    """The ablation state of a counterfactual run: ``rows`` of a traced pass."""
+
+    def heads(xs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [x[:, rows].contiguous() for x in xs]
+
+    def batch(xs: list[torch.Tensor] | None) -> list[torch.Tensor] | None:
+        return None if xs is None else [x[rows] for x in xs]
+
+    slot_pre = [x[rows] for x in tr.slot_pre]
+    slot_mid = [x[rows] for x in tr.slot_mid]
     return _Reference(
-        tr.nodes, tr.slot_pre, tr.slot_mid, tr.final, tr.q, tr.k, tr.v, tr.z, tr.group_sum, tr.group_out
+        nodes=tr.nodes[:, rows],
+        slot_pre=slot_pre,
+        slot_mid=slot_mid,
+        attn=[mid - pre for pre, mid in zip(slot_pre, slot_mid, strict=True)],
+        final=tr.final[rows],
+        q=heads(tr.q),
+        k=heads(tr.k),
+        v=heads(tr.v),
+        z=heads(tr.z),
+        group_sum=batch(tr.group_sum),
+        group_out=batch(tr.group_out),
     )
 
 
@@ -202,7 +223,7 @@ def _constant_reference(
     H = model.n_heads
     post = model.post_norm_heads
     x = values[0]
-    slot_pre, slot_mid, qs, ks, vs, gsum, gout = [], [], [], [], [], [], []
+    slot_pre, slot_mid, attns, qs, ks, vs, gsum, gout = [], [], [], [], [], [], [], []
     for li, layer in enumerate(model.layers):
         base = 1 + li * (H + 1)
         full = x.expand(B, T, -1)
@@ -217,12 +238,14 @@ def _constant_reference(
             attn = _ops.norm(attn, layer.norm_attn_out)
             gout.append(attn.expand(B, T, -1))
         x = x + attn
+        attns.append(attn.expand(B, T, -1))
         slot_mid.append(x.expand(B, T, -1))
         x = x + values[base + H]
     return _Reference(
         nodes=values[:, None, None, :],
         slot_pre=slot_pre,
         slot_mid=slot_mid,
+        attn=attns,
         final=x.expand(B, T, -1),
         q=qs,
         k=ks,
@@ -331,10 +354,22 @@ class _Chunk:
             self.neurons = torch.cat([torch.ones_like(kept[:, :1]), kept], dim=1)
         self.buffer: torch.Tensor | None = None
 
-    def _weights(self, sources: NDArray[np.int64], slots: NDArray[np.int64]) -> torch.Tensor:
-        """``(C, k, s)`` 0/1 membership of edges ``sources → slots`` in the model dtype."""
-        w = self.edges[:, sources][:, :, slots]
-        return torch.from_numpy(np.ascontiguousarray(w.transpose(0, 2, 1))).to(self.model.dtype)
+    def _weights(
+        self, sources: NDArray[np.int64], slots: NDArray[np.int64], with_base: bool = False
+    ) -> tuple[torch.Tensor, bool]:
+        """``(C, k, s)`` 0/1 membership of edges ``sources → slots`` in the model dtype.
+
+        With ``with_base`` a leading column of ones selects row 0 of the store. Also
+        returns whether any edge is present.
+        """
+        w = self.edges[:, sources][:, :, slots].transpose(0, 2, 1)
+        any_edge = bool(w.any())
+        if with_base:
+            w = np.concatenate([np.ones((*w.shape[:2], 1), dtype=np.bool_), w], axis=2)
+        if self.model.dtype in (torch.float32, torch.float64):
+            np_type = np.float32 if self.model.dtype == torch.float32 else np.float64
+            return torch.from_numpy(np.ascontiguousarray(w, dtype=np_type)), any_edge
+        return torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(self.model.dtype), any_edge
 
     def store(self, forward: NDArray[np.int64], delta: torch.Tensor) -> None:
         """Write ``(C, n, B, T, d)`` differences ``o − a`` of consecutive active nodes."""
@@ -369,32 +404,29 @@ class _Chunk:
         C, k = self.C, len(slots)
         rest = tuple(buffer.shape[2:])
         sources = self.active[lo:hi]
-        rows = torch.arange(1 + lo, 1 + hi)
         if group_sum is None:
-            w = self._weights(sources, slots)
-            if with_base:
-                w = torch.cat([torch.ones_like(w[:, :, :1]), w], dim=2)
-                rows = torch.arange(0, 1 + hi)
-            elif not bool(w.any()):
+            w, any_edge = self._weights(sources, slots, with_base)
+            if not (any_edge or with_base):
                 return None
-            flat = buffer[:, int(rows[0]) : int(rows[-1]) + 1].reshape(C, len(rows), -1)
+            first = 0 if with_base else 1 + lo
+            flat = buffer[:, first : 1 + hi].reshape(C, 1 + hi - first, -1)
             return torch.bmm(w, flat).view(C, k, *rest)
         assert group_out is not None
         total: torch.Tensor | None = None
         heads = self.ix.is_head[sources]
         lin = np.flatnonzero(~heads)
-        w = self._weights(sources[lin], slots)
-        lin_rows = torch.from_numpy(1 + lo + lin)
+        w, any_edge = self._weights(sources[lin], slots, with_base)
+        lin_rows = 1 + lo + lin
         if with_base:
-            w = torch.cat([torch.ones_like(w[:, :, :1]), w], dim=2)
-            lin_rows = torch.cat([torch.zeros(1, dtype=torch.long), lin_rows])
-        if len(lin_rows) and bool(w.any()):
-            total = torch.bmm(w, buffer[:, lin_rows].reshape(C, len(lin_rows), -1)).view(C, k, *rest)
+            lin_rows = np.concatenate([[0], lin_rows])
+        if any_edge or with_base:
+            picked = buffer[:, torch.from_numpy(lin_rows)].reshape(C, len(lin_rows), -1)
+            total = torch.bmm(w, picked).view(C, k, *rest)
         layers = self.ix.layer_of[sources]
         for layer in np.unique(layers[heads]).tolist():
             members = np.flatnonzero(heads & (layers == layer))
-            w = self._weights(sources[members], slots)
-            if not bool(w.any()):
+            w, any_edge = self._weights(sources[members], slots)
+            if not any_edge:
                 continue
             a, b = 1 + lo + int(members[0]), 1 + lo + int(members[-1]) + 1
             mixed = torch.bmm(w, buffer[:, a:b].reshape(C, b - a, -1)).view(C, k, *rest)
@@ -539,7 +571,9 @@ def _patched(
                 qkv.append(full)
             q, k, v = qkv
             allowed = batch.allowed[layer.sliding_window][:, 0]  # (B, T, T)
-            z = _ops.attention(q, k, v, allowed, layer.attn_scale, model.attn_softcap)  # (C, h, B, T, e)
+            z = _ops.attention(
+                q, k, v, allowed, layer.attn_scale, model.attn_softcap, layer.sliding_window is not None
+            )  # (C, h, B, T, e)
             w_o = _take(layer.w_o, heads)  # (h, e, d)
             fwd = ix.head[li, heads]
             delta: torch.Tensor | None
@@ -565,7 +599,7 @@ def _patched(
         if active[m_f]:
             assert x_all is not None
             # from the heads' ablated input to the MLP's: add the ablated attention output
-            x = x_all[:, -1:] + (ref.slot_mid[li] - ref.slot_pre[li])
+            x = x_all[:, -1:] + ref.attn[li]
             last = int(np.searchsorted(ch.active, ix.n_sources[ix.slot_mlp[li]]))
             own = ch.slot_inputs(ix.slot_mlp[li : li + 1], first, last, False, post, gout, ch.buffer)
             if own is not None:
@@ -756,12 +790,17 @@ def evaluate_circuits(
                 rope=rope,
                 allowed={w: _ops.causal_mask(b_mask, w) for w in windows},
             )
-            clean_final = _forward.final_residual(model, b_ids, b_mask)
-            clean_m[sl] = _metric(model, _gather_read(clean_final, read), b_tok).numpy()
             if constant is None:
-                ref = _reference_from_trace(_forward.trace(model, b_cids, b_mask, head_nodes=False))
+                # the clean and the corrupted run share one pass (same mask, stacked rows)
+                both = _forward.trace(
+                    model, torch.cat([b_ids, b_cids]), torch.cat([b_mask, b_mask]), head_nodes=False
+                )
+                clean_final = both.final[:B]
+                ref = _reference_from_trace(both, slice(B, 2 * B))
             else:
+                clean_final = _forward.final_residual(model, b_ids, b_mask)
                 ref = _constant_reference(model, constant, (B, T), rope)
+            clean_m[sl] = _metric(model, _gather_read(clean_final, read), b_tok).numpy()
             empty_m[sl] = _metric(model, _gather_read(ref.final, read), b_tok).numpy()
             out[full, sl] = clean_m[sl]
             out[empty, sl] = empty_m[sl]

@@ -200,7 +200,9 @@ def _run(
             masks[layer.sliding_window] = _ops.causal_mask(mask, layer.sliding_window)
         allowed = masks[layer.sliding_window]
         q, k, v = qkv_shared(model, layer, x, rope)
-        z = _ops.attention(q, k, v, allowed, layer.attn_scale, model.attn_softcap)
+        z = _ops.attention(
+            q, k, v, allowed, layer.attn_scale, model.attn_softcap, layer.sliding_window is not None
+        )
         base = 1 + li * (H + 1)
         if nodes is not None and head_nodes:
             o = head_outputs(model, layer, z)  # (N, H, T, d)

@@ -116,8 +116,8 @@ def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "
         _check_config(raw, str(config_file))
         source, kwargs = str(path.resolve()), {}
     else:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model: expected a local directory or a hub id, got {model!r}")
+        if not isinstance(model, str) or not model or model.startswith(("/", ".", "~")):
+            raise ValueError(f"model: expected an existing local directory or a hub id, got {str(model)!r}")
         if revision is None or not _REVISION.fullmatch(revision):
             raise ValueError(
                 f"revision: a hub id ({model!r}) must be pinned to a 40-hex commit, got {revision!r}"

@@ -57,14 +57,13 @@ def activation(x: torch.Tensor, name: str) -> torch.Tensor:
 
 def mlp(x: torch.Tensor, layer: LayerWeights, act: str) -> torch.Tensor:
     """The MLP sublayer on an already normalised input, including Gemma-2's output norm."""
-    up = x @ layer.w_in
-    if layer.b_in is not None:
-        up = up + layer.b_in
+    shape = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    up = x2 @ layer.w_in if layer.b_in is None else torch.addmm(layer.b_in, x2, layer.w_in)
     # gated families multiply the activated gate with the up projection
-    hidden = activation(up, act) if layer.w_gate is None else activation(x @ layer.w_gate, act) * up
-    out = hidden @ layer.w_out
-    if layer.b_out is not None:
-        out = out + layer.b_out
+    hidden = activation(up, act) if layer.w_gate is None else activation(x2 @ layer.w_gate, act) * up
+    out = hidden @ layer.w_out if layer.b_out is None else torch.addmm(layer.b_out, hidden, layer.w_out)
+    out = out.view(*shape, -1)
     if layer.norm_mlp_out is not None:
         out = norm(out, layer.norm_mlp_out)
     return out
@@ -112,6 +111,7 @@ def attention(
     allowed: torch.Tensor,
     scale: float,
     softcap: float | None,
+    windowed: bool = False,
 ) -> torch.Tensor:
     """Scaled dot-product attention per head.
 
@@ -120,10 +120,18 @@ def attention(
         allowed: bool mask broadcastable to ``(..., h, T, T)``.
         scale: multiplier of ``q·k``.
         softcap: ``c·tanh(s/c)`` applied to the scores before masking, or ``None``.
+        windowed: the mask comes from a sliding window, so a padding query row may see no
+            key at all; such rows get the mean of the values (they are never read, but
+            must stay finite).
+
+    Without soft-capping or a window, one fused kernel computes the same function.
 
     Returns:
         The mixed values ``(..., h, T, e)``.
     """
+    if softcap is None and not windowed:
+        # every row sees at least its first token; the fused softmax runs in float32 or wider
+        return nnf.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
     scores = torch.matmul(q, k.transpose(-1, -2)) * scale
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap

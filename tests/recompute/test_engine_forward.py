@@ -14,9 +14,9 @@ from mibspec.reference_impl.engine import (
     SUPPORTED_ARCHITECTURES,
     from_transformers,
     load_model,
+    random_model,
     run_model,
 )
-from mibspec.reference_impl.engine._random import random_model
 
 pytestmark = pytest.mark.recompute
 
@@ -229,6 +229,8 @@ def test_bad_local_arguments(model_dirs: dict[str, Path], tmp_path: Path) -> Non
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match=r"config\.json"):
         load_model(tmp_path / "empty")
+    with pytest.raises(ValueError, match="existing local directory"):
+        load_model(tmp_path / "missing")
 
 
 def test_bad_token_batches_are_named(model_dirs: dict[str, Path]) -> None:

@@ -24,9 +24,9 @@ from mibspec.reference_impl.engine import (
     load_model,
     mean_node_outputs,
     node_circuit_edges,
+    random_model,
 )
 from mibspec.reference_impl.engine._evaluate import _chunks
-from mibspec.reference_impl.engine._random import random_model
 
 pytestmark = pytest.mark.recompute
 

@@ -1,0 +1,329 @@
+"""Cost of recomputing a faithfulness curve: the engine against the two-pass scheme.
+
+Workload (defaults): a GPT-2-small-shaped model with random weights (12 layers, 12 heads,
+d_model 768, vocabulary 50257, float32, CPU), 100 examples of 16 random tokens (clean and
+corrupted of equal length), batches of 20, and the 10-point curve k ∈ {0.001 … 1}
+(``floor(k · n_edges)`` top edges of random scores) plus the full model and the empty
+circuit: 12 evaluations.
+
+Three ways of doing the same work, timed in one run:
+
+1. the engine (:func:`evaluate_circuits`, all 10 circuits at once);
+2. the two-pass scheme of the public evaluator, written plainly: for every circuit and
+   batch, one corrupted forward collecting every node's output, then one clean forward
+   where every destination slot adds ``Σ_{edges not in C} (corrupted − current)`` and the
+   full-vocabulary logits are computed; no caching across circuits. With
+   ``--public one-point`` only one grid point (``--point``) is run and the cost of the
+   12 evaluations is extrapolated as 12 × that time (the scheme's cost does not depend on
+   the circuit); the output says so;
+3. ``--plain-passes`` (12) plain forward passes of the transformers module over the same
+   batches.
+
+The engine's values are compared with scheme (2) on every circuit (2) ran. The schemes
+run batch by batch, interleaved, and both wall-clock and process CPU time are reported:
+on a shared machine the CPU time is the steadier figure.
+
+Run: ``python benchmarks/bench_circuit_engine.py [--examples 100] [--public one-point]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from mibspec.reference_impl.engine import (
+    ModelWeights,
+    _forward,
+    _ops,
+    evaluate_circuits,
+    from_transformers,
+    graph_universe,
+)
+from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
+
+
+def _model(args: argparse.Namespace) -> tuple[Any, ModelWeights]:
+    import transformers
+
+    cfg = transformers.GPT2Config(
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_embd=args.d_model,
+        vocab_size=args.vocab,
+        n_positions=max(64, args.seq_len),
+    )
+    # The library initialises from the global generator; keep the caller's state intact.
+    with torch.random.fork_rng():
+        torch.manual_seed(args.seed)
+        hf = transformers.GPT2LMHeadModel(cfg).eval()
+    return hf, from_transformers(hf, source="random GPT-2")
+
+
+def _public_scheme(
+    model: ModelWeights,
+    clean: torch.Tensor,
+    corrupted: torch.Tensor,
+    mask: torch.Tensor,
+    tokens: torch.Tensor,
+    absent: torch.Tensor,
+    slots: dict[str, Any],
+) -> torch.Tensor:
+    """Metric of one circuit on one batch, the two-pass way (models without output norms)."""
+    B, T = clean.shape
+    H, d = model.n_heads, model.d_model
+    positions = _ops.positions_from_mask(mask)
+    allowed = _ops.causal_mask(mask, None)
+    # pass 1: corrupted run, collecting every node's output
+    corr = _forward.trace(model, corrupted, mask).nodes  # (n_forward, B, T, d)
+    # pass 2: clean run, each slot corrected by the differences of the absent edges
+    diff = torch.empty_like(corr)
+    x = _forward.embed(model, clean, positions)
+    diff[0] = corr[0] - x
+    for li, layer in enumerate(model.layers):
+        n_src = 1 + li * (H + 1)
+        w = absent[:n_src, slots["qkv"][li]]  # (n_src, 3H)
+        inputs = x + torch.einsum("fbtd,fs->sbtd", diff[:n_src], w)  # (3H, B, T, d)
+        h = _ops.norm(inputs, layer.norm_attn).view(3, H, B, T, d)
+        q = torch.einsum("hbtd,dhe->bhte", h[0], layer.w_q) + layer.b_q[None, :, None, :]
+        k = torch.einsum("hbtd,dhe->bhte", h[1], layer.w_k) + layer.b_k[None, :, None, :]
+        v = torch.einsum("hbtd,dhe->bhte", h[2], layer.w_v) + layer.b_v[None, :, None, :]
+        z = _ops.attention(q, k, v, allowed, layer.attn_scale, None)
+        o = _forward.head_outputs(model, layer, z)  # (B, H, T, d)
+        diff[n_src : n_src + H] = corr[n_src : n_src + H] - o.transpose(0, 1)
+        x = x + o.sum(1)
+        m_in = x + torch.einsum("fbtd,f->btd", diff[: n_src + H], absent[: n_src + H, slots["mlp"][li]])
+        m = _ops.mlp(_ops.norm(m_in, layer.norm_mlp), layer, model.activation)
+        diff[n_src + H] = corr[n_src + H] - m
+        x = x + m
+    final = x + torch.einsum("fbtd,f->btd", diff, absent[:, slots["logits"]])
+    logits = _ops.norm(final, model.norm_final) @ model.w_unembed.T  # full vocabulary
+    read = mask.sum(1) - 1
+    at = logits[torch.arange(B), read].double()
+    return at.gather(1, tokens[:, :1])[:, 0] - at.gather(1, tokens[:, 1:])[:, 0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the three schemes and print the timings, ratios and the value check."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=20)
+    parser.add_argument("--seq-len", type=int, default=16)
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--heads", type=int, default=12)
+    parser.add_argument("--d-model", type=int, default=768)
+    parser.add_argument("--vocab", type=int, default=50257)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--public",
+        choices=("full", "one-point", "skip"),
+        default="one-point",
+        help="run the two-pass scheme on all 12 evaluations, on one grid point (extrapolated), or not",
+    )
+    parser.add_argument("--point", type=float, default=0.1, help="grid point used by --public one-point")
+    parser.add_argument("--plain-passes", type=int, default=12)
+    parser.add_argument("--memory-budget", type=int, default=2**31)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per batch and scheme; the best is kept")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    hf, model = _model(args)
+    universe = graph_universe(model)
+    rng = np.random.default_rng(args.seed)
+    N, T = args.examples, args.seq_len
+    clean = torch.from_numpy(rng.integers(0, args.vocab, (N, T)))
+    corrupted = torch.from_numpy(rng.integers(0, args.vocab, (N, T)))
+    mask = torch.ones((N, T), dtype=torch.long)
+    correct = rng.integers(0, args.vocab, N)
+    counterfactual = rng.integers(0, args.vocab, N)
+    scores = rng.standard_normal(universe.n_edges)
+    order = rank_edges(scores, "signed")
+    circuits = np.zeros((len(DEFAULT_GRID), universe.n_forward, universe.n_backward), dtype=bool)
+    for i, k in enumerate(DEFAULT_GRID):
+        chosen = np.zeros(universe.n_edges, dtype=bool)
+        chosen[order[: edges_at(k, universe.n_edges, "floor")]] = True
+        circuits[i] = universe.to_matrix(chosen, fill=False)
+    pruned = np.stack([universe.prune(c) for c in circuits])
+    reach = np.stack([universe.reachable_from_input(c) for c in pruned])
+    report: dict[str, Any] = {
+        "workload": {
+            "model": f"GPT-2-shaped random, {args.layers} layers, {args.heads} heads, "
+            f"d_model {args.d_model}, vocab {args.vocab}, float32",
+            "examples": N,
+            "seq_len": T,
+            "batch_size": args.batch_size,
+            "grid": list(DEFAULT_GRID),
+            "n_edges": universe.n_edges,
+            "edges_per_circuit": [int(c.sum()) for c in circuits],
+            "edges_after_pruning": [int(c.sum()) for c in pruned],
+            "reachable_nodes": [int(r.sum()) for r in reach],
+            "n_forward": universe.n_forward,
+            "torch_threads": torch.get_num_threads(),
+            "repeat": args.repeat,
+        }
+    }
+    print(json.dumps(report["workload"], indent=1))
+
+    slots = {
+        "qkv": [
+            np.concatenate(
+                [[universe.backward_index(f"a{li}.h{h}<{p}>") for h in range(args.heads)] for p in "qkv"]
+            )
+            for li in range(args.layers)
+        ],
+        "mlp": [universe.backward_index(f"m{li}") for li in range(args.layers)],
+        "logits": universe.backward_index("logits"),
+    }
+    tokens = torch.from_numpy(np.stack([correct, counterfactual], axis=1))
+    if args.public == "full":
+        # the full model and the empty circuit are two more evaluations of the same kind
+        targets = [("full", universe.edge_mask), ("empty", np.zeros_like(universe.edge_mask))]
+        targets += [(f"k={k}", pruned[i]) for i, k in enumerate(DEFAULT_GRID)]
+    elif args.public == "one-point":
+        targets = [(f"k={args.point}", pruned[DEFAULT_GRID.index(args.point)])]
+    else:
+        targets = []
+    absent = {
+        name: torch.from_numpy(universe.edge_mask & ~edge_set).to(model.dtype) for name, edge_set in targets
+    }
+
+    # The three schemes run batch by batch, interleaved, so that a change in machine load
+    # hits them alike; each batch's time is the best of --repeat runs (wall clock and process
+    # CPU time separately). One untimed run of each scheme first pays one-off costs.
+    wall = dict.fromkeys(("engine", "public", "plain"), 0.0)
+    cpu = dict.fromkeys(("engine", "public", "plain"), 0.0)
+    engine_rows: list[Any] = []
+    public_rows: dict[str, list[np.ndarray]] = {name: [] for name, _ in targets}
+
+    def timed(fn: Any) -> tuple[float, float, Any]:
+        best_wall, best_cpu, out = float("inf"), float("inf"), None
+        for _ in range(args.repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            out = fn()
+            best_wall = min(best_wall, time.perf_counter() - w0)
+            best_cpu = min(best_cpu, time.process_time() - c0)
+        return best_wall, best_cpu, out
+
+    def run_engine(sl: slice) -> Any:
+        return evaluate_circuits(
+            model,
+            clean[sl],
+            corrupted[sl],
+            mask[sl],
+            correct[sl],
+            counterfactual[sl],
+            circuits,
+            batch_size=args.batch_size,
+            memory_budget=args.memory_budget,
+        )
+
+    def run_public(sl: slice, name: str) -> np.ndarray:
+        with torch.inference_mode():
+            return _public_scheme(
+                model, clean[sl], corrupted[sl], mask[sl], tokens[sl], absent[name], slots
+            ).numpy()
+
+    def run_plain(sl: slice, passes: int) -> None:
+        with torch.inference_mode():
+            for _ in range(passes):
+                hf(input_ids=clean[sl], attention_mask=mask[sl])
+
+    warm = slice(0, min(2, N))
+    run_engine(warm)
+    for name, _ in targets[:1]:
+        run_public(warm, name)
+    run_plain(warm, 1)
+
+    for b in range(0, N, args.batch_size):
+        sl = slice(b, b + args.batch_size)
+        w, c, result = timed(lambda sl=sl: run_engine(sl))
+        wall["engine"] += w
+        cpu["engine"] += c
+        engine_rows.append(result)
+        for name, _ in targets:
+            w, c, values = timed(lambda sl=sl, name=name: run_public(sl, name))
+            wall["public"] += w
+            cpu["public"] += c
+            public_rows[name].append(values)
+        w, c, _ = timed(lambda sl=sl: run_plain(sl, args.plain_passes))
+        wall["plain"] += w
+        cpu["plain"] += c
+
+    circuit_values = np.concatenate([r.circuits for r in engine_rows], axis=1)
+    clean_values = np.concatenate([r.clean for r in engine_rows])
+    empty_values = np.concatenate([r.empty for r in engine_rows])
+    print(f"(1) engine, 10 circuits + full + empty: wall {wall['engine']:.2f} s, cpu {cpu['engine']:.2f} s")
+    public: dict[str, Any] = {"mode": args.public}
+    if targets:
+        factor = 12 / len(targets)
+        label = (
+            "measured" if args.public == "full" else f"extrapolated: 12 × the time measured at k={args.point}"
+        )
+        public_wall, public_cpu = wall["public"] * factor, cpu["public"] * factor
+        print(
+            f"(2) two-pass scheme, 12 evaluations: wall {public_wall:.2f} s, cpu {public_cpu:.2f} s ({label})"
+        )
+        diffs = []
+        for name, rows in public_rows.items():
+            got = np.concatenate(rows)
+            if name == "full":
+                want = clean_values
+            elif name == "empty":
+                want = empty_values
+            else:
+                want = circuit_values[DEFAULT_GRID.index(float(name[2:]))]
+            diffs.append(float(np.max(np.abs(got - want))))
+        scale = float(np.max(np.abs(clean_values)))
+        equal = max(diffs) <= 1e-4 * max(1.0, scale)
+        print(
+            f"    values: max |engine − two-pass| = {max(diffs):.3g} (metric scale {scale:.3g}) → "
+            f"{'EQUAL' if equal else 'DIFFERENT'} within 1e-4 relative"
+        )
+        public.update(
+            wall_seconds=public_wall,
+            cpu_seconds=public_cpu,
+            label=label,
+            evaluations_measured=len(targets),
+            max_abs_diff=max(diffs),
+            equal=equal,
+        )
+    print(
+        f"(3) {args.plain_passes} plain forward passes (transformers module): wall {wall['plain']:.2f} s, "
+        f"cpu {cpu['plain']:.2f} s"
+    )
+    report.update(
+        engine={"wall_seconds": wall["engine"], "cpu_seconds": cpu["engine"]},
+        public=public,
+        plain={"wall_seconds": wall["plain"], "cpu_seconds": cpu["plain"], "passes": args.plain_passes},
+    )
+    if targets:
+        report["speedup_vs_two_pass"] = {
+            "wall": public["wall_seconds"] / wall["engine"],
+            "cpu": public["cpu_seconds"] / cpu["engine"],
+        }
+        print(
+            f"engine speed-up over (2): wall {report['speedup_vs_two_pass']['wall']:.2f}×, "
+            f"cpu {report['speedup_vs_two_pass']['cpu']:.2f}× (goal ≥ 4×)"
+        )
+    report["engine_over_plain"] = {
+        "wall": wall["engine"] / wall["plain"],
+        "cpu": cpu["engine"] / cpu["plain"],
+    }
+    print(
+        f"engine time / (3): wall {report['engine_over_plain']['wall']:.2f}, "
+        f"cpu {report['engine_over_plain']['cpu']:.2f} (goal ≤ 0.6)"
+    )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,6 +9,7 @@ colour channels to one value per spatial pixel is the caller's job and must be d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -40,8 +41,8 @@ __all__ = [
     "top_k_iou",
     "top_k_mask",
     "top_k_precision",
-    "wiou",
     "weighted_iou",
+    "wiou",
     "wiou_components",
 ]
 
@@ -288,7 +289,8 @@ def weighted_iou(ious: Sequence[float], weights: Sequence[float], *, normalise: 
     """
     values = as_float_array(list(ious), "ious", ndim=1)
     w = _wiou_weights(weights, values.size, normalise)
-    return float(np.dot(w, values))
+    # An exactly rounded sum: the value must not depend on the BLAS kernel the machine picks.
+    return math.fsum(float(a) * float(b) for a, b in zip(w, values, strict=True))
 
 
 def wiou(

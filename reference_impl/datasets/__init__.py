@@ -38,6 +38,7 @@ __all__ = [
     "generate_mcqa",
     "generate_ravel",
     "ioi_interchange",
+    "lexicon",
     "mcqa_interchange",
     "prompt_token_lengths",
     "ravel_interchange",
@@ -70,6 +71,24 @@ def generate(task: str, split: str, n_rows: int, seed: int = 0, **parameters: An
     if task not in _GENERATORS:
         raise ValueError(f"task: expected one of {list(TASKS)}, got {task!r}")
     return _GENERATORS[task](split, n_rows, seed, **parameters)
+
+
+def lexicon() -> dict[str, tuple[str, ...]]:
+    """The word lists behind the generators, across all splits.
+
+    Keys: ``names``, ``places``, ``objects`` (IOI), ``colored_objects``, ``colors``
+    (MCQA), ``cities`` (RAVEL-style).
+    """
+    from . import _lexicon
+
+    return {
+        "names": _lexicon.FIRST_NAMES,
+        "places": _lexicon.PLACES,
+        "objects": _lexicon.OBJECTS,
+        "colored_objects": tuple(o for o, _ in _lexicon.COLOURED_OBJECTS),
+        "colors": _lexicon.COLOURS,
+        "cities": tuple(c for c, *_ in _lexicon.CITIES),
+    }
 
 
 def vocabulary_texts(tasks: tuple[str, ...] = TASKS) -> tuple[str, ...]:

@@ -85,7 +85,11 @@ def partition(items: Sequence[T], split: str) -> tuple[T, ...]:
     order = np.random.default_rng(PARTITION_SEED).permutation(n)
     n_train = math.floor(SPLIT_FRACTIONS[0] * n)
     n_validation = math.floor(SPLIT_FRACTIONS[1] * n)
-    bounds = {"train": (0, n_train), "validation": (n_train, n_train + n_validation), "test": (n_train + n_validation, n)}
+    bounds = {
+        "train": (0, n_train),
+        "validation": (n_train, n_train + n_validation),
+        "test": (n_train + n_validation, n),
+    }
     lo, hi = bounds[split]
     chosen = sorted(int(i) for i in order[lo:hi])
     return tuple(items[i] for i in chosen)
@@ -95,12 +99,16 @@ def pick(rng: np.random.Generator, items: Sequence[T]) -> T:
     return items[int(rng.integers(len(items)))]
 
 
-def pick_distinct(rng: np.random.Generator, items: Sequence[T], k: int, *, exclude: Iterable[T] = ()) -> list[T]:
+def pick_distinct(
+    rng: np.random.Generator, items: Sequence[T], k: int, *, exclude: Iterable[T] = ()
+) -> list[T]:
     """``k`` distinct items in random order, none of them in ``exclude``."""
     banned = set(exclude)
     pool = [item for item in items if item not in banned]
     if len(pool) < k:
-        raise ValueError(f"items: expected at least {k} candidates outside {sorted(map(str, banned))}, got {len(pool)}")
+        raise ValueError(
+            f"items: expected at least {k} candidates outside {sorted(map(str, banned))}, got {len(pool)}"
+        )
     return [pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)]
 
 
@@ -109,7 +117,9 @@ def fill(template: str, slots: Mapping[str, Any]) -> str:
     try:
         return template.format(**slots)
     except KeyError as err:
-        raise ValueError(f"slots: template {template!r} needs slot {err.args[0]!r}, got {sorted(slots)}") from err
+        raise ValueError(
+            f"slots: template {template!r} needs slot {err.args[0]!r}, got {sorted(slots)}"
+        ) from err
 
 
 def prompt_object(
@@ -240,10 +250,13 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     with Path(path).open(encoding="utf-8", newline="") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.endswith("\n"):
-                raise ValueError(f"path: expected every line of {path} to end in '\\n', line {number} does not")
+                raise ValueError(
+                    f"path: expected every line of {path} to end in '\\n', line {number} does not"
+                )
             row = json.loads(line, parse_constant=_reject_constant)
             if not isinstance(row, dict):
-                raise ValueError(f"path: expected a JSON object on line {number} of {path}, got {type(row).__name__}")
+                raise ValueError(
+                    f"path: expected a JSON object on line {number} of {path}, got {type(row).__name__}"
+                )
             rows.append(row)
     return rows
-

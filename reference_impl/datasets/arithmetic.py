@@ -98,14 +98,18 @@ def _check_range(operand_min: int, operand_max: int) -> tuple[int, int]:
     return lo, hi
 
 
-def arithmetic_pairs(split: str, operand_min: int = _OPERAND_MIN, operand_max: int = _OPERAND_MAX) -> tuple[tuple[int, int], ...]:
+def arithmetic_pairs(
+    split: str, operand_min: int = _OPERAND_MIN, operand_max: int = _OPERAND_MAX
+) -> tuple[tuple[int, int], ...]:
     """Unordered operand pairs (x ≤ y) assigned to ``split``."""
     lo, hi = _check_range(operand_min, operand_max)
     pairs = [(x, y) for x in range(lo, hi + 1) for y in range(x, hi + 1)]
     return partition(pairs, split)
 
 
-def run_arithmetic_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_arithmetic_model(
+    slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Run the carry causal model on a prompt's slots (``operand_1``, ``operand_2``).
 
     Args:
@@ -118,14 +122,18 @@ def run_arithmetic_model(slots: Mapping[str, Any], interventions: Mapping[str, A
     fixed = dict(interventions or {})
     unknown = set(fixed) - set(INTERVENED_VARIABLES)
     if unknown:
-        raise ValueError(f"interventions: expected keys among {list(INTERVENED_VARIABLES)}, got {sorted(unknown)}")
+        raise ValueError(
+            f"interventions: expected keys among {list(INTERVENED_VARIABLES)}, got {sorted(unknown)}"
+        )
     x, y = int(slots["operand_1"]), int(slots["operand_2"])
     carry = fixed.get("ones_carry", int(x % 10 + y % 10 >= 10))
     result = 10 * (x // 10 + y // 10 + carry) + (x % 10 + y % 10) % 10
     return {"operand_1": x, "operand_2": y, "ones_carry": carry, "result": result, "output": f" {result}"}
 
 
-def arithmetic_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str) -> str | None:
+def arithmetic_interchange(
+    base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str
+) -> str | None:
     """Output of the causal model on the base with ``variable`` taken from the source run."""
     if variable not in INTERVENED_VARIABLES:
         raise ValueError(f"variable: expected one of {list(INTERVENED_VARIABLES)}, got {variable!r}")
@@ -152,13 +160,18 @@ def _edits(x: int, y: int, lo: int, hi: int) -> dict[str, list[tuple[int, int]]]
             (10 * x10 + p, 10 * y10 + q) for p in digits for q in digits if int(p + q >= 10) != carry
         ],
         "tens_carry": [
-            (10 * s + x1, 10 * t + y1) for s in digits for t in digits if int(s + t + carry >= 10) != tens_carry
+            (10 * s + x1, 10 * t + y1)
+            for s in digits
+            for t in digits
+            if int(s + t + carry >= 10) != tens_carry
         ],
     }
     return {name: [pq for pq in pairs if ok(*pq)] for name, pairs in out.items()}
 
 
-def _choose(rng: np.random.Generator, candidates: list[tuple[int, int]], name: str, base: tuple[int, int]) -> tuple[int, int]:
+def _choose(
+    rng: np.random.Generator, candidates: list[tuple[int, int]], name: str, base: tuple[int, int]
+) -> tuple[int, int]:
     if not candidates:
         raise ValueError(
             f"operand_min/operand_max: the range leaves no {name!r} counterfactual for base operands {base}"
@@ -198,7 +211,9 @@ def generate_arithmetic(
     rng = split_rng(seed, TASK, split)
     pairs = arithmetic_pairs(split, lo, hi)
     if len(pairs) < 2:
-        raise ValueError(f"operand_min/operand_max: expected at least 2 operand pairs in split {split!r}, got {len(pairs)}")
+        raise ValueError(
+            f"operand_min/operand_max: expected at least 2 operand pairs in split {split!r}, got {len(pairs)}"
+        )
 
     def ordered(pair: tuple[int, int]) -> tuple[int, int]:
         return pair if rng.random() < 0.5 else (pair[1], pair[0])
@@ -214,8 +229,17 @@ def generate_arithmetic(
         for name, candidates in _edits(x, y, lo, hi).items():
             chosen[name] = _choose(rng, candidates, name, (x, y))
         counterfactuals = {t: _prompt(template, chosen[t]) for t in COUNTERFACTUAL_TYPES}
-        rows.append(build_row(TASK, split, index, _prompt(template, (x, y)), counterfactuals,
-                              arithmetic_interchange, INTERVENED_VARIABLES))
+        rows.append(
+            build_row(
+                TASK,
+                split,
+                index,
+                _prompt(template, (x, y)),
+                counterfactuals,
+                arithmetic_interchange,
+                INTERVENED_VARIABLES,
+            )
+        )
     parameters = {
         "n_rows": n_rows,
         "operator": "+",

@@ -66,7 +66,8 @@ TASK = "ioi"
 TEMPLATES: tuple[str, ...] = (
     "When {name_a} and {name_b} went to the {place}, {name_c} gave a {object} to",
     "After {name_a} and {name_b} spent some time at the {place}, {name_c} offered a {object} to",
-    "Then, {name_a} and {name_b} had a long argument at the {place}. Afterwards {name_c} handed a {object} to",
+    "Then, {name_a} and {name_b} had a long argument at the {place}. "
+    "Afterwards {name_c} handed a {object} to",
     "While {name_a} and {name_b} were working at the {place}, {name_c} passed a {object} to",
     "{name_a} and {name_b} went to the {place}. {name_c} brought a {object} to",
     "Friends {name_a} and {name_b} found a {object} at the {place}. {name_c} gave it to",
@@ -126,7 +127,9 @@ def run_ioi_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] | N
     return {"output_position": position, "output_token": token, "output": token}
 
 
-def ioi_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str) -> str | None:
+def ioi_interchange(
+    base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str
+) -> str | None:
     """Output of the causal model on the base with ``variable`` taken from the source run."""
     if variable not in VARIABLES:
         raise ValueError(f"variable: expected one of {list(VARIABLES)}, got {variable!r}")
@@ -135,7 +138,13 @@ def ioi_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, An
 
 
 def _prompt(template: str, names: tuple[str, str, str], place: str, obj: str) -> dict[str, Any]:
-    slots: dict[str, Any] = {"name_a": names[0], "name_b": names[1], "name_c": names[2], "place": place, "object": obj}
+    slots: dict[str, Any] = {
+        "name_a": names[0],
+        "name_b": names[1],
+        "name_c": names[2],
+        "place": place,
+        "object": obj,
+    }
     values = run_ioi_model(slots)
     slots["subject"] = names[2]
     if values["output_position"] is not None:

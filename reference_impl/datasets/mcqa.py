@@ -72,7 +72,9 @@ __all__ = [
 
 TASK = "mcqa"
 
-_OPTIONS = "\n{label_0}. {option_0}\n{label_1}. {option_1}\n{label_2}. {option_2}\n{label_3}. {option_3}\nAnswer:"
+_OPTIONS = (
+    "\n{label_0}. {option_0}\n{label_1}. {option_1}\n{label_2}. {option_2}\n{label_3}. {option_3}\nAnswer:"
+)
 TEMPLATES: tuple[str, ...] = (
     "Question: The {object} is {color}. What color is the {object}?" + _OPTIONS,
     "The {object} is {color}. Question: What is the color of the {object}?" + _OPTIONS,
@@ -104,7 +106,9 @@ def mcqa_objects(split: str) -> tuple[tuple[str, str], ...]:
     return partition(_lexicon.COLOURED_OBJECTS, split)
 
 
-def run_mcqa_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_mcqa_model(
+    slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Run the answer-pointer causal model on a prompt's slots.
 
     Args:
@@ -128,7 +132,9 @@ def run_mcqa_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] | 
     return {"answer_pointer": pointer, "answer": answer, "output": answer}
 
 
-def mcqa_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str) -> str | None:
+def mcqa_interchange(
+    base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str
+) -> str | None:
     """Output of the causal model on the base with ``variable`` taken from the source run."""
     if variable not in VARIABLES:
         raise ValueError(f"variable: expected one of {list(VARIABLES)}, got {variable!r}")
@@ -157,7 +163,12 @@ def _replace(options: Sequence[str], i: int, value: str) -> list[str]:
 
 
 def _counterfactual_slots(
-    rng: np.random.Generator, objects: Sequence[tuple[str, str]], obj: str, color: str, options: list[str], pointer: int
+    rng: np.random.Generator,
+    objects: Sequence[tuple[str, str]],
+    obj: str,
+    color: str,
+    options: list[str],
+    pointer: int,
 ) -> dict[str, dict[str, Any]]:
     new_obj = pick_distinct(rng, [o for o, _ in objects], 1, exclude=(obj,))[0]
     new_color = pick_distinct(rng, COLORS, 1, exclude=options)[0]
@@ -206,7 +217,7 @@ def generate_mcqa(split: str, n_rows: int, seed: int = 0) -> Dataset:
             t: prompt_object(template, cf_slots[t], run_mcqa_model, VARIABLES) for t in COUNTERFACTUAL_TYPES
         }
         row = build_row(TASK, split, index, base, counterfactuals, mcqa_interchange, VARIABLES)
-        row["choices"] = [{"label": label, "text": text} for label, text in zip(_LETTERS, options)]
+        row["choices"] = [{"label": lab, "text": text} for lab, text in zip(_LETTERS, options, strict=True)]
         row["answer_key"] = _LETTERS[pointer]
         rows.append(row)
     parameters = {
@@ -222,7 +233,9 @@ def generate_mcqa(split: str, n_rows: int, seed: int = 0) -> Dataset:
 
 def mcqa_vocabulary_texts() -> tuple[str, ...]:
     """Texts containing every word an MCQA prompt or answer of any split can contain."""
-    blanks = dict.fromkeys(["object", "color"] + [f"{k}_{i}" for k in ("label", "option") for i in range(4)], "")
+    blanks = dict.fromkeys(
+        ["object", "color"] + [f"{k}_{i}" for k in ("label", "option") for i in range(4)], ""
+    )
     return (
         *(t.format(**blanks) for t in TEMPLATES),
         *(o for o, _ in _lexicon.COLOURED_OBJECTS),

@@ -77,7 +77,7 @@ MENTION_TEMPLATES: tuple[str, ...] = (
 COUNTERFACTUAL_TYPES: tuple[str, ...] = ("attribute", "same_attribute", "mention")
 VARIABLES: tuple[str, ...] = (*ATTRIBUTES, "queried_attribute")
 
-_TABLE = {city: dict(zip(ATTRIBUTES, values)) for city, *values in _lexicon.CITIES}
+_TABLE = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in _lexicon.CITIES}
 
 
 def ravel_cities(split: str) -> tuple[str, ...]:
@@ -85,7 +85,9 @@ def ravel_cities(split: str) -> tuple[str, ...]:
     return partition(tuple(city for city, *_ in _lexicon.CITIES), split)
 
 
-def run_ravel_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def run_ravel_model(
+    slots: Mapping[str, Any], interventions: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Run the attribute-lookup causal model on a prompt's slots (``city``, ``attribute``).
 
     Args:
@@ -110,7 +112,9 @@ def run_ravel_model(slots: Mapping[str, Any], interventions: Mapping[str, Any] |
     return values
 
 
-def ravel_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str) -> str | None:
+def ravel_interchange(
+    base_slots: Mapping[str, Any], source_slots: Mapping[str, Any], variable: str
+) -> str | None:
     """Output of the causal model on the base with ``variable`` taken from the source run."""
     if variable not in ATTRIBUTES:
         raise ValueError(f"variable: expected one of {list(ATTRIBUTES)}, got {variable!r}")
@@ -119,7 +123,9 @@ def ravel_interchange(base_slots: Mapping[str, Any], source_slots: Mapping[str, 
 
 
 def _query(city: str, attribute: str) -> dict[str, Any]:
-    return prompt_object(QUERY_TEMPLATES[attribute], {"city": city, "attribute": attribute}, run_ravel_model, VARIABLES)
+    return prompt_object(
+        QUERY_TEMPLATES[attribute], {"city": city, "attribute": attribute}, run_ravel_model, VARIABLES
+    )
 
 
 def generate_ravel(split: str, n_rows: int, seed: int = 0) -> Dataset:
@@ -144,19 +150,29 @@ def generate_ravel(split: str, n_rows: int, seed: int = 0) -> Dataset:
         # for a third of the bases (MIB balances the same way per evaluated variable).
         attribute = ATTRIBUTES[index % len(ATTRIBUTES)]
         city = pick(rng, cities)
-        other_city, same_city, mention_city = (pick_distinct(rng, cities, 1, exclude=(city,))[0] for _ in range(3))
+        other_city, same_city, mention_city = (
+            pick_distinct(rng, cities, 1, exclude=(city,))[0] for _ in range(3)
+        )
         other_attribute = pick_distinct(rng, ATTRIBUTES, 1, exclude=(attribute,))[0]
         mention = pick(rng, MENTION_TEMPLATES)
         counterfactuals = {
             "attribute": _query(other_city, other_attribute),
             "same_attribute": _query(same_city, attribute),
-            "mention": prompt_object(mention, {"city": mention_city, "attribute": ""}, run_ravel_model, VARIABLES),
+            "mention": prompt_object(
+                mention, {"city": mention_city, "attribute": ""}, run_ravel_model, VARIABLES
+            ),
         }
         rows.append(
-            build_row(TASK, split, index, _query(city, attribute), counterfactuals, ravel_interchange, ATTRIBUTES)
+            build_row(
+                TASK, split, index, _query(city, attribute), counterfactuals, ravel_interchange, ATTRIBUTES
+            )
         )
-    parameters = {"n_rows": n_rows, "cities": len(cities), "query_templates": len(QUERY_TEMPLATES),
-                  "mention_templates": len(MENTION_TEMPLATES)}
+    parameters = {
+        "n_rows": n_rows,
+        "cities": len(cities),
+        "query_templates": len(QUERY_TEMPLATES),
+        "mention_templates": len(MENTION_TEMPLATES),
+    }
     meta = metadata(TASK, split, seed, parameters, COUNTERFACTUAL_TYPES, ATTRIBUTES, len(rows))
     return Dataset(tuple(rows), meta)
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from mibspec.reference_impl.datasets import (
     SPLITS,
     TASKS,
@@ -54,7 +53,8 @@ NULL_ANSWER = {("ioi", "abc"), ("ravel", "mention")}
 
 def _check_prompt(obj: Any, task: str, *, base: bool, cf_type: str = "") -> None:
     assert set(obj) == {"prompt", "answer", "variables", "slots", "template"}
-    assert isinstance(obj["prompt"], str) and obj["prompt"]
+    assert isinstance(obj["prompt"], str)
+    assert obj["prompt"]
     assert obj["prompt"] == obj["template"].format(**obj["slots"])
     assert all(isinstance(v, str) for v in obj["slots"].values())
     assert set(obj["variables"]) == EXPECTED_VARIABLES[task]
@@ -64,7 +64,9 @@ def _check_prompt(obj: Any, task: str, *, base: bool, cf_type: str = "") -> None
         answer = obj["answer"]
         assert isinstance(answer, str)
         # One word after a single space: the continuation appended to the prompt.
-        assert answer.startswith(" ") and answer[1:] and " " not in answer[1:]
+        assert answer.startswith(" ")
+        assert answer[1:]
+        assert " " not in answer[1:]
         assert not obj["prompt"].endswith((" ", "\n"))
 
 
@@ -95,9 +97,12 @@ def test_metadata(task: str) -> None:
     ds = generate(task, "validation", 5, seed=11)
     meta = ds.metadata
     assert set(meta) == {"task", "split", "generator", "counterfactual_types", "variables", "filters", "rows"}
-    assert meta["task"] == task and meta["split"] == "validation" and meta["rows"] == 5
+    assert meta["task"] == task
+    assert meta["split"] == "validation"
+    assert meta["rows"] == 5
     assert meta["generator"]["name"] == f"mibspec.datasets.{task}"
-    assert meta["generator"]["seed"] == 11 and meta["generator"]["version"]
+    assert meta["generator"]["seed"] == 11
+    assert meta["generator"]["version"]
     assert meta["generator"]["parameters"]["n_rows"] == 5
     assert set(meta["counterfactual_types"]) == EXPECTED_TYPES[task]
     assert set(meta["variables"]) == INTERVENED[task]
@@ -117,7 +122,9 @@ def test_same_seed_same_bytes(task: str) -> None:
 @given(seed=st.integers(min_value=0, max_value=2**64 - 1), task=st.sampled_from(TASKS))
 @settings(max_examples=15, deadline=None)
 def test_determinism_for_any_seed(seed: int, task: str) -> None:
-    assert generate(task, "train", 3, seed=seed).to_jsonl() == generate(task, "train", 3, seed=seed).to_jsonl()
+    assert (
+        generate(task, "train", 3, seed=seed).to_jsonl() == generate(task, "train", 3, seed=seed).to_jsonl()
+    )
 
 
 def test_splits_draw_independent_streams() -> None:
@@ -132,12 +139,15 @@ def test_jsonl_is_canonical(task: str, tmp_path: Path) -> None:
     ds = generate(task, "test", 12, seed=1)
     rows_path, meta_path = write_dataset(ds, tmp_path / task)
     raw = rows_path.read_bytes()
-    assert raw.endswith(b"\n") and b"\r" not in raw
+    assert raw.endswith(b"\n")
+    assert b"\r" not in raw
     lines = raw.decode("utf-8").split("\n")[:-1]
     assert len(lines) == 12
-    for line, row in zip(lines, ds.rows):
+    for line, row in zip(lines, ds.rows, strict=True):
         # Keys sorted, compact separators, no NaN: the canonical encoding, independently spelled.
-        assert line == json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        assert line == json.dumps(
+            row, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
     assert read_jsonl(rows_path) == [json.loads(line) for line in lines]
     assert json.loads(meta_path.read_text(encoding="utf-8")) == ds.metadata
     assert dumps_jsonl(ds.rows) == raw.decode("utf-8")
@@ -155,7 +165,7 @@ def test_read_jsonl_rejects_nan_and_missing_newline(tmp_path: Path) -> None:
 
 
 def test_dumps_rejects_nan() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="JSON compliant"):
         dumps_jsonl([{"x": math.nan}])
 
 
@@ -168,7 +178,10 @@ def test_dumps_rejects_nan() -> None:
         ({"task": "mcqa", "split": "test", "n_rows": 1, "seed": -1}, "seed"),
         ({"task": "mcqa", "split": "test", "n_rows": True}, "n_rows"),
         ({"task": "arithmetic", "split": "test", "n_rows": 1, "operand_max": 100}, "operand_max"),
-        ({"task": "arithmetic", "split": "test", "n_rows": 1, "operand_min": 50, "operand_max": 40}, "operand_max"),
+        (
+            {"task": "arithmetic", "split": "test", "n_rows": 1, "operand_min": 50, "operand_max": 40},
+            "operand_max",
+        ),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs: dict[str, Any], argument: str) -> None:

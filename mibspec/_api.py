@@ -6,6 +6,7 @@ import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from mibspec._resources import spec_dir
 from mibspec._version import __version__
@@ -44,6 +45,7 @@ def verify(
     profile: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
     model_roots: Iterable[str | os.PathLike[str]] = (),
+    progress: Any = None,
 ) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
@@ -53,6 +55,8 @@ def verify(
         profile: check under this profile instead of the one each report declares.
         limits: parse limits per document.
         model_roots: extra folders in which local model paths are looked up.
+        progress: an object with ``start(description, total)`` and ``advance(steps=1)``
+            that the recompute stage reports to (default: none).
 
     Returns:
         The verification result; ``result.valid`` is the verdict.
@@ -65,6 +69,7 @@ def verify(
         profile=profile,
         limits=limits,
         model_roots=tuple(Path(root) for root in model_roots),
+        progress=progress,
     )
     return verify_paths(collect_paths(paths), options)
 

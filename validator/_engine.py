@@ -81,6 +81,7 @@ class VerifyOptions:
         limits: parse limits per document.
         follow_references: also verify documents referenced as artifacts.
         model_roots: extra folders in which local model paths are looked up.
+        progress: where the recompute stage reports progress (``None``: nowhere).
     """
 
     recompute: bool = True
@@ -88,6 +89,7 @@ class VerifyOptions:
     limits: Limits = DEFAULT_LIMITS
     follow_references: bool = True
     model_roots: tuple[Path, ...] = ()
+    progress: Any = field(default=None, compare=False)
 
 
 @dataclass
@@ -102,6 +104,8 @@ class DocumentResult:
         default_factory=lambda: dict.fromkeys(Stage, (StageStatus.NOT_RUN, None))
     )
     referenced_by: str | None = None
+    #: The recompute stage's claimed-vs-recomputed comparisons (``Comparison`` objects).
+    comparisons: list[Any] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -130,6 +134,7 @@ class DocumentResult:
                 for stage, (status, detail) in self.stages.items()
             ],
             **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
+            **({"recomputed": [c.to_json() for c in self.comparisons]} if self.comparisons else {}),
         }
 
 
@@ -361,8 +366,11 @@ class _Runner:
         else:
             from ._recompute_stage import run_recompute
 
-            status, detail, findings = run_recompute(ctx)
+            from ._recompute_stage import NULL_PROGRESS
+
+            status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
             result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
+            result.comparisons = list(comparisons)
             result.set_stage(Stage.RECOMPUTE, status, detail)
 
     def _profile(self, data: dict[str, Any], kind: str, cat: Catalogue) -> tuple[Any, list[Finding]]:

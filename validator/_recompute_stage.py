@@ -1,27 +1,161 @@
 """Stage 4: recompute a report's claims from its declared artifacts.
 
-Each track plugs in a recomputer, imported only when the stage runs so that
-validation never imports torch. A track without a recomputer, or a machine
-without the ``recompute`` extra, yields a finding and a stage status that says
-so: the stage is never reported as passed unless it ran.
+Each track plugs in a recomputer (``RECOMPUTERS``), imported only when the stage
+runs so that validation never imports torch. A recomputer is a function
+``recompute(ctx: RuleContext, progress: Progress) -> Recomputation``: it loads what
+the report declares, recomputes every claim it can and returns
+
+* the comparisons — one per claimed number: where the claim is, what it is, the
+  claimed value, the recomputed value and the tolerance (:class:`Comparison`);
+  :func:`compare` turns the ones outside tolerance into R103 findings;
+* findings for what could not be recomputed (R104 with the reason and the pointer
+  of the declaration at fault).
+
+A track without a recomputer, or a machine without the ``recompute`` extra,
+yields a finding and a stage status that says so: the stage is never reported as
+passed unless it ran, and it fails when a claim could not be checked.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ._engine import RuleContext, StageStatus
 from ._findings import Finding
 
-__all__ = ["RECOMPUTERS", "run_recompute"]
+__all__ = [
+    "NULL_PROGRESS",
+    "RECOMPUTERS",
+    "Comparison",
+    "Progress",
+    "Recomputation",
+    "compare",
+    "recompute_tolerance",
+    "run_recompute",
+]
 
 #: track → (``module:function`` of the recomputer, the extra's modules it needs).
-RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {}
+RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "circuit": (
+        "mibspec.reference_impl.recompute.circuit:recompute",
+        ("torch", "safetensors", "transformers", "tokenizers"),
+    ),
+}
 
 
-def run_recompute(ctx: RuleContext) -> tuple[StageStatus, str | None, list[Finding]]:
+class Progress(Protocol):
+    """Where a long recomputation reports how far it got (a progress bar, a log, nothing)."""
+
+    def start(self, description: str, total: int) -> None:
+        """Begin a task of ``total`` steps (replaces the previous task)."""
+
+    def advance(self, steps: int = 1) -> None:
+        """``steps`` more steps of the current task are done."""
+
+
+class _NullProgress:
+    def start(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self, steps: int = 1) -> None:
+        pass
+
+
+NULL_PROGRESS: Progress = _NullProgress()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One claimed number next to its recomputation.
+
+    Attributes:
+        pointer: JSON pointer of the claimed value in the report.
+        quantity: what the number is, for people (``"faithfulness, signed, k=0.01"``).
+        claimed: the value the report states (``None`` when the report states none and
+            the recomputed value is shown for information).
+        recomputed: the value recomputed from the declared artifacts.
+        abs_tol, rel_tol: the claim passes when
+            ``|claimed − recomputed| ≤ abs_tol + rel_tol·|recomputed|``.
+    """
+
+    pointer: str
+    quantity: str
+    claimed: float | None
+    recomputed: float
+    abs_tol: float
+    rel_tol: float
+
+    @property
+    def tolerance(self) -> float:
+        return self.abs_tol + self.rel_tol * abs(self.recomputed)
+
+    @property
+    def within(self) -> bool:
+        if self.claimed is None:
+            return True
+        if not (math.isfinite(self.claimed) and math.isfinite(self.recomputed)):
+            return self.claimed == self.recomputed
+        return abs(self.claimed - self.recomputed) <= self.tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pointer": self.pointer,
+            "quantity": self.quantity,
+            "claimed": self.claimed,
+            "recomputed": self.recomputed,
+            "tolerance": self.tolerance,
+            "within": self.within,
+        }
+
+
+@dataclass
+class Recomputation:
+    """What a recomputer returns: comparisons and findings (see the module docstring)."""
+
+    comparisons: list[Comparison] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def recompute_tolerance(profile: Any, dtype: str) -> tuple[float, float]:
+    """The profile's ``(abs, rel)`` recomputation tolerance for a model dtype."""
+    table = profile["recompute"]
+    entry = table.get(dtype) or table["float32"]
+    return float(entry["abs"]), float(entry["rel"])
+
+
+def compare(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
+    """R103 for every comparison outside its tolerance."""
+    findings = []
+    for c in comparisons:
+        if c.within:
+            continue
+        assert c.claimed is not None
+        findings.append(
+            ctx.finding(
+                "R103",
+                c.pointer,
+                quantity=c.quantity,
+                claimed=_short(c.claimed),
+                recomputed=_short(c.recomputed),
+                tolerance=f"{c.tolerance:.3g}",
+                data={"claimed": c.claimed, "recomputed": c.recomputed, "tolerance": c.tolerance},
+            )
+        )
+    return findings
+
+
+def _short(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def run_recompute(
+    ctx: RuleContext, progress: Progress = NULL_PROGRESS
+) -> tuple[StageStatus, str | None, list[Finding], list[Comparison]]:
     track = ctx.data["track"]
     entry = RECOMPUTERS.get(track)
     if entry is None:
@@ -31,7 +165,7 @@ def run_recompute(ctx: RuleContext) -> tuple[StageStatus, str | None, list[Findi
             detail=f"recomputation of {track} reports is not available in this version; "
             "the claims were checked for consistency only",
         )
-        return StageStatus.SKIPPED, f"not available for the {track} track", [finding]
+        return StageStatus.SKIPPED, f"not available for the {track} track", [finding], []
     target, needs = entry
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
@@ -41,9 +175,12 @@ def run_recompute(ctx: RuleContext) -> tuple[StageStatus, str | None, list[Findi
             detail=f"recomputation needs {', '.join(missing)}; install mibspec[recompute] "
             "or pass --no-recompute to check the report without it",
         )
-        return StageStatus.FAILED, "the recompute extra is not installed", [finding]
+        return StageStatus.FAILED, "the recompute extra is not installed", [finding], []
     module_name, function = target.split(":")
     recompute: Any = getattr(importlib.import_module(module_name), function)
-    findings: list[Finding] = list(recompute(ctx))
+    result: Recomputation = recompute(ctx, progress)
+    findings = list(result.findings) + compare(ctx, result.comparisons)
     failed = any(f.severity.value == "error" for f in findings)
-    return (StageStatus.FAILED if failed else StageStatus.PASSED), None, findings
+    checked = sum(c.claimed is not None for c in result.comparisons)
+    detail = f"{checked} claim(s) recomputed"
+    return (StageStatus.FAILED if failed else StageStatus.PASSED), detail, findings, result.comparisons

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ._base import Closed
 
-__all__ = ["DocumentOutput", "FindingOutput", "StageOutput", "VerificationOutput"]
+__all__ = ["ComparisonOutput", "DocumentOutput", "FindingOutput", "StageOutput", "VerificationOutput"]
 
 
 class FindingOutput(Closed):
@@ -28,6 +28,15 @@ class StageOutput(Closed):
     detail: str | None = None
 
 
+class ComparisonOutput(Closed):
+    pointer: str = Field(description="JSON pointer of the claimed value")
+    quantity: str
+    claimed: float | None = Field(description="null when the report states no value for it")
+    recomputed: float
+    tolerance: float = Field(ge=0, description="abs + rel·|recomputed| from the profile")
+    within: bool
+
+
 class DocumentOutput(Closed):
     path: str
     kind: str | None
@@ -35,6 +44,9 @@ class DocumentOutput(Closed):
     findings: list[FindingOutput]
     stages: list[StageOutput]
     referenced_by: str | None = None
+    recomputed: list[ComparisonOutput] | None = Field(
+        default=None, description="the recompute stage's claimed and recomputed values"
+    )
 
 
 class VerificationOutput(Closed):

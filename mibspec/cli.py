@@ -32,6 +32,11 @@ import_app = typer.Typer(
     help="Convert files written by other tools into mibspec documents.", no_args_is_help=True
 )
 app.add_typer(import_app, name="import")
+score_app = typer.Typer(
+    help="Run a reference method on a model and a dataset and write a complete report.",
+    no_args_is_help=True,
+)
+app.add_typer(score_app, name="score")
 
 
 class OutputFormat(str, enum.Enum):
@@ -92,19 +97,22 @@ def verify(
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
     from mibspec._api import verify as run_verify
+    from mibspec._progress import TerminalProgress
     from mibspec._reporters import REPORTERS
     from mibspec.validator import Limits, known_profiles
 
     if profile is not None and profile not in known_profiles():
         _fail_usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
     try:
-        result = run_verify(
-            *paths,
-            recompute=not no_recompute,
-            profile=profile,
-            limits=Limits(max_bytes=max_bytes, max_depth=max_depth),
-            model_roots=model_root or (),
-        )
+        with TerminalProgress() as progress:
+            result = run_verify(
+                *paths,
+                recompute=not no_recompute,
+                profile=profile,
+                limits=Limits(max_bytes=max_bytes, max_depth=max_depth),
+                model_roots=model_root or (),
+                progress=progress,
+            )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         _fail_usage(str(exc))
         return
@@ -263,6 +271,18 @@ def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = 
         typer.echo(
             f"mibspec specification {SPEC_VERSION} (mibspec {__version__}), schema bundle sha256:{bundle}"
         )
+
+
+def _register_score_commands() -> None:
+    import importlib
+
+    from mibspec.score import TRACK_MODULES
+
+    for name in TRACK_MODULES:
+        importlib.import_module(f"mibspec.score.{name}").register(score_app)
+
+
+_register_score_commands()
 
 
 def main() -> None:

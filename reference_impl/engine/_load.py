@@ -129,10 +129,18 @@ def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "
         source, kwargs = model, {"revision": revision}
 
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
 
-    hf = AutoModelForCausalLM.from_pretrained(
-        source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
-    )
+    # transformers draws a progress bar per load; the caller reports progress its own way.
+    bars_were_disabled = hf_logging.is_progress_bar_enabled() is False
+    hf_logging.disable_progress_bar()
+    try:
+        hf = AutoModelForCausalLM.from_pretrained(
+            source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
+        )
+    finally:
+        if not bars_were_disabled:
+            hf_logging.enable_progress_bar()
     return from_transformers(hf, source=source, revision=revision)
 
 

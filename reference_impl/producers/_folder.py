@@ -1,0 +1,84 @@
+"""An output folder for a report and its artifacts (JSON, JSON Lines, safetensors)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mibspec.validator._sidecars import safetensors_bytes
+
+__all__ = ["OutputFolder", "created_timestamp", "json_bytes"]
+
+
+def json_bytes(obj: Any) -> bytes:
+    """Canonical document bytes: two-space indent, UTF-8, trailing newline."""
+    return (json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def created_timestamp() -> str:
+    """RFC 3339 UTC time of creation; ``SOURCE_DATE_EPOCH`` pins it for reproducible output."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (
+        dt.datetime.fromtimestamp(int(epoch), tz=dt.UTC) if epoch else dt.datetime.now(tz=dt.UTC)
+    ).replace(microsecond=0)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class OutputFolder:
+    """A folder being written. Refuses to overwrite an existing report unless told to.
+
+    Files are written to ``<name>.tmp`` and renamed into place, so a file is either
+    complete or absent.
+    """
+
+    def __init__(self, root: Path, *, overwrite: bool = False) -> None:
+        root = Path(root)
+        if (root / "report.json").exists() and not overwrite:
+            raise FileExistsError(
+                f"{root / 'report.json'} exists; choose another folder or allow overwriting"
+            )
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
+
+    def write(self, name: str, data: bytes) -> str:
+        target = self.root / name
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+        return name
+
+    def json(self, name: str, obj: Any) -> str:
+        return self.write(name, json_bytes(obj))
+
+    def safetensors(self, name: str, tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> str:
+        return self.write(name, safetensors_bytes(tensors, metadata))
+
+    def artifact(
+        self,
+        ident: str,
+        role: str,
+        path: str,
+        media_type: str,
+        *,
+        kind: str | None = None,
+        rows: int | None = None,
+    ) -> dict[str, Any]:
+        """The artifact entry of a file already written into the folder."""
+        data = (self.root / path).read_bytes()
+        entry: dict[str, Any] = {
+            "id": ident,
+            "role": role,
+            "path": path,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+            "media_type": media_type,
+        }
+        if rows is not None:
+            entry["rows"] = rows
+        if kind is not None:
+            entry["kind"] = kind
+        return entry

@@ -6,9 +6,9 @@ Usage::
 
 writes ``<out>/tiny-gpt2/``, ``<out>/tiny-llama/`` (weights, config, tokenizer files,
 ``training.json``), ``<out>/MODELS.md`` and the test splits in ``<datasets-out>/<task>/``
-(default: the ``datasets`` folder beside ``--out``). The run is deterministic: the same
-seed, library versions and thread count give the same bytes (the wall-clock time recorded
-in ``training.json`` and ``MODELS.md`` aside).
+(default: the ``datasets`` folder beside ``--out``). Datasets and tokenizer are
+reproduced byte for byte; the training loop is deterministic within a run environment,
+but a full rerun has been seen to end at different weights (MODELS.md says by how much).
 """
 
 from __future__ import annotations

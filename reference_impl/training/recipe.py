@@ -472,8 +472,9 @@ def _models_md(summaries: dict[str, Any]) -> str:
         "",
         "Per-type accuracies, every logit-difference statistic, the loss history, library",
         "versions and hashes of the weights and tokenizer are in `<model>/training.json`.",
-        "Training time is wall-clock on the machine that produced the files; everything",
-        "else is reproducible bit for bit with the same library versions and thread count.",
+        "Training time is wall-clock on the machine that produced the files. The loop is",
+        "deterministic within a run environment (one thread, deterministic kernels, local",
+        "generators; `tests/recompute/test_training_loop.py` checks a short run bit for bit).",
         "",
     ]
     return "\n".join(lines)

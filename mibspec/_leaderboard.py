@@ -1,0 +1,293 @@
+"""``mibspec leaderboard``: a MIB-style circuit-track table from a folder of reports.
+
+Every report found below the folder (``report.json``, ``*.report.json``) is verified on
+its own (with the documents it references); only conformant circuit reports enter the
+table. The rest are listed below it with their codes.
+
+The tables follow the MIB leaderboard's circuit tabs: one for CPR and one for CMD,
+methods as rows (sorted by name), one column per task × model cell (sorted), then
+
+* **Average**: the arithmetic mean of the row's cells
+  (:func:`mibspec.reference_impl.metrics.circuit.leaderboard_average`);
+* **Score**: the mean over the row's cells of σ(cell)
+  (:func:`mibspec.reference_impl.metrics.circuit.leaderboard_score`); on the CMD tab a
+  lower Score is better, as in MIB.
+
+Both are taken over the cells a method has; a row missing cells says how many it has.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mibspec.validator import VerificationResult
+
+__all__ = ["Cell", "Entry", "Leaderboard", "Rejected", "build_leaderboard", "render_html", "render_markdown"]
+
+Cell = tuple[str, str]  # (task, model)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A conformant circuit report: one method's CPR and CMD on one task × model cell."""
+
+    path: str
+    method: str
+    task: str
+    model: str
+    cpr: float
+    cmd: float
+
+    @property
+    def cell(self) -> Cell:
+        return (self.task, self.model)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A report left out of the table: its error codes, or why it was not tabulated."""
+
+    path: str
+    codes: tuple[str, ...]
+    reason: str
+
+
+@dataclass
+class Leaderboard:
+    entries: list[Entry] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    not_tabulated: list[Rejected] = field(default_factory=list)
+
+    @property
+    def cells(self) -> list[Cell]:
+        return sorted({entry.cell for entry in self.entries})
+
+    @property
+    def methods(self) -> list[str]:
+        return sorted({entry.method for entry in self.entries})
+
+    def value(self, method: str, cell: Cell, metric: str) -> float | None:
+        for entry in self.entries:
+            if entry.method == method and entry.cell == cell:
+                return float(getattr(entry, metric))
+        return None
+
+    def row(self, method: str, metric: str) -> list[float | None]:
+        return [self.value(method, cell, metric) for cell in self.cells]
+
+
+def _model_label(model: object) -> str:
+    if not isinstance(model, dict):
+        return "?"
+    if model.get("source") == "hub":
+        return str(model.get("id"))
+    if model.get("source") == "local":
+        return os.path.basename(os.path.normpath(str(model.get("path"))))
+    return str(model.get("architecture"))
+
+
+def _method_label(method: object) -> str:
+    if not isinstance(method, dict):
+        return "?"
+    name, version = str(method.get("name")), method.get("version")
+    return f"{name} {version}" if version else name
+
+
+def _error_codes(result: VerificationResult) -> tuple[str, ...]:
+    codes = {finding.code for doc in result.documents for finding in doc.errors}
+    return tuple(sorted(codes))
+
+
+def _failed_stages(result: VerificationResult) -> str:
+    failed = [
+        f"{stage.value} stage of {doc.path}: {detail or status.value}"
+        for doc in result.documents
+        for stage, (status, detail) in doc.stages.items()
+        if status.value == "failed"
+    ]
+    return "; ".join(failed) or "not conformant"
+
+
+def build_leaderboard(
+    directory: str | os.PathLike[str],
+    *,
+    recompute: bool = False,
+    profile: str | None = None,
+    model_roots: Iterable[str | os.PathLike[str]] = (),
+) -> Leaderboard:
+    """Verify every report below ``directory`` and collect the conformant circuit reports.
+
+    Args:
+        directory: folder searched for ``report.json`` / ``*.report.json``.
+        recompute: also run the recompute stage (default: parse, schema and rules only).
+        profile: verify under this profile instead of the declared ones.
+        model_roots: extra folders in which local model paths are looked up.
+
+    Raises:
+        FileNotFoundError: ``directory`` does not exist or holds no report.
+    """
+    import json
+
+    from mibspec._api import collect_paths
+    from mibspec._api import verify as run_verify
+
+    board = Leaderboard()
+    seen: dict[tuple[str, Cell], str] = {}
+    for path in collect_paths([directory]):
+        result = run_verify(path, recompute=recompute, profile=profile, model_roots=model_roots)
+        main = result.documents[0]
+        if not result.valid:
+            board.rejected.append(Rejected(path, _error_codes(result), _failed_stages(result)))
+            continue
+        if main.kind != "report":
+            board.not_tabulated.append(Rejected(path, (), f"a {main.kind} document, not a report"))
+            continue
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("track") != "circuit":
+            board.not_tabulated.append(
+                Rejected(path, (), f"a {data.get('track')} report; the leaderboard covers the circuit track")
+            )
+            continue
+        entry = Entry(
+            path=path,
+            method=_method_label(data["method"]),
+            task=str(data["task"]["name"]),
+            model=_model_label(data["model"]),
+            cpr=float(data["claims"]["cpr"]["value"]),
+            cmd=float(data["claims"]["cmd"]["value"]),
+        )
+        key = (entry.method, entry.cell)
+        if key in seen:
+            board.not_tabulated.append(
+                Rejected(
+                    path,
+                    (),
+                    f"a second report for {entry.method} on {entry.task} × {entry.model} "
+                    f"(the table shows {seen[key]})",
+                )
+            )
+            continue
+        seen[key] = path
+        board.entries.append(entry)
+    return board
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _aggregates(values: list[float | None]) -> tuple[float | None, float | None]:
+    from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
+
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None
+    return leaderboard_average(present), leaderboard_score(present)
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+_METRICS = (
+    ("cpr", "CPR (higher is better)"),
+    ("cmd", "CMD (lower is better; so is its Score)"),
+)
+
+
+def _table_rows(board: Leaderboard, metric: str) -> list[list[str]]:
+    rows = []
+    n_cells = len(board.cells)
+    for method in board.methods:
+        values = board.row(method, metric)
+        average, score = _aggregates(values)
+        present = sum(v is not None for v in values)
+        label = method if present == n_cells else f"{method} ({present}/{n_cells} cells)"
+        rows.append([label, *(_fmt(v) for v in values), _fmt(average), _fmt(score)])
+    return rows
+
+
+def _headers(board: Leaderboard) -> list[str]:
+    return ["Method", *(f"{task} / {model}" for task, model in board.cells), "Average", "Score"]
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(board: Leaderboard) -> str:
+    """The leaderboard as GitHub-flavoured Markdown."""
+    lines = ["# Circuit localization leaderboard", ""]
+    if board.entries:
+        for metric, title in _METRICS:
+            headers = _headers(board)
+            lines += [f"## {title}", ""]
+            lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
+            lines.append("|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|")
+            for row in _table_rows(board, metric):
+                lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
+            lines.append("")
+        lines += [
+            "Average: mean of the row's cells. "
+            "Score: mean over the row's cells of sigmoid(cell) (MIB App. D.6).",
+            "",
+        ]
+    else:
+        lines += ["No conformant circuit report was found.", ""]
+    lines += _md_list("Rejected reports", board.rejected, with_codes=True)
+    lines += _md_list("Not tabulated", board.not_tabulated, with_codes=False)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _md_list(title: str, items: list[Rejected], *, with_codes: bool) -> list[str]:
+    if not items:
+        return []
+    lines = [f"## {title}", ""]
+    for item in items:
+        codes = f" — {', '.join(item.codes)}" if with_codes and item.codes else ""
+        lines.append(f"- `{_md_escape(item.path)}`{_md_escape(codes)}: {_md_escape(item.reason)}")
+    return [*lines, ""]
+
+
+def render_html(board: Leaderboard) -> str:
+    """The leaderboard as one self-contained HTML page."""
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>Circuit localization leaderboard</title>',
+        "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ddd;padding:.25em .6em}"
+        "th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}</style>",
+        "</head><body><h1>Circuit localization leaderboard</h1>",
+    ]
+    if board.entries:
+        for metric, title in _METRICS:
+            parts.append(f"<h2>{e(title)}</h2><table><thead><tr>")
+            parts += [f"<th>{e(h)}</th>" for h in _headers(board)]
+            parts.append("</tr></thead><tbody>")
+            for row in _table_rows(board, metric):
+                cells = [f"<td>{e(row[0])}</td>", *(f'<td class="num">{e(c)}</td>' for c in row[1:])]
+                parts.append("<tr>" + "".join(cells) + "</tr>")
+            parts.append("</tbody></table>")
+        parts.append(
+            "<p>Average: mean of the row's cells. Score: mean over the row's cells of sigmoid(cell) "
+            "(MIB App. D.6).</p>"
+        )
+    else:
+        parts.append("<p>No conformant circuit report was found.</p>")
+    for title, items, with_codes in (
+        ("Rejected reports", board.rejected, True),
+        ("Not tabulated", board.not_tabulated, False),
+    ):
+        if not items:
+            continue
+        parts.append(f"<h2>{e(title)}</h2><ul>")
+        for item in items:
+            codes = f" — {', '.join(item.codes)}" if with_codes and item.codes else ""
+            parts.append(f"<li><code>{e(item.path)}</code>{e(codes)}: {e(item.reason)}</li>")
+        parts.append("</ul>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

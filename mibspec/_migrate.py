@@ -1,0 +1,276 @@
+"""``mibspec migrate``: move documents from one spec version to a later one.
+
+A migration is a chain of steps, each a pure function from a document of spec version
+``from_version`` to a document of version ``to_version`` (a dict to a new dict; the
+input is never modified). A :class:`MigrationRegistry` holds the steps in order, at
+most one leaving each version, each going to a later version, so the path between two
+versions is unique. :data:`REGISTRY` is the registry of the spec's published versions;
+with spec 1.0 the only version, it holds no step yet.
+
+Files are written atomically (a temporary file in the destination's folder, then
+``os.replace``), and the input file is replaced only when asked (``in_place=True``).
+
+Migrating a document changes its bytes: a report that references it by SHA-256 must be
+updated (migrate the report too and re-hash, e.g. by regenerating it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REGISTRY",
+    "MigrationError",
+    "MigrationRegistry",
+    "MigrationResult",
+    "MigrationStep",
+    "UnreadableDocumentError",
+    "migrate_document",
+    "migrate_file",
+    "version_key",
+    "write_json_atomic",
+]
+
+Document = dict[str, Any]
+
+
+class MigrationError(ValueError):
+    """A document cannot be migrated as asked (no path, a step broke its contract, ...)."""
+
+
+class UnreadableDocumentError(ValueError):
+    """The input is not a JSON object with a version: ``findings`` say why (codes, pointers)."""
+
+    def __init__(self, path: str, findings: list[Any]) -> None:
+        self.path = path
+        self.findings = findings
+        super().__init__(f"{path}: " + "; ".join(f"{f.code} {f.message}" for f in findings))
+
+
+def version_key(version: str) -> tuple[int, int]:
+    """``"MAJOR.MINOR"`` as a tuple of integers, for ordering.
+
+    Raises:
+        ValueError: ``version`` is not ``MAJOR.MINOR`` with non-negative integers.
+    """
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"version must be 'MAJOR.MINOR'; got {version!r}")
+    return int(parts[0]), int(parts[1])
+
+
+@dataclass(frozen=True)
+class MigrationStep:
+    """One step: ``apply`` turns a ``from_version`` document into a ``to_version`` one.
+
+    ``apply`` must be pure: it returns a new dict whose ``spec_version`` is
+    ``to_version`` (the registry passes it a deep copy and checks the version).
+    """
+
+    from_version: str
+    to_version: str
+    apply: Callable[[Document], Document]
+    description: str
+
+    def __post_init__(self) -> None:
+        if version_key(self.to_version) <= version_key(self.from_version):
+            raise ValueError(
+                f"to_version must be later than from_version ({self.from_version}); got {self.to_version}"
+            )
+
+
+@dataclass(frozen=True)
+class MigrationResult:
+    """What a migration did: the document, the steps applied (empty when already current)."""
+
+    document: Document
+    from_version: str
+    to_version: str
+    steps: tuple[MigrationStep, ...]
+
+    @property
+    def already_current(self) -> bool:
+        return not self.steps
+
+
+class MigrationRegistry:
+    """Migration steps in order of their source version, at most one leaving each version."""
+
+    def __init__(self, steps: Iterable[MigrationStep] = ()) -> None:
+        self._steps: dict[str, MigrationStep] = {}
+        for step in steps:
+            self.register(step)
+
+    def register(self, step: MigrationStep) -> None:
+        """Add a step.
+
+        Raises:
+            ValueError: a step already leaves ``step.from_version``.
+        """
+        if step.from_version in self._steps:
+            raise ValueError(
+                f"step must leave a version no other step leaves; {step.from_version} already migrates "
+                f"to {self._steps[step.from_version].to_version}"
+            )
+        self._steps[step.from_version] = step
+
+    @property
+    def steps(self) -> list[MigrationStep]:
+        """Every step, by source version."""
+        return [self._steps[v] for v in sorted(self._steps, key=version_key)]
+
+    def versions(self) -> set[str]:
+        """Every version a step leaves or reaches."""
+        return {v for step in self._steps.values() for v in (step.from_version, step.to_version)}
+
+    def path(self, from_version: str, to_version: str) -> list[MigrationStep]:
+        """The steps from ``from_version`` to ``to_version`` (empty when they are equal).
+
+        Raises:
+            MigrationError: no chain of steps leads from one to the other.
+        """
+        steps: list[MigrationStep] = []
+        current = from_version
+        while current != to_version:
+            step = self._steps.get(current)
+            if step is None or version_key(step.to_version) > version_key(to_version):
+                raise MigrationError(f"no migration from spec {from_version} to spec {to_version}")
+            steps.append(step)
+            current = step.to_version
+        return steps
+
+
+#: The migrations between the spec's published versions (none while 1.0 is the only one).
+REGISTRY = MigrationRegistry()
+
+
+def migrate_document(
+    document: Document, to_version: str | None = None, *, registry: MigrationRegistry = REGISTRY
+) -> MigrationResult:
+    """Migrate a document (a dict) to ``to_version`` (default: the current spec version).
+
+    Args:
+        document: the document; never modified.
+        to_version: the target spec version.
+        registry: the steps to use (tests inject their own).
+
+    Raises:
+        MigrationError: the document has no string ``spec_version``, no path leads to the
+            target, or a step did not return a dict of its ``to_version``.
+    """
+    from mibspec._api import SPEC_VERSION
+
+    target = SPEC_VERSION if to_version is None else to_version
+    source = document.get("spec_version")
+    if not isinstance(source, str):
+        raise MigrationError(f'the document must have a string "spec_version"; got {source!r}')
+    current: Document = document
+    steps = registry.path(source, target)
+    for step in steps:
+        migrated = step.apply(copy.deepcopy(current))
+        if not isinstance(migrated, dict) or migrated.get("spec_version") != step.to_version:
+            found = migrated.get("spec_version") if isinstance(migrated, dict) else type(migrated).__name__
+            raise MigrationError(
+                f"the step {step.from_version} → {step.to_version} must return a document of spec "
+                f"{step.to_version}; got {found!r}"
+            )
+        current = migrated
+    return MigrationResult(
+        document=copy.deepcopy(current) if not steps else current,
+        from_version=source,
+        to_version=target,
+        steps=tuple(steps),
+    )
+
+
+def write_json_atomic(path: str | os.PathLike[str], document: Any, *, mode_from: Path | None = None) -> None:
+    """Write ``document`` as indented UTF-8 JSON: a temporary file beside ``path``, then ``os.replace``.
+
+    Either the whole new file is in place or the old one is untouched.
+
+    Args:
+        path: the destination.
+        document: any JSON value.
+        mode_from: copy this file's permission bits onto the new file.
+    """
+    destination = Path(path)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    fd, temporary = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode_from is not None:
+            os.chmod(temporary, mode_from.stat().st_mode & 0o7777)
+        os.replace(temporary, destination)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def migrate_file(
+    source: str | os.PathLike[str],
+    destination: str | os.PathLike[str] | None = None,
+    *,
+    to_version: str | None = None,
+    in_place: bool = False,
+    registry: MigrationRegistry = REGISTRY,
+) -> MigrationResult:
+    """Migrate the document in ``source`` and write it to ``destination`` (or over ``source``).
+
+    Nothing is written when the document is already at the target version.
+
+    Args:
+        source: the document file (read strictly, as ``mibspec verify`` reads it).
+        destination: where to write the migrated document; must not be ``source``.
+        to_version: the target spec version (default: the current one).
+        in_place: replace ``source`` itself (then ``destination`` must be omitted).
+        registry: the steps to use.
+
+    Raises:
+        ValueError: neither or both of ``destination`` and ``in_place``, or ``destination``
+            is the input file.
+        FileNotFoundError: ``source`` does not exist.
+        UnreadableDocumentError: the file is not a JSON object with a string ``spec_version``.
+        MigrationError: see :func:`migrate_document`.
+    """
+    from mibspec.validator import Stage, StageStatus, VerifyOptions, load_json_file, verify_paths
+
+    src = Path(source)
+    if in_place and destination is not None:
+        raise ValueError("destination must be omitted with in_place=True; got both")
+    if not in_place and destination is None:
+        raise ValueError("destination is required unless in_place=True; got neither")
+    if not src.is_file():
+        raise FileNotFoundError(f"{source}: no such file")
+    dst = src if in_place else Path(destination)  # type: ignore[arg-type]
+    if not in_place and (dst.resolve() == src.resolve() or (dst.exists() and dst.samefile(src))):
+        raise ValueError(
+            f"destination {destination} is the input file; the input is replaced only in place (--in-place)"
+        )
+    parsed = load_json_file(src)
+    if (
+        parsed.problems
+        or not isinstance(parsed.data, dict)
+        or not isinstance(parsed.data.get("spec_version"), str)
+    ):
+        # The verifier's parse and header checks say what is wrong, with codes and positions.
+        check = verify_paths([src], VerifyOptions(recompute=False, follow_references=False))
+        doc = check.documents[0]
+        findings = [f for f in doc.findings if f.code[0] == "P" or f.code in ("S101", "S102")]
+        if doc.stages[Stage.PARSE][0] is StageStatus.PASSED and not findings:
+            findings = doc.findings[:1]
+        raise UnreadableDocumentError(str(source), findings)
+    result = migrate_document(parsed.data, to_version, registry=registry)
+    if not result.already_current:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(dst, result.document, mode_from=src if in_place else None)
+    return result

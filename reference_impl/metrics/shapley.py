@@ -134,11 +134,13 @@ class ShapleyEstimate:
         values: estimated Shapley values, shape ``(n,)``.
         standard_error: per-player standard error of ``values``: the sample standard
             deviation (ddof = 1) of the independent units divided by √(number of units);
-            a unit is one permutation, or one antithetic pair when ``paired``.
+            a unit is one permutation, or one group of ``group`` consecutive rows.
         n_evaluations: coalitions passed to the value function.
         permutations: the permutations used, shape ``(P, n)``; row r lists the players
             in the order they join.
         paired: whether consecutive rows (2j, 2j+1) form antithetic pairs.
+        group: rows per independent unit: 1 (plain), 2 (antithetic pairs) or 4 (rotated
+            antithetic groups).
     """
 
     values: NDArray[np.float64]
@@ -146,15 +148,18 @@ class ShapleyEstimate:
     n_evaluations: int
     permutations: NDArray[np.intp]
     paired: bool
+    group: int = 1
 
     @property
     def sampler(self) -> str:
-        """``"antithetic_permutation"`` or ``"permutation"``."""
+        """``"permutation"``, ``"antithetic_permutation"`` or ``"rotated_antithetic_permutation"``."""
+        if self.group >= 4:
+            return "rotated_antithetic_permutation"
         return "antithetic_permutation" if self.paired else "permutation"
 
 
 def draw_permutations(
-    n: int, n_permutations: int, seed: Seed, *, antithetic: bool = False
+    n: int, n_permutations: int, seed: Seed, *, antithetic: bool = False, rotated: bool = False
 ) -> NDArray[np.intp]:
     """The permutations :func:`shapley_permutation` uses for ``(n, n_permutations, seed)``.
 
@@ -162,24 +167,37 @@ def draw_permutations(
     ``argsort(rng.random((m, n)), axis=1, kind="stable")``. Plain sampling draws
     ``m = n_permutations``. Antithetic sampling draws ``m = n_permutations / 2`` and
     interleaves each drawn permutation with its reverse: rows ``π_1, rev(π_1), π_2, …``.
+    Rotated antithetic sampling (``rotated=True``, with ``antithetic``) draws
+    ``m = n_permutations / 4`` and follows each drawn π with ``rev(π)``, ``rot(π)`` and
+    ``rev(rot(π))``, where ``rot(π)[k] = π[(k + ⌊n/2⌋) mod n]`` (π rotated by half its
+    length): each player then joins at four positions spread over the order, which
+    stratifies the coalition sizes it is evaluated at.
 
     Raises:
         ValueError: on n < 1, fewer than 2 independent units (plain: 2 permutations;
-            antithetic: 4, i.e. 2 pairs) or an odd count with ``antithetic``.
+            antithetic: 4, i.e. 2 pairs; rotated: 8, i.e. 2 groups), a count that is not a
+            multiple of the group size, or ``rotated`` without ``antithetic``.
     """
     players = check_int(n, "n", minimum=1)
-    count = check_int(n_permutations, "n_permutations", minimum=4 if antithetic else 2)
-    if antithetic and count % 2:
-        raise ValueError(f"n_permutations must be even with antithetic=True; got {count}")
+    if rotated and not antithetic:
+        raise ValueError("rotated must come with antithetic=True; got antithetic=False")
+    group = 4 if rotated else 2 if antithetic else 1
+    count = check_int(n_permutations, "n_permutations", minimum=2 * group)
+    if count % group:
+        what = "even with antithetic=True" if group == 2 else "a multiple of 4 with rotated=True"
+        raise ValueError(f"n_permutations must be {what}; got {count}")
     rng = np.random.default_rng(seed)
-    drawn = count // 2 if antithetic else count
-    base = np.argsort(rng.random((drawn, players)), axis=1, kind="stable")
-    if not antithetic:
+    base = np.argsort(rng.random((count // group, players)), axis=1, kind="stable")
+    if group == 1:
         return base
-    paired = np.empty((count, players), dtype=base.dtype)
-    paired[0::2] = base
-    paired[1::2] = base[:, ::-1]
-    return paired
+    out = np.empty((count, players), dtype=base.dtype)
+    out[0::group] = base
+    out[1::group] = base[:, ::-1]
+    if group == 4:
+        turned = np.roll(base, -(players // 2), axis=1)
+        out[2::4] = turned
+        out[3::4] = turned[:, ::-1]
+    return out
 
 
 def _check_permutations(permutations: ArrayLike) -> NDArray[np.intp]:
@@ -202,6 +220,7 @@ def shapley_from_permutations(
     permutations: ArrayLike,
     *,
     paired: bool = False,
+    group: int | None = None,
     batch_size: int | None = None,
 ) -> ShapleyEstimate:
     """Permutation-sampling estimate from given permutations (e.g. to replay another tool's).
@@ -210,12 +229,15 @@ def shapley_from_permutations(
     ``v({π_0 … π_j}) - v({π_0 … π_{j-1}})``; the estimate is the mean contribution over
     the P permutations. Coalitions evaluated: the empty and the full coalition once
     each, plus the n - 1 inner prefixes of every permutation:
-    ``n_evaluations = 2 + P · (n - 1)`` (repeated inner prefixes are not merged).
+    ``n_evaluations = 2 + P · (n - 1)`` (repeated inner prefixes are not merged). Without
+    a ``batch_size`` they all go to ``value_fn`` in a single call.
 
     Args:
         value_fn: batched value function.
         permutations: integer array ``(P, n)``; each row a permutation of ``0 … n-1``.
         paired: treat rows (2j, 2j+1) as one antithetic unit for the standard error.
+        group: rows per independent unit (default 2 when ``paired``, else 1); 4 for the
+            groups of rotated antithetic sampling.
         batch_size: at most this many coalitions per ``value_fn`` call (None: one call).
 
     Raises:
@@ -225,38 +247,50 @@ def shapley_from_permutations(
     perms = _check_permutations(permutations)
     batch = _check_batch_size(batch_size)
     n_perms, n = perms.shape
-    units = n_perms // 2 if paired else n_perms
-    if paired and n_perms % 2:
-        raise ValueError(f"permutations must have an even number of rows when paired; got {n_perms}")
+    size = (2 if paired else 1) if group is None else check_int(group, "group", minimum=1)
+    if paired and size < 2:
+        raise ValueError(f"group must be >= 2 when paired; got {size}")
+    units = n_perms // size
+    if n_perms % size:
+        what = "an even number of rows when paired" if size == 2 else f"a multiple of {size} rows (group)"
+        raise ValueError(f"permutations must have {what}; got {n_perms}")
     if units < 2:
         raise ValueError(f"at least 2 independent units are needed for a standard error; got {units}")
 
-    ends = _evaluate(value_fn, np.stack([np.zeros(n, np.bool_), np.ones(n, np.bool_)]), batch)
+    end_rows = np.stack([np.zeros(n, np.bool_), np.ones(n, np.bool_)])
     # prefix_values[r, j] = v(first j players of permutation r), j = 0 … n
     prefix_values = np.empty((n_perms, n + 1), dtype=np.float64)
-    prefix_values[:, 0] = ends[0]
-    prefix_values[:, n] = ends[1]
     if n > 1:
         position = np.empty_like(perms)
         np.put_along_axis(position, perms, np.arange(n)[np.newaxis, :], axis=1)
         inner = np.arange(1, n)
-        # bounded memory: build the inner prefixes of a block of permutations at a time
+        # bounded memory: build the inner prefixes of a block of permutations at a time; the
+        # empty and full coalitions ride with the first block (one value_fn call without a batch size)
         block = n_perms if batch is None else max(1, batch // (n - 1))
         for start in range(0, n_perms, block):
             rows = slice(start, min(start + block, n_perms))
-            coalitions = position[rows, np.newaxis, :] < inner[np.newaxis, :, np.newaxis]
-            values = _evaluate(value_fn, coalitions.reshape(-1, n), batch)
+            coalitions = (position[rows, np.newaxis, :] < inner[np.newaxis, :, np.newaxis]).reshape(-1, n)
+            if start == 0:
+                coalitions = np.concatenate([end_rows, coalitions])
+            values = _evaluate(value_fn, coalitions, batch)
+            if start == 0:
+                ends, values = values[:2], values[2:]
             prefix_values[rows, 1:n] = values.reshape(-1, n - 1)
+    else:
+        ends = _evaluate(value_fn, end_rows, batch)
+    prefix_values[:, 0] = ends[0]
+    prefix_values[:, n] = ends[1]
 
     marginals = np.empty((n_perms, n), dtype=np.float64)
     np.put_along_axis(marginals, perms, np.diff(prefix_values, axis=1), axis=1)
-    unit_values = (marginals[0::2] + marginals[1::2]) / 2.0 if paired else marginals
+    unit_values = marginals.reshape(units, size, n).mean(axis=1) if size > 1 else marginals
     return ShapleyEstimate(
         values=unit_values.mean(axis=0),
         standard_error=unit_values.std(axis=0, ddof=1) / math.sqrt(units),
         n_evaluations=2 + n_perms * (n - 1),
         permutations=perms,
-        paired=paired,
+        paired=size > 1,
+        group=size,
     )
 
 
@@ -267,6 +301,7 @@ def shapley_permutation(
     n_permutations: int,
     seed: Seed,
     antithetic: bool = False,
+    rotated: bool = False,
     batch_size: int | None = None,
 ) -> ShapleyEstimate:
     """Monte-Carlo permutation estimate of Shapley values.
@@ -281,13 +316,16 @@ def shapley_permutation(
         n_permutations: permutations evaluated (≥ 2; with ``antithetic`` even and ≥ 4).
         seed: seed of ``numpy.random.default_rng``.
         antithetic: pair each drawn permutation with its reverse.
+        rotated: with ``antithetic``, also add the drawn permutation rotated by half its
+            length and that rotation's reverse (groups of 4; a multiple of 4, ≥ 8).
         batch_size: at most this many coalitions per ``value_fn`` call.
 
     Raises:
         ValueError: see :func:`draw_permutations` and :func:`shapley_from_permutations`.
     """
-    perms = draw_permutations(n, n_permutations, seed, antithetic=antithetic)
-    return shapley_from_permutations(value_fn, perms, paired=antithetic, batch_size=batch_size)
+    perms = draw_permutations(n, n_permutations, seed, antithetic=antithetic, rotated=rotated)
+    group = 4 if rotated else 2 if antithetic else 1
+    return shapley_from_permutations(value_fn, perms, group=group, batch_size=batch_size)
 
 
 # eq=False: the fields are arrays, whose == is elementwise
@@ -314,21 +352,28 @@ def shapley_trials(
     *,
     n_trials: int = 5,
     n_permutations: int,
-    seed: int,
+    seed: Seed,
     antithetic: bool = False,
+    rotated: bool = False,
     batch_size: int | None = None,
 ) -> ShapleyTrials:
     """Mean of ``n_trials`` independent permutation estimates (the paper averages 5).
 
     Trial t uses ``seed_t = numpy.random.SeedSequence(seed).spawn(n_trials)[t]`` in
-    :func:`shapley_permutation` with ``n_permutations`` permutations each.
+    :func:`shapley_permutation` with ``n_permutations`` permutations each. ``seed`` may
+    also be a ``SeedSequence`` (e.g. ``SeedSequence([seed, image_index])``); its children
+    are spawned from a fresh copy, so the result does not depend on what was spawned
+    from it before.
 
     Raises:
         ValueError: on n_trials < 1, a negative seed, or see :func:`shapley_permutation`.
     """
     trials_count = check_int(n_trials, "n_trials", minimum=1)
-    root = check_int(seed, "seed", minimum=0)
-    children = np.random.SeedSequence(root).spawn(trials_count)
+    if isinstance(seed, np.random.SeedSequence):
+        root = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+    else:
+        root = np.random.SeedSequence(check_int(seed, "seed", minimum=0))
+    children = root.spawn(trials_count)
     trials = tuple(
         shapley_permutation(
             value_fn,
@@ -336,6 +381,7 @@ def shapley_trials(
             n_permutations=n_permutations,
             seed=child,
             antithetic=antithetic,
+            rotated=rotated,
             batch_size=batch_size,
         )
         for child in children

@@ -1,0 +1,128 @@
+"""``mibspec score saliency``: saliency maps + Shapley ground truth on a shortcut dataset → report."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class Sampler(str, enum.Enum):
+    exact = "exact"
+    permutation = "permutation"
+    antithetic = "antithetic"
+    rotated_antithetic = "rotated_antithetic"
+
+
+class CurveScore(str, enum.Enum):
+    probability = "probability"
+    accuracy = "accuracy"
+
+
+def score_saliency_command(
+    weights: Annotated[
+        Path, typer.Option("--weights", "-w", help="Weights of a registry architecture (.safetensors).")
+    ],
+    dataset: Annotated[Path, typer.Option("--dataset", "-d", help="Shortcut dataset document (.json).")],
+    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
+    architecture: Annotated[
+        str | None,
+        typer.Option(help="Registry architecture (default: the weights file's `architecture` metadata)."),
+    ] = None,
+    method: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--method",
+            help="Attribution method (repeatable; default: all): gradient, input_x_gradient, "
+            "integrated_gradients, gradient_shap, occlusion, deeplift, guided_backprop.",
+        ),
+    ] = None,
+    sampler: Annotated[
+        Sampler, typer.Option(help="Shapley estimator of the ground truth.")
+    ] = Sampler.permutation,
+    trials: Annotated[int, typer.Option(help="Sampling trials averaged (the paper: 5).", min=1)] = 5,
+    permutations: Annotated[int, typer.Option(help="Permutations per trial.", min=2)] = 20,
+    seed: Annotated[int, typer.Option(help="Root seed of the Shapley permutations.", min=0)] = 0,
+    maps_seed: Annotated[int, typer.Option(help="Seed of gradient_shap's draws.", min=0)] = 1,
+    curve_steps: Annotated[
+        int | None, typer.Option(help="Deletion/addition steps (default: the patch's pixel count).", min=1)
+    ] = None,
+    curve_score: Annotated[
+        CurveScore, typer.Option(help="Deletion/addition curve value.")
+    ] = CurveScore.probability,
+    threshold: Annotated[float, typer.Option(help="Dominance threshold T.", min=0.0, max=0.999999)] = 0.9,
+    task_name: Annotated[str, typer.Option("--task-name", help="The report's task name.")] = "shortcut",
+    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+) -> None:
+    """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
+    from mibspec._progress import TerminalProgress
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+    try:
+        from mibspec.reference_impl.producers.saliency import score_saliency
+    except ImportError as exc:
+        typer.echo(f"mibspec: error: scoring needs mibspec[recompute,saliency] ({exc})", err=True)
+        raise typer.Exit(EXIT_USAGE) from exc
+    for path, what in ((weights, "weights file"), (dataset, "dataset document")):
+        if not path.is_file():
+            typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
+            raise typer.Exit(EXIT_USAGE)
+    with TerminalProgress() as bar:
+
+        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
+            bar.start(description, total)
+            state = {"done": 0}
+
+            def advance(done: int) -> None:
+                bar.advance(done - state["done"])
+                state["done"] = done
+
+            return advance
+
+        try:
+            run = score_saliency(
+                weights,
+                dataset,
+                out_dir,
+                architecture=architecture,
+                methods=method or None,
+                sampler=sampler.value,
+                n_trials=trials,
+                n_permutations=permutations,
+                shapley_seed=seed,
+                maps_seed=maps_seed,
+                curve_steps=curve_steps,
+                curve_score=curve_score.value,
+                threshold=threshold,
+                task_name=task_name,
+                overwrite=overwrite,
+                progress=progress,
+            )
+        except ImportError as exc:
+            typer.echo(f"mibspec: error: scoring needs mibspec[recompute,saliency] ({exc})", err=True)
+            raise typer.Exit(EXIT_USAGE) from exc
+        except (ValueError, FileExistsError, OSError) as exc:
+            typer.echo(f"mibspec: error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from exc
+    from mibspec._api import verify
+
+    result = verify(run.report, recompute=False)
+    verdict = "conformant" if result.valid else "NOT conformant"
+    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+    typer.echo(
+        f"  {run.n_dominant}/{run.n_images} dominant images; accuracy clean {run.clean_accuracy:.4g}, "
+        f"perturbed {run.perturbed_accuracy:.4g}"
+    )
+    for name, row in run.methods.items():
+        typer.echo(
+            f"  {name}: HA {row['hit_accuracy']:.4g}, WIoU {row['wiou']:.4g}, "
+            f"deletion AUC {row['deletion_auc']:.4g}, addition AUC {row['addition_auc']:.4g}"
+        )
+    typer.echo(f"  verify with: mibspec verify {run.report}")
+    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("saliency")(score_saliency_command)

@@ -1,0 +1,59 @@
+"""Image classifiers of the pixel-level saliency track (torch).
+
+* :mod:`._registry`: the built-in architectures a ``registry`` model names
+  (:data:`ARCHITECTURES`, :func:`load_registry_model`, :func:`read_weights`);
+* :mod:`._evaluate`: class probabilities, the Shapley game over a dominant area
+  (:class:`PixelGame`, :func:`shapley_ground_truth`) and deletion/addition curves
+  (:func:`curve_scores`);
+* :mod:`._protocol`: the report's numbers over a dataset (dominance, ground-truth maps,
+  per-method scores and curve areas), shared by the producer and the recompute stage;
+* :mod:`._maps`: saliency maps of standard attribution methods through captum
+  (imported on demand: captum is only needed to produce maps, not to check them).
+
+Imported only by the recompute stage and the ``score`` command: validation never loads
+torch.
+"""
+
+from ._evaluate import (
+    DEFAULT_BATCH,
+    CurveScore,
+    GroundTruth,
+    PixelGame,
+    Sampler,
+    class_probabilities,
+    curve_scores,
+    one_thread,
+    shapley_ground_truth,
+)
+from ._protocol import (
+    DominanceResult,
+    MapScores,
+    evaluate_dominance,
+    ground_truth_maps,
+    map_curves,
+    map_scores,
+)
+from ._registry import ARCHITECTURES, Architecture, TinyCNN, load_registry_model, read_weights
+
+__all__ = [
+    "ARCHITECTURES",
+    "DEFAULT_BATCH",
+    "Architecture",
+    "CurveScore",
+    "DominanceResult",
+    "GroundTruth",
+    "MapScores",
+    "PixelGame",
+    "Sampler",
+    "TinyCNN",
+    "class_probabilities",
+    "curve_scores",
+    "evaluate_dominance",
+    "ground_truth_maps",
+    "load_registry_model",
+    "map_curves",
+    "map_scores",
+    "one_thread",
+    "read_weights",
+    "shapley_ground_truth",
+]

@@ -229,6 +229,11 @@ class PlantedCircuitModel:
     def __call__(self, active: NDArray[np.bool_]) -> NDArray[np.float64]:
         return self.behaviour(active)
 
+    def attribution(self) -> NDArray[np.float64]:
+        """True contribution magnitudes ``|contribution_c|`` in canonical order (the base score
+        of the simulated gradient attribution, MB-18)."""
+        return np.abs(self.contributions)
+
     def without_noise(self) -> PlantedCircuitModel:
         """The same model (universe, planted set, contributions) with ε = 0."""
         return PlantedCircuitModel(

@@ -1,10 +1,13 @@
 """CAUSAL-BENCH rules: sample counts (family D), p-values (B) and every claim that follows
-from the declared component sets alone (C). F, C and COS need the behaviour model and
-are recomputed in the recompute stage. The metrics come from ``mibspec.reference_impl``."""
+from the declared component sets alone (C), including the threshold-sensitivity points,
+the weight configurations and the scaling study (C113 for how these studies refer to the
+report's methods). F, C, COS and the sets themselves need the behaviour model and are
+recomputed in the recompute stage. The metrics come from ``mibspec.reference_impl``."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +18,23 @@ from . import compare, rule, with_defaults
 
 def _causal_bench(doc: dict[str, Any]) -> bool:
     return doc.get("track") == "causal_bench"
+
+
+_COMPONENT = re.compile(r"L([0-9]{1,18})\.(?:attn_head\[([0-9]{1,18})\]|mlp)")
+
+
+def _in_universe(component: str, n_layers: int, n_heads: int) -> bool:
+    """Whether ``component`` is one of ``component_universe(n_layers, n_heads)``, without
+    building that universe (a declared L and H may be arbitrarily large)."""
+    from mibspec.reference_impl.behaviour.planted import component_id
+
+    match = _COMPONENT.fullmatch(component)
+    if match is None or int(match.group(1)) >= n_layers:
+        return False
+    layer, head = int(match.group(1)), match.group(2)
+    if head is None:
+        return component_id("mlp", layer) == component
+    return int(head) < n_heads and component_id("attn_head", layer, int(head)) == component
 
 
 @rule("causal-bench-samples", codes=("D101", "D102", "D103"), kinds=("report",))
@@ -46,10 +66,8 @@ def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
             seen.setdefault(run["seed"], r)
     least = ctx.profile.min_permutations
     pointers = [("/settings/n_permutations", doc["settings"]["n_permutations"])]
-    if doc["claims"].get("convergence"):
-        pointers.append(
-            ("/claims/convergence/n_permutations", doc["claims"]["convergence"]["n_permutations"])
-        )
+    for base, conv in _convergences(doc):
+        pointers.append((f"{base}/n_permutations", conv["n_permutations"]))
     for pointer, count in pointers:
         if count < least:
             yield ctx.finding("D103", pointer, count=count, minimum=least, profile_name=ctx.profile.name)
@@ -78,38 +96,44 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
     weights = doc["settings"]["weights"]
     for m, method in enumerate(claims["methods"]):
         base, metrics = f"/claims/methods/{m}/metrics", method["metrics"]
-        parts = {key: metrics[key] for key in weights}
-        try:
-            composite = cb.composite(parts, weights)
-        except ValueError as exc:  # e.g. a negative part: the harmonic mean is undefined
-            yield ctx.finding(
-                "C104",
-                f"{base}/composite",
-                metric="composite",
-                claimed=metrics["composite"],
-                recomputed=f"undefined ({exc})",
-            )
-        else:
-            yield from check("C104", f"{base}/composite", "composite", metrics["composite"], composite)
+        yield from _composite(ctx, f"{base}/composite", metrics, weights, "composite")
         yield from check(
             "C106", f"{base}/M", "M", metrics["M"], cb.minimality(set(method["components"]), universe)
         )
         runs = [set(run["components"]) for run in method["runs"]]
         yield from check("C106", f"{base}/S", "S", metrics["S"], cb.stability(runs))
-        claimed_prf = [(key, metrics[key]) for key in ("precision", "recall", "f1") if key in metrics]
-        if claimed_prf and truth is None:
-            yield ctx.finding(
-                "C105",
-                f"{base}/{claimed_prf[0][0]}",
-                metric=claimed_prf[0][0],
-                claimed=claimed_prf[0][1],
-                recomputed="undefined (no ground_truth is declared)",
-            )
-        elif truth is not None:
-            p, r, f1 = cb.precision_recall_f1(set(method["components"]), set(truth))
-            for key, value in (("precision", p), ("recall", r), ("f1", f1)):
-                if key in metrics:
-                    yield from check("C105", f"{base}/{key}", key, metrics[key], value)
+        yield from _prf(ctx, base, metrics, method["components"], truth)
+    sensitivity = claims.get("threshold_sensitivity")
+    for p, point in enumerate(sensitivity["points"] if sensitivity else []):
+        base, metrics = f"/claims/threshold_sensitivity/points/{p}/metrics", point["metrics"]
+        yield from _composite(ctx, f"{base}/composite", metrics, weights, "composite")
+        yield from check(
+            "C106", f"{base}/M", "M", metrics["M"], cb.minimality(set(point["components"]), universe)
+        )
+        yield from _prf(ctx, base, metrics, point["components"], truth)
+    parts_of = {method["name"]: method["metrics"] for method in claims["methods"]}
+    for s, scenario in enumerate(claims.get("weight_robustness") or []):
+        for name, value in scenario["composites"].items():
+            if name in parts_of:
+                yield from _composite(
+                    ctx,
+                    f"/claims/weight_robustness/{s}/composites/{_escape(name)}",
+                    {**parts_of[name], "composite": value},
+                    scenario["weights"],
+                    f"composite of {name} under {scenario['name']!r}",
+                )
+    from mibspec.reference_impl.behaviour.planted import default_planted
+
+    for c, config in enumerate(claims.get("scaling") or []):
+        size = (config["n_layers"], config["n_heads"])
+        scaled_truth = default_planted(*size)
+        for e, entry in enumerate(config["methods"]):
+            base = f"/claims/scaling/{c}/methods/{e}"
+            outside = [(i, x) for i, x in enumerate(entry["components"]) if not _in_universe(x, *size)]
+            for i, component in outside:
+                yield ctx.finding("C109", f"{base}/components/{i}", component=component)
+            if not outside:
+                yield from _prf(ctx, base, entry, entry["components"], scaled_truth)
     method_sets = [set(method["components"]) for method in claims["methods"]]
     order = {component: index for index, component in enumerate(universe)}
     for key, compute in (("consensus", cb.consensus_set), ("majority", cb.majority_set)):
@@ -152,6 +176,77 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                         )
 
 
+def _composite(
+    ctx: RuleContext, pointer: str, metrics: dict[str, Any], weights: dict[str, float], label: str
+) -> Iterator[Finding]:
+    """The composite is the weighted harmonic mean of the parts, and is omitted exactly when a
+    weighted part is negative (the mean is then undefined, MB-9)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
+    parts = {key: metrics[key] for key in weights}
+    negative = sorted(key for key, value in parts.items() if value < 0)
+    if "composite" in metrics:
+        if negative:
+            yield ctx.finding(
+                "C104",
+                pointer,
+                metric=label,
+                claimed=metrics["composite"],
+                recomputed=f"undefined ({', '.join(negative)} negative)",
+            )
+        else:
+            yield from compare(
+                ctx, "C104", pointer, metrics["composite"], cb.composite(parts, weights), metric=label
+            )
+    elif not negative:
+        value = cb.composite(parts, weights)
+        yield ctx.finding(
+            "C104",
+            pointer.rsplit("/", 1)[0],
+            metric=label,
+            claimed="absent",
+            recomputed=value,
+            data={"recomputed": value},
+        )
+
+
+def _prf(
+    ctx: RuleContext, base: str, metrics: dict[str, Any], components: list[str], truth: Any
+) -> Iterator[Finding]:
+    """Claimed precision, recall and F1 follow from the set and the ground truth (C105)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
+    claimed_prf = [(key, metrics[key]) for key in ("precision", "recall", "f1") if key in metrics]
+    if claimed_prf and truth is None:
+        yield ctx.finding(
+            "C105",
+            f"{base}/{claimed_prf[0][0]}",
+            metric=claimed_prf[0][0],
+            claimed=claimed_prf[0][1],
+            recomputed="undefined (no ground_truth is declared)",
+        )
+    elif truth is not None:
+        p, r, f1 = cb.precision_recall_f1(set(components), set(truth))
+        for key, value in (("precision", p), ("recall", r), ("f1", f1)):
+            if key in metrics:
+                yield from compare(ctx, "C105", f"{base}/{key}", metrics[key], value, metric=key)
+
+
+def _escape(key: str) -> str:
+    """A JSON-pointer reference token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _convergences(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every convergence block: the report's and each scaling configuration's."""
+    claims = doc["claims"]
+    if claims.get("convergence"):
+        yield "/claims/convergence", claims["convergence"]
+    for c, config in enumerate(claims.get("scaling") or []):
+        if config.get("convergence"):
+            yield f"/claims/scaling/{c}/convergence", config["convergence"]
+
+
 def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[str, str]]:
     claims = doc["claims"]
     candidates: list[tuple[str, list[str]]] = [("/ground_truth", doc.get("ground_truth") or [])]
@@ -162,6 +257,9 @@ def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[
             candidates.append((f"/claims/methods/{m}/runs/{r}/components", run["components"]))
     for key in ("consensus", "majority"):
         candidates.append((f"/claims/{key}", claims.get(key) or []))
+    sensitivity = claims.get("threshold_sensitivity")
+    for p, point in enumerate(sensitivity["points"] if sensitivity else []):
+        candidates.append((f"/claims/threshold_sensitivity/points/{p}/components", point["components"]))
     for pointer, components in candidates:
         for index, component in enumerate(components):
             if component not in known:
@@ -170,13 +268,34 @@ def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[
 
 @rule("causal-bench-convergence", codes=("B101", "C107"), kinds=("report",))
 def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """The convergence statistics agree with the sets, with each other and with B."""
-    if not _causal_bench(doc) or not doc["claims"].get("convergence"):
+    """The convergence statistics agree with the sets, with each other and with B (the report's
+    test and each scaling configuration's)."""
+    if not _causal_bench(doc):
         return
+    settings = with_defaults(ctx, doc["settings"], "CausalBenchSettings")
+    for base, conv in _convergences(doc):
+        if base == "/claims/convergence":
+            method_sets = [set(method["components"]) for method in doc["claims"]["methods"]]
+            universe = set(doc["universe"])
+            inside = set().union(*method_sets) <= universe
+        else:
+            config = doc["claims"]["scaling"][int(base.split("/")[3])]
+            method_sets = [set(method["components"]) for method in config["methods"]]
+            size = (config["n_layers"], config["n_heads"])
+            inside = all(_in_universe(x, *size) for x in set().union(*method_sets))
+        yield from _convergence(ctx, base, conv, method_sets, inside, settings)
+
+
+def _convergence(
+    ctx: RuleContext,
+    base: str,
+    conv: dict[str, Any],
+    method_sets: list[set[str]],
+    inside: bool,
+    settings: dict[str, Any],
+) -> Iterator[Finding]:
     from mibspec.reference_impl.metrics import causal_bench as cb
 
-    conv, settings = doc["claims"]["convergence"], with_defaults(ctx, doc["settings"], "CausalBenchSettings")
-    base = "/claims/convergence"
     if conv["n_permutations"] != settings["n_permutations"]:
         yield ctx.finding(
             "C107",
@@ -185,8 +304,7 @@ def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[
             claimed=conv["n_permutations"],
             recomputed=settings["n_permutations"],
         )
-    method_sets = [set(method["components"]) for method in doc["claims"]["methods"]]
-    if len(method_sets) >= 2 and set().union(*method_sets) <= set(doc["universe"]):
+    if len(method_sets) >= 2 and inside:
         j_obs = cb.stability(method_sets)  # the mean pairwise Jaccard over methods
         yield from compare(ctx, "C107", f"{base}/j_obs", conv["j_obs"], j_obs, statistic="J_obs")
     if "z" in conv and conv["null_std"] > 0:
@@ -201,3 +319,73 @@ def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[
     if not (math.isclose(count, nearest, abs_tol=1e-6) and 0 <= nearest <= b):
         form = "(count + 1)/(B + 1)" if plus_one else "count/B"
         yield ctx.finding("B101", f"{base}/p", p=p, form=form, b=b)
+
+
+@rule("causal-bench-studies", codes=("C113",), kinds=("report",))
+def causal_bench_studies(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Threshold sensitivity, weight configurations and scaling study refer to the report's methods."""
+    if not _causal_bench(doc):
+        return
+    from mibspec.reference_impl.behaviour.study import ranking
+
+    claims = doc["claims"]
+    methods = {method["name"]: method for method in claims["methods"]}
+    names = list(methods)
+    sensitivity = claims.get("threshold_sensitivity")
+    if sensitivity is not None:
+        method = methods.get(sensitivity["method"])
+        procedure = (method or {}).get("procedure")
+        if method is None:
+            yield ctx.finding(
+                "C113",
+                "/claims/threshold_sensitivity/method",
+                what="threshold sensitivity",
+                detail=f"no method is named {sensitivity['method']!r}; the methods are {names}",
+            )
+        elif procedure is not None and procedure["kind"] == "circuit_discovery":
+            yield ctx.finding(
+                "C113",
+                "/claims/threshold_sensitivity/method",
+                what="threshold sensitivity",
+                detail=f"{sensitivity['method']!r} is circuit discovery, which thresholds no score",
+            )
+    for s, scenario in enumerate(claims.get("weight_robustness") or []):
+        base = f"/claims/weight_robustness/{s}"
+        defined = [
+            name for name in names if all(methods[name]["metrics"][key] >= 0 for key in scenario["weights"])
+        ]
+        if sorted(scenario["composites"]) != sorted(defined):
+            yield ctx.finding(
+                "C113",
+                f"{base}/composites",
+                what=f"weight configuration {scenario['name']!r}",
+                detail=f"composites are given for {sorted(scenario['composites'])}; the methods with a "
+                f"defined composite are {sorted(defined)}",
+            )
+            continue
+        expected = ranking(scenario["composites"], defined)
+        if scenario["ranking"] != expected:
+            yield ctx.finding(
+                "C113",
+                f"{base}/ranking",
+                what=f"weight configuration {scenario['name']!r}",
+                detail=f"ranking claimed {scenario['ranking']}, the composites give {expected}",
+            )
+    scaling = claims.get("scaling")
+    if scaling and doc["behaviour"]["kind"] != "planted":
+        yield ctx.finding(
+            "C113",
+            "/claims/scaling",
+            what="scaling study",
+            detail="the scaling study varies the planted model (MB-20); the behaviour is "
+            f"{doc['behaviour']['kind']!r}",
+        )
+    for c, config in enumerate(scaling or []):
+        for e, entry in enumerate(config["methods"]):
+            if entry["name"] not in methods:
+                yield ctx.finding(
+                    "C113",
+                    f"/claims/scaling/{c}/methods/{e}/name",
+                    what="scaling study",
+                    detail=f"no method is named {entry['name']!r}; the methods are {names}",
+                )

@@ -1,14 +1,16 @@
-"""Causal-variable rules: per-layer, Average and Highest follow from the unit scores (C).
-The aggregation comes from ``mibspec.reference_impl``."""
+"""Causal-variable rules: per-layer, Average and Highest follow from the unit scores (C);
+featurizers, token positions, causal models and dataset interventions are well declared (V).
+The aggregation, feature maps and mechanisms come from ``mibspec.reference_impl``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from . import compare, rule
+from . import compare, rule, with_defaults
 
 
 @rule("causal-variable-aggregates", codes=("C112",), kinds=("report",))
@@ -46,11 +48,333 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
                 "C112",
                 f"{base}/per_layer",
                 what="layers",
-                claimed=sorted(claimed_layers, key=int),
-                recomputed=sorted(layers, key=int),
+                # Canonical decimal keys sort numerically by (length, text), with no int()
+                # of an arbitrarily long key.
+                claimed=sorted(claimed_layers, key=lambda k: (len(k), k)),
+                recomputed=sorted(layers, key=lambda k: (len(k), k)),
             )
             continue
         for layer, value in claimed_layers.items():
             yield from compare(
                 ctx, "C112", f"{base}/per_layer/{layer}", value, layers[layer], what=f"layer {layer}"
+            )
+
+
+# --------------------------------------------------------------------------- declarations (V)
+# Featurizers, token positions, causal models and dataset interventions, checked as data
+# (numpy only: the feature maps and mechanisms come from ``mibspec.reference_impl``).
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _read_document(ctx: RuleContext, folder: Path, path: Any, kind: str) -> dict[str, Any] | None:
+    """The ``kind`` document at ``folder/path`` when it is a safe path to a file that parses
+    and is valid against its schema, else None (the document's own verification says why)."""
+    from .._parse import load_json_file
+    from .._schema_stage import schema_for
+    from .artifacts import resolve_inside, unsafe_reason
+
+    if not isinstance(path, str) or unsafe_reason(path):
+        return None
+    try:
+        target = resolve_inside(folder, path)
+        if target is None or not target.is_file():
+            return None
+        parsed = load_json_file(target, ctx.options.limits)
+    except (OSError, RuntimeError):  # unreadable, or a link loop
+        return None
+    if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != kind:
+        return None
+    if parsed.data.get("spec_version") != ctx.spec_version:
+        return None
+    if not schema_for(kind, ctx.spec_version).is_valid(parsed.data):
+        return None
+    return parsed.data
+
+
+def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
+    """The referenced document behind an artifact id, or None when it cannot be read or is not
+    valid (other rules report that: A102/A103/A107/A109)."""
+    artifact = ctx.artifacts.get(ident) if isinstance(ident, str) else None
+    if artifact is None or ident in ctx.broken_artifacts or artifact.get("kind") != kind:
+        return None
+    return _read_document(ctx, ctx.folder, artifact["path"], kind)
+
+
+def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
+    """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
+    from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+
+    artifact = ctx.artifacts.get(ref["artifact"])
+    if artifact is None or ref["artifact"] in ctx.broken_artifacts:
+        return None
+    path = ctx.folder / artifact["path"]
+    try:
+        info = tensor_infos(path, artifact["media_type"]).get(ref.get("tensor"))
+        if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
+            return None
+        if non_finite_values(path, info) is not None:
+            return None  # A110 reports NaN and infinity
+        if info.dtype == "bfloat16":  # numpy has no bfloat16: widen the upper 16 bits of a float32
+            import numpy as np
+
+            raw = np.memmap(path, dtype="<u2", mode="r", offset=info.data_offset, shape=info.shape)
+            return (raw.astype(np.uint32) << 16).view(np.float32)
+        return load_tensor(path, info)
+    except (SidecarError, OSError):
+        return None
+
+
+def _position_problems(position: dict[str, Any]) -> list[tuple[str, str]]:
+    rule_name = position.get("rule")
+    needs = {"index": "index", "first_occurrence": "token", "last_occurrence": "token", "slot": "slot"}
+    problems = []
+    wanted = needs.get(str(rule_name))
+    if wanted is not None and position.get(wanted) in (None, ""):
+        problems.append(("", f"rule {rule_name!r} needs {wanted!r}"))
+    for key in ("index", "token", "slot", "occurrence"):
+        owner = "slot" if key == "occurrence" else key
+        if key != wanted and position.get(key) is not None and not (key == "occurrence" and wanted == "slot"):
+            problems.append(
+                (f"/{key}", f"{key!r} does not apply to rule {rule_name!r} (it belongs to {owner!r})")
+            )
+    if rule_name != "slot" and "match" in position:
+        problems.append(("/match", f"'match' does not apply to rule {rule_name!r}"))
+    return problems
+
+
+def _location_problems(location: dict[str, Any]) -> list[tuple[str, str]]:
+    problems = [(f"/position{p}", detail) for p, detail in _position_problems(location["position"])]
+    heads = location.get("heads")
+    if location["component"] == "attention_heads":
+        if not heads:
+            problems.append(("/heads", "an attention_heads location lists the heads it reads"))
+        elif len(set(heads)) != len(heads):
+            problems.append(("/heads", f"heads repeat: {heads}"))
+    elif heads is not None:
+        problems.append(("/heads", f"heads apply to attention_heads locations, not {location['component']}"))
+    return problems
+
+
+@rule("featurizer-declaration", codes=("V101", "V102", "V103", "V104"), kinds=("featurizer",))
+def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Weights fit the type and dimensions, rotations are orthonormal, feature indices exist,
+    and the location's token position is completely declared."""
+    from mibspec.reference_impl.featurizers import (
+        ORTHONORMAL_TOLERANCE,
+        expected_weights,
+        orthonormal_weights,
+        orthonormality_error,
+    )
+
+    for pointer, detail in _location_problems(doc["location"]):
+        yield ctx.finding("V104", f"/location{pointer}", detail=detail)
+    _, problems = expected_weights(doc)
+    for pointer, detail in problems:
+        yield ctx.finding("V102", pointer, detail=detail)
+    indices = doc.get("feature_indices")
+    if indices is not None:
+        n = doc["n_features"]
+        for i, index in enumerate(indices):
+            if index >= n:
+                yield ctx.finding(
+                    "V103", f"/feature_indices/{i}", detail=f"index {index} is outside [0, {n}) (n_features)"
+                )
+        if len(set(indices)) != len(indices):
+            yield ctx.finding("V103", "/feature_indices", detail="an index is listed twice")
+    bad = {pointer.split("/")[2] for pointer, _ in problems if pointer.startswith("/weights/")}
+    for name in orthonormal_weights(doc):
+        ref = doc.get("weights", {}).get(name)
+        if ref is None or name in bad:
+            continue
+        matrix = _weight(ctx, ref)
+        if matrix is None:  # A110 / A10x report why the tensor cannot be read
+            continue
+        error = orthonormality_error(matrix)
+        tolerance = ORTHONORMAL_TOLERANCE[ref["dtype"]]
+        if not error <= tolerance:
+            yield ctx.finding(
+                "V101",
+                f"/weights/{name}",
+                detail=f"max |R·Rᵀ − I| = {error:.3g} exceeds {tolerance:g} for {ref['dtype']} weights",
+                data={"error": error, "tolerance": tolerance},
+            )
+
+
+@rule("causal-model-mechanism", codes=("V106",), kinds=("causal_model",))
+def causal_model_mechanism(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The mechanism's variables and parameters are declared."""
+    from mibspec.reference_impl.causal_models import check_causal_model
+
+    for pointer, detail in check_causal_model(doc):
+        yield ctx.finding("V106", pointer, detail=detail)
+
+
+_MAX_ROW_FINDINGS = 10
+
+
+@rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
+def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Every row's variables, answers and expected outputs follow from the declared causal model."""
+    import json
+
+    from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+
+    model = _document(ctx, doc.get("causal_model"), "causal_model")
+    if model is None or check_causal_model(model):
+        return
+    mechanism = model["mechanism"]
+    variables = list(doc.get("variables", []))
+    for i, name in enumerate(variables):
+        if name not in INTERVENED[mechanism]:
+            yield ctx.finding(
+                "V107",
+                f"/variables/{i}",
+                detail=f"{name!r} is not a variable the {mechanism} mechanism can intervene on "
+                f"({', '.join(INTERVENED[mechanism])})",
+            )
+            return
+    artifact = ctx.artifacts.get(doc["examples"])
+    if artifact is None or doc["examples"] in ctx.broken_artifacts:
+        return
+    reported = 0
+    try:
+        with (ctx.folder / artifact["path"]).open("r", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    return  # A106
+                try:
+                    problems = check_row(model, row, variables, doc["counterfactual_types"])
+                except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                    problems = [("", f"the row does not have the row format ({exc!r})")]
+                for pointer, detail in problems:
+                    reported += 1
+                    if reported > _MAX_ROW_FINDINGS:
+                        continue
+                    yield ctx.finding(
+                        "V107",
+                        "/examples",
+                        detail=f"row {number} ({row.get('id')!r}) at {pointer}: {detail}",
+                    )
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return  # A106 reports unreadable rows
+    if reported > _MAX_ROW_FINDINGS:
+        yield ctx.finding(
+            "V107", "/examples", detail=f"{reported - _MAX_ROW_FINDINGS} more disagreement(s) not listed"
+        )
+
+
+def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, Any]:
+    filled = with_defaults(ctx, location, "Location")
+    filled["position"] = with_defaults(ctx, location["position"], "TokenPosition")
+    return {key: value for key, value in filled.items() if value is not None}
+
+
+@rule("causal-variable-declarations", codes=("V105", "V108", "V109"), kinds=("report",))
+def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Units sit inside the model where their featurizer reads; variables and counterfactual sets
+    are the dataset's; the metric fits the causal model; the checker is the profile's."""
+    if doc.get("track") != "causal_variable":
+        return
+    settings = with_defaults(ctx, doc.get("settings", {}), "CausalVariableSettings")
+    if settings["checker"] != ctx.profile["checker"]:
+        yield ctx.finding(
+            "V108",
+            "/settings/checker",
+            detail=f"the report checks answers with {settings['checker']!r}, its profile "
+            f"{ctx.profile['name']!r} with {ctx.profile['checker']!r}",
+        )
+    config = doc["model"].get("config") or {}
+    dataset = _document(ctx, doc["task"].get("dataset"), "counterfactual_dataset")
+    model_ref = settings.get("causal_model") or (dataset or {}).get("causal_model")
+    causal_model = None
+    if settings.get("causal_model"):
+        causal_model = _document(ctx, settings["causal_model"], "causal_model")
+    elif dataset is not None and model_ref:
+        artifact = next((a for a in dataset.get("artifacts", []) if a.get("id") == model_ref), None)
+        if artifact is not None:
+            dataset_folder = (ctx.folder / ctx.artifacts[doc["task"]["dataset"]]["path"]).parent
+            causal_model = _read_document(ctx, dataset_folder, artifact.get("path"), "causal_model")
+    for v, variable in enumerate(doc["claims"]["variables"]):
+        base = f"/claims/variables/{v}"
+        if dataset is not None and variable["name"] not in dataset.get("variables", []):
+            yield ctx.finding(
+                "V109",
+                f"{base}/name",
+                detail=f"{variable['name']!r} is not a variable of the dataset "
+                f"({dataset.get('variables', [])})",
+            )
+        if causal_model is not None:
+            wants_mse = causal_model.get("mechanism") == "ioi_linear"
+            if (variable["metric"] == "mse") != wants_mse:
+                yield ctx.finding(
+                    "V109",
+                    f"{base}/metric",
+                    detail=f"metric {variable['metric']!r} with the {causal_model.get('mechanism')} causal "
+                    "model; IOI's ioi_linear model is scored by mse, the others by iia",
+                )
+        for u, unit in enumerate(variable["units"]):
+            upointer = f"{base}/units/{u}"
+            if dataset is not None:
+                for cf_set in unit["scores"]:
+                    if cf_set not in dataset.get("counterfactual_types", []):
+                        yield ctx.finding(
+                            "V109",
+                            f"{upointer}/scores/{_escape(cf_set)}",
+                            detail=f"{cf_set!r} is not a counterfactual type of the dataset",
+                        )
+            for cf_set in unit.get("n_examples") or {}:
+                if cf_set not in unit["scores"]:
+                    yield ctx.finding(
+                        "V109",
+                        f"{upointer}/n_examples/{_escape(cf_set)}",
+                        detail=f"an example count for {cf_set!r}, which the unit has no score for",
+                    )
+            yield from _unit_location(ctx, unit, upointer, config)
+
+
+def _unit_location(
+    ctx: RuleContext, unit: dict[str, Any], pointer: str, config: dict[str, Any]
+) -> Iterator[Finding]:
+    location = unit["location"]
+    if config:
+        n_layers, n_heads, d_model = config["n_layers"], config["n_heads"], config["d_model"]
+        if location["layer"] >= n_layers:
+            yield ctx.finding(
+                "V105",
+                f"{pointer}/location/layer",
+                detail=f"layer {location['layer']} of a {n_layers}-layer model",
+            )
+        for h, head in enumerate(location.get("heads") or []):
+            if head >= n_heads:
+                yield ctx.finding(
+                    "V105", f"{pointer}/location/heads/{h}", detail=f"head {head} of a {n_heads}-head model"
+                )
+    featurizer = _document(ctx, unit["featurizer"], "featurizer")
+    if featurizer is None:
+        return
+    if _filled_location(ctx, featurizer["location"]) != _filled_location(ctx, location):
+        yield ctx.finding(
+            "V105",
+            f"{pointer}/location",
+            detail=f"the unit's location differs from its featurizer's ({unit['featurizer']})",
+        )
+    if config:
+        n_heads, d_model = config["n_heads"], config["d_model"]
+        if location["component"] == "attention_heads":
+            expected = len(location.get("heads") or []) * (d_model // n_heads)
+            what = f"{len(location.get('heads') or [])} heads of {d_model // n_heads} values"
+        else:
+            expected, what = d_model, f"d_model {d_model}"
+        if featurizer["input_dim"] != expected:
+            yield ctx.finding(
+                "V105",
+                f"{pointer}/featurizer",
+                detail=f"featurizer {unit['featurizer']} reads {featurizer['input_dim']} values, "
+                f"the location holds {expected} ({what})",
             )

@@ -1,0 +1,144 @@
+"""``mibspec score causal-variable``: featurizers per unit → interchange interventions → IIA/MSE → report."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class Method(str, enum.Enum):
+    full_vector = "full_vector"
+    das = "das"
+    dbm = "dbm"
+    pca = "pca"
+    sae = "sae"
+
+
+class Component(str, enum.Enum):
+    residual_post = "residual_post"
+    residual_pre = "residual_pre"
+    mlp_output = "mlp_output"
+    attention_heads = "attention_heads"
+
+
+def score_causal_variable_command(
+    model: Annotated[
+        Path,
+        typer.Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json)."),
+    ],
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            "--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."
+        ),
+    ],
+    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
+    method: Annotated[Method, typer.Option("--method", help="Featurizer method.")] = Method.das,
+    variable: Annotated[
+        list[str] | None,
+        typer.Option("--variable", help="Causal variable to localise (repeatable; default all)."),
+    ] = None,
+    layer: Annotated[
+        list[int] | None, typer.Option("--layer", help="Layer to try (repeatable; default all).")
+    ] = None,
+    position: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--position",
+            help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
+            "value:NAME[:K]. Default: per task.",
+        ),
+    ] = None,
+    component: Annotated[Component, typer.Option(help="Site at each layer.")] = Component.residual_post,
+    head: Annotated[
+        list[int] | None, typer.Option("--head", help="Head for attention_heads (repeatable).")
+    ] = None,
+    counterfactual: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--counterfactual", "-c", help="Counterfactual set to score on (repeatable; default all)."
+        ),
+    ] = None,
+    n_features: Annotated[int, typer.Option(help="DAS subspace dimension.", min=1)] = 4,
+    steps: Annotated[int, typer.Option(help="Training steps (DAS, masks, SAE).", min=1)] = 150,
+    learning_rate: Annotated[float, typer.Option(help="Adam learning rate.")] = 0.02,
+    pca_centring: Annotated[
+        str, typer.Option(help="centred or uncentred (the public MIB code's).")
+    ] = "centred",
+    train_rows: Annotated[int, typer.Option(help="Generated train-split rows.", min=1)] = 320,
+    seed: Annotated[int, typer.Option(help="Seed of the train split and of every trainer.", min=0)] = 0,
+    batch_size: Annotated[int, typer.Option(help="Pairs per pass.", min=1)] = 64,
+    ioi_fit: Annotated[str, typer.Option(help="IOI coefficients: paper or rescaled.")] = "rescaled",
+    profile: Annotated[
+        str, typer.Option(help="The report's profile (its answer checker is used).")
+    ] = "default",
+    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+) -> None:
+    """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
+    from mibspec._progress import TerminalProgress
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+    try:
+        from mibspec.reference_impl.producers.causal_variable import score_causal_variable
+    except ImportError as exc:
+        typer.echo(f"mibspec: error: scoring needs mibspec[recompute] ({exc})", err=True)
+        raise typer.Exit(EXIT_USAGE) from exc
+    for path, what in ((model, "model folder"), (dataset, "dataset document")):
+        if not path.exists():
+            typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
+            raise typer.Exit(EXIT_USAGE)
+    with TerminalProgress() as bar:
+
+        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
+            bar.start(description, total)
+            state = {"done": 0}
+
+            def advance(done: int) -> None:
+                bar.advance(done - state["done"])
+                state["done"] = done
+
+            return advance
+
+        try:
+            run = score_causal_variable(
+                model,
+                dataset,
+                out_dir,
+                method=method.value,
+                variables=variable or None,
+                layers=layer or None,
+                positions=position or None,
+                component=component.value,
+                heads=head or None,
+                counterfactuals=counterfactual or None,
+                n_features=n_features,
+                steps=steps,
+                learning_rate=learning_rate,
+                pca_centring=pca_centring,
+                train_rows=train_rows,
+                seed=seed,
+                batch_size=batch_size,
+                ioi_fit=ioi_fit,
+                profile=profile,
+                overwrite=overwrite,
+                progress=progress,
+            )
+        except (ValueError, FileExistsError, OSError) as exc:
+            typer.echo(f"mibspec: error: {exc}", err=True)
+            raise typer.Exit(EXIT_USAGE) from exc
+    from mibspec._api import verify
+
+    result = verify(run.report, recompute=False)
+    verdict = "conformant" if result.valid else "NOT conformant"
+    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+    for name in run.averages:
+        typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Highest = {run.highest[name]:.6g}")
+    typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
+    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("causal-variable")(score_causal_variable_command)

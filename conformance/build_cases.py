@@ -747,7 +747,13 @@ def sae_featurizer(
         "location": {
             "layer": 2,
             "component": "residual_pre",
-            "position": {"rule": "slot", "slot": "S", "occurrence": -1, "subtoken": "last"},
+            "position": {
+                "rule": "slot",
+                "slot": "subject",
+                "match": "value",
+                "occurrence": 1,
+                "subtoken": "last",
+            },
         },
         "input_dim": d,
         "n_features": n,
@@ -1206,12 +1212,12 @@ IOI_MSE = {  # (layer, position rule) → MSE per counterfactual set
     (4, "last"): {"io_s1_flip": 5.874, "io_s2_flip": 6.031},
     (4, "s2"): {"io_s1_flip": 3.517, "io_s2_flip": 3.906},
 }
-S2_POSITION: Json = {"rule": "slot", "slot": "S", "occurrence": -1, "subtoken": "last"}
+S2_POSITION: Json = {"rule": "slot", "slot": "name_c", "occurrence": -1, "subtoken": "last"}
 
 
 @fresh
 def causal_variable_report(folder: Folder) -> Json:
-    """GPT-2 small on IOI: DAS featurizers aligned to the subject-position variable (MSE, lower is better)."""
+    """GPT-2 small on IOI: DAS featurizers aligned to the output-position variable (MSE, lower is better)."""
     write_dataset(folder, task="ioi", causal_model="causal_model.json")
     artifacts = [
         folder.artifact(
@@ -1253,7 +1259,7 @@ def causal_variable_report(folder: Folder) -> Json:
         "kind": "report",
         "track": "causal_variable",
         "profile": "default",
-        "title": "DAS alignment of the IOI subject-position variable in GPT-2 small",
+        "title": "DAS alignment of the IOI output-position variable in GPT-2 small",
         "method": {
             "name": "DAS",
             "version": "1.0",
@@ -1271,7 +1277,7 @@ def causal_variable_report(folder: Folder) -> Json:
         "claims": {
             "variables": [
                 {
-                    "name": "subject_position",
+                    "name": "output_position",
                     "metric": "mse",
                     "better": "lower",
                     "units": units,
@@ -1707,6 +1713,33 @@ def top_level_array(folder: Folder) -> None:
 @case("json", "P-6", "The top-level value is a string.", ("P108", ""))
 def top_level_string(folder: Folder) -> None:
     folder.write("document.json", b'"spec_version 1.0"\n')
+
+
+@case(
+    "json",
+    "P-4",
+    "A description escapes the high half of a surrogate pair without the low half (\\ud83d alone).",
+    ("P109", "/description"),
+)
+def unpaired_surrogate(folder: Folder) -> None:
+    text = _model_text()
+    assert '"description": "' in text
+    folder.write("document.json", text.replace('"description": "', '"description": "\\ud83d ', 1).encode())
+
+
+@case(
+    "json",
+    "P-5",
+    "An extension array of 1,000,000 zeros: with the document's other values, over the default "
+    "limit of 1,000,000 JSON values, refused before parsing.",
+    ("P110", ""),
+)
+def too_many_values(folder: Folder) -> None:
+    zeros = ",".join("0" * 1_000_000)
+    text = _model_text().replace(
+        '"spec_version"', f'"extensions": {{"org.example:zeros": [{zeros}]}},\n  "spec_version"', 1
+    )
+    folder.write("document.json", text.encode())
 
 
 # =========================================================================== report: circuit track
@@ -2276,6 +2309,53 @@ def membership_shape_mismatch(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "circuit",
+    "K-3",
+    "A universe of 1,000 layers of 1,000 heads (3·10^12 source-slot cells; the edge total is right): "
+    "too large to hold, so the membership rows cannot be checked, and the one-row membership of 8 "
+    "edges does not span the universe.",
+    ("K108", "/graph"),
+    ("K105", "/membership/shape"),
+)
+def universe_too_large(folder: Folder) -> None:
+    layers = heads = 1000
+    n_edges = (3 * heads + 1) * (layers + (heads + 1) * layers * (layers - 1) // 2)
+    n_edges += layers * heads + 1 + layers * (heads + 1)  # MG-7, sequential attention and MLP
+    truth = np.array([True, True, False, True, False, False, True, False])
+    folder.safetensors("truth.safetensors", {"membership": truth[None, :]})
+    doc: Json = {
+        "spec_version": "1.0",
+        "kind": "circuit",
+        "graph": {"convention": "eap-ig", "n_layers": layers, "n_heads": heads, "n_edges": n_edges},
+        "granularity": "edge",
+        "membership": {"artifact": "truth", "tensor": "membership", "shape": [1, 8], "dtype": "bool"},
+        "circuits": [{"index": 0, "n_edges": 4}],
+        "artifacts": [
+            folder.artifact("truth", "ground_truth", "truth.safetensors", "application/x-safetensors")
+        ],
+        "provenance": PROVENANCE,
+    }
+    save(folder, doc)
+
+
+@case(
+    "circuit",
+    "A-8",
+    "Two edge scores are NaN and one is infinite (size and hash match the file).",
+    ("A110", "/scores"),
+)
+def scores_not_finite(folder: Folder) -> None:
+    universe, model, scores, _ = _circuit_setup("interpbench")
+    data = CircuitData(universe, scores, ("signed", "absolute"), GRID)
+    doc = write_circuit_document(folder, data, name="document.json", model=model)
+    broken = scores.copy()
+    broken[[3, 500]] = np.nan
+    broken[700] = -np.inf
+    folder.safetensors("circuit.safetensors", {"scores": broken, "membership": data.membership})
+    save(folder, rehash(folder, doc))
+
+
 @case("circuit", "A-8", "Scores are declared float32 but stored as float16.", ("A110", "/scores/dtype"))
 def scores_dtype_mismatch(folder: Folder) -> None:
     doc = circuit_document(folder)
@@ -2438,8 +2518,9 @@ def unknown_position_rule(folder: Folder) -> None:
 @case(
     "featurizer",
     "A-8",
-    "The rotation is declared 768x1 but stored 1x768.",
+    "The rotation is declared 768x1 but stored 1x768; 768x1 is not a subspace's shape either.",
     ("A110", "/weights/rotation/shape"),
+    ("V102", "/weights/rotation/shape"),
 )
 def rotation_shape_mismatch(folder: Folder) -> None:
     doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
@@ -2495,6 +2576,143 @@ def weights_path_is_folder(folder: Folder) -> None:
 )
 def weights_wrong_extension(folder: Folder) -> None:
     doc = das_featurizer(folder, name="document.json", sidecar="rotation.bin")
+    save(folder, doc)
+
+
+@case("featurizer", "DK-3 CV-1", "A full rotation of a 16-dimensional input with four selected features.")
+def full_rotation_selected_features(folder: Folder) -> None:
+    doc = das_featurizer(
+        folder, name="document.json", sidecar="rotation.safetensors", input_dim=16, n_features=1
+    )
+    folder.safetensors("rotation.safetensors", {"rotation": orthonormal_rows(16, 16, 11)})
+    doc |= {"type": "rotation", "n_features": 16, "feature_indices": [0, 3, 7, 15]}
+    doc["weights"]["rotation"]["shape"] = [16, 16]
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "featurizer",
+    "DK-3 CV-1 CV-2",
+    "A top-k SAE on two attention heads' outputs (2 x 8 values) at the correct choice's label.",
+)
+def topk_sae_on_attention_heads(folder: Folder) -> None:
+    doc = sae_featurizer(folder, name="document.json")
+    rng = np.random.default_rng(13)
+    d, n = 16, 32
+    tensors = {
+        "W_enc": (rng.normal(size=(d, n)) / 4).astype(np.float32),
+        "b_enc": np.zeros(n, dtype=np.float32),
+        "W_dec": (rng.normal(size=(n, d)) / 4).astype(np.float32),
+        "b_dec": np.zeros(d, dtype=np.float32),
+    }
+    folder.safetensors("sae.safetensors", tensors)
+    doc["weights"] = {
+        key: {"artifact": "sae", "tensor": key, "shape": list(value.shape), "dtype": "float32"}
+        for key, value in tensors.items()
+    }
+    doc |= {"input_dim": d, "n_features": n, "sae_activation": "topk", "sae_k": 4, "feature_indices": [1, 2]}
+    doc["location"] = {
+        "layer": 3,
+        "component": "attention_heads",
+        "heads": [1, 3],
+        "position": {"rule": "slot", "slot": "label_{answer_pointer}"},
+    }
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "featurizer",
+    "CV-1",
+    "A DAS rotation whose rows are not orthonormal (scaled by 1.1).",
+    ("V101", "/weights/rotation"),
+)
+def rotation_not_orthonormal(folder: Folder) -> None:
+    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors", n_features=2)
+    folder.safetensors("rotation.safetensors", {"rotation": orthonormal_rows(2, 768, 0) * np.float32(1.1)})
+    save(folder, rehash(folder, doc))
+
+
+@case("featurizer", "CV-1", "PCA components with two equal rows.", ("V101", "/weights/components"))
+def pca_components_repeat_a_row(folder: Folder) -> None:
+    doc = pca_featurizer(folder, name="document.json")
+    components = orthonormal_rows(8, 32, 10)
+    components[1] = components[0]
+    folder.npy("pca_components.npy", components)
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "featurizer",
+    "CV-1",
+    "A jumprelu SAE without its threshold, and an identity featurizer field set on it.",
+    ("V102", "/weights"),
+    ("V102", "/pca_centring"),
+)
+def jumprelu_without_threshold(folder: Folder) -> None:
+    doc = sae_featurizer(folder, name="document.json")
+    doc["sae_activation"] = "jumprelu"
+    doc["pca_centring"] = "centred"
+    save(folder, doc)
+
+
+@case(
+    "featurizer",
+    "CV-1",
+    "A centred PCA without its mean and scale.",
+    ("V102", "/weights"),
+    ("V102", "/weights"),
+)
+def centred_pca_without_mean(folder: Folder) -> None:
+    doc = pca_featurizer(folder, name="document.json")
+    doc["pca_centring"] = "centred"
+    del doc["weights"]["mean"], doc["weights"]["scale"]
+    save(folder, doc)
+
+
+@case(
+    "featurizer", "CV-1", "An identity featurizer with fewer features than inputs.", ("V102", "/n_features")
+)
+def identity_fewer_features(folder: Folder) -> None:
+    doc = identity_featurizer(folder, layer=12, name="document.json")
+    doc["n_features"] = 100
+    save(folder, doc)
+
+
+@case(
+    "featurizer",
+    "CV-1",
+    "Feature index 1 of a one-feature subspace, and index 0 listed twice.",
+    ("V103", "/feature_indices/1"),
+    ("V103", "/feature_indices"),
+)
+def feature_index_out_of_range(folder: Folder) -> None:
+    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc["feature_indices"] = [0, 1, 0]
+    save(folder, doc)
+
+
+@case(
+    "featurizer",
+    "CV-2",
+    "A slot position without its slot name, carrying an index of the index rule.",
+    ("V104", "/location/position"),
+    ("V104", "/location/position/index"),
+)
+def slot_position_without_slot(folder: Folder) -> None:
+    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc["location"]["position"] = {"rule": "slot", "index": 3}
+    save(folder, doc)
+
+
+@case(
+    "featurizer",
+    "CV-2",
+    "An attention-heads location without heads.",
+    ("V104", "/location/heads"),
+)
+def attention_heads_without_heads(folder: Folder) -> None:
+    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc["location"]["component"] = "attention_heads"
     save(folder, doc)
 
 
@@ -2674,6 +2892,33 @@ def sha256_upper_case(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "counterfactual_dataset",
+    "CV-5 DS-6",
+    "An interchange output written by hand: row 2's expected output under io_s2_flip is the base answer.",
+    ("V107", "/examples"),
+)
+def intervention_not_from_causal_model(folder: Folder) -> None:
+    doc = write_dataset(folder, task="ioi", name="document.json", causal_model="causal_model.json")
+    rows = [dict(row) for row in generated("ioi", REPORT_ROWS["ioi"]).rows]
+    rows[1] = json.loads(json.dumps(rows[1]))
+    rows[1]["interventions"]["io_s2_flip"]["output_position"] = rows[1]["base"]["answer"]
+    folder.jsonl("dataset.jsonl", rows)
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "counterfactual_dataset",
+    "CV-5",
+    "The dataset declares a variable its causal model cannot intervene on.",
+    ("V107", "/variables/1"),
+)
+def variable_outside_mechanism(folder: Folder) -> None:
+    doc = write_dataset(folder, task="arithmetic", name="document.json", causal_model="causal_model.json")
+    doc["variables"] = ["ones_carry", "tens_carry"]
+    save(folder, doc)
+
+
 # =========================================================================== causal models
 
 
@@ -2745,6 +2990,32 @@ def outputs_not_a_list(folder: Folder) -> None:
 def created_not_rfc3339(folder: Folder) -> None:
     doc = arithmetic_causal_model()
     doc["provenance"] = {**PROVENANCE, "created": "02/06/2025 09:30"}
+    save(folder, doc)
+
+
+@case(
+    "causal_model",
+    "CV-4",
+    "An ioi_linear model without its position coefficient.",
+    ("V106", "/parameters"),
+)
+def ioi_linear_without_position_coeff(folder: Folder) -> None:
+    doc = ioi_causal_model()
+    del doc["parameters"]["position_coeff"]
+    save(folder, doc)
+
+
+@case(
+    "causal_model",
+    "CV-4",
+    "A two_digit_carry model for subtraction, without its carry variable.",
+    ("V106", "/variables"),
+    ("V106", "/parameters/operator"),
+)
+def carry_model_for_subtraction(folder: Folder) -> None:
+    doc = arithmetic_causal_model()
+    doc["parameters"]["operator"] = "-"
+    doc["variables"] = [v for v in doc["variables"] if v["name"] != "ones_carry"]
     save(folder, doc)
 
 
@@ -2900,7 +3171,7 @@ def duplicate_artifact_path(folder: Folder) -> None:
     "report",
     "DK-1 A-6 A-7 A-8",
     "GPT-2 small on IOI: four DAS featurizers (layers 3 and 4, last token and "
-    "second subject mention) aligned to the subject position; MSE, lower is better.",
+    "second subject mention) aligned to the output position; MSE, lower is better.",
 )
 def causal_variable_ioi_das(folder: Folder) -> None:
     save(folder, causal_variable_report(folder))
@@ -3019,6 +3290,7 @@ def causal_variable_featurizer_not_a_featurizer(folder: Folder) -> None:
     "A-6 A-8",
     "A referenced DAS featurizer is itself invalid (its rotation's declared shape differs from the sidecar).",
     ("A110", "/weights/rotation/shape", "das_l4_s2.json"),
+    ("V102", "/weights/rotation/shape", "das_l4_s2.json"),
     ("A107", "/artifacts/5"),
 )
 def causal_variable_referenced_featurizer_invalid(folder: Folder) -> None:
@@ -3034,6 +3306,78 @@ def causal_variable_duplicate_artifact_id(folder: Folder) -> None:
     doc = mcqa_report(folder)
     doc["artifacts"][4]["id"] = "full-vector-l16"
     doc["claims"]["variables"][0]["units"][2]["featurizer"] = "full-vector-l16"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-3",
+    "A unit at layer 30 of a 24-layer model whose featurizer reads layer 20.",
+    ("V105", "/claims/variables/0/units/2/location/layer"),
+    ("V105", "/claims/variables/0/units/2/location"),
+)
+def causal_variable_unit_outside_model(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["claims"]["variables"][0]["units"][2]["location"]["layer"] = 30
+    variable = doc["claims"]["variables"][0]
+    variable["per_layer"] = {"12": 0.375, "16": 0.625, "30": 0.875}
+    variable["average"], variable["highest"] = 0.625, 0.875
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-3",
+    "The model is declared with d_model 1024; the featurizers read 896 values.",
+    *(("V105", f"/claims/variables/0/units/{u}/featurizer") for u in range(3)),
+)
+def causal_variable_featurizer_width(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["model"] = {**doc["model"], "config": {**doc["model"]["config"], "d_model": 1024, "n_heads": 16}}
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-6 PR-2",
+    "A default-profile report that checks answers as substrings (the mib-2025 rule).",
+    ("V108", "/settings/checker"),
+)
+def causal_variable_checker_not_profile(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["settings"]["checker"] = "substring"
+    save(folder, doc)
+
+
+@case("report", "CV-6 PR-2", "A mib-2025 report with the substring checker.")
+def causal_variable_mib_2025_substring(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["profile"] = "mib-2025"
+    doc["settings"]["checker"] = "substring"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-6",
+    "Scores on a counterfactual set the dataset does not have, a count for an unscored set, "
+    "and an MSE claimed under the answer-pointer causal model.",
+    ("V109", "/claims/variables/0/metric"),
+    ("V109", "/claims/variables/0/units/0/scores/color_noun"),
+    ("V109", "/claims/variables/0/units/0/n_examples/noun"),
+    ("V109", "/claims/variables/0/units/1/scores/color_noun"),
+    ("V109", "/claims/variables/0/units/2/scores/color_noun"),
+)
+def causal_variable_unknown_sets(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    variable = doc["claims"]["variables"][0]
+    for unit in variable["units"]:
+        unit["scores"]["color_noun"] = unit["scores"]["symbol"]
+        unit["n_examples"]["color_noun"] = 4
+    variable["units"][0]["n_examples"]["noun"] = 4
+    variable["metric"], variable["better"] = "mse", "lower"
+    per_layer, average, best = aggregate(variable["units"], "lower")
+    variable |= {"per_layer": per_layer, "average": average, "highest": best}
     save(folder, doc)
 
 
@@ -3269,6 +3613,19 @@ def causal_bench_unknown_component(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "C-5",
+    "The universe lists L1.mlp twice (the second time in place of L2.attn_head[0]).",
+    ("C114", "/universe/10"),
+)
+def causal_bench_duplicate_universe_component(folder: Folder) -> None:
+    doc = causal_bench_report()
+    assert doc["universe"][9:11] == ["L1.mlp", "L2.attn_head[0]"]
+    doc["universe"][10] = "L1.mlp"
+    save(folder, doc)
+
+
 @case("report", "S-3 DK-1", "A permutation p-value of 1.5.", ("S114", "/claims/convergence/p"))
 def causal_bench_p_above_one(folder: Folder) -> None:
     doc = causal_bench_report()
@@ -3338,6 +3695,171 @@ def causal_bench_negative_seed(folder: Folder) -> None:
     doc = causal_bench_report()
     doc["behaviour"]["seed"] = -42
     save(folder, doc)
+
+
+@functools.cache
+def _causal_bench_study_claims() -> str:
+    """Claims of the reference producer on the planted 4L/4H model (a small scaling study)."""
+    from mibspec.reference_impl.behaviour.localization import PAPER_PROCEDURES
+    from mibspec.reference_impl.behaviour.study import PlantedSource, planted_model
+    from mibspec.reference_impl.producers.causal_bench import study_claims
+
+    source = PlantedSource(planted_model(CB_BEHAVIOUR, 4, 4))
+    claims = study_claims(
+        source,
+        procedures=PAPER_PROCEDURES,
+        run_seeds=list(range(1, 11)),
+        settings=CB_SETTINGS,
+        convergence_seed=7,
+        truth=CB_TRUTH,
+        thresholds=(0.0, 0.05, 0.1, 0.15),
+        scaling=((2, 2), (4, 4)),
+        behaviour=CB_BEHAVIOUR,
+    )
+    return json.dumps(claims)
+
+
+def causal_bench_study_report() -> Json:
+    """A planted report with procedures, threshold sensitivity, weight configurations and scaling."""
+    doc = causal_bench_report()
+    doc["title"] = "Four localization procedures re-runnable from their seeds, with the paper's studies"
+    doc["settings"]["perturbation"] = {"kind": "method_noise"}
+    doc["claims"] = json.loads(_causal_bench_study_claims())
+    doc["seeds"] = [
+        {"purpose": "behaviour model noise", "value": 42},
+        {"purpose": "localization methods", "value": 0},
+        {"purpose": "permutation test", "value": 7},
+    ]
+    return doc
+
+
+@case(
+    "report",
+    "DK-1 C-3 C-8",
+    "The four procedures of CAUSAL-BENCH §2.3 declared with their seeds on the planted 4L/4H model: "
+    "threshold sensitivity of activation patching, five weight configurations with their rankings, and a "
+    "scaling study over 2L/2H and 4L/4H.",
+)
+def causal_bench_procedures_and_studies(folder: Folder) -> None:
+    save(folder, causal_bench_study_report())
+
+
+@case(
+    "report",
+    "C-8",
+    "A weight configuration ranks ablation scanning first although its composite is the lowest.",
+    ("C113", "/claims/weight_robustness/2/ranking"),
+)
+def causal_bench_ranking_not_by_composite(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    ranking = doc["claims"]["weight_robustness"][2]["ranking"]
+    ranking.insert(0, ranking.pop(ranking.index("ablation_scanning")))
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-8",
+    "A weight configuration leaves out a method whose composite is defined.",
+    ("C113", "/claims/weight_robustness/0/composites"),
+)
+def causal_bench_configuration_missing_method(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    scenario = doc["claims"]["weight_robustness"][0]
+    del scenario["composites"]["gradient_attribution"]
+    scenario["ranking"].remove("gradient_attribution")
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-8",
+    "The threshold sensitivity varies circuit discovery, which thresholds no score, and a scaling entry "
+    "names a method the report does not have.",
+    ("C113", "/claims/threshold_sensitivity/method"),
+    ("C113", "/claims/scaling/1/methods/3/name"),
+)
+def causal_bench_study_names_wrong_method(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    doc["claims"]["threshold_sensitivity"]["method"] = "circuit_discovery"
+    doc["claims"]["scaling"][1]["methods"][3]["name"] = "path_patching"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-8",
+    "A scaling study on a transformer behaviour: only the planted model has sizes to vary.",
+    ("C113", "/claims/scaling"),
+)
+def causal_bench_scaling_without_planted_model(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    doc["behaviour"] = {"kind": "transformer", "n_layers": 4, "n_heads": 4, "seed": 0, "ablation": "mean"}
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "A weight configuration's composite of circuit discovery is its equal-weight composite, not the "
+    "one under the configuration's weights.",
+    ("C104", "/claims/weight_robustness/3/composites/circuit_discovery"),
+)
+def causal_bench_configuration_composite_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    claims = doc["claims"]
+    claims["weight_robustness"][3]["composites"]["circuit_discovery"] = claims["methods"][3]["metrics"][
+        "composite"
+    ]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3",
+    "A threshold-sensitivity point omits its composite although every part is non-negative.",
+    ("C104", "/claims/threshold_sensitivity/points/1/metrics"),
+)
+def causal_bench_point_composite_missing(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    del doc["claims"]["threshold_sensitivity"]["points"][1]["metrics"]["composite"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-8 C-5",
+    "Scaling entries: F1 at 2L/2H claimed against the 4L/4H planted set, and a 2L/2H set naming a layer-3 "
+    "head.",
+    ("C105", "/claims/scaling/0/methods/0/f1"),
+    ("C109", "/claims/scaling/0/methods/1/components/0"),
+)
+def causal_bench_scaling_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    entries = doc["claims"]["scaling"][0]["methods"]
+    entries[0]["f1"] = cb_f1(entries[0]["components"], CB_TRUTH)
+    entries[1]["components"][0] = "L3.attn_head[0]"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-4",
+    "The 4L/4H scaling configuration's convergence test claims B = 500 permutations: not the settings' "
+    "1000, fewer than the profile requires, and its p (a count over 1001) is no count over 501.",
+    ("C107", "/claims/scaling/1/convergence/n_permutations"),
+    ("D103", "/claims/scaling/1/convergence/n_permutations"),
+    ("B101", "/claims/scaling/1/convergence/p"),
+)
+def causal_bench_scaling_convergence_inconsistent(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    doc["claims"]["scaling"][1]["convergence"]["n_permutations"] = 500
+    save(folder, doc)
+
+
+def cb_f1(identified: Sequence[str], truth: Sequence[str]) -> float:
+    hits = len(set(identified) & set(truth))
+    return 2 * hits / (len(identified) + len(truth))
 
 
 # =========================================================================== report: saliency track

@@ -376,7 +376,7 @@ def build_circuit(folder: Folder) -> None:
 
 # --------------------------------------------------------------------------- causal variable track
 
-S2_POSITION: Json = {"rule": "slot", "slot": "S", "occurrence": -1, "subtoken": "last"}
+S2_POSITION: Json = {"rule": "slot", "slot": "name_c", "occurrence": -1, "subtoken": "last"}
 LAST: Json = {"rule": "last"}
 # Synthetic MSE (IOI, lower is better) per (variable, layer, position) and counterfactual set.
 IOI_MSE: dict[tuple[str, int, str], dict[str, float]] = {

@@ -12,7 +12,7 @@ from mibspec._resources import spec_dir
 from mibspec._version import __version__
 from mibspec.validator import DEFAULT_LIMITS, Limits, VerificationResult, VerifyOptions, verify_paths
 
-__all__ = ["SPEC_VERSION", "collect_paths", "schema_bundle_hash", "verify"]
+__all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "schema_bundle_hash", "verify"]
 
 SPEC_VERSION = "1.0"
 REPORT_PATTERNS = ("report.json", "*.report.json")
@@ -46,6 +46,9 @@ def verify(
     limits: Limits = DEFAULT_LIMITS,
     model_roots: Iterable[str | os.PathLike[str]] = (),
     progress: Any = None,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    jobs: int = 1,
 ) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
@@ -56,22 +59,73 @@ def verify(
         limits: parse limits per document.
         model_roots: extra folders in which local model paths are looked up.
         progress: an object with ``start(description, total)`` and ``advance(steps=1)``
-            that the recompute stage reports to (default: none).
+            that the recompute stage reports to (default: none; unused when ``jobs > 1``).
+        select: report only findings whose code starts with one of these prefixes.
+        ignore: drop findings whose code starts with one of these prefixes. Filtered
+            rules-stage codes do not fail the rules stage (like a profile's ``off``);
+            findings of the other stages are only dropped from the result, and a stage
+            that failed still fails its document. See :func:`resolve_codes`.
+        jobs: verify the report files in this many worker processes. The result is the
+            same as with ``jobs=1``: documents in input order, each listed once.
 
     Returns:
         The verification result; ``result.valid`` is the verdict.
 
     Raises:
         FileNotFoundError: a path does not exist (a usage error, not a finding).
+        ValueError: ``jobs`` is below 1, or a code prefix matches no catalogue code.
     """
+    if jobs < 1:
+        raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
     options = VerifyOptions(
         recompute=recompute,
         profile=profile,
         limits=limits,
         model_roots=tuple(Path(root) for root in model_roots),
-        progress=progress,
+        progress=progress if jobs == 1 else None,
+        select=resolve_codes(select, "select"),
+        ignore=resolve_codes(ignore, "ignore"),
     )
-    return verify_paths(collect_paths(paths), options)
+    files = collect_paths(paths)
+    if jobs == 1 or len(files) == 1:
+        result = verify_paths(files, options)
+    else:
+        from mibspec._batch import verify_parallel
+
+        result = verify_parallel(files, options, jobs)
+    if options.select or options.ignore:
+        for doc in result.documents:
+            doc.findings = [f for f in doc.findings if options.reports(f.code)]
+    return result
+
+
+def resolve_codes(codes: Iterable[str], argument: str = "codes") -> tuple[str, ...]:
+    """Normalise code prefixes for ``select`` / ``ignore``.
+
+    Each item is a code (``A103``), a prefix of codes (``K1``, ``K``) or a rule symbol
+    (``unpinned-model``); items may also be comma-separated (``"A103,K1"``). Prefixes are
+    upper-cased; a symbol becomes its code.
+
+    Raises:
+        ValueError: an item matches no code of the catalogue.
+    """
+    from mibspec.validator import catalogue
+
+    cat = catalogue(SPEC_VERSION)
+    resolved: list[str] = []
+    for raw in codes:
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            if item in cat.by_symbol:
+                resolved.append(cat.by_symbol[item].code)
+                continue
+            prefix = item.upper()
+            if not any(rule.code.startswith(prefix) for rule in cat.rules):
+                raise ValueError(
+                    f"{argument}: expected a rule code, code prefix or symbol from `mibspec rules`, "
+                    f"got {item!r}"
+                )
+            resolved.append(prefix)
+    return tuple(dict.fromkeys(resolved))
 
 
 def schema_bundle_hash(version: str = SPEC_VERSION) -> str:

@@ -44,6 +44,16 @@ class OutputFormat(str, enum.Enum):
     json = "json"
 
 
+class ReportFormat(str, enum.Enum):
+    """Output formats of ``mibspec verify`` (see ``mibspec._reporters``)."""
+
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+    junit = "junit"
+
+
 class CiteFormat(str, enum.Enum):
     bibtex = "bibtex"
     text = "text"
@@ -76,8 +86,14 @@ def _fail_usage(message: str) -> None:
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = OutputFormat.text,
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (for people), json (the stable contract), github (workflow annotations), "
+            "sarif (SARIF 2.1.0), junit (JUnit XML).",
+        ),
+    ] = ReportFormat.text,
     no_recompute: Annotated[
         bool, typer.Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
     ] = False,
@@ -88,14 +104,42 @@ def verify(
     * 1024
     * 1024,
     max_depth: Annotated[int, typer.Option(help="Deepest JSON nesting accepted.", min=1)] = 64,
+    max_values: Annotated[
+        int, typer.Option(help="Most JSON values (numbers, strings, arrays, ...) in one document.", min=1)
+    ] = 1_000_000,
+    max_findings: Annotated[
+        int, typer.Option(help="Most findings the schema and rules stages report per document.", min=1)
+    ] = 1000,
     model_root: Annotated[
         list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
     ] = None,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            help="Report only these codes, code prefixes (K1) or symbols; repeat or separate with commas.",
+        ),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option("--ignore", help="Do not report these codes, code prefixes or symbols."),
+    ] = None,
+    error_on_warning: Annotated[
+        bool, typer.Option("--error-on-warning", help="Exit with 1 when a warning is reported.")
+    ] = False,
+    receipt: Annotated[
+        Path | None,
+        typer.Option("--receipt", help="Write a verification receipt (hashes, environment, verdicts) here."),
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Verify report files in this many processes.", min=1)
+    ] = 1,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
+    from mibspec._api import resolve_codes
     from mibspec._api import verify as run_verify
     from mibspec._progress import TerminalProgress
     from mibspec._reporters import REPORTERS
@@ -104,14 +148,24 @@ def verify(
     if profile is not None and profile not in known_profiles():
         _fail_usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
     try:
-        with TerminalProgress() as progress:
+        selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
+    except ValueError as exc:
+        _fail_usage(str(exc))
+        return
+    try:
+        with TerminalProgress(enabled=False if jobs > 1 else None) as progress:
             result = run_verify(
                 *paths,
                 recompute=not no_recompute,
                 profile=profile,
-                limits=Limits(max_bytes=max_bytes, max_depth=max_depth),
+                limits=Limits(
+                    max_bytes=max_bytes, max_depth=max_depth, max_values=max_values, max_findings=max_findings
+                ),
                 model_roots=model_root or (),
                 progress=progress,
+                select=selected,
+                ignore=ignored,
+                jobs=jobs,
             )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         _fail_usage(str(exc))
@@ -122,7 +176,46 @@ def verify(
     else:
         with output.open("w", encoding="utf-8") as handle:
             render(result, handle)
+    if receipt is not None:
+        from mibspec._receipt import write_receipt
+
+        write_receipt(
+            result,
+            receipt,
+            options={
+                "recompute": not no_recompute,
+                "profile": profile,
+                "select": list(selected),
+                "ignore": list(ignored),
+                "error_on_warning": error_on_warning,
+            },
+        )
+    warnings = sum(len(doc.warnings) for doc in result.documents)
+    if result.valid and error_on_warning and warnings:
+        typer.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
     raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+
+
+@app.command("verify-receipt")
+def verify_receipt(
+    receipt: Annotated[Path, typer.Argument(help="A receipt written by `mibspec verify --receipt`.")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    """Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed."""
+    from mibspec._receipt import ReceiptError, check_receipt
+
+    try:
+        check = check_receipt(receipt)
+    except ReceiptError as exc:
+        _fail_usage(str(exc))
+        return
+    if output_format is OutputFormat.json:
+        typer.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
+    else:
+        for line in check.lines():
+            typer.echo(line)
+    raise typer.Exit(EXIT_OK if check.unchanged else EXIT_FINDINGS)
 
 
 @app.command()
@@ -243,34 +336,14 @@ def import_mib_circuit_results_command(
 @app.command()
 def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""
-    from mibspec._api import SPEC_VERSION, schema_bundle_hash
+    from mibspec._citation import citation_bibtex, citation_cff, citation_text
 
-    bundle = schema_bundle_hash()
-    if output_format is CiteFormat.bibtex:
-        typer.echo(
-            "@misc{mibspec_" + SPEC_VERSION.replace(".", "_") + ",\n"
-            "  title = {{mibspec}: a reporting standard and reference verifier for interpretability "
-            "benchmark results, specification " + SPEC_VERSION + "},\n"
-            "  author = {{mibspec contributors}},\n"
-            f"  version = {{{SPEC_VERSION}}},\n"
-            f"  note = {{mibspec {__version__}; schema bundle sha256:{bundle}}},\n"
-            "}"
-        )
-    elif output_format is CiteFormat.cff:
-        typer.echo(
-            "cff-version: 1.2.0\n"
-            "message: If you report results checked with mibspec, please cite the spec version.\n"
-            f'title: "mibspec specification {SPEC_VERSION}"\n'
-            "type: software\n"
-            "authors:\n  - name: mibspec contributors\n"
-            f'version: "{__version__}"\n'
-            "identifiers:\n"
-            f'  - type: other\n    value: "schema-bundle-sha256:{bundle}"\n'
-        )
-    else:
-        typer.echo(
-            f"mibspec specification {SPEC_VERSION} (mibspec {__version__}), schema bundle sha256:{bundle}"
-        )
+    render = {
+        CiteFormat.bibtex: citation_bibtex,
+        CiteFormat.cff: citation_cff,
+        CiteFormat.text: citation_text,
+    }
+    typer.echo(render[output_format](), nl=False)
 
 
 def _register_score_commands() -> None:
@@ -283,6 +356,16 @@ def _register_score_commands() -> None:
 
 
 _register_score_commands()
+
+
+def _register_report_commands() -> None:
+    # report, leaderboard, conformance run, migrate: implemented in mibspec._report_commands.
+    from mibspec._report_commands import register
+
+    register(app)
+
+
+_register_report_commands()
 
 
 def main() -> None:

@@ -8,7 +8,9 @@ no stage failed and no error-level finding was reported.
 from __future__ import annotations
 
 import enum
+import itertools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,8 @@ _PARSE_CODES = {
     "byte-order-mark": "P105",
     "nesting-too-deep": "P106",
     "file-too-large": "P107",
+    "unpaired-surrogate": "P109",
+    "too-many-values": "P110",
 }
 
 
@@ -82,6 +86,11 @@ class VerifyOptions:
         follow_references: also verify documents referenced as artifacts.
         model_roots: extra folders in which local model paths are looked up.
         progress: where the recompute stage reports progress (``None``: nowhere).
+        select: report only codes starting with one of these prefixes (empty: every code).
+        ignore: do not report codes starting with one of these prefixes. Rules-stage
+            codes filtered out this way are treated like a profile's ``off``: they do not
+            fail the rules stage, so recomputation still runs. Other stages' findings are
+            only hidden by the reporters; a stage that failed still fails its document.
     """
 
     recompute: bool = True
@@ -90,6 +99,14 @@ class VerifyOptions:
     follow_references: bool = True
     model_roots: tuple[Path, ...] = ()
     progress: Any = field(default=None, compare=False)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def reports(self, code: str) -> bool:
+        """Whether ``code`` passes the ``select`` / ``ignore`` prefix filters."""
+        if self.select and not code.startswith(self.select):
+            return False
+        return not code.startswith(self.ignore) if self.ignore else True
 
 
 @dataclass
@@ -240,7 +257,9 @@ def make_finding(
     )
 
 
-def _suppressed(profile: Any, code: str) -> bool:
+def _suppressed(profile: Any, code: str, options: VerifyOptions | None = None) -> bool:
+    if options is not None and not options.reports(code):
+        return True
     return profile is not None and getattr(profile, "severity", {}).get(code) == "off"
 
 
@@ -255,8 +274,14 @@ def verify_paths(paths: Iterable[str | os.PathLike[str]], options: VerifyOptions
     """
     runner = _Runner(options)
     for path in paths:
-        runner.verify_file(Path(path), display=str(path))
+        runner.verify_file(Path(path), display=_printable(str(path)))
     return VerificationResult(documents=runner.results, profile=options.profile)
+
+
+def _printable(path: str) -> str:
+    """A path as shown in findings: bytes of a file name that are not UTF-8 (decoded by Python
+    as lone surrogates) become U+FFFD, so every output format stays valid UTF-8."""
+    return re.sub("[\ud800-\udfff]", "\ufffd", path)
 
 
 class _Runner:
@@ -288,6 +313,7 @@ class _Runner:
         try:
             self._run(result, parsed, path, cat, depth)
         finally:
+            _explain_not_run(result)
             _locate(result, parsed)
         return result
 
@@ -322,7 +348,8 @@ class _Runner:
         header = list(dispatch(data, cat))
         result.kind = data.get("kind") if isinstance(data.get("kind"), str) else None
         version = data.get("spec_version")
-        result.spec_version = version if version in KNOWN_SPEC_VERSIONS else None
+        known = isinstance(version, str) and version in KNOWN_SPEC_VERSIONS  # a dict is unhashable
+        result.spec_version = version if known else None
         if header:
             result.findings.extend(header)
             result.set_stage(Stage.SCHEMA, StageStatus.FAILED, "version or kind not recognised")
@@ -330,10 +357,14 @@ class _Runner:
         if result.kind is None or result.spec_version is None:  # dispatch() reported it
             raise InternalError("dispatch passed a document without a known kind and version")
         profile, profile_findings = self._profile(data, result.kind, cat)
-        schema_findings = [*profile_findings, *check_schema(data, result.kind, result.spec_version, cat)]
+        limit = self.options.limits.max_findings
+        schema_findings = [
+            *profile_findings,
+            *itertools.islice(check_schema(data, result.kind, result.spec_version, cat), limit + 1),
+        ]
         if schema_findings:
-            result.findings.extend(schema_findings)
-            result.set_stage(Stage.SCHEMA, StageStatus.FAILED)
+            result.findings.extend(schema_findings[:limit])
+            result.set_stage(Stage.SCHEMA, StageStatus.FAILED, _truncated(len(schema_findings), limit))
             result.set_stage(Stage.RULES, StageStatus.NOT_RUN, "the schema stage failed")
             return
         result.set_stage(Stage.SCHEMA, StageStatus.PASSED)
@@ -350,11 +381,19 @@ class _Runner:
             options=self.options,
             cat=cat,
         )
-        rule_findings = [f for f in run_rules(ctx) if not _suppressed(profile, f.code)]
-        rule_findings.extend(self._references(ctx, result, depth))
-        result.findings.extend(rule_findings)
+        from ._annotations import normalize_numbers
+
+        normalize_numbers(ctx.schema, data)  # 1.0 where an integer is due becomes 1 (see there)
+        # The rules run first: they fill ctx.artifacts, which the references walk reads.
+        rule_findings = [*run_rules(ctx), *self._references(ctx, result, depth)]
+        rule_findings = [f for f in rule_findings if not _suppressed(profile, f.code, self.options)]
+        result.findings.extend(rule_findings[:limit])
         rule_errors = any(f.severity is Severity.ERROR for f in rule_findings)
-        result.set_stage(Stage.RULES, StageStatus.FAILED if rule_errors else StageStatus.PASSED)
+        result.set_stage(
+            Stage.RULES,
+            StageStatus.FAILED if rule_errors else StageStatus.PASSED,
+            _truncated(len(rule_findings), limit),
+        )
 
         # Stage 4: recompute (reports only).
         if result.kind != "report":
@@ -364,9 +403,7 @@ class _Runner:
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:
-            from ._recompute_stage import run_recompute
-
-            from ._recompute_stage import NULL_PROGRESS
+            from ._recompute_stage import NULL_PROGRESS, run_recompute
 
             status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
             result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
@@ -422,8 +459,28 @@ class _Runner:
                 )
 
 
+def _explain_not_run(result: DocumentResult) -> None:
+    """Give every stage left ``not_run`` after a failed stage the reason it did not run."""
+    failed: Stage | None = None
+    for stage, (status, detail) in list(result.stages.items()):
+        if status is StageStatus.FAILED and failed is None:
+            failed = stage
+        elif status is StageStatus.NOT_RUN and detail is None and failed is not None:
+            result.set_stage(stage, StageStatus.NOT_RUN, f"the {failed.value} stage failed")
+
+
+def _truncated(count: int, limit: int) -> str | None:
+    """The stage detail when a stage found more than ``limit`` findings, else None."""
+    if count <= limit:
+        return None
+    return f"stopped reporting after {limit} findings (the findings limit, --max-findings)"
+
+
 def _locate(result: DocumentResult, parsed: ParsedDocument) -> None:
     """Fill in line:column for findings that only know their pointer, then sort them."""
+    unlocated = [f.pointer for f in result.findings if f.line is None]
+    if unlocated and parsed.text and parsed.data is not None:
+        parsed.source_map.prepare(unlocated)  # one scan for all of them, indexing only these
     located = []
     for finding in result.findings:
         if finding.line is None and parsed.text:

@@ -1,10 +1,13 @@
 """Strict JSON loading with bounded resources and source positions.
 
 The fast path is the standard library's C parser. Problems it cannot locate
-(duplicate keys, NaN/Infinity, numbers that overflow to infinity) are found
-again by a small position-aware scanner, which also maps JSON pointers to
-line:column for the findings of later stages. The scanner only runs when a
-finding needs a position, so valid documents never pay for it.
+(duplicate keys, NaN/Infinity, numbers that overflow to infinity, unpaired
+surrogate escapes) are found again by a small position-aware scanner, which also
+maps JSON pointers to line:column for the findings of later stages. The scanner
+only runs when a finding needs a position, so valid documents never pay for it.
+
+Every limit is checked before the parser builds anything: the size before the
+file is read, the nesting depth and the number of values on the text.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,11 +42,18 @@ class Limits:
         max_bytes: largest file accepted (checked before reading it).
         max_depth: deepest nesting of arrays and objects.
         max_string_digits: longest integer literal (Python refuses longer ones anyway).
+        max_values: most JSON values (scalars, arrays and objects, the top-level value
+            included; object keys are not values) in one document, counted on the text
+            before parsing.
+        max_findings: most findings the schema and rules stages report for one document;
+            a stage that stops early says so in its status detail.
     """
 
     max_bytes: int = 64 * 1024 * 1024
     max_depth: int = 64
     max_string_digits: int = 4000
+    max_values: int = 1_000_000
+    max_findings: int = 1000
 
 
 DEFAULT_LIMITS = Limits()
@@ -71,7 +81,9 @@ class SourceMap:
     """Maps character offsets to line:column, and JSON pointers to offsets.
 
     Line starts are computed on first use; the pointer index (a full scan of the
-    text) only when a pointer is first looked up.
+    text) only when a pointer is first looked up. :meth:`prepare` indexes only the
+    pointers about to be looked up, so a large document costs one scan and no
+    index of all its values.
     """
 
     def __init__(self, text: str) -> None:
@@ -79,6 +91,8 @@ class SourceMap:
         self._line_starts: list[int] | None = None
         self._values: dict[str, int] | None = None
         self._keys: dict[str, int] = {}
+        #: When set, the index holds only these pointers (see :meth:`prepare`).
+        self._wanted: set[str] | None = None
 
     def position(self, offset: int) -> tuple[int, int]:
         if self._line_starts is None:
@@ -104,8 +118,22 @@ class SourceMap:
             self._values = {}
             _Scanner(self.text, self).scan()
 
+    def prepare(self, pointers: Iterable[str]) -> None:
+        """Index only ``pointers`` and their parents, in one scan (unless indexed already)."""
+        if self._values is not None:
+            return
+        wanted: set[str] = set()
+        for pointer in pointers:
+            while pointer not in wanted:
+                wanted.add(pointer)
+                pointer = pointer.rsplit("/", 1)[0] if pointer else ""
+        self._wanted = wanted
+        self._index()
+
     def locate(self, pointer: str, *, prefer_key: bool = True) -> tuple[int | None, int | None]:
         """Line and column of the value at ``pointer`` (or of its key), else of its nearest parent."""
+        if self._wanted is not None and pointer not in self._wanted:
+            self._values, self._keys, self._wanted = None, {}, None  # index everything instead
         probe = pointer
         while True:
             offset = self.keys.get(probe) if prefer_key else None
@@ -170,7 +198,9 @@ def load_json_file(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
             ],
         )
     with path.open("rb") as handle:
-        raw = handle.read(limits.max_bytes + 1)
+        # At most one byte more than stat() reported (a file growing meanwhile is caught),
+        # never a buffer of the full limit.
+        raw = handle.read(min(size, limits.max_bytes) + 1)
     return parse_json_bytes(raw, path=path, limits=limits)
 
 
@@ -209,9 +239,10 @@ def parse_json_bytes(
         )
         return doc
     doc.text = text
-    depth_problem = _check_depth(text, limits.max_depth)
-    if depth_problem is not None:
-        doc.problems.append(depth_problem)
+    # Values first: the count bounds the work of the depth check's slow path.
+    limit_problem = _check_values(text, limits.max_values) or _check_depth(text, limits.max_depth)
+    if limit_problem is not None:
+        doc.problems.append(limit_problem)
         return doc
     flags: list[str] = []
     try:
@@ -229,11 +260,43 @@ def parse_json_bytes(
         # check let through on an exotic input: both are invalid documents.
         doc.problems.append(ParseProblem("invalid-json", f"unparseable value: {exc}"))
         return doc
+    surrogates, long_digits = bool(_SURROGATE_ESCAPE.search(text)), bool(_LONG_DIGITS.search(text))
+    if surrogates or long_digits:
+        flags.extend(_walk_for_problems(doc.data, surrogates=surrogates, huge_integers=long_digits))
     if flags:
-        doc.problems.extend(_Scanner(text, doc.source_map).diagnose())
+        doc.problems.extend(_Scanner(text, None).diagnose())
         if not doc.problems:  # the scanner must agree; keep a finding either way
             doc.problems.append(ParseProblem("invalid-json", "non-conformant JSON value"))
     return doc
+
+
+# Cheap pre-filters on the text: a \uD800-\uDFFF escape (possibly after an escaped
+# backslash), and a run of digits long enough for an integer beyond binary64 (>= 2^1024).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_LONG_DIGITS = re.compile(r"(?<![0-9])[0-9]{309}")  # tried at the start of a run only: linear
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _walk_for_problems(data: Any, *, surrogates: bool, huge_integers: bool) -> list[str]:
+    """Flags for keys or strings holding a surrogate, and integers that overflow binary64."""
+    flags: set[str] = set()
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if surrogates and _LONE_SURROGATE.search(node):
+                flags.add("unpaired-surrogate")
+        elif isinstance(node, int) and huge_integers and not isinstance(node, bool):
+            try:
+                float(node)  # correctly rounded, as float() rounds the literal's text
+            except OverflowError:
+                flags.add("non-finite-number")
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(flags)
 
 
 def _object(pairs: list[tuple[str, Any]], flags: list[str]) -> dict[str, Any]:
@@ -255,13 +318,30 @@ def _float(literal: str, flags: list[str]) -> float:
     return value
 
 
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
 
 
 def _check_depth(text: str, max_depth: int) -> ParseProblem | None:
+    """Refuse nesting deeper than ``max_depth`` (no recursion, regular expressions in C).
+
+    With strings blanked and everything but brackets dropped, each pass that deletes the
+    innermost ``[]`` and ``{}`` pairs peels one level: a text that is not empty after
+    ``max_depth`` passes that still find pairs is deeper than the limit. Only then is the
+    text walked bracket by bracket, to report where the limit is crossed.
+    """
     # Cheap exit: a document with few brackets cannot be deep.
     if text.count("[") + text.count("{") <= max_depth:
         return None
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    for _ in range(max_depth):
+        brackets, removed = _INNERMOST.subn("", brackets)
+        if not brackets or not removed:
+            return None  # within the limit, or unbalanced (the parser reports that)
+    if not _INNERMOST.search(brackets):
+        return None
+    del brackets
     depth = 0
     for match in _BRACKETS.finditer(text):
         token = match.group()
@@ -278,9 +358,38 @@ def _check_depth(text: str, max_depth: int) -> ParseProblem | None:
     return None
 
 
+# A JSON string literal (unrolled: no backtracking), and JSON's insignificant whitespace.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NO_WHITESPACE = str.maketrans("", "", " \t\r\n")
+
+
+def _check_values(text: str, max_values: int) -> ParseProblem | None:
+    """Refuse text holding more than ``max_values`` JSON values, without parsing it.
+
+    Outside strings, a well-formed text holds 1 + (commas) + (non-empty containers)
+    values: each container holds one more element than it has separating commas.
+    """
+    # Cheap exit: counting inside strings too only over-counts.
+    if text.count(",") + text.count("[") + text.count("{") + 1 <= max_values:
+        return None
+    # Strings emptied and whitespace dropped (both in C): an empty container is "[]" or "{}".
+    bare = _STRING.sub('""', text).translate(_NO_WHITESPACE)
+    commas, containers = bare.count(","), bare.count("[") + bare.count("{")
+    empty = bare.count("[]") + bare.count("{}")
+    del bare
+    count = 1 + commas + containers - empty
+    if count <= max_values:
+        return None
+    return ParseProblem(
+        "too-many-values",
+        f"{count} JSON values, over the limit of {max_values}",
+        hint="move large numeric payloads into sidecar files (safetensors or .npy)",
+    )
+
+
 _TOKEN = re.compile(
     r"""[ \t\r\n]*(?:
-      (?P<string>"(?:[^"\\\x00-\x1f]|\\.)*")
+      (?P<string>"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*")
     | (?P<punct>[{}\[\],:])
     | (?P<number>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
     | (?P<literal>true|false|null)
@@ -297,8 +406,9 @@ class _Scanner:
     before. Used for positions and to pin down problems the fast parser only flags.
     """
 
-    def __init__(self, text: str, source_map: SourceMap) -> None:
+    def __init__(self, text: str, source_map: SourceMap | None) -> None:
         self.text = text
+        #: Where to record positions (None: only diagnose problems).
         self.map = source_map
         self.problems: list[ParseProblem] = []
 
@@ -315,9 +425,13 @@ class _Scanner:
             pos = match.end()
 
     def scan(self) -> None:
-        if self.map._values is None:
-            self.map._values = {}
-        values = self.map._values
+        values: dict[str, int] = {}
+        keys: dict[str, int] = {}
+        wanted: set[str] | None = set()  # record nothing when only diagnosing
+        if self.map is not None:
+            if self.map._values is None:
+                self.map._values = {}
+            values, keys, wanted = self.map._values, self.map._keys, self.map._wanted
         # Each stack frame: [container kind, pointer, next array index, pending key pointer, seen keys]
         stack: list[list[Any]] = []
         expecting_key = False
@@ -329,6 +443,7 @@ class _Scanner:
                 if kind == "string":
                     key = json.loads(token)
                     pointer = f"{stack[-1][1]}/{escape_pointer_token(key)}"
+                    self._check_string(key, token, offset, pointer)
                     if key in stack[-1][4]:
                         self.problems.append(
                             ParseProblem(
@@ -340,8 +455,8 @@ class _Scanner:
                                 "would silently replace earlier ones",
                             )
                         )
-                    elif len(pointer) <= _MAX_POINTER:
-                        self.map._keys.setdefault(pointer, offset)
+                    elif len(pointer) <= _MAX_POINTER and (wanted is None or pointer in wanted):
+                        keys.setdefault(pointer, offset)
                     stack[-1][4].add(key)
                     pending_key = pointer
                     expecting_key = False
@@ -366,9 +481,11 @@ class _Scanner:
                 stack[-1][2] += 1
             else:
                 pointer = pending_key or stack[-1][1]
-            if len(pointer) <= _MAX_POINTER:
+            if len(pointer) <= _MAX_POINTER and (wanted is None or pointer in wanted):
                 values.setdefault(pointer, offset)
-            if kind == "constant":
+            if kind == "string":
+                self._check_string(None, token, offset, pointer)
+            elif kind == "constant":
                 self.problems.append(
                     ParseProblem(
                         "non-finite-number",
@@ -382,7 +499,7 @@ class _Scanner:
                 self.problems.append(
                     ParseProblem(
                         "non-finite-number",
-                        f"{token} overflows to infinity",
+                        f"{token if len(token) <= 40 else token[:20] + '…'} overflows to infinity",
                         offset=offset,
                         pointer=pointer,
                     )
@@ -392,6 +509,24 @@ class _Scanner:
                 expecting_key = True
             elif token == "[":
                 stack.append(["array", pointer, 0, None, set()])
+
+    def _check_string(self, value: str | None, token: str, offset: int, pointer: str) -> None:
+        if "\\u" not in token:
+            return
+        if value is None:
+            value = json.loads(token)
+        if _LONE_SURROGATE.search(value):
+            self.problems.append(
+                ParseProblem(
+                    "unpaired-surrogate",
+                    "a string escapes half of a UTF-16 surrogate pair; it is not Unicode text",
+                    offset=offset,
+                    # The pointer names the string by its escape: a lone surrogate cannot be printed.
+                    pointer=_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", pointer),
+                    hint="escape characters outside the Basic Multilingual Plane as a full pair "
+                    "(\\ud83d\\ude00) or write them as UTF-8",
+                )
+            )
 
     def diagnose(self) -> list[ParseProblem]:
         self.scan()

@@ -45,6 +45,14 @@ RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "mibspec.reference_impl.recompute.circuit:recompute",
         ("torch", "safetensors", "transformers", "tokenizers"),
     ),
+    "causal_variable": (
+        "mibspec.reference_impl.recompute.causal_variable:recompute",
+        ("torch", "safetensors", "transformers", "tokenizers"),
+    ),
+    "saliency": ("mibspec.reference_impl.recompute.saliency:recompute", ("torch",)),
+    # A planted behaviour needs numpy only; the recomputer checks for torch itself when the
+    # report's behaviour is a transformer (R104 if it is missing).
+    "causal_bench": ("mibspec.reference_impl.recompute.causal_bench:recompute", ()),
 }
 
 

@@ -47,7 +47,7 @@ def dispatch(data: dict[str, Any], cat: Catalogue) -> Iterator[Finding]:
     known_versions = ", ".join(KNOWN_SPEC_VERSIONS)
     if "spec_version" not in data:
         yield make_finding(cat, None, "S101", "", known=known_versions)
-    elif data["spec_version"] not in KNOWN_SPEC_VERSIONS:
+    elif not isinstance(data["spec_version"], str) or data["spec_version"] not in KNOWN_SPEC_VERSIONS:
         yield make_finding(
             cat,
             None,
@@ -78,18 +78,20 @@ def schema_for(kind: str, spec_version: str) -> Any:
     return Draft202012Validator(schema)
 
 
-def check_schema(data: dict[str, Any], kind: str, spec_version: str, cat: Catalogue) -> list[Finding]:
-    """Validate ``data`` against its kind's schema; one finding per violation."""
+def check_schema(data: dict[str, Any], kind: str, spec_version: str, cat: Catalogue) -> Iterator[Finding]:
+    """Validate ``data`` against its kind's schema; one finding per violation.
+
+    Lazy: violations are found as the findings are consumed, so a caller that stops
+    early (the findings limit) does not pay for the rest of a hostile document.
+    """
     validator = schema_for(kind, spec_version)
-    findings: list[Finding] = []
     seen: set[tuple[str, str, str]] = set()
     for error in validator.iter_errors(data):
         for finding in _to_findings(error, cat):
             key = (finding.code, finding.pointer, finding.message)
             if key not in seen:
                 seen.add(key)
-                findings.append(finding)
-    return findings
+                yield finding
 
 
 def _pointer(path: Any) -> str:

@@ -18,6 +18,7 @@ __all__ = [
     "SidecarError",
     "TensorInfo",
     "load_tensor",
+    "non_finite_values",
     "read_npy_header",
     "read_safetensors_header",
     "safetensors_bytes",
@@ -78,6 +79,11 @@ class TensorInfo:
     nbytes: int
 
 
+def _dims(shape: tuple[Any, ...]) -> bool:
+    """Whether every dimension is a non-negative integer (not a bool, a float or a string)."""
+    return all(type(dim) is int and dim >= 0 for dim in shape)
+
+
 def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
     """Tensor names, dtypes, shapes and byte ranges of a safetensors file (checked against its size)."""
     size = path.stat().st_size
@@ -93,6 +99,8 @@ def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SidecarError(f"header is not valid JSON: {exc}") from exc
+    except RecursionError:  # nesting deeper than the interpreter allows; no header nests at all
+        raise SidecarError("header is not valid JSON: nested too deeply") from None
     if not isinstance(header, dict):
         raise SidecarError("header is not a JSON object")
     infos: dict[str, TensorInfo] = {}
@@ -104,7 +112,7 @@ def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
             dtype, shape, (start, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
         except (KeyError, TypeError, ValueError) as exc:
             raise SidecarError(f"tensor {name!r}: malformed header entry") from exc
-        if dtype not in _SAFETENSORS_ITEMSIZE or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(dtype, str) or dtype not in _SAFETENSORS_ITEMSIZE or not _dims(shape):
             raise SidecarError(f"tensor {name!r}: unsupported dtype {dtype!r} or bad shape {shape!r}")
         count = 1
         for dim in shape:
@@ -145,6 +153,10 @@ def read_npy_header(path: Path) -> TensorInfo:
         descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
     except (ValueError, SyntaxError, KeyError, TypeError) as exc:
         raise SidecarError(f"malformed .npy header: {exc}") from exc
+    except (RecursionError, MemoryError):  # nesting deeper than the interpreter's parser allows
+        raise SidecarError("malformed .npy header: nested too deeply") from None
+    if not _dims(shape):
+        raise SidecarError(f"malformed .npy header: shape {shape!r} is not a tuple of sizes")
     if not isinstance(descr, str) or descr not in _NPY_DTYPES:
         raise SidecarError(f"unsupported .npy dtype {descr!r} (object and big-endian arrays are refused)")
     if fortran:
@@ -152,7 +164,7 @@ def read_npy_header(path: Path) -> TensorInfo:
     itemsize = int(descr[2:]) if descr != "|b1" else 1
     count = 1
     for dim in shape:
-        count *= int(dim)
+        count *= dim
     data_offset = offset + length
     if size - data_offset != count * itemsize:
         raise SidecarError(
@@ -201,6 +213,39 @@ def load_tensor(path: Path, info: TensorInfo) -> Any:
     return np.memmap(
         path, dtype=_NUMPY_DTYPES[info.dtype], mode="r", offset=info.data_offset, shape=info.shape
     )
+
+
+_FLOAT_BITS = {"float16": ("<u2", 0x7C00), "bfloat16": ("<u2", 0x7F80), "float32": ("<u4", 0x7F800000)}
+_FLOAT_BITS["float64"] = ("<u8", 0x7FF0000000000000)
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def non_finite_values(path: Path, info: TensorInfo) -> tuple[int, int] | None:
+    """(count, first flat index) of the NaN and infinite elements of a float tensor, or None.
+
+    Reads the raw bits in chunks (a value is not finite when all its exponent bits are
+    set), so bfloat16 needs no tensor library and memory stays bounded.
+    """
+    import numpy as np
+
+    if info.dtype not in _FLOAT_BITS:
+        return None
+    bits, exponent = _FLOAT_BITS[info.dtype]
+    count = 1
+    for dim in info.shape:
+        count *= dim
+    if count == 0:
+        return None
+    raw = np.memmap(path, dtype=bits, mode="r", offset=info.data_offset, shape=(count,))
+    mask = np.array(exponent, dtype=bits)
+    found, first = 0, -1
+    for start in range(0, count, _CHUNK_ELEMENTS):
+        bad = np.flatnonzero((raw[start : start + _CHUNK_ELEMENTS] & mask) == mask)
+        if bad.size and first < 0:
+            first = start + int(bad[0])
+        found += int(bad.size)
+    del raw
+    return (found, first) if found else None
 
 
 _WRITE_DTYPES = {

@@ -23,6 +23,7 @@ from .kinds import (
 )
 from .output import VerificationOutput
 from .profile import Profile
+from .receipt import Receipt
 from .report import (
     CausalBenchReport,
     CausalVariableReport,
@@ -48,6 +49,7 @@ __all__ = [
     "ModelRef",
     "Profile",
     "Provenance",
+    "Receipt",
     "Report",
     "SaliencyReport",
     "Seed",
@@ -78,6 +80,7 @@ SUPPORT_SCHEMAS: dict[str, tuple[Any, str]] = {
     "profile": (Profile, "A conventions profile (spec/v1/profiles)."),
     "verification-result": (VerificationOutput, "The output of `mibspec verify --format json`."),
     "conformance-expected": (Expectation, "The expected.json of a conformance case."),
+    "receipt": (Receipt, "A verification receipt written by `mibspec verify --receipt`."),
 }
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}

@@ -161,13 +161,25 @@ class CausalModel(_Document):
 
 
 class TokenPosition(Closed):
-    """A token position declared as data and resolved per example from the tokenizer."""
+    """A token position declared as data and resolved per example from the tokenizer
+    (``metrics/causal_variable.md``, MV-8)."""
 
     rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot"]
     index: int | None = Field(default=None, description="for `index`: 0-based, negative counts from the end")
-    token: str | None = Field(default=None, description="for `*_occurrence`: the token text")
-    slot: str | None = Field(default=None, description="for `slot`: the template slot name")
+    token: str | None = Field(
+        default=None, description="for `*_occurrence`: the text whose token sequence is searched for"
+    )
+    slot: str | None = Field(
+        default=None,
+        description="for `slot`: the template slot name; `{variable}` inside it is replaced by the "
+        "prompt's value of that causal variable (e.g. `label_{answer_pointer}`, the correct choice's label)",
+    )
     occurrence: int | None = Field(default=None, description="for `slot`: which mention (0-based, −1 = last)")
+    match: Literal["placeholder", "value"] = Field(
+        default="placeholder",
+        description="for `slot`: `placeholder` counts the slot's placeholders in the template; `value` "
+        "counts the mentions of the slot's value in the prompt (e.g. the subject's second mention)",
+    )
     subtoken: Literal["first", "last"] = "last"
 
 
@@ -175,8 +187,12 @@ class Location(Closed):
     """Where in the model a featurizer reads and writes."""
 
     layer: NonNegInt
-    component: Literal["residual_post", "residual_pre", "attention_heads", "mlp_output"]
-    heads: list[NonNegInt] | None = None
+    component: Literal["residual_post", "residual_pre", "attention_heads", "mlp_output"] = Field(
+        description="`residual_pre`/`residual_post`: the residual stream entering/leaving the layer; "
+        "`mlp_output`: the MLP's contribution to the residual stream; `attention_heads`: the listed "
+        "heads' outputs before the output projection (d_head values each, concatenated in order)"
+    )
+    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
     position: TokenPosition
 
 
@@ -186,23 +202,35 @@ class Featurizer(_Document):
     kind: Literal["featurizer"]
     type: Literal["identity", "subspace", "rotation", "pca", "sae"]
     location: Location
-    input_dim: PosInt
+    input_dim: PosInt = Field(
+        description="d_model at residual and MLP locations, len(heads)·d_head at attention heads"
+    )
     n_features: PosInt
     feature_indices: list[NonNegInt] | None = Field(
         default=None, description="the features intervened on; all when omitted"
     )
     weights: dict[str, TensorRef] = Field(
         default_factory=dict,
-        description="named tensors: `rotation` (subspace, rotation); `mean`, `scale`, "
-        "`components` (pca); `W_enc`, `b_enc`, `W_dec`, `b_dec`, `threshold` (sae)",
+        description="named tensors: `rotation` (subspace: n_features × input_dim with orthonormal "
+        "rows; rotation: input_dim × input_dim orthogonal); `components` (pca: n_features × input_dim, "
+        "orthonormal rows), `mean` and `scale` (pca, input_dim each); `W_enc` (input_dim × n_features), "
+        "`b_enc`, `W_dec` (n_features × input_dim), `b_dec`, `threshold` (sae, jumprelu)",
     )
     error: Literal["add_base_error", "discard"] = Field(
         default="add_base_error",
         description="whether the base input's reconstruction error is added back after the inverse",
     )
-    pca_centring: Literal["centred", "uncentred"] | None = None
-    sae_activation: Literal["relu", "jumprelu", "topk"] | None = None
-    sae_k: PosInt | None = None
+    pca_centring: Literal["centred", "uncentred"] | None = Field(
+        default=None,
+        description="pca: `centred` f = ((x − mean)/scale)·componentsᵀ; `uncentred` f = x·componentsᵀ "
+        "(the public MIB code fits on standardised activations and applies the components uncentred)",
+    )
+    sae_activation: Literal["relu", "jumprelu", "topk"] | None = Field(
+        default=None,
+        description="sae: f = act(x·W_enc + b_enc); relu, jumprelu (pre·[pre > threshold]) or topk "
+        "(the sae_k largest pre-activations, ties to the lower index, then relu)",
+    )
+    sae_k: PosInt | None = Field(default=None, description="sae with topk: the number of active latents")
 
 
 # --- shortcut dataset (pixel-level saliency) -----------------------------------------------

@@ -222,6 +222,21 @@ class Behaviour(Closed):
     component_noise_sd: float | None = Field(default=None, ge=0)
     measurement_noise_sd: float | None = Field(default=None, ge=0)
     ablation: Literal["counterfactual", "mean", "zero"] | None = None
+    metric: Literal["normalised_logit_difference"] | None = Field(
+        default=None,
+        description="transformer: β(S) = (m(S) − m(∅))/(m(C) − m(∅)), m the mean logit difference with only "
+        "S active (metrics/causal_bench.md MB-17)",
+    )
+
+
+class Perturbation(Closed):
+    """What a seed run of the stability metric changes (metrics/causal_bench.md MB-19)."""
+
+    kind: Literal["method_noise", "subsample"] = Field(
+        description="`method_noise`: only the method's generator; `subsample`: also the examples β is "
+        "evaluated on"
+    )
+    subsample_size: PosInt | None = Field(default=None, description="examples per seed run (`subsample`)")
 
 
 class CausalBenchSettings(Closed):
@@ -232,6 +247,7 @@ class CausalBenchSettings(Closed):
     n_permutations: PosInt
     p_convention: Literal["plus_one", "paper"] = "plus_one"
     z_ddof: Literal[0, 1] = 0
+    perturbation: Perturbation | None = None
 
 
 class SeedRun(Closed):
@@ -245,14 +261,28 @@ class MethodMetrics(Closed):
     M: Unit
     S: Unit
     COS: Unit
-    composite: float
+    composite: float | None = Field(
+        default=None, description="omitted exactly when a weighted part is negative (undefined, MB-9)"
+    )
     precision: Unit | None = None
     recall: Unit | None = None
     f1: Unit | None = None
 
 
+class LocalizationProcedure(Closed):
+    """How a method's sets were found, so that they can be re-run (metrics/causal_bench.md MB-18)."""
+
+    kind: Literal["activation_patching", "gradient_attribution", "ablation_scanning", "circuit_discovery"]
+    threshold: float = Field(description="detection threshold τ; for circuit discovery the faithfulness floor")
+    seed: int = Field(ge=0, le=2**64 - 1, description="seed of the identified set")
+    noise_sd: float | None = Field(default=None, ge=0, description="σ of the simulated noise (0 if absent)")
+    false_positive_rate: Unit | None = None
+    false_positive_boost: float | None = Field(default=None, ge=0)
+
+
 class MethodResult(Closed):
     name: str = Field(min_length=1)
+    procedure: LocalizationProcedure | None = None
     components: list[ComponentId] = Field(description="the method's identified set")
     runs: list[SeedRun] = Field(min_length=2, description="sets under seed perturbations (stability)")
     reduced: list[ComponentId] | None = Field(default=None, description="set left by the COS reduction")
@@ -274,12 +304,51 @@ class JaccardMatrix(Closed):
     matrix: list[list[Unit]]
 
 
+class SensitivityPoint(Closed):
+    threshold: float
+    components: list[ComponentId]
+    metrics: MethodMetrics = Field(description="S: stability of the seed runs thresholded at this point")
+
+
+class ThresholdSensitivity(Closed):
+    method: str = Field(min_length=1, description="name of a method with a thresholded procedure")
+    points: list[SensitivityPoint] = Field(min_length=1)
+
+
+class WeightScenario(Closed):
+    name: str = Field(min_length=1)
+    weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]]
+    composites: dict[str, float] = Field(description="method name → composite under these weights")
+    ranking: list[str] = Field(description="method names by composite, highest first")
+
+
+class ScaledMethod(Closed):
+    name: str = Field(min_length=1, description="a method of claims.methods, re-run with its procedure")
+    components: list[ComponentId]
+    precision: Unit
+    recall: Unit
+    f1: Unit
+
+
+class ScalingConfig(Closed):
+    """One planted model size: the report's behaviour parameters with these L and H, the
+    default planted set (MB-15) as ground truth."""
+
+    n_layers: PosInt
+    n_heads: PosInt
+    methods: list[ScaledMethod] = Field(min_length=1)
+    convergence: Convergence | None = None
+
+
 class CausalBenchClaims(Closed):
     methods: list[MethodResult] = Field(min_length=1)
     convergence: Convergence | None = None
     consensus: list[ComponentId] | None = None
     majority: list[ComponentId] | None = None
     jaccard: JaccardMatrix | None = None
+    threshold_sensitivity: ThresholdSensitivity | None = None
+    weight_robustness: list[WeightScenario] | None = None
+    scaling: list[ScalingConfig] | None = None
 
 
 class CausalBenchReport(_ReportBase):
@@ -287,6 +356,7 @@ class CausalBenchReport(_ReportBase):
 
     track: Literal["causal_bench"]
     behaviour: Behaviour
+    model: ModelRef | None = Field(default=None, description="the model of a transformer behaviour")
     universe: list[ComponentId] = Field(min_length=1, description="all components, canonical order")
     ground_truth: list[ComponentId] | None = None
     settings: CausalBenchSettings
@@ -301,10 +371,27 @@ class SaliencySettings(Closed):
     wiou_ks: list[PosInt] = Field(min_length=1)
     wiou_weights: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
     auc_convention: Literal["normalised_trapezoid", "unit_step_sum"] = "normalised_trapezoid"
-    shapley_sampler: Literal["exact", "permutation", "antithetic"]
+    shapley_sampler: Literal["exact", "permutation", "antithetic", "rotated_antithetic"]
     shapley_trials: PosInt = 1
     shapley_permutations: PosInt | None = None
+    shapley_seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**64 - 1,
+        description="root seed of the permutations; the image at dataset index i uses "
+        "SeedSequence([seed, i]) (metrics/saliency.md MS-10); required to recompute a sampled ground truth",
+    )
+    placeholder: Literal["clean"] = Field(
+        default="clean",
+        description="value a removed pixel takes in the Shapley game and the deletion/addition curves: "
+        "its clean-image value (MS-7, MS-9)",
+    )
     curve_steps: PosInt | None = None
+    curve_score: Literal["probability", "accuracy"] = Field(
+        default="probability",
+        description="deletion/addition curve value per image: the class probability, or 1 when the "
+        "argmax is the class (MS-7)",
+    )
 
 
 class SaliencyMethod(Closed):

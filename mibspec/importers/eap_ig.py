@@ -56,7 +56,9 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
         if source.suffix == ".pt":
             graph = _read_pt(source)
         else:
-            parsed = load_json_file(source, limits or Limits(max_bytes=2 * 1024**3))
+            # Graphs of large models list millions of edges: the size limit is the only bound.
+            default = Limits(max_bytes=2 * 1024**3, max_values=2 * 1024**3)
+            parsed = load_json_file(source, limits or default)
             if parsed.problems:
                 for problem in parsed.problems:
                     line, column = parsed.position_of(problem.offset)

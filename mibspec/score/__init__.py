@@ -9,4 +9,4 @@ command), so ``mibspec --help`` stays fast.
 from __future__ import annotations
 
 #: Modules (under ``mibspec.score``) whose ``register`` adds a ``score`` subcommand.
-TRACK_MODULES: tuple[str, ...] = ("circuit",)
+TRACK_MODULES: tuple[str, ...] = ("circuit", "causal_variable", "saliency", "causal_bench")

@@ -2,8 +2,8 @@
 
 Only safetensors checkpoints of known architectures are read, never with remote code:
 ``trust_remote_code=False``, ``use_safetensors=True``, and a local config that names an
-``auto_map`` is refused before transformers sees it. Hub ids must be pinned to a 40-hex
-commit.
+``auto_map`` or asks for ``trust_remote_code`` is refused before transformers sees
+it. Hub ids must be pinned to a 40-hex commit.
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ def _check_config(raw: dict[str, Any], where: str) -> str:
         raise ValueError(
             f"model: the config of {where} declares auto_map (custom code: "
             f"{sorted(raw['auto_map'])}); models that need remote code are refused"
+        )
+    if raw.get("trust_remote_code"):
+        raise ValueError(
+            f"model: the config of {where} asks for trust_remote_code; models that need remote code "
+            "are refused"
         )
     archs = raw.get("architectures") or []
     if archs:

@@ -22,9 +22,10 @@ def json_bytes(obj: Any) -> bytes:
 def created_timestamp() -> str:
     """RFC 3339 UTC time of creation; ``SOURCE_DATE_EPOCH`` pins it for reproducible output."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = (
-        dt.datetime.fromtimestamp(int(epoch), tz=dt.UTC) if epoch else dt.datetime.now(tz=dt.UTC)
-    ).replace(microsecond=0)
+    utc = dt.timezone.utc  # datetime.UTC needs Python 3.11
+    moment = (dt.datetime.fromtimestamp(int(epoch), tz=utc) if epoch else dt.datetime.now(tz=utc)).replace(
+        microsecond=0
+    )
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -44,7 +44,9 @@ def _batch(vocab: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 def _hf(path: Path, dtype: torch.dtype) -> Any:
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=dtype, attn_implementation="eager", trust_remote_code=False
+    )
     return model.eval()
 
 

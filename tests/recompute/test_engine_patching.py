@@ -335,7 +335,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Any
     built = {}
     for i, family in enumerate(FAMILIES):
         path = random_model(family, tmp_path_factory.mktemp(family), seed=10 + i)
-        hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float64, attn_implementation="eager")
+        hf = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch.float64, attn_implementation="eager", trust_remote_code=False
+        )
         hf.eval()
         built[family] = (load_model(path, dtype="float64"), hf, Naive(hf))
     return built

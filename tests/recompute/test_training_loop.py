@@ -87,7 +87,7 @@ def test_tokenizer_rules(tokenizer: Tokenizer) -> None:
 
 def test_saved_tokenizer_loads_offline_with_autotokenizer(tokenizer: Tokenizer, tmp_path: Path) -> None:
     save_tokenizer_files(tokenizer, tmp_path, 64)
-    auto = AutoTokenizer.from_pretrained(tmp_path)
+    auto = AutoTokenizer.from_pretrained(tmp_path, trust_remote_code=False)
     text = "When Mary and John went to the store, John gave a book to"
     assert auto(text, add_special_tokens=False)["input_ids"] == tokenize_function(tokenizer)(text)
     assert auto(text)["input_ids"] == auto(text, add_special_tokens=False)["input_ids"]  # nothing added

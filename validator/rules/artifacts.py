@@ -12,7 +12,13 @@ from typing import Any
 from .._annotations import iter_annotations
 from .._engine import RuleContext
 from .._findings import Finding
-from .._sidecars import SidecarError, read_npy_header, read_safetensors_header, tensor_infos
+from .._sidecars import (
+    SidecarError,
+    non_finite_values,
+    read_npy_header,
+    read_safetensors_header,
+    tensor_infos,
+)
 from . import rule
 
 _EXTENSIONS = {
@@ -85,7 +91,17 @@ def artifact_integrity(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
                 detail=f"path {declared!r} is already declared by /artifacts/{seen_paths[normal]}",
             )
         seen_paths.setdefault(normal, index)
-        found = list(_check_one(artifact, pointer, ctx))
+        try:
+            found = list(_check_one(artifact, pointer, ctx))
+        except OSError as exc:  # a name too long for the file system, an unreadable file, ...
+            found = [
+                ctx.finding(
+                    "A102",
+                    f"{pointer}/path",
+                    path=declared,
+                    detail=f"cannot be read ({exc.strerror or type(exc).__name__})",
+                )
+            ]
         if any(f.severity.value == "error" for f in found):
             ctx.broken_artifacts.add(ident)
         yield from found
@@ -97,7 +113,13 @@ def _check_one(artifact: dict[str, Any], pointer: str, ctx: RuleContext) -> Iter
     if reason:
         yield ctx.finding("A101", f"{pointer}/path", path=declared, detail=reason)
         return
-    target = resolve_inside(ctx.folder, declared)
+    try:
+        target = resolve_inside(ctx.folder, declared)
+    except RuntimeError:  # Python < 3.13 reports a symbolic link loop so; later versions as OSError
+        yield ctx.finding(
+            "A102", f"{pointer}/path", path=declared, detail="cannot be resolved (a symbolic link loop)"
+        )
+        return
     if target is None:
         yield ctx.finding(
             "A101",
@@ -181,6 +203,11 @@ def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: Rule
             except (UnicodeDecodeError, ValueError) as exc:
                 yield ctx.finding("A106", pointer, path=declared, detail=f"line {number} is not JSON: {exc}")
                 return
+            except RecursionError:  # nesting deeper than the interpreter allows
+                yield ctx.finding(
+                    "A106", pointer, path=declared, detail=f"line {number} is not JSON: nested too deeply"
+                )
+                return
             if not isinstance(row, dict):
                 yield ctx.finding(
                     "A106", pointer, path=declared, detail=f"line {number} is not a JSON object"
@@ -254,6 +281,16 @@ def tensor_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                 f"{pointer}/dtype",
                 path=declared,
                 detail=f"tensor {name or '(npy)'} has dtype {info.dtype}, declared {ref['dtype']}",
+            )
+            continue
+        bad = non_finite_values(ctx.folder / declared, info)
+        if bad is not None:
+            yield ctx.finding(
+                "A110",
+                pointer,
+                path=declared,
+                detail=f"tensor {name or '(npy)'} holds {bad[0]} NaN or infinite values "
+                f"(the first at flat index {bad[1]})",
             )
 
 

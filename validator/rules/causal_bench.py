@@ -73,7 +73,7 @@ def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
             yield ctx.finding("D103", pointer, count=count, minimum=least, profile_name=ctx.profile.name)
 
 
-@rule("causal-bench-sets", codes=("C104", "C105", "C106", "C108", "C109"), kinds=("report",))
+@rule("causal-bench-sets", codes=("C104", "C105", "C106", "C108", "C109", "C114"), kinds=("report",))
 def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, P/R/F1, M, S, Jaccard matrix, consensus and majority follow from the declared sets."""
     if not _causal_bench(doc):
@@ -81,6 +81,15 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
     from mibspec.reference_impl.metrics import causal_bench as cb
 
     universe = doc["universe"]
+    first: dict[str, int] = {}
+    for index, component in enumerate(universe):
+        if component in first:
+            yield ctx.finding(
+                "C114", f"/universe/{index}", component=component, first=f"/universe/{first[component]}"
+            )
+        first.setdefault(component, index)
+    if len(first) != len(universe):
+        return  # the set metrics index the universe: undefined when it repeats a component
     known = set(universe)
     claims = doc["claims"]
     unknown = list(_unknown_components(doc, known))

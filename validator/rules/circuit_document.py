@@ -10,11 +10,27 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
-from .._sidecars import SidecarError, load_tensor, tensor_infos
+from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
 from . import compare, rule
 
 
+def _edge_total(graph: dict[str, Any]) -> int:
+    """The edge total of the configuration, in closed form (``metrics/graph.md``, MG-7):
+    (3H+1)·(L + (H+1)·L(L−1)/2) + (1−P)·L·H + 1 + L(H+1). Needs no allocation, so any
+    declared size can be checked."""
+    L, H = graph["n_layers"], graph["n_heads"]
+    P = 1 if graph.get("parallel_attn_mlp", False) else 0
+    return (3 * H + 1) * (L + (H + 1) * L * (L - 1) // 2) + (1 - P) * L * H + 1 + L * (H + 1)
+
+
+def _cells(graph: dict[str, Any]) -> int:
+    """(source, slot) cells of the universe's edge matrix: (1 + L(H+1)) · (L(3H+1) + 1)."""
+    L, H = graph["n_layers"], graph["n_heads"]
+    return (1 + L * (H + 1)) * (L * (3 * H + 1) + 1)
+
+
 def _universe(doc: dict[str, Any]) -> Any:
+    """The reference universe (only for configurations within ``MAX_MATRIX_CELLS``)."""
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 
     graph = doc["graph"]
@@ -28,12 +44,17 @@ def _universe(doc: dict[str, Any]) -> Any:
     )
 
 
-@rule("circuit-universe", codes=("K104",), kinds=("circuit",))
+@rule("circuit-universe", codes=("K104", "K108"), kinds=("circuit",))
 def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """The declared edge total is the one the graph configuration implies."""
-    expected = _universe(doc).n_edges
+    """The declared edge total is the one the graph configuration implies; a universe too
+    large to hold cannot have its membership rows checked."""
+    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+
+    expected = _edge_total(doc["graph"])
     if doc["graph"]["n_edges"] != expected:
         yield ctx.finding("K104", "/graph/n_edges", declared=doc["graph"]["n_edges"], expected=expected)
+    if ("membership" in doc or "neuron_masks" in doc) and _cells(doc["graph"]) > MAX_MATRIX_CELLS:
+        yield ctx.finding("K108", "/graph", cells=_cells(doc["graph"]), limit=MAX_MATRIX_CELLS)
 
 
 def _tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
@@ -48,6 +69,8 @@ def _tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
         return None
     if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
         return None  # A110 reports the mismatch
+    if non_finite_values(path, info) is not None:
+        return None  # A110 reports NaN and infinity
     try:
         return load_tensor(path, info)
     except SidecarError:
@@ -63,17 +86,22 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
     membership = _tensor(ctx, doc["membership"])
     if membership is None or membership.ndim != 2 or membership.dtype.kind != "b":
         return
-    universe = _universe(doc)
-    if membership.shape[1] != universe.n_edges:
+    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+
+    n_edges = _edge_total(doc["graph"])
+    if membership.shape[1] != n_edges:
         yield ctx.finding(
             "K105",
             "/membership/shape",
             entry="membership",
             what="edges per row",
             claimed=membership.shape[1],
-            recomputed=universe.n_edges,
+            recomputed=n_edges,
         )
         return
+    if _cells(doc["graph"]) > MAX_MATRIX_CELLS:
+        return  # K108: the rows cannot be checked
+    universe = _universe(doc)
     fractions = None
     if doc.get("granularity") == "neuron" and "neuron_masks" in doc:
         fractions = _tensor(ctx, doc["neuron_masks"])

@@ -57,6 +57,9 @@ def _score(args: list[str], out: Path) -> None:
         text=True,
         check=False,
         env={**os.environ, "SOURCE_DATE_EPOCH": "1748856600", "NO_COLOR": "1", "HF_HUB_OFFLINE": "1"},
+        # Not the checkout: `python -m` puts the working directory first on sys.path, and the
+        # checkout's mibspec/ folder is not the installed package (its subpackages live elsewhere).
+        cwd=out.parent,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "conformant without recomputation" in completed.stdout

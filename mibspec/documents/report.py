@@ -273,7 +273,9 @@ class LocalizationProcedure(Closed):
     """How a method's sets were found, so that they can be re-run (metrics/causal_bench.md MB-18)."""
 
     kind: Literal["activation_patching", "gradient_attribution", "ablation_scanning", "circuit_discovery"]
-    threshold: float = Field(description="detection threshold τ; for circuit discovery the faithfulness floor")
+    threshold: float = Field(
+        description="detection threshold τ; for circuit discovery the faithfulness floor"
+    )
     seed: int = Field(ge=0, le=2**64 - 1, description="seed of the identified set")
     noise_sd: float | None = Field(default=None, ge=0, description="σ of the simulated noise (0 if absent)")
     false_positive_rate: Unit | None = None

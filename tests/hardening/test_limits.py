@@ -1,0 +1,88 @@
+"""The value and depth limits agree with counts taken on the parsed value (an independent walk).
+
+P110 fires exactly when the document holds more JSON values than ``max_values`` (every
+scalar, array and object; keys are not values) and P106 exactly when nesting is deeper
+than ``max_depth``, whatever the whitespace and whatever brackets, commas and escapes the
+strings hold.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mibspec.validator import Limits, parse_json_bytes
+
+TRICKY_TEXT = st.text(alphabet='[]{},:"\\ aé\n\t\u2028😀', max_size=12)
+VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TRICKY_TEXT,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(TRICKY_TEXT, children, max_size=5),
+    max_leaves=40,
+)
+
+
+def count_values(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(count_values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(count_values(v) for v in value)
+    return 1
+
+
+def depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((depth(v) for v in value), default=0)
+    return 0
+
+
+def spaced(text: str, rng: random.Random) -> str:
+    """Insignificant whitespace after structural characters outside strings."""
+    out, in_string, escaped = [], False, False
+    for char in text:
+        out.append(char)
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "[]{},:" and rng.random() < 0.5:
+            out.append(rng.choice([" ", "\n", "\t", "\r\n  "]))
+    return "".join(out)
+
+
+def symbols(text: str, **limits: int) -> list[str]:
+    return [p.symbol for p in parse_json_bytes(text.encode("utf-8"), limits=Limits(**limits)).problems]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, rng=st.randoms(use_true_random=False), ascii_only=st.booleans())
+def test_value_limit_counts_exactly(value: Any, rng: random.Random, ascii_only: bool) -> None:
+    document = {"v": value}
+    text = spaced(json.dumps(document, ensure_ascii=ascii_only), rng)
+    count = count_values(document)
+    assert symbols(text, max_values=count) == []
+    assert symbols(text, max_values=count - 1) == ["too-many-values"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, rng=st.randoms(use_true_random=False))
+def test_depth_limit_is_exact(value: Any, rng: random.Random) -> None:
+    document = {"v": value}
+    text = spaced(json.dumps(document, ensure_ascii=False), rng)
+    levels = depth(document)
+    assert symbols(text, max_depth=levels) == []
+    assert symbols(text, max_depth=levels - 1) == ["nesting-too-deep"]

@@ -2716,6 +2716,19 @@ def attention_heads_without_heads(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "featurizer",
+    "CV-2 MV-8",
+    "A named position without its name, carrying the token text of an occurrence rule.",
+    ("V104", "/location/position"),
+    ("V104", "/location/position/token"),
+)
+def named_position_without_name(folder: Folder) -> None:
+    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc["location"]["position"] = {"rule": "named", "token": " A"}
+    save(folder, doc)
+
+
 # =========================================================================== counterfactual datasets
 
 
@@ -3378,6 +3391,24 @@ def causal_variable_unknown_sets(folder: Folder) -> None:
     variable["metric"], variable["better"] = "mse", "lower"
     per_layer, average, best = aggregate(variable["units"], "lower")
     variable |= {"per_layer": per_layer, "average": average, "highest": best}
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-7 MV-8",
+    "As imported from a MIB result file: two units declare no featurizer, one of them at a position "
+    "known only by name. Warnings: the claims are consistent, recomputation would fail with R104.",
+    warnings=(
+        ("V110", "/claims/variables/0/units/0"),
+        ("V110", "/claims/variables/0/units/1/location/position"),
+    ),
+)
+def causal_variable_not_recomputable(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    units = doc["claims"]["variables"][0]["units"]
+    del units[0]["featurizer"], units[1]["featurizer"]
+    units[1]["location"]["position"] = {"rule": "named", "name": "correct_symbol"}
     save(folder, doc)
 
 

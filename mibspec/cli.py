@@ -333,6 +333,19 @@ def import_mib_circuit_results_command(
     _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results")
 
 
+@import_app.command("mib-causal-results")
+def import_mib_causal_results_command(
+    source: Annotated[Path, typer.Argument(help="A MIB causal-variable-track result JSON file.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
+    ],
+    output_format: FormatOption = OutputFormat.text,
+) -> None:
+    """Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks)."""
+    _import_and_verify(source, out_dir, output_format, "import_mib_causal_results")
+
+
 @app.command()
 def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""

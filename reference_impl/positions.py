@@ -11,7 +11,9 @@ its token position as a rule (``TokenPosition`` in ``mibspec.documents.kinds``):
   ``{slot}`` placeholder of the prompt's template (0-based, −1 the last); with
   ``match = "value"`` the ``occurrence``-th mention of the slot's value in the prompt, as a
   whole word. ``{variable}`` inside the slot name is replaced by the prompt's value of that
-  causal variable (``label_{answer_pointer}`` is the label of the correct choice).
+  causal variable (``label_{answer_pointer}`` is the label of the correct choice);
+* ``named``: a position known only by the name the producing code gave it (imported
+  results); it never resolves.
 
 A match covering several tokens resolves to its first or last token (``subtoken``). A
 slot's characters are mapped to tokens through the tokenizer's character offsets: the
@@ -169,4 +171,9 @@ def resolve_position(
         if not tokens:
             raise PositionError(f"{what} covers no token")
         return tokens[-1] if last else tokens[0]
+    if rule == "named":
+        raise PositionError(
+            f"position {position.get('name')!r} is only named (by the code that produced the results), "
+            "not declared as a rule this implementation can resolve"
+        )
     raise PositionError(f"unknown position rule {rule!r}")

@@ -164,7 +164,10 @@ class TokenPosition(Closed):
     """A token position declared as data and resolved per example from the tokenizer
     (``metrics/causal_variable.md``, MV-8)."""
 
-    rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot"]
+    rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot", "named"] = Field(
+        description="`named`: a position known only by the name a submission's code gave it (imported "
+        "results); it cannot be resolved, so recomputation reports it"
+    )
     index: int | None = Field(default=None, description="for `index`: 0-based, negative counts from the end")
     token: str | None = Field(
         default=None, description="for `*_occurrence`: the text whose token sequence is searched for"
@@ -181,6 +184,7 @@ class TokenPosition(Closed):
         "counts the mentions of the slot's value in the prompt (e.g. the subject's second mention)",
     )
     subtoken: Literal["first", "last"] = "last"
+    name: str | None = Field(default=None, min_length=1, description="for `named`: the position's name")
 
 
 class Location(Closed):

@@ -149,7 +149,11 @@ class CausalVariableSettings(Closed):
 class UnitScore(Closed):
     id: str = Field(min_length=1, description="stable name of the model unit")
     location: Location
-    featurizer: FeaturizerRef
+    featurizer: FeaturizerRef | None = Field(
+        default=None,
+        description="absent only where the source did not record it (imported results); recomputation "
+        "then reports what is missing",
+    )
     scores: dict[str, float] = Field(
         min_length=1, description="score per counterfactual dataset (IIA or MSE)"
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from mibspec.validator._engine import _PARSE_CODES, make_finding
 
 from .eap_ig import ImportResult, _MalformedError
 
-__all__ = ["KNOWN_MODELS", "import_mib_circuit_results"]
+__all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "source_created"]
 
 #: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
 KNOWN_MODELS: dict[str, tuple[str, int, int]] = {
@@ -47,6 +48,15 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def import_mib_circuit_results(source: Path, out_dir: Path) -> ImportResult:
     """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``."""
+    return import_reports(source, out_dir, _reports)
+
+
+def import_reports(
+    source: Path, out_dir: Path, build: Callable[[Any, Path], Iterator[tuple[str, dict[str, Any]]]]
+) -> ImportResult:
+    """Parse ``source`` strictly, build ``(folder name, report)`` pairs with ``build`` and write
+    each as ``out_dir/<name>/report.json``. Parse errors and :class:`_MalformedError` become
+    located findings; nothing is written unless the whole file converts."""
     cat = catalogue()
     result = ImportResult()
     parsed = load_json_file(source, Limits())
@@ -59,7 +69,7 @@ def import_mib_circuit_results(source: Path, out_dir: Path) -> ImportResult:
             result.findings.append(finding.located(line or 1, column or 1))
         return result
     try:
-        reports = list(_reports(parsed.data, source))
+        reports = list(build(parsed.data, source))
     except _MalformedError as exc:
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
         result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
@@ -73,7 +83,12 @@ def import_mib_circuit_results(source: Path, out_dir: Path) -> ImportResult:
     return result
 
 
-def _reports(data: Any, source: Path) -> Any:
+def source_created(source: Path) -> str:
+    """The source file's modification time, as a report's ``provenance.created``."""
+    return datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
     from mibspec.reference_impl.metrics.circuit import cmd, cpr
 
@@ -85,7 +100,7 @@ def _reports(data: Any, source: Path) -> Any:
             "I101", "/method_name" if "method_name" in data else "", detail="missing method_name"
         )
     grid = list(load_profile("mib-2025").grid)
-    created = datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = source_created(source)
     for r, entry in enumerate(data["results"]):
         base = f"/results/{r}"
         if not isinstance(entry, dict) or not isinstance(entry.get("scores"), dict):

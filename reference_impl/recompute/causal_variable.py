@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
 from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.validator.rules.causal_variable import missing_declarations
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
@@ -439,6 +440,11 @@ def one_thread() -> Iterator[None]:
 
 
 def recompute(ctx: Any, progress: Progress) -> Recomputation:
+    missing = missing_declarations(ctx.data)
+    if missing:
+        return Recomputation(
+            findings=[ctx.finding("R104", pointer, detail=detail) for pointer, detail in missing]
+        )
     try:
         with one_thread():
             return _recompute(ctx, progress)
@@ -542,8 +548,6 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     report, profile = ctx.data, ctx.profile
     settings = _settings(report)
     claims, task = report["claims"], report["task"]
-    if task.get("dataset") is None:
-        raise UnusableInputError("/task/dataset", "the report declares no dataset to recompute on")
     dtype = report["model"].get("dtype", "float32")
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 

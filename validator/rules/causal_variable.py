@@ -129,12 +129,18 @@ def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
 
 def _position_problems(position: dict[str, Any]) -> list[tuple[str, str]]:
     rule_name = position.get("rule")
-    needs = {"index": "index", "first_occurrence": "token", "last_occurrence": "token", "slot": "slot"}
+    needs = {
+        "index": "index",
+        "first_occurrence": "token",
+        "last_occurrence": "token",
+        "slot": "slot",
+        "named": "name",
+    }
     problems = []
     wanted = needs.get(str(rule_name))
     if wanted is not None and position.get(wanted) in (None, ""):
         problems.append(("", f"rule {rule_name!r} needs {wanted!r}"))
-    for key in ("index", "token", "slot", "occurrence"):
+    for key in ("index", "token", "slot", "occurrence", "name"):
         owner = "slot" if key == "occurrence" else key
         if key != wanted and position.get(key) is not None and not (key == "occurrence" and wanted == "slot"):
             problems.append(
@@ -338,6 +344,52 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
             yield from _unit_location(ctx, unit, upointer, config)
 
 
+def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(pointer, detail)`` for every declaration recomputation needs and the report lacks.
+
+    Reports imported from result files record scores, not the means to recompute them: no
+    dataset, no featurizers, positions known only by name. All of it is reported at once, one
+    finding per kind of gap and variable, so that the reader sees the whole list. The rules
+    stage reports them as warnings (V110), the recompute stage as errors (R104).
+    """
+    missing = []
+    if report["task"].get("dataset") is None:
+        missing.append(("/task/dataset", "the report declares no counterfactual dataset to recompute on"))
+    for v, variable in enumerate(report["claims"]["variables"]):
+        base = f"/claims/variables/{v}/units"
+        units = variable["units"]
+        bare = [u for u, unit in enumerate(units) if unit.get("featurizer") is None]
+        if bare:
+            missing.append(
+                (
+                    f"{base}/{bare[0]}",
+                    f"{len(bare)} of {len(units)} units of {variable['name']!r} declare no featurizer "
+                    f"(first: unit {units[bare[0]]['id']!r})",
+                )
+            )
+        named = [u for u, unit in enumerate(units) if unit["location"]["position"].get("rule") == "named"]
+        if named:
+            names = sorted({str(units[u]["location"]["position"].get("name")) for u in named})
+            missing.append(
+                (
+                    f"{base}/{named[0]}/location/position",
+                    f"{len(named)} of {len(units)} units of {variable['name']!r} sit at positions known "
+                    f"only by name ({', '.join(names)}): declare each as a rule",
+                )
+            )
+    return missing
+
+
+@rule("causal-variable-recomputable", codes=("V110",), kinds=("report",))
+def causal_variable_recomputable(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """What recomputation will need and the report does not declare (a warning: the claims
+    can still be checked against each other; recomputation fails with R104)."""
+    if doc.get("track") != "causal_variable":
+        return
+    for pointer, detail in missing_declarations(doc):
+        yield ctx.finding("V110", pointer, detail=detail)
+
+
 def _unit_location(
     ctx: RuleContext, unit: dict[str, Any], pointer: str, config: dict[str, Any]
 ) -> Iterator[Finding]:
@@ -355,6 +407,8 @@ def _unit_location(
                 yield ctx.finding(
                     "V105", f"{pointer}/location/heads/{h}", detail=f"head {head} of a {n_heads}-head model"
                 )
+    if unit.get("featurizer") is None:
+        return  # imported results do not record featurizers; recomputation reports it (R104)
     featurizer = _document(ctx, unit["featurizer"], "featurizer")
     if featurizer is None:
         return

@@ -1,0 +1,252 @@
+"""Import MIB causal-variable-track result files as causal-variable reports.
+
+A result file holds one method's scores on one model and task, per counterfactual
+dataset and model unit::
+
+    {"method_name": ..., "model_name": ..., "task_name": ...,
+     "dataset": {"<counterfactual>_test": {"model_unit": {
+         "[[AtomicModelUnit(id='ResidualStream(Layer-3,Token-last_token)')]]": {
+             "metadata": {"layer": 3, "position": "last_token"},
+             "<variable>": {"average_score": 0.81, ...}}}}}}
+
+Joint targets appear as their variable names joined by ``-``. The files record scores
+only: not the featurizers (the public evaluator imports them as submitted Python), not the
+token positions (functions of the submission, known here by name), not the dataset rows,
+not the model revision. The imported report says so and keeps every unit's scores; the
+aggregates (per layer, Average, Highest) are computed by the reference metric
+(``aggregate_scores``), so that C112 checks exactly what the leaderboard would show. V110
+and A111 then list what recomputation would need.
+
+Conventions pinned here (SPEC.md CV-7, MV-8): ``ResidualStream`` units are the residual
+stream leaving their layer (``residual_post``), ``AttentionHead`` units the listed heads'
+outputs, ``MLP`` units the MLP output; the position ``last_token`` is the rule ``last``,
+any other position name is ``named``. IOI is scored by squared error, lower is better: the
+Highest of an IOI variable is the minimum over layers (the public aggregator takes the
+maximum; the report's description says which it reports).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mibspec._version import __version__
+
+from .eap_ig import ImportResult, _MalformedError
+from .mib_results import import_reports, source_created
+
+__all__ = ["CAUSAL_MODELS", "import_mib_causal_results"]
+
+#: MIB model names (hub ids, short ids and class names) → (hub id, architecture, config).
+_GPT2 = ("gpt2", "GPT2LMHeadModel", {"n_layers": 12, "n_heads": 12, "d_model": 768, "vocab_size": 50257})
+_QWEN = (
+    "Qwen/Qwen2.5-0.5B",
+    "Qwen2ForCausalLM",
+    {"n_layers": 24, "n_heads": 14, "d_model": 896, "n_kv_heads": 2, "vocab_size": 151936},
+)
+_GEMMA = (
+    "google/gemma-2-2b",
+    "Gemma2ForCausalLM",
+    {"n_layers": 26, "n_heads": 8, "d_model": 2304, "n_kv_heads": 4, "vocab_size": 256000},
+)
+_LLAMA = (
+    "meta-llama/Llama-3.1-8B",
+    "LlamaForCausalLM",
+    {"n_layers": 32, "n_heads": 32, "d_model": 4096, "n_kv_heads": 8, "vocab_size": 128256},
+)
+CAUSAL_MODELS: dict[str, tuple[str, str, dict[str, int]]] = {
+    **dict.fromkeys(("gpt2", "GPT2LMHeadModel", "GPT2Model"), _GPT2),
+    **dict.fromkeys(("qwen2.5", "Qwen/Qwen2.5-0.5B", "Qwen2ForCausalLM"), _QWEN),
+    **dict.fromkeys(("gemma2", "google/gemma-2-2b", "Gemma2ForCausalLM"), _GEMMA),
+    **dict.fromkeys(("llama3", "meta-llama/Llama-3.1-8B", "LlamaForCausalLM"), _LLAMA),
+}
+
+_ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
+_UNIT = re.compile(r"^(?P<kind>[A-Za-z_]+)\((?P<params>[^()]*)\)$")
+_COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
+_LAST_TOKEN_NAMES = {"last_token", "last"}
+_RESERVED = {"metadata", "feature_indices"}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def import_mib_causal_results(source: Path, out_dir: Path) -> ImportResult:
+    """Write ``out_dir/<task>_<model>_<method>/report.json`` for the result file ``source``."""
+    return import_reports(source, out_dir, _reports)
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise _MalformedError("I101", f"/{key}" if key in data else "", detail=f"missing {key} (a string)")
+    return value
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
+
+    if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
+        raise _MalformedError(
+            "I101", "", detail="a MIB causal-variable result file is an object with a non-empty 'dataset'"
+        )
+    method, model_name, task = (_text(data, k) for k in ("method_name", "model_name", "task_name"))
+    if model_name not in CAUSAL_MODELS:
+        known = ", ".join(sorted({v[0] for v in CAUSAL_MODELS.values()}))
+        raise _MalformedError(
+            "I102", "/model_name", detail=f"unknown MIB model {model_name!r}; known: {known}"
+        )
+    hub_id, architecture, config = CAUSAL_MODELS[model_name]
+    ioi = "ioi" in task.lower()
+
+    # variable → unit key → {"location": ..., "scores": {counterfactual: value}}
+    variables: dict[str, dict[str, dict[str, Any]]] = {}
+    for cf, block in data["dataset"].items():
+        pointer = f"/dataset/{_escape(cf)}"
+        units = block.get("model_unit") if isinstance(block, dict) else None
+        if not isinstance(units, dict) or not units:
+            raise _MalformedError(
+                "I101", pointer, detail="each counterfactual dataset needs a 'model_unit' object"
+            )
+        for key, entry in units.items():
+            upointer = f"{pointer}/model_unit/{_escape(key)}"
+            if not isinstance(entry, dict):
+                raise _MalformedError("I101", upointer, detail="a model unit's results must be an object")
+            location = _location(key, entry.get("metadata"), upointer, config)
+            scored = False
+            for name, result in entry.items():
+                if name in _RESERVED or not isinstance(result, dict) or "average_score" not in result:
+                    continue
+                score = result["average_score"]
+                if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                    raise _MalformedError(
+                        "I101",
+                        f"{upointer}/{_escape(name)}/average_score",
+                        detail="a score is a finite number",
+                    )
+                unit = variables.setdefault(name, {}).setdefault(key, {"location": location, "scores": {}})
+                if unit["location"] != location:
+                    raise _MalformedError(
+                        "I101",
+                        f"{upointer}/metadata",
+                        detail=f"unit {key!r} has another location in another set",
+                    )
+                unit["scores"][cf] = float(score)
+                scored = True
+            if not scored:
+                raise _MalformedError(
+                    "I101", upointer, detail="a model unit holds no variable with an 'average_score'"
+                )
+
+    claims = []
+    for name in sorted(variables):
+        units = variables[name]
+        table = {
+            (cf, u["location"]["layer"], key): v for key, u in units.items() for cf, v in u["scores"].items()
+        }
+        better = "lower" if ioi else "higher"
+        try:
+            aggregate = aggregate_scores(table, better=better)
+        except ValueError as exc:  # a unit scored on some counterfactual sets only
+            raise _MalformedError("I101", "/dataset", detail=f"variable {name!r}: {exc}") from exc
+        claims.append(
+            {
+                "name": name,
+                "metric": "mse" if ioi else "iia",
+                "better": better,
+                "units": [
+                    {"id": key, "location": u["location"], "scores": dict(sorted(u["scores"].items()))}
+                    for key, u in sorted(
+                        units.items(), key=lambda item: (item[1]["location"]["layer"], item[0])
+                    )
+                ],
+                "per_layer": {str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
+                "average": aggregate.average,
+                "highest": aggregate.highest,
+            }
+        )
+
+    scoring = (
+        "IOI is scored by squared error, lower is better: per layer and Highest take the minimum "
+        "(the public aggregator takes the maximum)."
+        if ioi
+        else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
+    )
+    report = {
+        "spec_version": "1.0",
+        "kind": "report",
+        "track": "causal_variable",
+        "profile": "mib-2025",
+        "title": f"{method} on {task} ({model_name}), imported from MIB results",
+        "description": (
+            f"Imported from {source.name} by mibspec {__version__}. The result file records scores per "
+            "counterfactual dataset and model unit only: the featurizers, the token-position functions, "
+            "the dataset rows and the model revision are absent, so the scores cannot be recomputed "
+            "(V110 and A111 list what is missing). Per layer, Average and Highest were computed from the "
+            f"unit scores as the MIB leaderboard aggregates them. {scoring}"
+        ),
+        "method": {"name": method},
+        "task": {"name": task},
+        "model": {"source": "hub", "id": hub_id, "architecture": architecture, "config": config},
+        "settings": {"checker": "substring"},
+        "claims": {"variables": claims},
+        "provenance": {
+            "tool": {"name": "mibspec", "version": __version__},
+            "created": source_created(source),
+            "command": f"mibspec import mib-causal-results {source.name}",
+        },
+    }
+    yield "_".join(_SAFE.sub("-", part) for part in (task, model_name, method)), report
+
+
+def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> dict[str, Any]:
+    """A ``Location`` from a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
+    Token-last_token)')]]``, with the layer and position of ``metadata`` taking precedence."""
+    atoms = _ATOMIC.findall(key) or [key]
+    kinds, layers, heads, positions = set(), set(), [], set()
+    for atom in atoms:
+        match = _UNIT.match(atom)
+        if match is None or match["kind"] not in _COMPONENTS:
+            raise _MalformedError(
+                "I101",
+                pointer,
+                detail=f"unit {atom!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
+            )
+        kinds.add(match["kind"])
+        params = dict(p.split("-", 1) for p in match["params"].split(",") if "-" in p)
+        if "Layer" in params:
+            layers.add(params["Layer"])
+        if "Head" in params:
+            heads.append(params["Head"])
+        if "Token" in params:
+            positions.add(params["Token"])
+    meta = metadata if isinstance(metadata, dict) else {}
+    if meta.get("layer") is not None:
+        layers = {str(meta["layer"])}
+    if isinstance(meta.get("position"), str):
+        positions = {meta["position"]}
+    if len(kinds) != 1 or len(layers) != 1 or len(positions) != 1:
+        raise _MalformedError(
+            "I101",
+            pointer,
+            detail=f"unit {key!r} spans several components, layers or positions; a location holds one",
+        )
+    [kind], [layer_text], [position] = kinds, layers, positions
+    if not layer_text.isdigit() or int(layer_text) >= config["n_layers"]:
+        raise _MalformedError(
+            "I101", pointer, detail=f"unit {key!r}: layer {layer_text!r} is not in the model"
+        )
+    location: dict[str, Any] = {"layer": int(layer_text), "component": _COMPONENTS[kind]}
+    if kind == "AttentionHead":
+        if not heads or not all(h.isdigit() and int(h) < config["n_heads"] for h in heads):
+            raise _MalformedError("I101", pointer, detail=f"unit {key!r}: heads {heads} are not in the model")
+        location["heads"] = [int(h) for h in heads]
+    location["position"] = (
+        {"rule": "last"} if position in _LAST_TOKEN_NAMES else {"rule": "named", "name": position}
+    )
+    return location

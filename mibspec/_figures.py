@@ -108,7 +108,9 @@ class MissingFigureDataError(Exception):
 
 
 def figure_kinds_for(report: dict[str, Any]) -> tuple[str, ...]:
-    """The figure kinds of the report's track (none for an unknown track)."""
+    """The figure kinds of the report's track (none for an unknown track or another kind)."""
+    if report.get("kind") != "report":
+        return ()
     track = report.get("track")
     return FIGURE_KINDS.get(track, ()) if isinstance(track, str) else ()
 

@@ -306,7 +306,29 @@ def _figures(page: ReportPage) -> str:
 # --------------------------------------------------------------------------- claims per track
 
 
+def _leaderboard_tables(document: dict[str, Any]) -> str:
+    """A leaderboard document's tables: methods × cells, then Average and Score."""
+    parts = []
+    for table in document["tables"]:
+        cells = sorted({(c["task"], c["model"]) for row in table["rows"] for c in row["cells"]})
+        rows = []
+        for row in table["rows"]:
+            values = {(c["task"], c["model"]): c["value"] for c in row["cells"]}
+            rows.append(
+                [_e(row["method"]), *(values.get(cell) for cell in cells), row["average"], row["score"]]
+            )
+        headers = ["method", *(f"{task} / {model}" for task, model in cells), "Average", "Score"]
+        parts.append(f"<h3>{_e(str(table['metric']).upper())}</h3>")
+        parts.append(_table(headers, rows, numeric=(False, *([True] * (len(headers) - 1)))))
+    return "".join(parts)
+
+
 def _claims(report: dict[str, Any]) -> str:
+    if report.get("kind") == "leaderboard":
+        try:
+            return "<h2>Leaderboard</h2>" + _leaderboard_tables(report)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            return "<h2>Leaderboard</h2><p>The tables do not have the shape of their schema.</p>"
     claims = report.get("claims")
     if not isinstance(claims, dict):
         return ""

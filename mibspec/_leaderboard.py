@@ -19,6 +19,7 @@ Both are taken over the cells a method has; a row missing cells says how many it
 from __future__ import annotations
 
 import html
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +27,16 @@ from pathlib import Path
 
 from mibspec.validator import VerificationResult
 
-__all__ = ["Cell", "Entry", "Leaderboard", "Rejected", "build_leaderboard", "render_html", "render_markdown"]
+__all__ = [
+    "Cell",
+    "Entry",
+    "Leaderboard",
+    "Rejected",
+    "build_leaderboard",
+    "render_html",
+    "render_json",
+    "render_markdown",
+]
 
 Cell = tuple[str, str]  # (task, model)
 
@@ -216,6 +226,38 @@ def _headers(board: Leaderboard) -> list[str]:
 
 def _md_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def render_json(board: Leaderboard) -> str:
+    """The leaderboard as a ``leaderboard`` document (SPEC.md DK-7), which ``mibspec verify``
+    checks: each row lists the cells the method has, with the Average and Score over them.
+    Rejected and untabulated reports are listed in ``description``."""
+    tables = []
+    for metric, _ in _METRICS:
+        rows = []
+        for method in board.methods:
+            cells = [
+                {"task": task, "model": model, "value": value}
+                for (task, model), value in zip(board.cells, board.row(method, metric), strict=True)
+                if value is not None
+            ]
+            average, score = _aggregates([c["value"] for c in cells])
+            rows.append({"method": method, "cells": cells, "average": average, "score": score})
+        tables.append({"metric": metric, "rows": rows})
+    left_out = [f"{item.path} ({', '.join(item.codes) or item.reason})" for item in board.rejected]
+    left_out += [f"{item.path} ({item.reason})" for item in board.not_tabulated]
+    document = {
+        "spec_version": "1.0",
+        "kind": "leaderboard",
+        "track": "circuit",
+        "title": "Circuit localization leaderboard",
+        "description": (
+            f"{len(board.entries)} conformant circuit report(s) tabulated"
+            + (f"; left out: {'; '.join(left_out)}" if left_out else "")
+        ),
+        "tables": tables,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def render_markdown(board: Leaderboard) -> str:

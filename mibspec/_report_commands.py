@@ -106,7 +106,10 @@ def leaderboard_command(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Write to OUT.md (Markdown) or OUT.html; default: Markdown on stdout."
+            "--output",
+            "-o",
+            help="Write to OUT.md (Markdown), OUT.html, or OUT.json (a leaderboard document that "
+            "`mibspec verify` checks); default: Markdown on stdout.",
         ),
     ] = None,
     recompute: Annotated[bool, typer.Option("--recompute", help="Also run the recompute stage.")] = False,
@@ -118,7 +121,7 @@ def leaderboard_command(
     ] = None,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
-    from mibspec._leaderboard import build_leaderboard, render_html, render_markdown
+    from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
     from mibspec.cli import EXIT_FINDINGS, EXIT_OK
 
     renderer = render_markdown
@@ -126,8 +129,10 @@ def leaderboard_command(
         suffix = output.suffix.lower()
         if suffix in (".html", ".htm"):
             renderer = render_html
+        elif suffix == ".json":
+            renderer = render_json
         elif suffix not in (".md", ".markdown"):
-            _usage(f"{output}: the output must end in .md or .html")
+            _usage(f"{output}: the output must end in .md, .html or .json")
     if not directory.is_dir():
         _usage(f"{directory}: no such folder")
     _check_profile(profile)

@@ -213,3 +213,87 @@ def test_usage_errors(tmp_path: Path, mibspec_cli: CliRun) -> None:
     assert mibspec_cli("leaderboard", str(tmp_path)).returncode == 2  # no report below it
     _circuit_report(tmp_path / "one", method="EAP", task="ioi", model="org/gpt2")
     assert mibspec_cli("leaderboard", str(tmp_path), "-o", str(tmp_path / "board.txt")).returncode == 2
+
+
+def test_json_output_is_a_leaderboard_document_that_verifies(
+    results: tuple[Path, dict],  # type: ignore[type-arg]
+    mibspec_cli: CliRun,
+) -> None:
+    root, cells = results
+    out = root.parent / "board.json"
+    assert mibspec_cli("leaderboard", str(root), "-o", str(out)).returncode == 1
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert document["kind"] == "leaderboard"
+    assert "bad-cpr" in document["description"]
+    cpr_table, cmd_table = document["tables"]
+    assert (cpr_table["metric"], cmd_table["metric"]) == ("cpr", "cmd")
+    for table, index in ((cpr_table, 0), (cmd_table, 1)):
+        eap, rnd = table["rows"]
+        assert eap["method"] == "EAP-IG"
+        values = [cells[("EAP-IG", "ioi")][index], cells[("EAP-IG", "mcqa")][index]]
+        assert [c["value"] for c in eap["cells"]] == pytest.approx(values, abs=1e-12)
+        assert eap["average"] == pytest.approx(sum(values) / 2, abs=1e-12)
+        assert eap["score"] == pytest.approx(_sigmoid_mean(values), abs=1e-12)
+        assert [(c["task"], c["model"]) for c in rnd["cells"]] == [("ioi", "org/gpt2")]
+    verified = mibspec_cli("verify", str(out), "--format", "json")
+    assert verified.returncode == 0, verified.stdout
+    # Written twice from the same reports: the same bytes.
+    again = root.parent / "again.json"
+    mibspec_cli("leaderboard", str(root), "-o", str(again))
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_a_quoted_score_that_does_not_follow_from_its_cells_is_caught(
+    tmp_path: Path, mibspec_cli: CliRun
+) -> None:
+    values = [0.8, 0.6, 0.95]
+    row = {
+        "method": "EAP-IG",
+        "cells": [
+            {"task": t, "model": "gpt2", "value": v}
+            for t, v in zip(("ioi", "mcqa", "arc"), values, strict=True)
+        ],
+        "average": sum(values) / 3,
+        "score": _sigmoid_mean(values) + 0.01,  # e.g. quoted from a table with a slip
+    }
+    duplicate = {**row, "cells": [*row["cells"], row["cells"][0]]}
+    board = {
+        "spec_version": "1.0",
+        "kind": "leaderboard",
+        "track": "circuit",
+        "title": "As quoted",
+        "tables": [{"metric": "cpr", "rows": [row, {**duplicate, "method": "Other"}]}],
+    }
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps(board, indent=1), encoding="utf-8")
+    result = mibspec_cli("verify", str(path), "--format", "json")
+    assert result.returncode == 1
+    [document] = json.loads(result.stdout)["documents"]
+    found = {(f["code"], f["pointer"]) for f in document["findings"]}
+    assert found == {
+        ("C115", "/tables/0/rows/0/score"),
+        ("C115", "/tables/0/rows/1/score"),
+        ("C115", "/tables/0/rows/1/average"),
+        ("C116", "/tables/0/rows/1/cells/3"),
+    }
+    score = next(f for f in document["findings"] if f["pointer"] == "/tables/0/rows/0/score")
+    assert score["data"]["recomputed"] == pytest.approx(_sigmoid_mean(values), abs=1e-12)
+
+
+def test_html_report_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, mibspec_cli: CliRun) -> None:
+    source = (
+        REPO / "conformance" / "v1" / "leaderboard" / "valid" / "leaderboard-two-tables" / "document.json"
+    )
+    out = tmp_path / "board.html"
+    result = mibspec_cli("report", str(source), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "not drawn" not in result.stdout + result.stderr
+    parser = _Cells()
+    parser.feed(out.read_text(encoding="utf-8"))
+    tables = [t for t in parser.tables if t and t[0][:1] == ["method"]]
+    assert [t[0] for t in tables] == [
+        ["method", "ioi / gpt2", "ioi / qwen2.5", "mcqa / gpt2", "Average", "Score"]
+    ] * 2
+    document = json.loads(source.read_text(encoding="utf-8"))
+    eap = document["tables"][0]["rows"][0]
+    assert tables[0][1] == ["EAP-IG", "0.92", "1.18", "0.71", f"{eap['average']:.6g}", f"{eap['score']:.6g}"]

@@ -85,6 +85,7 @@ def test_every_document_kind_has_valid_and_invalid_cases() -> None:
         "counterfactual_dataset",
         "causal_model",
         "shortcut_dataset",
+        "leaderboard",
     ):
         assert verdicts.get(kind) == {"valid", "invalid"}, kind
 

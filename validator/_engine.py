@@ -41,6 +41,7 @@ KNOWN_KINDS = (
     "counterfactual_dataset",
     "causal_model",
     "shortcut_dataset",
+    "leaderboard",
 )
 
 #: Parse problems (validator/_parse.py symbols) → catalogue codes.

@@ -19,6 +19,7 @@ from .kinds import (
     Circuit,
     CounterfactualDataset,
     Featurizer,
+    Leaderboard,
     ShortcutDataset,
 )
 from .output import VerificationOutput
@@ -45,6 +46,7 @@ __all__ = [
     "CounterfactualDataset",
     "Expectation",
     "Featurizer",
+    "Leaderboard",
     "Method",
     "ModelRef",
     "Profile",
@@ -73,6 +75,7 @@ KINDS: dict[str, tuple[Any, str]] = {
     ),
     "causal_model": (CausalModel, "A task's high-level causal model from a built-in mechanism."),
     "shortcut_dataset": (ShortcutDataset, "Images with a class-specific shortcut perturbation."),
+    "leaderboard": (Leaderboard, "Circuit-track leaderboard cells per method with Average and Score."),
 }
 
 #: Schemas that describe mibspec's own files rather than submitted documents.

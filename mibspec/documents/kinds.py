@@ -29,6 +29,10 @@ __all__ = [
     "DatasetFilter",
     "Featurizer",
     "GraphSpec",
+    "Leaderboard",
+    "LeaderboardCell",
+    "LeaderboardRow",
+    "LeaderboardTable",
     "Location",
     "ShortcutDataset",
     "TensorRef",
@@ -262,3 +266,36 @@ class ShortcutDataset(_Document):
     labels: TensorRef
     perturbation: ShortcutPerturbation
     seeds: list[Seed] = Field(default_factory=list)
+
+
+# --- leaderboard ---------------------------------------------------------------------------
+
+
+class LeaderboardCell(Closed):
+    task: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    value: float = Field(description="the method's CPR or CMD on this task × model")
+
+
+class LeaderboardRow(Closed):
+    method: str = Field(min_length=1)
+    cells: list[LeaderboardCell] = Field(min_length=1)
+    average: float = Field(description="arithmetic mean of the cells (MC-11)")
+    score: float = Field(ge=0, le=1, description="mean over the cells of σ(value) (MC-11)")
+
+
+class LeaderboardTable(Closed):
+    metric: Literal["cpr", "cmd"] = Field(
+        description="`cpr`: higher is better; `cmd`: lower is better, for the cells and the Score alike"
+    )
+    rows: list[LeaderboardRow] = Field(min_length=1)
+
+
+class Leaderboard(_Document):
+    """A MIB-style circuit-track leaderboard: per method, cells and the Average and Score
+    derived from them (as `mibspec leaderboard -o FILE.json` writes it, or as a paper quotes it)."""
+
+    kind: Literal["leaderboard"]
+    track: Literal["circuit"]
+    title: str = Field(min_length=1)
+    tables: list[LeaderboardTable] = Field(min_length=1)

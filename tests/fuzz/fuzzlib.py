@@ -58,6 +58,7 @@ DOCUMENT_KINDS = (
     "counterfactual_dataset",
     "causal_model",
     "shortcut_dataset",
+    "leaderboard",
 )
 
 # --- documents drawn from the JSON Schemas ----------------------------------------------------

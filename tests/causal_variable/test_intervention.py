@@ -225,3 +225,98 @@ def test_batched_interchange_matches_per_example_hooks(
             clean = hf(torch.tensor([p["base"][0]])).logits[0, -1].double().numpy()
         effect = max(effect, float(np.abs(clean - expected).max()))
     assert effect > 1e-2  # the interventions changed the output measurably
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_multi_token_greedy_answers_match_per_example_hooks(
+    loaded: dict[str, tuple[Any, Any, Any]], family: str
+) -> None:
+    """Multi-token answers: the engine's batched greedy continuation (the intervention rewrites
+    the same prompt position at every step) equals a per-example loop of hooked transformers
+    forwards, token by token; without an intervention it equals transformers' own greedy
+    ``generate``."""
+    from mibspec.reference_impl.engine._intervene import Site, TorchFeaturizer, forward_sites, greedy_tokens
+
+    model, hf, tokenizer = loaded[family]
+    n_tokens = 3
+    # the full vector: the counterfactual's answer should carry over to some continuations
+    doc = {"type": "identity", "n_features": model.d_model}
+    weights: dict[str, Any] = {}
+    site = Site(LAYER, "residual_post", ())
+    rows = _rows()
+    base = [list(tokenizer.encode(r["base"]["prompt"], add_special_tokens=False).ids) for r in rows]
+    source = [
+        list(tokenizer.encode(r["counterfactuals"][CF_TYPE]["prompt"], add_special_tokens=False).ids)
+        for r in rows
+    ]
+
+    def batch(seqs: list[list[int]]) -> tuple[Any, Any]:
+        ids = torch.zeros((len(seqs), max(map(len, seqs))), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
+        return ids, mask
+
+    base_ids, base_mask = batch(base)
+    positions = torch.tensor([len(s) - 1 for s in base])
+    with torch.no_grad():
+        _, recorded = forward_sites(model, *batch(source), record=[site])
+    sources = torch.stack([recorded[site][i, len(s) - 1] for i, s in enumerate(source)])
+    got = greedy_tokens(
+        model,
+        base_ids,
+        base_mask,
+        n_tokens,
+        site=site,
+        positions=positions,
+        sources=sources,
+        featurizer=TorchFeaturizer(doc, weights),
+    ).tolist()
+    plain = greedy_tokens(model, base_ids, base_mask, n_tokens).tolist()
+
+    numpy_featurizer = NumpyFeaturizer(doc, weights)
+    changed = False
+    for i in range(len(rows)):
+        ids = list(base[i])
+        for _ in range(n_tokens):
+            logits = _slow_logits(
+                hf,
+                family,
+                "residual_post",
+                model.d_head,
+                ids,
+                len(base[i]) - 1,
+                source[i],
+                len(source[i]) - 1,
+                numpy_featurizer,
+            )
+            ids.append(int(np.argmax(logits)))
+        assert got[i] == ids[len(base[i]) :], i
+        with torch.no_grad():
+            generated = hf.generate(
+                torch.tensor([base[i]]),
+                attention_mask=torch.ones((1, len(base[i])), dtype=torch.long),
+                max_new_tokens=n_tokens,
+                do_sample=False,
+                pad_token_id=0,
+            )
+        assert plain[i] == generated[0, len(base[i]) :].tolist(), i
+        changed |= got[i] != plain[i]
+    assert changed  # the intervention changed some continuation
+
+
+def test_answer_checker_on_multi_token_answers() -> None:
+    from mibspec.reference_impl.recompute.causal_variable import _check_answer
+
+    class Codec:
+        @staticmethod
+        def decode(ids: list[int]) -> str:
+            return " ".join({1: "1", 2: "0", 3: "10", 4: "7"}[i] for i in ids)
+
+    # exact_token: every token of the answer, in order, at the start of the continuation
+    assert _check_answer("exact_token", [1, 2, 4], [1, 2], "1 0", Codec)
+    assert not _check_answer("exact_token", [1, 4, 2], [1, 2], "1 0", Codec)
+    assert not _check_answer("exact_token", [1], [1, 2], "1 0", Codec)
+    # substring (mib-2025): the answer's text inside the decoded continuation of its length
+    assert _check_answer("substring", [3], [1], "1", Codec)  # "1" is in "10", as the public rule has it
+    assert not _check_answer("exact_token", [3], [1], "1", Codec)

@@ -110,6 +110,10 @@ def verify(
     max_findings: Annotated[
         int, typer.Option(help="Most findings the schema and rules stages report per document.", min=1)
     ] = 1000,
+    max_recompute_seconds: Annotated[
+        float | None,
+        typer.Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
+    ] = None,
     model_root: Annotated[
         list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
     ] = None,
@@ -159,7 +163,11 @@ def verify(
                 recompute=not no_recompute,
                 profile=profile,
                 limits=Limits(
-                    max_bytes=max_bytes, max_depth=max_depth, max_values=max_values, max_findings=max_findings
+                    max_bytes=max_bytes,
+                    max_depth=max_depth,
+                    max_values=max_values,
+                    max_findings=max_findings,
+                    max_recompute_seconds=max_recompute_seconds,
                 ),
                 model_roots=model_root or (),
                 progress=progress,

@@ -47,6 +47,11 @@ class Limits:
             before parsing.
         max_findings: most findings the schema and rules stages report for one document;
             a stage that stops early says so in its status detail.
+        max_recompute_seconds: wall-clock seconds the recompute stage may take for one
+            report (``None``: no limit). Parsing, schema and rules are bounded by the limits
+            above; recomputation runs models, so it has its own bound. The limit is checked
+            at every progress step of the recomputation; past it the stage stops and fails
+            with R105.
     """
 
     max_bytes: int = 64 * 1024 * 1024
@@ -54,6 +59,7 @@ class Limits:
     max_string_digits: int = 4000
     max_values: int = 1_000_000
     max_findings: int = 1000
+    max_recompute_seconds: float | None = None
 
 
 DEFAULT_LIMITS = Limits()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -161,6 +162,36 @@ def _short(value: float) -> str:
     return f"{value:.6g}"
 
 
+class RecomputeTimeLimitError(Exception):
+    """Raised from a progress step once the recompute stage has run past its time limit."""
+
+
+class _Deadline:
+    """Forwards progress and stops the recomputation once ``limit`` seconds have passed.
+
+    Recomputers report progress at every batch, unit or image, so the check is cooperative:
+    the stage stops at the first step after the limit, never in the middle of one.
+    """
+
+    def __init__(self, progress: Progress, limit: float) -> None:
+        self.progress, self.limit = progress, limit
+        self.started = time.monotonic()
+        self.task = "starting"
+
+    def _check(self) -> None:
+        if time.monotonic() - self.started > self.limit:
+            raise RecomputeTimeLimitError(self.task)
+
+    def start(self, description: str, total: int) -> None:
+        self._check()
+        self.task = description
+        self.progress.start(description, total)
+
+    def advance(self, steps: int = 1) -> None:
+        self.progress.advance(steps)
+        self._check()
+
+
 def run_recompute(
     ctx: RuleContext, progress: Progress = NULL_PROGRESS
 ) -> tuple[StageStatus, str | None, list[Finding], list[Comparison]]:
@@ -186,7 +217,17 @@ def run_recompute(
         return StageStatus.FAILED, "the recompute extra is not installed", [finding], []
     module_name, function = target.split(":")
     recompute: Any = getattr(importlib.import_module(module_name), function)
-    result: Recomputation = recompute(ctx, progress)
+    limit = ctx.options.limits.max_recompute_seconds
+    try:
+        result: Recomputation = recompute(ctx, progress if limit is None else _Deadline(progress, limit))
+    except RecomputeTimeLimitError as exc:
+        finding = ctx.finding(
+            "R105",
+            "",
+            detail=f"recomputation stopped after its time limit of {limit:g} s, during: {exc}; "
+            "no claim was checked",
+        )
+        return StageStatus.FAILED, f"time limit of {limit:g} s reached", [finding], []
     findings = list(result.findings) + compare(ctx, result.comparisons)
     failed = any(f.severity.value == "error" for f in findings)
     checked = sum(c.claimed is not None for c in result.comparisons)

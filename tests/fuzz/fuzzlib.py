@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec.validator._engine import KNOWN_KINDS
+
 try:  # Python 3.11+
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python 3.10
@@ -51,15 +53,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CONFORMANCE = REPO / "conformance" / "v1"
 EXAMPLES = REPO / "examples"
 EXAMPLE_FOLDERS = ("circuit", "circuit-ioi", "saliency", "causal_bench", "causal_variable")
-DOCUMENT_KINDS = (
-    "report",
-    "circuit",
-    "featurizer",
-    "counterfactual_dataset",
-    "causal_model",
-    "shortcut_dataset",
-    "leaderboard",
-)
+DOCUMENT_KINDS = KNOWN_KINDS  # every kind the validator accepts
 
 # --- documents drawn from the JSON Schemas ----------------------------------------------------
 

@@ -110,45 +110,48 @@ def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         )
 
 
+def _repeats(
+    ctx: RuleContext, base: str, items: list[dict[str, Any]], key: Any, field: str, what: Any
+) -> Iterator[Finding]:
+    """C116 for every item of ``items`` whose ``key(item)`` an earlier item already had."""
+    first: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in first:
+            yield ctx.finding("C116", f"{base}/{i}{field}", what=what(item), first=f"{base}/{first[k]}")
+        first.setdefault(k, i)
+
+
 @rule("leaderboard", codes=("C115", "C116"), kinds=("leaderboard",))
 def leaderboard(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each row's Average and Score follow from its cells (MC-11); a table lists a metric
     once, a method once, and a row a task × model cell once."""
     from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
 
-    seen_metrics: dict[str, int] = {}
-    for t, table in enumerate(doc["tables"]):
-        base = f"/tables/{t}"
-        if table["metric"] in seen_metrics:
-            yield ctx.finding(
-                "C116",
-                f"{base}/metric",
-                what=f"metric {table['metric']!r}",
-                first=f"/tables/{seen_metrics[table['metric']]}",
+    tables = doc["tables"]
+    yield from _repeats(
+        ctx, "/tables", tables, lambda t: t["metric"], "/metric", lambda t: f"metric {t['metric']!r}"
+    )
+    for t, table in enumerate(tables):
+        rows = table["rows"]
+        yield from _repeats(
+            ctx,
+            f"/tables/{t}/rows",
+            rows,
+            lambda r: r["method"],
+            "/method",
+            lambda r: f"method {r['method']!r}",
+        )
+        for r, row in enumerate(rows):
+            pointer = f"/tables/{t}/rows/{r}"
+            yield from _repeats(
+                ctx,
+                f"{pointer}/cells",
+                row["cells"],
+                lambda c: (c["task"], c["model"]),
+                "",
+                lambda c: f"cell {c['task']} × {c['model']}",
             )
-        seen_metrics.setdefault(table["metric"], t)
-        seen_methods: dict[str, int] = {}
-        for r, row in enumerate(table["rows"]):
-            pointer = f"{base}/rows/{r}"
-            if row["method"] in seen_methods:
-                yield ctx.finding(
-                    "C116",
-                    f"{pointer}/method",
-                    what=f"method {row['method']!r}",
-                    first=f"{base}/rows/{seen_methods[row['method']]}",
-                )
-            seen_methods.setdefault(row["method"], r)
-            seen_cells: dict[tuple[str, str], int] = {}
-            for c, cell in enumerate(row["cells"]):
-                key = (cell["task"], cell["model"])
-                if key in seen_cells:
-                    yield ctx.finding(
-                        "C116",
-                        f"{pointer}/cells/{c}",
-                        what=f"cell {cell['task']} × {cell['model']}",
-                        first=f"{pointer}/cells/{seen_cells[key]}",
-                    )
-                seen_cells.setdefault(key, c)
             values = [cell["value"] for cell in row["cells"]]
             yield from compare(
                 ctx, "C115", f"{pointer}/average", row["average"], leaderboard_average(values), what="Average"

@@ -3,7 +3,8 @@
 ``tokenizer`` builds the word-level tokenizer, ``models`` the tiny GPT-2 and Llama
 shapes, ``loop`` the training loop, ``evaluate`` the accuracy and logit-difference
 report, ``recipe`` the end-to-end regeneration of the shipped datasets and models
-(entry point: ``examples/models/train.py``).
+(entry point: ``examples/models/train.py``), ``ravel`` the RAVEL attribute-retrieval
+model (entry point: ``examples/models/train_ravel.py``).
 """
 
 from __future__ import annotations

@@ -476,5 +476,8 @@ def _models_md(summaries: dict[str, Any]) -> str:
         "deterministic within a run environment (one thread, deterministic kernels, local",
         "generators; `tests/recompute/test_training_loop.py` checks a short run bit for bit).",
         "",
+        "The RAVEL attribute-retrieval model `tiny-gpt2-ravel` has its own page, written by",
+        "`examples/models/train_ravel.py`: [MODELS-ravel.md](MODELS-ravel.md).",
+        "",
     ]
     return "\n".join(lines)

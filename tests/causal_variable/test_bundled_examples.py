@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "examples" / "models"
 
 
-@pytest.mark.parametrize("name", ["causal-variable-ioi", "causal-variable-arithmetic"])
+@pytest.mark.parametrize(
+    "name", ["causal-variable-ioi", "causal-variable-arithmetic", "causal-variable-ravel"]
+)
 def test_bundled_report_verifies_with_recomputation(name: str) -> None:
     pytest.importorskip("torch")
     report_path = REPO / "examples" / name / "report.json"
@@ -51,3 +53,14 @@ def test_without_the_model_root_the_model_is_not_found() -> None:
     pytest.importorskip("torch")
     result = mibspec.verify(REPO / "examples" / "causal-variable-arithmetic" / "report.json")
     assert [(f.code, f.pointer) for f in result.findings] == [("R104", "/model/path")]
+
+
+def test_ravel_report_is_on_the_shipped_ravel_model() -> None:
+    data = json.loads(
+        (REPO / "examples" / "causal-variable-ravel" / "report.json").read_text(encoding="utf-8")
+    )
+    assert data["model"]["path"] == "tiny-gpt2-ravel"
+    trained = json.loads((MODELS / "tiny-gpt2-ravel" / "training.json").read_text(encoding="utf-8"))
+    for name, digest in data["model"]["files"].items():
+        assert trained["sha256"][name] == digest, name
+    assert {v["name"] for v in data["claims"]["variables"]} == {"Country", "Continent", "Language"}

@@ -55,6 +55,9 @@ def measured_verify(paths: list[Path], **options: Any) -> dict[str, Any]:
         text=True,
         timeout=600,
         check=False,
+        # `-c` puts the working directory first on sys.path: outside the source tree, the
+        # installed package is the one measured.
+        cwd=REPO.parent,
         env={**os.environ, "PYTHONWARNINGS": "error"},
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -46,7 +46,8 @@ def test_verifying_twice_gives_identical_bytes() -> None:
     assert len(_render(first, "json")) > 10_000
 
 
-def _cli(env: dict[str, str], *args: str, cwd: Path) -> bytes:
+def _cli(env: dict[str, str], *args: str, cwd: Path = REPO.parent) -> bytes:
+    # Outside the source tree, so that ``-m mibspec`` imports the installed package.
     done = subprocess.run(
         [sys.executable, "-m", "mibspec", "verify", *args],
         capture_output=True,
@@ -62,9 +63,9 @@ def _cli(env: dict[str, str], *args: str, cwd: Path) -> bytes:
 def test_output_does_not_depend_on_hash_seed_or_threads() -> None:
     args = [*map(str, DOCUMENTS), "--no-recompute", "-f", "json"]
     runs = [
-        _cli({"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}, *args, cwd=REPO),
-        _cli({"PYTHONHASHSEED": "4242", "OMP_NUM_THREADS": "2"}, *args, cwd=REPO),
-        _cli({"PYTHONHASHSEED": "random", "OMP_NUM_THREADS": "2"}, *args, cwd=REPO),
+        _cli({"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}, *args),
+        _cli({"PYTHONHASHSEED": "4242", "OMP_NUM_THREADS": "2"}, *args),
+        _cli({"PYTHONHASHSEED": "random", "OMP_NUM_THREADS": "2"}, *args),
     ]
     assert runs[0] == runs[1] == runs[2]
     result = json.loads(runs[0])
@@ -76,8 +77,8 @@ def test_output_does_not_depend_on_hash_seed_or_threads() -> None:
 def test_recomputation_is_the_same_with_one_and_two_threads() -> None:
     args = [str(REPO / "examples" / "circuit-ioi"), "--model-root", str(REPO / "examples" / "models")]
     args += ["-f", "json"]
-    one = _cli({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "1"}, *args, cwd=REPO)
-    two = _cli({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "PYTHONHASHSEED": "2"}, *args, cwd=REPO)
+    one = _cli({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "1"}, *args)
+    two = _cli({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "PYTHONHASHSEED": "2"}, *args)
     assert one == two
     [report] = [d for d in json.loads(one)["documents"] if not d.get("referenced_by")]
     assert {s["name"]: s["status"] for s in report["stages"]}["recompute"] == "passed"

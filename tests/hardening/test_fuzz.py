@@ -1,7 +1,8 @@
 """Fuzzing the validation path (``tests/fuzz/fuzzlib.py``): schema-drawn documents of every
 kind and mutated conformance cases, examples and sidecars.
 
-The fast tests run a few hundred inputs; ``test_fuzz_100k`` (slow) runs 100,000, as
+The fast tests run a few hundred inputs; ``test_fuzz_100k`` (marked ``long``, left out
+unless selected with ``-m long``; about 45 minutes on 2 cores) runs 100,000, as
 ``tests/fuzz/run.py --count 100000`` does. For every input: no exception escapes, every
 rejection carries a catalogue code, no stage after one that did not pass is reported as
 passed, every finding is located, the outputs encode as UTF-8, and the input finishes
@@ -52,6 +53,7 @@ def test_fuzz_fast_subset(fuzzer: fuzzlib.Fuzzer) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_fuzz_100k(fuzzer: fuzzlib.Fuzzer) -> None:
     outcomes = _run(fuzzer, range(100_000))
     assert len(outcomes) == 100_000

@@ -19,6 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mibspec.reference_impl.engine import (
+    _evaluate,
     evaluate_circuits,
     graph_universe,
     load_model,
@@ -659,3 +660,50 @@ def test_circuits_are_stacked_by_reachable_set_and_budget() -> None:
     # the budget splits a group: 2 circuits × 10 bytes × 19 nodes > 300
     groups = [g.tolist() for g in _chunks(order, reach, lambda n: 10 * n, budget=300)]
     assert groups == [[0, 1, 2], [3], [4]]
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2"])
+@pytest.mark.parametrize("mixing", ["dense", "sparse"])
+def test_dense_and_sparse_mixing_match_naive(
+    models: dict[str, Any], family: str, mixing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # slot inputs summed by a dense 0/1 product or edge by edge: the same values, run to run
+    weights, _, nv = models[family]
+    data = _data(64, 32)
+    circuits = _random_circuits(graph_universe(weights), 33, DENSITIES)
+    monkeypatch.setattr(_evaluate, "_MIXING", mixing)
+    got = _engine(weights, data, circuits, memory_budget=2**34)
+    again = _engine(weights, data, circuits, memory_budget=2**34)
+    np.testing.assert_array_equal(got.circuits, again.circuits)
+    np.testing.assert_allclose(got.circuits, naive_metrics(nv, data, circuits), atol=1e-10, rtol=1e-10)
+
+
+def test_float32_dense_and_sparse_mixing_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    weights = load_model(random_model("gpt2", tmp_path, seed=34), dtype="float32")
+    data = _data(64, 35)
+    circuits = _random_circuits(graph_universe(weights), 36, (*DENSITIES, 0.7, 0.8, 0.9))
+    runs = {}
+    for mixing in ("auto", "dense", "sparse"):
+        monkeypatch.setattr(_evaluate, "_MIXING", mixing)
+        runs[mixing] = _engine(weights, data, circuits, memory_budget=2**34).circuits
+        again = _engine(weights, data, circuits, memory_budget=2**34).circuits
+        np.testing.assert_array_equal(runs[mixing], again)
+    for mixing in ("auto", "sparse"):
+        np.testing.assert_allclose(runs[mixing], runs["dense"], atol=1e-6, rtol=1e-6)
+
+
+def test_mix_chooses_per_circuit() -> None:
+    rng = np.random.default_rng(37)
+    k, s, n = 6, 40, 50
+    w = np.zeros((3, k, s), dtype=bool)
+    w[0] = rng.random((k, s)) < 0.9  # dense: the batched product
+    w[1, :, 0] = True  # one edge per slot: sums of rows
+    w[1, 2] = False  # a slot without any edge is zero
+    w[2] = rng.random((k, s)) < 0.05
+    choice = [_evaluate._sparse_is_cheaper(int(c.sum()), k, s) for c in w]
+    assert choice == [False, True, True]
+    rows = torch.from_numpy(rng.standard_normal((3, s, n)))
+    got = _evaluate._mix(w, rows)
+    want = torch.einsum("cks,csn->ckn", torch.from_numpy(w.astype(np.float64)), rows)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12, rtol=1e-12)
+    assert not got[1, 2].any()

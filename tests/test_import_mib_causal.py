@@ -190,6 +190,27 @@ def test_attention_head_units_and_class_names(tmp_path: Path) -> None:
     assert variable["per_layer"] == {"2": 0.625}
 
 
+def test_head_and_layer_from_metadata(tmp_path: Path) -> None:
+    unit = "[[AtomicModelUnit(id='AttentionHead(Token-last_token)')]]"
+    entry = {"metadata": {"layer": 3, "head": 7, "position": "last_token"}, "answer": {"average_score": 0.25}}
+    payload = {
+        "method_name": "DBM",
+        "model_name": "gpt2",
+        "task_name": "ARC_easy",
+        "dataset": {"symbol_test": {"model_unit": {unit: entry}}},
+    }
+    source = tmp_path / "arc.json"
+    source.write_text(json.dumps(payload), encoding="utf-8")
+    [path] = import_mib_causal_results(source, tmp_path / "out").written
+    [variable] = json.loads(path.read_text(encoding="utf-8"))["claims"]["variables"]
+    assert variable["units"][0]["location"] == {
+        "layer": 3,
+        "component": "attention_heads",
+        "heads": [7],
+        "position": {"rule": "last"},
+    }
+
+
 _UNIT = "[[AtomicModelUnit(id='ResidualStream(Layer-1,Token-last_token)')]]"
 
 

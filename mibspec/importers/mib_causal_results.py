@@ -230,6 +230,8 @@ def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> 
         layers = {str(meta["layer"])}
     if isinstance(meta.get("position"), str):
         positions = {meta["position"]}
+    if not heads and meta.get("head") is not None:
+        heads = [str(meta["head"])]
     if len(kinds) != 1 or len(layers) != 1 or len(positions) != 1:
         raise _MalformedError(
             "I101",

@@ -236,12 +236,13 @@ def render_json(board: Leaderboard) -> str:
     for metric, _ in _METRICS:
         rows = []
         for method in board.methods:
-            cells = [
-                {"task": task, "model": model, "value": value}
-                for (task, model), value in zip(board.cells, board.row(method, metric), strict=True)
+            present = [
+                (cell, value)
+                for cell, value in zip(board.cells, board.row(method, metric), strict=True)
                 if value is not None
             ]
-            average, score = _aggregates([c["value"] for c in cells])
+            cells = [{"task": task, "model": model, "value": value} for (task, model), value in present]
+            average, score = _aggregates([value for _, value in present])
             rows.append({"method": method, "cells": cells, "average": average, "score": score})
         tables.append({"metric": metric, "rows": rows})
     left_out = [f"{item.path} ({', '.join(item.codes) or item.reason})" for item in board.rejected]

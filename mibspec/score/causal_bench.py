@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ._common import finish, producing, require_paths, usage_error, verify_written
+
 
 class BehaviourKind(str, enum.Enum):
     planted = "planted"
@@ -61,77 +63,43 @@ def score_causal_bench_command(
 ) -> None:
     """Run activation patching, gradient attribution, ablation scanning and circuit discovery on a
     behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes."""
-    from mibspec._progress import TerminalProgress
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-
     transformer = behaviour is BehaviourKind.transformer
     if transformer:
         for value, flag in ((model, "--model"), (dataset, "--dataset"), (counterfactual, "--counterfactual")):
             if value is None:
-                typer.echo(f"mibspec: error: a transformer behaviour needs {flag}", err=True)
-                raise typer.Exit(EXIT_USAGE)
-        for path, what in ((model, "model folder"), (dataset, "dataset document")):
-            assert path is not None
-            if not path.exists():
-                typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
-                raise typer.Exit(EXIT_USAGE)
+                usage_error(f"a transformer behaviour needs {flag}")
+        assert model is not None
+        assert dataset is not None
+        require_paths(((model, "model folder"), (dataset, "dataset document")))
     elif model is not None or dataset is not None or counterfactual is not None:
-        typer.echo(
-            "mibspec: error: --model, --dataset and --counterfactual need --behaviour transformer", err=True
-        )
-        raise typer.Exit(EXIT_USAGE)
-    try:
+        usage_error("--model, --dataset and --counterfactual need --behaviour transformer")
+    with producing("a transformer behaviour needs mibspec[recompute]") as progress:
         from mibspec.reference_impl.producers.causal_bench import score_causal_bench
-    except ImportError as exc:  # pragma: no cover - numpy is a core dependency
-        typer.echo(f"mibspec: error: {exc}", err=True)
-        raise typer.Exit(EXIT_USAGE) from exc
-    with TerminalProgress() as bar:
 
-        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
-        try:
-            run = score_causal_bench(
-                out_dir,
-                behaviour=behaviour.value,
-                n_layers=layers,
-                n_heads=heads,
-                seed=seed,
-                model_dir=model,
-                dataset_path=dataset,
-                counterfactual_type=counterfactual,
-                ablation=ablation.value,
-                n_examples=examples,
-                subsample_size=subsample,
-                n_runs=runs,
-                n_permutations=permutations,
-                convergence_seed=convergence_seed,
-                scaling=scaling and not transformer,
-                overwrite=overwrite,
-                progress=progress,
-            )
-        except ImportError as exc:
-            typer.echo(f"mibspec: error: a transformer behaviour needs mibspec[recompute] ({exc})", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-        except (ValueError, FileExistsError, OSError) as exc:
-            typer.echo(f"mibspec: error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-    from mibspec._api import verify
-
-    result = verify(run.report, recompute=False)
-    verdict = "conformant" if result.valid else "NOT conformant"
-    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+        run = score_causal_bench(
+            out_dir,
+            behaviour=behaviour.value,
+            n_layers=layers,
+            n_heads=heads,
+            seed=seed,
+            model_dir=model,
+            dataset_path=dataset,
+            counterfactual_type=counterfactual,
+            ablation=ablation.value,
+            n_examples=examples,
+            subsample_size=subsample,
+            n_runs=runs,
+            n_permutations=permutations,
+            convergence_seed=convergence_seed,
+            scaling=scaling and not transformer,
+            overwrite=overwrite,
+            progress=progress,
+        )
+    valid = verify_written(run.report)
     typer.echo(render_claims(run.claims))
     hint = f" --model-root {model.resolve().parent}" if transformer and model is not None else ""
     typer.echo(f"verify with: mibspec verify {run.report}{hint}")
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+    finish(valid)
 
 
 def _cell(value: Any) -> str:

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ._common import finish, producing, require_paths, verify_written
+
 
 class Method(str, enum.Enum):
     full_vector = "full_vector"
@@ -78,66 +80,38 @@ def score_causal_variable_command(
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
-    from mibspec._progress import TerminalProgress
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-
-    try:
+    require_paths(((model, "model folder"), (dataset, "dataset document")))
+    with producing("scoring needs mibspec[recompute]") as progress:
         from mibspec.reference_impl.producers.causal_variable import score_causal_variable
-    except ImportError as exc:
-        typer.echo(f"mibspec: error: scoring needs mibspec[recompute] ({exc})", err=True)
-        raise typer.Exit(EXIT_USAGE) from exc
-    for path, what in ((model, "model folder"), (dataset, "dataset document")):
-        if not path.exists():
-            typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
-            raise typer.Exit(EXIT_USAGE)
-    with TerminalProgress() as bar:
 
-        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
-        try:
-            run = score_causal_variable(
-                model,
-                dataset,
-                out_dir,
-                method=method.value,
-                variables=variable or None,
-                layers=layer or None,
-                positions=position or None,
-                component=component.value,
-                heads=head or None,
-                counterfactuals=counterfactual or None,
-                n_features=n_features,
-                steps=steps,
-                learning_rate=learning_rate,
-                pca_centring=pca_centring,
-                train_rows=train_rows,
-                seed=seed,
-                batch_size=batch_size,
-                ioi_fit=ioi_fit,
-                profile=profile,
-                overwrite=overwrite,
-                progress=progress,
-            )
-        except (ValueError, FileExistsError, OSError) as exc:
-            typer.echo(f"mibspec: error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-    from mibspec._api import verify
-
-    result = verify(run.report, recompute=False)
-    verdict = "conformant" if result.valid else "NOT conformant"
-    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+        run = score_causal_variable(
+            model,
+            dataset,
+            out_dir,
+            method=method.value,
+            variables=variable or None,
+            layers=layer or None,
+            positions=position or None,
+            component=component.value,
+            heads=head or None,
+            counterfactuals=counterfactual or None,
+            n_features=n_features,
+            steps=steps,
+            learning_rate=learning_rate,
+            pca_centring=pca_centring,
+            train_rows=train_rows,
+            seed=seed,
+            batch_size=batch_size,
+            ioi_fit=ioi_fit,
+            profile=profile,
+            overwrite=overwrite,
+            progress=progress,
+        )
+    valid = verify_written(run.report)
     for name in run.averages:
         typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Highest = {run.highest[name]:.6g}")
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+    finish(valid)
 
 
 def register(app: typer.Typer) -> None:

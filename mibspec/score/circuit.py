@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ._common import finish, producing, require_paths, verify_written
+
 
 class Method(str, enum.Enum):
     eap = "eap"
@@ -40,61 +42,29 @@ def score_circuit_command(
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
-    import sys
-
-    from mibspec._progress import TerminalProgress
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-
-    try:
+    require_paths(((model, "model folder"), (dataset, "dataset document")))
+    with producing("scoring needs mibspec[recompute]") as progress:
         from mibspec.reference_impl.producers.circuit import score_circuit
-    except ImportError as exc:
-        typer.echo(f"mibspec: error: scoring needs mibspec[recompute] ({exc})", err=True)
-        raise typer.Exit(EXIT_USAGE) from exc
-    for path, what in ((model, "model folder"), (dataset, "dataset document")):
-        if not path.exists():
-            typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
-            raise typer.Exit(EXIT_USAGE)
-    with TerminalProgress() as bar:
 
-        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
-        try:
-            run = score_circuit(
-                model,
-                dataset,
-                out_dir,
-                counterfactual_type=counterfactual,
-                method="scores" if scores is not None else method.value,
-                scores_path=scores,
-                steps=steps,
-                seed=seed,
-                batch_size=batch_size,
-                overwrite=overwrite,
-                progress=progress,
-            )
-        except (ValueError, FileExistsError, OSError) as exc:
-            typer.echo(f"mibspec: error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-    from mibspec._api import verify
-
-    result = verify(run.report, recompute=False)
-    verdict = "conformant" if result.valid else "NOT conformant"
-    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+        run = score_circuit(
+            model,
+            dataset,
+            out_dir,
+            counterfactual_type=counterfactual,
+            method="scores" if scores is not None else method.value,
+            scores_path=scores,
+            steps=steps,
+            seed=seed,
+            batch_size=batch_size,
+            overwrite=overwrite,
+            progress=progress,
+        )
+    valid = verify_written(run.report)
     typer.echo(
         f"  m(N) = {run.m_full:.6g}, m(∅) = {run.m_empty:.6g}, CPR = {run.cpr:.6g}, CMD = {run.cmd:.6g}"
     )
-    typer.echo(
-        f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}", file=sys.stdout
-    )
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+    typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
+    finish(valid)
 
 
 def register(app: typer.Typer) -> None:

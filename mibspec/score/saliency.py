@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ._common import finish, producing, require_paths, verify_written
+
 
 class Sampler(str, enum.Enum):
     exact = "exact"
@@ -57,60 +59,29 @@ def score_saliency_command(
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
-    from mibspec._progress import TerminalProgress
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-
-    try:
+    require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
+    with producing("scoring needs mibspec[recompute,saliency]") as progress:
         from mibspec.reference_impl.producers.saliency import score_saliency
-    except ImportError as exc:
-        typer.echo(f"mibspec: error: scoring needs mibspec[recompute,saliency] ({exc})", err=True)
-        raise typer.Exit(EXIT_USAGE) from exc
-    for path, what in ((weights, "weights file"), (dataset, "dataset document")):
-        if not path.is_file():
-            typer.echo(f"mibspec: error: {what} {path} does not exist", err=True)
-            raise typer.Exit(EXIT_USAGE)
-    with TerminalProgress() as bar:
 
-        def progress(description: str, total: int):  # type: ignore[no-untyped-def]
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
-        try:
-            run = score_saliency(
-                weights,
-                dataset,
-                out_dir,
-                architecture=architecture,
-                methods=method or None,
-                sampler=sampler.value,
-                n_trials=trials,
-                n_permutations=permutations,
-                shapley_seed=seed,
-                maps_seed=maps_seed,
-                curve_steps=curve_steps,
-                curve_score=curve_score.value,
-                threshold=threshold,
-                task_name=task_name,
-                overwrite=overwrite,
-                progress=progress,
-            )
-        except ImportError as exc:
-            typer.echo(f"mibspec: error: scoring needs mibspec[recompute,saliency] ({exc})", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-        except (ValueError, FileExistsError, OSError) as exc:
-            typer.echo(f"mibspec: error: {exc}", err=True)
-            raise typer.Exit(EXIT_USAGE) from exc
-    from mibspec._api import verify
-
-    result = verify(run.report, recompute=False)
-    verdict = "conformant" if result.valid else "NOT conformant"
-    typer.echo(f"wrote {run.report} ({verdict} without recomputation)")
+        run = score_saliency(
+            weights,
+            dataset,
+            out_dir,
+            architecture=architecture,
+            methods=method or None,
+            sampler=sampler.value,
+            n_trials=trials,
+            n_permutations=permutations,
+            shapley_seed=seed,
+            maps_seed=maps_seed,
+            curve_steps=curve_steps,
+            curve_score=curve_score.value,
+            threshold=threshold,
+            task_name=task_name,
+            overwrite=overwrite,
+            progress=progress,
+        )
+    valid = verify_written(run.report)
     typer.echo(
         f"  {run.n_dominant}/{run.n_images} dominant images; accuracy clean {run.clean_accuracy:.4g}, "
         f"perturbed {run.perturbed_accuracy:.4g}"
@@ -121,7 +92,7 @@ def score_saliency_command(
             f"deletion AUC {row['deletion_auc']:.4g}, addition AUC {row['addition_auc']:.4g}"
         )
     typer.echo(f"  verify with: mibspec verify {run.report}")
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+    finish(valid)
 
 
 def register(app: typer.Typer) -> None:

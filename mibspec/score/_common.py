@@ -1,0 +1,73 @@
+"""What every ``mibspec score`` command does around its producer: check the paths it was
+given, show the producer's progress, turn bad input into a usage error, verify the report
+it wrote (without recomputation) and exit with the verdict."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+#: What a producer calls to report progress: ``progress(description, total)`` starts a
+#: task and returns ``advance(done)``, which takes the number of steps done so far.
+ProducerProgress = Callable[[str, int], Callable[[int], None]]
+
+
+def usage_error(message: str) -> NoReturn:
+    from mibspec.cli import EXIT_USAGE
+
+    typer.echo(f"mibspec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> None:
+    """A usage error for the first ``(path, what)`` that does not exist (or is no file)."""
+    for path, what in paths:
+        if not (path.is_file() if files else path.exists()):
+            usage_error(f"{what} {path} does not exist")
+
+
+@contextlib.contextmanager
+def producing(missing_extra: str) -> Iterator[ProducerProgress]:
+    """A progress bar for the producer run inside the block; its bad-input errors
+    (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
+    (``ImportError``, explained by ``missing_extra``) become usage errors."""
+    from mibspec._progress import TerminalProgress
+
+    with TerminalProgress() as bar:
+
+        def progress(description: str, total: int) -> Callable[[int], None]:
+            bar.start(description, total)
+            state = {"done": 0}
+
+            def advance(done: int) -> None:
+                bar.advance(done - state["done"])
+                state["done"] = done
+
+            return advance
+
+        try:
+            yield progress
+        except ImportError as exc:
+            usage_error(f"{missing_extra} ({exc})")
+        except (ValueError, FileExistsError, OSError) as exc:
+            usage_error(str(exc))
+
+
+def verify_written(report: Any) -> bool:
+    """Verify the report a producer wrote (no recomputation); say so; return the verdict."""
+    from mibspec._api import verify
+
+    valid = verify(report, recompute=False).valid
+    verdict = "conformant" if valid else "NOT conformant"
+    typer.echo(f"wrote {report} ({verdict} without recomputation)")
+    return valid
+
+
+def finish(valid: bool) -> NoReturn:
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
+
+    raise typer.Exit(EXIT_OK if valid else EXIT_FINDINGS)

@@ -24,6 +24,7 @@ __all__ = [
     "ModelSource",
     "UnusableInputError",
     "encode_function",
+    "load_model_at",
     "load_referenced_document",
     "read_rows",
     "resolve_model",
@@ -77,6 +78,16 @@ def _check_files(folder: Path, files: dict[str, str], pointer: str) -> None:
             raise UnusableInputError(
                 f"{pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
             )
+
+
+def load_model_at(source: ModelSource, dtype: str) -> Any:
+    """The engine weights of a resolved model; any failure to load them is R104 at ``/model``."""
+    from ..engine import load_model
+
+    try:
+        return load_model(source.location, revision=source.revision, dtype=dtype)
+    except Exception as exc:  # loading is the model's business; any failure is a finding
+        raise UnusableInputError("/model", f"cannot load {source.display}: {exc}") from exc
 
 
 def resolve_model(

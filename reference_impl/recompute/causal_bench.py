@@ -155,10 +155,9 @@ def _planted_source(report: Mapping[str, Any]) -> PlantedSource:
 
 
 def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
-    from mibspec.reference_impl.engine import load_model
 
     from ..behaviour.transformer import TransformerBehaviour
-    from ._inputs import encode_function, load_referenced_document, read_rows, resolve_model
+    from ._inputs import encode_function, load_model_at, load_referenced_document, read_rows, resolve_model
     from .circuit import _tokenize
 
     report = ctx.data
@@ -172,10 +171,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
     dtype = report["model"].get("dtype", "float32")
     source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
     progress.start(f"loading {source.display}", 1)
-    try:
-        model = load_model(source.location, revision=source.revision, dtype=dtype)
-    except Exception as exc:  # loading is the model's business; any failure is a finding
-        raise UnusableInputError("/model", f"cannot load {source.display}: {exc}") from exc
+    model = load_model_at(source, dtype)
     progress.advance()
     universe = list(component_universe(model.n_layers, model.n_heads))
     if report["universe"] != universe:

@@ -37,7 +37,14 @@ from mibspec.validator.rules.causal_variable import missing_declarations
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
 from ..positions import PositionError, resolve_position
-from ._inputs import ModelSource, UnusableInputError, load_referenced_document, read_rows, resolve_model
+from ._inputs import (
+    ModelSource,
+    UnusableInputError,
+    load_model_at,
+    load_referenced_document,
+    read_rows,
+    resolve_model,
+)
 
 __all__ = [
     "Evaluator",
@@ -543,7 +550,6 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.engine import load_model
 
     report, profile = ctx.data, ctx.profile
     settings = _settings(report)
@@ -552,10 +558,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 
     source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
-    try:
-        model = load_model(source.location, revision=source.revision, dtype=dtype)
-    except Exception as exc:  # loading is the model's business; any failure is a finding
-        raise UnusableInputError("/model", f"cannot load {source.display}: {exc}") from exc
+    model = load_model_at(source, dtype)
     codec = TextCodec(source)
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"

@@ -30,7 +30,14 @@ from mibspec.validator._recompute_stage import Comparison, Progress, Recomputati
 from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
 
 from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
-from ._inputs import UnusableInputError, encode_function, load_referenced_document, read_rows, resolve_model
+from ._inputs import (
+    UnusableInputError,
+    encode_function,
+    load_model_at,
+    load_referenced_document,
+    read_rows,
+    resolve_model,
+)
 
 __all__ = ["recompute"]
 
@@ -172,7 +179,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model
+    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
 
     report, profile = ctx.data, ctx.profile
     _check_settings(report)
@@ -181,10 +188,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 
     source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
-    try:
-        model = load_model(source.location, revision=source.revision, dtype=dtype)
-    except Exception as exc:  # loading is the model's business; any failure is a finding
-        raise UnusableInputError("/model", f"cannot load {source.display}: {exc}") from exc
+    model = load_model_at(source, dtype)
     encode = encode_function(source)
 
     dataset, dataset_folder = load_referenced_document(

@@ -19,9 +19,7 @@ the answer's cross-entropy only (``prompt_loss_weight`` 0).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import platform
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -29,10 +27,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import tokenizers
-import torch
-import transformers
 from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
@@ -42,6 +36,7 @@ from ..datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
 from .models import TinyModelSpec, init_model
+from .recipe import _libraries, _sha256
 from .tokenizer import load_word_tokenizer, tokenize_function
 
 __all__ = [
@@ -131,20 +126,6 @@ def _fact_accuracy(model: PreTrainedModel, tokenizer: Tokenizer) -> dict[str, fl
         logits = last_position_logits(model, data)
         out[split] = float((logits.argmax(-1) == data.targets).double().mean())
     return out
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _libraries() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "tokenizers": tokenizers.__version__,
-        "numpy": np.__version__,
-    }
 
 
 def run_ravel(

@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--point", type=float, default=0.1, help="grid point used by --public one-point")
     parser.add_argument("--plain-passes", type=int, default=12)
-    parser.add_argument("--memory-budget", type=int, default=2**31)
+    parser.add_argument(
+        "--memory-budget", type=int, default=None, help="evaluate_circuits' memory_budget (default: its own)"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per batch and scheme; the best is kept")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument(
@@ -184,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             "n_forward": universe.n_forward,
             "torch_threads": torch.get_num_threads(),
             "repeat": args.repeat,
+            "memory_budget": args.memory_budget or "engine default",
         }
     }
     print(json.dumps(report["workload"], indent=1))
@@ -228,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             best_cpu = min(best_cpu, time.process_time() - c0)
         return best_wall, best_cpu, out
 
+    budget = {} if args.memory_budget is None else {"memory_budget": args.memory_budget}
+
     def run_engine(sl: slice) -> Any:
         return evaluate_circuits(
             model,
@@ -238,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             counterfactual[sl],
             circuits,
             batch_size=args.batch_size,
-            memory_budget=args.memory_budget,
+            **budget,
         )
 
     def run_public(sl: slice, name: str) -> np.ndarray:

@@ -18,7 +18,9 @@ recomputed, as ``x_d = (Σ a_s) + Σ_{s reachable} [(s,d) ∈ C] μ_s ⊙ (o_s �
 slots with no circuit in-edge reuse the cached ablation q/k/v; the empty circuit is the
 ablation run and the full circuit the clean run; circuits are stacked along the batch
 axis up to a memory budget; the logits slot is formed only at the read positions and
-only the two answer rows of the unembedding are used; metrics are float64.
+only the two answer rows of the unembedding are used; an MLP from which no circuit path
+leads into a k or v slot is computed at the read positions only; the large buffers of a
+pass are reused by the next; metrics are float64.
 """
 
 from __future__ import annotations
@@ -298,6 +300,8 @@ class _Index:
     n_sources: NDArray[np.int64]  # (n_backward,) leading forward nodes each slot reads
     is_head: NDArray[np.bool_]  # (n_forward,)
     layer_of: NDArray[np.int64]  # (n_forward,) layer of a node, -1 for input
+    slot_node: NDArray[np.int64]  # (n_backward,) forward index of the node a slot feeds, -1: logits
+    slot_spreads: NDArray[np.bool_]  # (n_backward,) k and v slots: read at every earlier position
 
 
 def _index(model: ModelWeights, universe: GraphUniverse) -> _Index:
@@ -312,9 +316,16 @@ def _index(model: ModelWeights, universe: GraphUniverse) -> _Index:
     is_head = np.zeros(universe.n_forward, dtype=np.bool_)
     is_head[head.ravel()] = True
     layer_of = np.full(universe.n_forward, -1, dtype=np.int64)
+    slot_node = np.full(universe.n_backward, -1, dtype=np.int64)
+    slot_spreads = np.zeros(universe.n_backward, dtype=np.bool_)
     for i in range(L):
         layer_of[head[i]] = i
         layer_of[mlp[i]] = i
+        for p in "qkv":
+            slot_node[slots[p][i]] = head[i]
+        slot_spreads[slots["k"][i]] = True
+        slot_spreads[slots["v"][i]] = True
+        slot_node[bi(f"m{i}")] = mlp[i]
     return _Index(
         head=head,
         mlp=mlp,
@@ -326,7 +337,67 @@ def _index(model: ModelWeights, universe: GraphUniverse) -> _Index:
         n_sources=np.asarray(universe.slot_n_sources, dtype=np.int64),
         is_head=is_head,
         layer_of=layer_of,
+        slot_node=slot_node,
+        slot_spreads=slot_spreads,
     )
+
+
+def _read_only(ix: _Index, edges: NDArray[np.bool_], reach: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """``(n_forward,)``: nodes whose patched output no circuit of the stack reads off the
+    read positions.
+
+    The metric reads the logits slot at each example's read position only. A node's
+    output is needed at every position when one of its circuit edges enters a k or v
+    slot (attention reads keys and values at every earlier position) or a slot of a node
+    that is itself needed at every position; otherwise it is needed at the read
+    positions alone. Only edges into nodes reachable in the same circuit count: the
+    others are not recomputed for that circuit. Forward order is topological, so one
+    sweep from the last node decides every node.
+    """
+    C, n_forward, _ = edges.shape
+    node = np.where(ix.slot_node >= 0, ix.slot_node, 0)
+    into_node = ix.slot_node >= 0
+    spreads = np.broadcast_to(ix.slot_spreads, (C, len(node)))
+    everywhere = np.zeros((C, n_forward), dtype=np.bool_)
+    for f in range(n_forward - 1, 0, -1):
+        out = edges[:, f] & into_node & reach[:, node]  # (C, n_backward)
+        if out.any():
+            everywhere[:, f] = (out & (spreads | everywhere[:, node])).any(axis=1)
+    return ~(everywhere & reach).any(axis=0)
+
+
+class _Arena:
+    """Blocks of memory reused by every stacked pass of one evaluation.
+
+    The operating system maps a fresh allocation of more than a few MiB page by page
+    on first write; at GPT-2-small size that cost as much as the arithmetic done in the
+    memory (a 36 MiB block: 25 ms to map, 4 ms to fill). The store of differences and
+    the slot-input workspace are the large blocks of a pass; they are allocated once
+    per evaluation, at the largest size asked for, and every later pass writes into
+    them before reading.
+    """
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        self.dtype = dtype
+        self.blocks: dict[str, torch.Tensor] = {}
+
+    def reserve(self, name: str, size: int) -> None:
+        """Make block ``name`` hold at least ``size`` elements (passes asking for less reuse it)."""
+        block = self.blocks.get(name)
+        if block is None or block.numel() < size:
+            self.blocks.pop(name, None)  # free the smaller block before taking the larger
+            self.blocks[name] = torch.empty(size, dtype=self.dtype)
+
+    def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """An uninitialised contiguous tensor of ``shape`` in block ``name``."""
+        size = int(np.prod(shape))
+        self.reserve(name, size)
+        return self.blocks[name][:size].view(shape)
+
+
+#: Largest temporary, in bytes, that a patched pass allocates per step outside the arena:
+#: blocks of this size are reused by the allocator instead of being mapped afresh.
+_STEP_BYTES = 8 * 2**20
 
 
 class _Chunk:
@@ -340,8 +411,9 @@ class _Chunk:
         edges: NDArray[np.bool_],
         reach: NDArray[np.bool_],
         neurons: NDArray[np.bool_] | None,
+        arena: _Arena,
     ) -> None:
-        self.model, self.ix, self.ref = model, ix, ref
+        self.model, self.ix, self.ref, self.arena = model, ix, ref, arena
         self.edges = edges  # (C, n_forward, n_backward), pruned
         self.C = edges.shape[0]
         self.active = np.flatnonzero(reach.any(axis=0))  # forward indices, ascending
@@ -352,8 +424,8 @@ class _Chunk:
         if neurons is not None:
             kept = torch.as_tensor(neurons[:, self.active]).to(model.dtype)
             self.neurons = torch.cat([torch.ones_like(kept[:, :1]), kept], dim=1)
+        self.read_only = _read_only(ix, edges, reach)
         self.buffer: torch.Tensor | None = None
-        self._workspace: torch.Tensor | None = None
 
     def _weights(
         self, sources: NDArray[np.int64], slots: NDArray[np.int64], with_base: bool = False
@@ -368,18 +440,9 @@ class _Chunk:
         return w
 
     def workspace(self, k: int, rest: tuple[int, ...]) -> torch.Tensor:
-        """A contiguous ``(C, k, prod(rest))`` block of memory shared by every layer.
-
-        A layer's slot inputs are consumed before the next layer forms its own, so one
-        block serves them all. Fresh allocations of this size are mapped page by page by
-        the operating system on first write, which added about 40 % to the time of a
-        dense mixing product at GPT-2-small size; reusing the block pays that once per
-        pass.
-        """
-        size = self.C * k * int(np.prod(rest))
-        if self._workspace is None or self._workspace.numel() < size:
-            self._workspace = torch.empty(size, dtype=self.model.dtype)
-        return self._workspace[:size].view(self.C, k, -1)
+        """A contiguous ``(C, k, prod(rest))`` block of the arena, shared by every layer:
+        a layer's slot inputs are consumed before the next layer forms its own."""
+        return self.arena.get("workspace", (self.C, k, int(np.prod(rest))))
 
     def store(self, forward: NDArray[np.int64], delta: torch.Tensor) -> None:
         """Write ``(C, n, B, T, d)`` differences ``o − a`` of consecutive active nodes."""
@@ -389,6 +452,20 @@ class _Chunk:
             delta = delta * self.neurons[:, pos : pos + n, None, None, :]
         assert self.buffer is not None
         self.buffer[:, pos : pos + n] = delta
+
+    def store_read(self, forward: int, delta: torch.Tensor, read: torch.Tensor) -> None:
+        """Write the ``(C, B, d)`` difference of a node computed at the read positions only.
+
+        Every other position holds 0, the difference of a node that outputs its ablation
+        value; no circuit of the stack reads it there (:func:`_read_only`).
+        """
+        pos = self.slot_of[forward]
+        if self.neurons is not None:
+            delta = delta * self.neurons[:, pos, None, :]
+        assert self.buffer is not None
+        row = self.buffer[:, pos]
+        row.zero_()
+        row[:, torch.arange(len(read)), read] = delta
 
     def slot_inputs(
         self,
@@ -524,7 +601,13 @@ def _as_tensor(w: NDArray[np.bool_], dtype: torch.dtype) -> torch.Tensor:
 
 
 def _gather_read(x: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
-    """``(..., B, T, d)`` → ``(..., B, d)`` at each example's read position."""
+    """``(..., B, T, d)`` → ``(..., B, d)`` at each example's read position.
+
+    A ``(..., 1, 1, d)`` value, the same at every example and position (a constant
+    ablation value), is broadcast to ``(..., B, d)``.
+    """
+    if x.shape[-3] == 1 and x.shape[-2] == 1:
+        return x[..., 0, :, :].expand(*x.shape[:-3], len(read), x.shape[-1])
     index = read.view(*([1] * (x.ndim - 3)), -1, 1, 1).expand(*x.shape[:-2], 1, x.shape[-1])
     return x.gather(-2, index).squeeze(-2)
 
@@ -582,17 +665,20 @@ def _patched(
     reach: NDArray[np.bool_],
     neurons: NDArray[np.bool_] | None,
     batch: _BatchContext,
+    arena: _Arena,
 ) -> torch.Tensor:
     """Metrics ``(C, B)`` of a stack of pruned circuits on one batch.
 
     Layouts: stored differences ``(C, n_active, B, T, d)``; per-head tensors
     ``(C, heads, B, T, ·)``, so a layer's head outputs land in the store without a copy.
     """
-    ch = _Chunk(model, ix, ref, edges, reach, neurons)
+    ch = _Chunk(model, ix, ref, edges, reach, neurons, arena)
     C = ch.C
     B, T, d = clean_input.shape
     post, gout = ref.group_sum, ref.group_out
-    ch.buffer = torch.empty((C, 1 + len(ch.active), B, T, d), dtype=model.dtype)
+    read_sum = None if post is None else [_gather_read(g, batch.read) for g in post]
+    read_out = None if gout is None else [_gather_read(g, batch.read) for g in gout]
+    ch.buffer = arena.get("store", (C, 1 + len(ch.active), B, T, d))
     ch.store(np.array([0]), (clean_input - ref.nodes[0]).expand(C, 1, B, T, d))
     active = np.zeros(model.n_forward, dtype=np.bool_)
     active[ch.active] = True
@@ -609,7 +695,8 @@ def _patched(
             need: NDArray[np.bool_] = np.asarray(edges[:, :, slots].any(axis=1))  # (C, n_heads_active)
             plan.append((slots, need, np.flatnonzero(need.any(axis=0)).astype(np.int64)))
         mixed_slots = [slots[todo] for slots, _, todo in plan]
-        if active[m_f]:
+        mlp_everywhere = bool(active[m_f] and not ch.read_only[m_f])
+        if mlp_everywhere:
             mixed_slots.append(ix.slot_mlp[li : li + 1])
         all_slots = np.concatenate(mixed_slots)
         # one pass over the stored differences serves every slot of the layer (the MLP slot's
@@ -628,8 +715,15 @@ def _patched(
             if len(stacked):
                 assert x_all is not None
                 w_all, b_all = qkv_weights.get(li)
-                h = _ops.norm(x_all[:, : len(stacked)], layer.norm_attn)  # (C, k, B, T, d)
-                y_all = torch.matmul(h.reshape(C, len(stacked), B * T, d), _take(w_all, stacked))
+                w_slots = _take(w_all, stacked)  # (k, d, e)
+                # normalise and project a few slots at a time, keeping the temporaries small
+                step = max(1, _STEP_BYTES // (C * B * T * d * x_all.element_size()))
+                parts = []
+                for a in range(0, len(stacked), step):
+                    b = min(a + step, len(stacked))
+                    h = _ops.norm(x_all[:, a:b], layer.norm_attn)  # (C, b - a, B, T, d)
+                    parts.append(torch.matmul(h.reshape(C, b - a, B * T, d), w_slots[a:b]))
+                y_all = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
                 y_all = y_all.view(C, len(stacked), B, T, -1)
                 if b_all is not None:
                     y_all = y_all + _take(b_all, stacked)[None, :, None, None, :]
@@ -667,11 +761,12 @@ def _patched(
                 # o − a = (z − z_ablated)·W_O: the bias cancels, no per-head ablation outputs needed
                 dz = (z - _take(ref.z[li], heads)).reshape(C, len(heads), B * T, -1)
                 if ch.neurons is None:
-                    # a layer's active heads are consecutive in the store: write in place
+                    # a layer's active heads are consecutive in the store: write in place, one
+                    # circuit at a time (a product over the stack would go through a copy)
                     pos = ch.slot_of[int(fwd[0])]
-                    torch.matmul(
-                        dz, w_o, out=ch.buffer[:, pos : pos + len(heads)].view(C, len(heads), B * T, d)
-                    )
+                    for c in range(C):
+                        target = ch.buffer[c, pos : pos + len(heads)].view(len(heads), B * T, d)
+                        torch.matmul(dz[c], w_o, out=target)
                     delta = None
                 else:
                     delta = torch.matmul(dz, w_o).view(C, len(heads), B, T, d)
@@ -682,7 +777,7 @@ def _patched(
                 delta = o - _take(ref.nodes, fwd)
             if delta is not None:
                 ch.store(fwd, delta)
-        if active[m_f]:
+        if mlp_everywhere:
             assert x_all is not None
             # from the heads' ablated input to the MLP's: add the ablated attention output
             x = x_all[:, -1:] + ref.attn[li]
@@ -692,10 +787,17 @@ def _patched(
                 x = x + own
             out = _ops.mlp(_ops.norm(x, layer.norm_mlp), layer, model.activation)
             ch.store(np.array([m_f]), out - ref.nodes[m_f])
+        elif active[m_f]:
+            # read only at the read positions: mix, normalise and apply the MLP there alone
+            last = int(np.searchsorted(ch.active, ix.n_sources[ix.slot_mlp[li]]))
+            rows = _gather_read(ch.buffer[:, : 1 + last], batch.read)  # (C, 1 + last, B, d)
+            rows[:, 0] = _gather_read(ref.slot_mid[li], batch.read)
+            x = ch.slot_inputs(ix.slot_mlp[li : li + 1], 0, last, True, read_sum, read_out, rows)
+            assert x is not None
+            out = _ops.mlp(_ops.norm(x, layer.norm_mlp), layer, model.activation)  # (C, 1, B, d)
+            ch.store_read(m_f, out[:, 0] - _gather_read(ref.nodes[m_f], batch.read), batch.read)
     read_buffer = _gather_read(ch.buffer, batch.read)  # (C, 1 + n_active, B, d)
     read_buffer[:, 0] = _gather_read(ref.final, batch.read)
-    read_sum = None if post is None else [_gather_read(g, batch.read) for g in post]
-    read_out = None if gout is None else [_gather_read(g, batch.read) for g in gout]
     logits_slot = np.array([ix.slot_logits])
     x_final = ch.slot_inputs(logits_slot, 0, len(ch.active), True, read_sum, read_out, read_buffer)
     assert x_final is not None
@@ -858,6 +960,7 @@ def evaluate_circuits(
     todo = todo[np.argsort(n_active[todo], kind="stable")]
     ix = _index(model, universe)
     qkv_weights = _HeadWeights(model)
+    arena = _Arena(model.dtype)
 
     out = np.empty((K, N), dtype=np.float64)
     clean_m = np.empty(N, dtype=np.float64)
@@ -894,7 +997,11 @@ def evaluate_circuits(
                 continue
             clean_input = _forward.embed(model, b_ids, positions)
             cost = functools.partial(_bytes_per_circuit, model, rows=B, positions=T)
-            for group in _chunks(todo, reach, cost, budget):
+            groups = list(_chunks(todo, reach, cost, budget))
+            # the largest store first, so that growing passes do not map new memory each time
+            rows = max(len(g) * (1 + int(reach[g].any(axis=0).sum())) for g in groups)
+            arena.reserve("store", rows * B * T * model.d_model)
+            for group in groups:
                 values = _patched(
                     model,
                     ix,
@@ -905,6 +1012,7 @@ def evaluate_circuits(
                     reach[group],
                     None if neuron_mask is None else neuron_mask[group],
                     batch,
+                    arena,
                 )
                 out[group, sl] = values.numpy()
     return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=kept, ablation=ablation)

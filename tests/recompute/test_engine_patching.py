@@ -707,3 +707,84 @@ def test_mix_chooses_per_circuit() -> None:
     want = torch.einsum("cks,csn->ckn", torch.from_numpy(w.astype(np.float64)), rows)
     np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12, rtol=1e-12)
     assert not got[1, 2].any()
+
+
+# ---------------------------------------------------------------------------- read positions
+
+
+def _needed_everywhere_by_paths(universe: Any, circuit: np.ndarray) -> np.ndarray:
+    """Nodes with a circuit path, through nodes reachable from input, into a k or v slot.
+
+    Written from the definition, one depth-first search per node over explicit edges.
+    """
+    reach = universe.reachable_from_input(circuit)
+    names = universe.backward_names
+    node_of = {}
+    for s, name in enumerate(names):
+        if name != "logits":
+            node_of[s] = universe.forward_index(name.split("<")[0])
+    spreads = [name.endswith(("<k>", "<v>")) for name in names]
+    out: np.ndarray = np.zeros(universe.n_forward, dtype=bool)
+    for start in range(1, universe.n_forward):
+        stack, seen = [start], {start}
+        while stack and not out[start]:
+            f = stack.pop()
+            for s in np.flatnonzero(circuit[f]):
+                if s not in node_of or not reach[node_of[s]]:
+                    continue
+                if spreads[s]:
+                    out[start] = True
+                    break
+                if node_of[s] not in seen:
+                    seen.add(node_of[s])
+                    stack.append(node_of[s])
+    return out & reach
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_read_only_nodes_follow_their_definition(models: dict[str, Any], family: str) -> None:
+    weights, _, _ = models[family]
+    universe = graph_universe(weights)
+    ix = _evaluate._index(weights, universe)
+    circuits = np.stack([universe.prune(c) for c in _random_circuits(universe, 40, DENSITIES)])
+    reach = np.stack([universe.reachable_from_input(c) for c in circuits])
+    everywhere = np.stack([_needed_everywhere_by_paths(universe, c) for c in circuits])
+    for k in range(len(circuits)):
+        got = _evaluate._read_only(ix, circuits[k : k + 1], reach[k : k + 1])
+        np.testing.assert_array_equal(got[1:] & reach[k, 1:], ~everywhere[k, 1:] & reach[k, 1:])
+    # a stack computes a node at every position when one of its circuits needs that
+    stacked = _evaluate._read_only(ix, circuits, reach)
+    np.testing.assert_array_equal(stacked[1:], ~everywhere.any(axis=0)[1:])
+    assert (~everywhere[:, 1:] & reach[:, 1:]).any(), "the circuits should have read-only nodes"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("ablation", ["counterfactual", "mean"])
+def test_mlps_computed_at_read_positions_only_match_naive(
+    models: dict[str, Any], family: str, ablation: str
+) -> None:
+    weights, _, nv = models[family]
+    universe = graph_universe(weights)
+    ix = _evaluate._index(weights, universe)
+    data = _data(64, 41)
+    circuits = _random_circuits(universe, 42, (0.3, 0.6, 0.9))
+    # in the second circuit the first MLP feeds no k or v slot: read only unless a q or MLP
+    # slot it feeds is needed everywhere
+    spreads = np.array([n.endswith(("<k>", "<v>")) for n in universe.backward_names])
+    circuits[1, ix.mlp[0], spreads] = False
+    # the last MLP, fed by input, feeds only the logits: read only in every circuit
+    circuits[:, 0, ix.slot_mlp[-1]] = True
+    circuits[:, ix.mlp[-1], ix.slot_logits] = True
+    pruned = np.stack([universe.prune(c) for c in circuits])
+    reach = np.stack([universe.reachable_from_input(c) for c in pruned])
+    read_only_mlps = [
+        int((_evaluate._read_only(ix, pruned[k : k + 1], reach[k : k + 1]) & reach[k])[ix.mlp].sum())
+        for k in range(len(circuits))
+    ]
+    assert all(n > 0 for n in read_only_mlps), read_only_mlps
+    assert read_only_mlps[1] >= 2, read_only_mlps
+    want = naive_metrics(nv, data, circuits, ablation=ablation)
+    alone = _engine(weights, data, circuits, ablation=ablation, memory_budget=1)
+    stacked = _engine(weights, data, circuits, ablation=ablation, memory_budget=2**34)
+    np.testing.assert_allclose(alone.circuits, want, atol=1e-10, rtol=1e-10)
+    np.testing.assert_allclose(stacked.circuits, want, atol=1e-10, rtol=1e-10)

@@ -866,6 +866,7 @@ def evaluate_circuits(
     mean_mask: object = None,
     batch_size: int = 20,
     memory_budget: int = 2**28,
+    progress: Callable[[int], None] | None = None,
 ) -> CircuitMetrics:
     """Per-example metric of K circuits, plus the full model and the empty circuit (ME-1..ME-9).
 
@@ -886,10 +887,12 @@ def evaluate_circuits(
             accepted with ``optimal``.
         mean_ids, mean_mask: the token set the ``mean`` ablation averages over; default:
             ``corrupted_ids`` with ``attention_mask``.
-        batch_size: examples per pass (results do not depend on it, ME-10).
+        batch_size: examples per pass (results do not depend on it, ME-10). Each batch
+            is cut to its longest row: right padding beyond it changes no value.
         memory_budget: bytes a stacked pass of several circuits may use (a pass holds at
             least one circuit). Circuits are stacked only when their reachable sets nearly
             coincide; on a CPU stacking pays off for small circuits, whose passes are short.
+        progress: called after each batch with the number of examples it held.
 
     Returns:
         :class:`CircuitMetrics`.
@@ -905,7 +908,7 @@ def evaluate_circuits(
         raise ValueError(
             f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
         )
-    N, T = ids.shape
+    N = ids.shape[0]
     tokens = torch.stack(
         [
             _check_answers(model, correct, "correct", N),
@@ -967,8 +970,9 @@ def evaluate_circuits(
     empty_m = np.empty(N, dtype=np.float64)
     with torch.inference_mode():
         for sl in _batches(N, size):
-            b_ids, b_cids, b_mask, b_tok = ids[sl], cids[sl], mask[sl], tokens[sl]
-            B = b_ids.shape[0]
+            width = int(mask[sl].sum(1).max())
+            b_ids, b_cids, b_mask, b_tok = ids[sl, :width], cids[sl, :width], mask[sl, :width], tokens[sl]
+            B, T = b_ids.shape
             positions = _ops.positions_from_mask(b_mask)
             rope = _ops.rope_tables(model, positions)
             read = b_mask.sum(1) - 1
@@ -994,6 +998,8 @@ def evaluate_circuits(
             out[full, sl] = clean_m[sl]
             out[empty, sl] = empty_m[sl]
             if not len(todo):
+                if progress is not None:
+                    progress(B)
                 continue
             clean_input = _forward.embed(model, b_ids, positions)
             cost = functools.partial(_bytes_per_circuit, model, rows=B, positions=T)
@@ -1015,4 +1021,6 @@ def evaluate_circuits(
                     arena,
                 )
                 out[group, sl] = values.numpy()
+            if progress is not None:
+                progress(B)
     return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=kept, ablation=ablation)

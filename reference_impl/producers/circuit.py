@@ -198,27 +198,19 @@ def score_circuit(
     membership = np.stack(rows_mask)
 
     done = tracker(f"evaluating {len(entries)} circuits", n)
-    per_circuit, clean, empty = [], [], []
-    for start in range(0, n, batch_size):
-        sl = slice(start, min(n, start + batch_size))
-        width = int(mask[sl].sum(1).max())
-        result = evaluate_circuits(
-            model,
-            ids[sl, :width],
-            cids[sl, :width],
-            mask[sl, :width],
-            correct[sl],
-            counter[sl],
-            membership,
-            batch_size=batch_size,
-        )
-        per_circuit.append(result.circuits)
-        clean.append(result.clean)
-        empty.append(result.empty)
-        done(sl.stop)
-    m_circuits = np.concatenate(per_circuit, axis=1).mean(axis=1)
-    m_full = float(np.concatenate(clean).mean())
-    m_empty = float(np.concatenate(empty).mean())
+    finished = 0
+
+    def advance(count: int) -> None:
+        nonlocal finished
+        finished += count
+        done(finished)
+
+    result = evaluate_circuits(
+        model, ids, cids, mask, correct, counter, membership, batch_size=batch_size, progress=advance
+    )
+    m_circuits = result.circuits.mean(axis=1)
+    m_full = float(result.clean.mean())
+    m_empty = float(result.empty.mean())
     values = [faithfulness(float(m), m_full, m_empty) for m in m_circuits]
 
     folder = OutputFolder(Path(out_dir), overwrite=overwrite)

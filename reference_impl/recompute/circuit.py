@@ -215,32 +215,23 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     batch = int(settings.get("batch_size") or 20)
     n = ids.shape[0]
     progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
-    per_circuit, clean, empty = [], [], []
-    ablation = settings.get("ablation", "counterfactual")
-    mean_args: dict[str, Any] = {"mean_ids": cids, "mean_mask": mask} if ablation == "mean" else {}
-    for start in range(0, n, batch):
-        sl = slice(start, min(n, start + batch))
-        width = int(mask[sl].sum(1).max())
-        result = evaluate_circuits(
-            model,
-            ids[sl, :width],
-            cids[sl, :width],
-            mask[sl, :width],
-            correct[sl],
-            counter[sl],
-            circuits,
-            neurons=neurons,
-            ablation=ablation,
-            batch_size=batch,
-            **mean_args,
-        )
-        per_circuit.append(result.circuits)
-        clean.append(result.clean)
-        empty.append(result.empty)
-        progress.advance(sl.stop - sl.start)
-    m_circuits = np.concatenate(per_circuit, axis=1).mean(axis=1)
-    m_full = float(np.concatenate(clean).mean())
-    m_empty = float(np.concatenate(empty).mean())
+    # mean ablation averages over the corrupted inputs of the whole dataset (the default)
+    result = evaluate_circuits(
+        model,
+        ids,
+        cids,
+        mask,
+        correct,
+        counter,
+        circuits,
+        neurons=neurons,
+        ablation=settings.get("ablation", "counterfactual"),
+        batch_size=batch,
+        progress=progress.advance,
+    )
+    m_circuits = result.circuits.mean(axis=1)
+    m_full = float(result.clean.mean())
+    m_empty = float(result.empty.mean())
 
     comparisons: list[Comparison] = []
 

@@ -788,3 +788,22 @@ def test_mlps_computed_at_read_positions_only_match_naive(
     stacked = _engine(weights, data, circuits, ablation=ablation, memory_budget=2**34)
     np.testing.assert_allclose(alone.circuits, want, atol=1e-10, rtol=1e-10)
     np.testing.assert_allclose(stacked.circuits, want, atol=1e-10, rtol=1e-10)
+
+
+def test_batches_are_cut_to_their_longest_row_and_reported(models: dict[str, Any]) -> None:
+    weights, _, nv = models["llama"]
+    data = _data(64, 43)
+    circuits = _random_circuits(graph_universe(weights), 44, (0.2, 0.7))
+    # four more padding columns than any row needs
+    padded = {
+        key: torch.cat([value, torch.zeros((N_EXAMPLES, 4), dtype=value.dtype)], dim=1)
+        if value.ndim == 2
+        else value
+        for key, value in data.items()
+    }
+    seen: list[int] = []
+    got = _engine(weights, padded, circuits, batch_size=2, progress=seen.append)
+    plain = _engine(weights, data, circuits, batch_size=2)
+    np.testing.assert_array_equal(got.circuits, plain.circuits)
+    np.testing.assert_allclose(got.circuits, naive_metrics(nv, data, circuits), atol=1e-10, rtol=1e-10)
+    assert seen == [2, 2, 1]

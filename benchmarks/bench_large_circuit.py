@@ -12,7 +12,6 @@ at least 10x faster than check-jsonschema.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
+from mibspec.reference_impl.producers.folder import artifact_entry
 
 EAP_IG_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -112,16 +112,7 @@ def build(folder: Path) -> tuple[Path, Path, int]:
             "dtype": "bool",
         },
         "circuits": entries,
-        "artifacts": [
-            {
-                "id": "tensors",
-                "role": "circuit",
-                "path": sidecar.name,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "bytes": len(data),
-                "media_type": "application/x-safetensors",
-            }
-        ],
+        "artifacts": [artifact_entry(data, "tensors", "circuit", sidecar.name, "application/x-safetensors")],
     }
     doc_path = folder / "circuit.json"
     doc_path.write_text(json.dumps(document, indent=1))

@@ -23,7 +23,6 @@ import argparse
 import copy
 import functools
 import hashlib
-import io
 import json
 import math
 import os
@@ -40,7 +39,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from mibspec.validator import safetensors_bytes
+from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
+from mibspec.reference_impl.producers.folder import OutputFolder, json_bytes
 from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parent / "v1"
@@ -102,17 +102,6 @@ TINY_CNN: Json = {
 # --------------------------------------------------------------------------- writing files
 
 
-def json_bytes(obj: Any) -> bytes:
-    """The canonical text of a generated JSON file: 2-space indent, UTF-8, final newline."""
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def npy_bytes(array: NDArray[Any]) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-    return buffer.getvalue()
-
-
 def pickled_npy_bytes() -> bytes:
     """A version 1.0 ``.npy`` file holding an object array (a pickle, which readers must refuse).
 
@@ -125,59 +114,14 @@ def pickled_npy_bytes() -> bytes:
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + pickle.dumps(["a", "b"], protocol=3)
 
 
-class Folder:
+class Folder(OutputFolder):
     """A case folder being written; artifact entries are computed from the files in it."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def write(self, name: str, data: bytes) -> str:
-        path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        return name
-
-    def json(self, name: str, obj: Any) -> str:
-        return self.write(name, json_bytes(obj))
-
-    def npy(self, name: str, array: NDArray[Any]) -> str:
-        return self.write(name, npy_bytes(array))
-
-    def safetensors(self, name: str, tensors: dict[str, NDArray[Any]]) -> str:
-        return self.write(name, safetensors_bytes(tensors))
-
-    def jsonl(self, name: str, rows: Sequence[Any]) -> str:
-        return self.write(name, b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in rows))
+        super().__init__(root, overwrite=True)
 
     def symlink(self, name: str, target: str) -> None:
         os.symlink(target, self.root / name)
-
-    def artifact(
-        self,
-        ident: str,
-        role: str,
-        path: str,
-        media_type: str,
-        *,
-        kind: str | None = None,
-        rows: int | None = None,
-        file: str | None = None,
-    ) -> Json:
-        """An artifact entry for ``path``, hashed from ``file`` (default: the same path)."""
-        data = (self.root / (file or path)).read_bytes()
-        entry: Json = {
-            "id": ident,
-            "role": role,
-            "path": path,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "bytes": len(data),
-            "media_type": media_type,
-        }
-        if rows is not None:
-            entry["rows"] = rows
-        if kind is not None:
-            entry["kind"] = kind
-        return entry
 
 
 _F = TypeVar("_F", bound=Callable[..., Json])
@@ -946,34 +890,8 @@ CB_UNIVERSE = [
     f"L{layer}.{part}" for layer in range(4) for part in [*(f"attn_head[{h}]" for h in range(4)), "mlp"]
 ]
 CB_TRUTH = ["L0.attn_head[0]", "L0.attn_head[1]", "L1.mlp", "L2.attn_head[0]", "L3.mlp"]
-# Table 1's sets: sizes 7, 10, 16, 4 with the true positives of the paper, false positives
-# overlapping as AP∩GA = 0, AP∩AS = 1, GA∩AS = 2 (which gives the paper's mean Jaccard 0.393).
-CB_SETS: dict[str, list[str]] = {
-    "activation_patching": [*CB_TRUTH, "L1.attn_head[2]", "L2.attn_head[1]"],
-    "gradient_attribution": [
-        *CB_TRUTH,
-        "L0.attn_head[3]",
-        "L0.mlp",
-        "L1.attn_head[0]",
-        "L3.attn_head[1]",
-        "L3.attn_head[3]",
-    ],
-    "ablation_scanning": [
-        *CB_TRUTH,
-        "L0.attn_head[2]",
-        "L0.mlp",
-        "L1.attn_head[1]",
-        "L1.attn_head[2]",
-        "L1.attn_head[3]",
-        "L2.attn_head[2]",
-        "L2.attn_head[3]",
-        "L2.mlp",
-        "L3.attn_head[0]",
-        "L3.attn_head[1]",
-        "L3.attn_head[2]",
-    ],
-    "circuit_discovery": CB_TRUTH[:4],
-}
+# Table 1's sets: sizes 7, 10, 16, 4 with the true positives of the paper (see TABLE1_SETS)
+CB_SETS: dict[str, list[str]] = {name: list(members) for name, members in TABLE1_SETS.items()}
 # Stability (Table 1) the simulated seed runs are drawn to approximate.
 CB_STABILITY = {
     "activation_patching": 0.417,
@@ -1359,15 +1277,7 @@ def mcqa_report(folder: Folder) -> Json:
 
 
 CB_WEIGHTS = {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0}
-CB_BEHAVIOUR: Json = {
-    "kind": "planted",
-    "n_layers": 4,
-    "n_heads": 4,
-    "seed": 42,
-    "signal": 1.0,
-    "component_noise_sd": 0.1,
-    "measurement_noise_sd": 0.02,
-}
+CB_BEHAVIOUR: Json = dict(PLANTED_BEHAVIOUR)
 CB_SETTINGS: Json = {
     "weights": CB_WEIGHTS,
     "cos_threshold": 0.85,

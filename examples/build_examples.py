@@ -30,9 +30,6 @@ The output is byte-for-byte reproducible.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
-import json
 import os
 import shutil
 import sys
@@ -43,13 +40,15 @@ from typing import Any
 
 import numpy as np
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
+from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.metrics import causal_bench as cb
 from mibspec.reference_impl.metrics import causal_variable as mv
 from mibspec.reference_impl.metrics import circuit as mc
 from mibspec.reference_impl.metrics import saliency as ms
-from mibspec.validator import safetensors_bytes
+from mibspec.reference_impl.producers.circuit import grid_circuits, write_circuit_document
+from mibspec.reference_impl.producers.folder import OutputFolder
 from numpy.typing import NDArray
 
 HERE = Path(__file__).resolve().parent
@@ -76,67 +75,13 @@ SYNTHETIC = (
 )
 
 
-# --------------------------------------------------------------------------- files
-
-
-def json_bytes(obj: Any) -> bytes:
-    return (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-class Folder:
-    """An example folder being written; artifact entries are computed from the files in it."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def write(self, name: str, data: bytes) -> str:
-        (self.root / name).write_bytes(data)
-        return name
-
-    def json(self, name: str, obj: Any) -> str:
-        return self.write(name, json_bytes(obj))
-
-    def npy(self, name: str, array: NDArray[Any]) -> str:
-        buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-        return self.write(name, buffer.getvalue())
-
-    def safetensors(self, name: str, tensors: dict[str, NDArray[Any]]) -> str:
-        return self.write(name, safetensors_bytes(tensors))
-
-    def artifact(
-        self,
-        ident: str,
-        role: str,
-        path: str,
-        media_type: str,
-        *,
-        kind: str | None = None,
-        rows: int | None = None,
-    ) -> Json:
-        data = (self.root / path).read_bytes()
-        entry: Json = {
-            "id": ident,
-            "role": role,
-            "path": path,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "bytes": len(data),
-            "media_type": media_type,
-        }
-        if rows is not None:
-            entry["rows"] = rows
-        if kind is not None:
-            entry["kind"] = kind
-        return entry
-
-
 # --------------------------------------------------------------------------- shared documents
 
 IOI_ROWS = 10
 DATASET_SEED = 2025
 
 
-def ioi_dataset(folder: Folder, *, causal_model: bool) -> Json:
+def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
     """The IOI test rows (reference generator) and their dataset document; optionally the causal model."""
     dataset = generate("ioi", "test", IOI_ROWS, seed=DATASET_SEED)
     meta = dataset.metadata
@@ -242,62 +187,20 @@ def edge_scores(universe: GraphUniverse, seed: int) -> NDArray[np.float32]:
     return scores
 
 
-def build_circuit(folder: Folder) -> None:
+def build_circuit(folder: OutputFolder) -> None:
     universe = GraphUniverse(GraphConfig(n_layers=12, n_heads=12, parallel_attn_mlp=False, d_model=768))
     scores = edge_scores(universe, 1)
-    rows: list[NDArray[np.bool_]] = []
-    entries: list[Json] = []
-    for ranking in ("signed", "absolute"):
-        for k in GRID:
-            count = mc.edges_at(k, universe.n_edges, "floor")
-            row = mc.top_n(scores.astype(np.float64), count, ranking)
-            entries.append(
-                {
-                    "index": len(rows),
-                    "k": k,
-                    "ranking": ranking,
-                    "n_edges": count,
-                    "weighted_size": universe.weighted_edge_count(row),
-                }
-            )
-            rows.append(row)
-    membership = np.stack(rows)
-    folder.safetensors("circuit.safetensors", {"scores": scores, "membership": membership})
-    folder.json(
-        "circuit.json",
-        {
-            "spec_version": "1.0",
-            "kind": "circuit",
-            "description": "EAP-IG edge scores for IOI on GPT-2 small (synthetic values) and the circuits "
-            "built from them: top ⌊k·n⌋ edges by signed score and by |score| at each grid point.",
-            "model": GPT2_SMALL,
-            "graph": {
-                "convention": "eap-ig",
-                "n_layers": 12,
-                "n_heads": 12,
-                "parallel_attn_mlp": False,
-                "d_model": 768,
-                "n_edges": universe.n_edges,
-            },
-            "granularity": "edge",
-            "scores": {
-                "artifact": "tensors",
-                "tensor": "scores",
-                "shape": [universe.n_edges],
-                "dtype": "float32",
-            },
-            "membership": {
-                "artifact": "tensors",
-                "tensor": "membership",
-                "shape": list(membership.shape),
-                "dtype": "bool",
-            },
-            "circuits": entries,
-            "artifacts": [
-                folder.artifact("tensors", "scores", "circuit.safetensors", "application/x-safetensors")
-            ],
-            "provenance": PROVENANCE,
-        },
+    entries, membership = grid_circuits(universe, scores.astype(np.float64), GRID)
+    write_circuit_document(
+        folder,
+        description="EAP-IG edge scores for IOI on GPT-2 small (synthetic values) and the circuits "
+        "built from them: top ⌊k·n⌋ edges by signed score and by |score| at each grid point.",
+        model=GPT2_SMALL,
+        universe=universe,
+        scores=scores,
+        membership=membership,
+        entries=entries,
+        provenance=PROVENANCE,
     )
     ioi_dataset(folder, causal_model=False)
     curves: list[Json] = []
@@ -398,7 +301,7 @@ def rotation(d: int, seed: int) -> NDArray[np.float32]:
     return unit
 
 
-def build_causal_variable(folder: Folder) -> None:
+def build_causal_variable(folder: OutputFolder) -> None:
     ioi_dataset(folder, causal_model=True)
     artifacts = [
         folder.artifact(
@@ -509,48 +412,15 @@ def build_causal_variable(folder: Folder) -> None:
 
 UNIVERSE = component_universe(4, 4)
 TRUTH = [c for c in UNIVERSE if c in default_planted(4, 4)]
-# Table 1's sets (sizes 7, 10, 16, 4); false positives overlap as AP∩GA = 0, AP∩AS = 1, GA∩AS = 2.
-SETS: dict[str, list[str]] = {
-    "activation_patching": [*TRUTH, "L1.attn_head[2]", "L2.attn_head[1]"],
-    "gradient_attribution": [
-        *TRUTH,
-        "L0.attn_head[3]",
-        "L0.mlp",
-        "L1.attn_head[0]",
-        "L3.attn_head[1]",
-        "L3.attn_head[3]",
-    ],
-    "ablation_scanning": [
-        *TRUTH,
-        "L0.attn_head[2]",
-        "L0.mlp",
-        "L1.attn_head[1]",
-        "L1.attn_head[2]",
-        "L1.attn_head[3]",
-        "L2.attn_head[2]",
-        "L2.attn_head[3]",
-        "L2.mlp",
-        "L3.attn_head[0]",
-        "L3.attn_head[1]",
-        "L3.attn_head[2]",
-    ],
-    "circuit_discovery": [c for c in TRUTH if c != "L3.mlp"],
-}
+# Table 1's sets (sizes 7, 10, 16, 4; see TABLE1_SETS)
+SETS: dict[str, list[str]] = {name: list(members) for name, members in TABLE1_SETS.items()}
 STABILITY_TARGET = {
     "activation_patching": 0.417,
     "gradient_attribution": 0.533,
     "ablation_scanning": 0.505,
     "circuit_discovery": 1.0,
 }
-BEHAVIOUR: Json = {
-    "kind": "planted",
-    "n_layers": 4,
-    "n_heads": 4,
-    "seed": 42,
-    "signal": 1.0,
-    "component_noise_sd": 0.1,
-    "measurement_noise_sd": 0.02,
-}
+BEHAVIOUR: Json = dict(PLANTED_BEHAVIOUR)
 CB_SETTINGS: Json = {
     "weights": {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0},
     "cos_threshold": 0.85,
@@ -584,7 +454,7 @@ def seed_runs(components: Sequence[str], target: float, seed: int) -> list[list[
     raise RuntimeError(f"no run set reaches stability {target}")
 
 
-def build_causal_bench(folder: Folder) -> None:
+def build_causal_bench(folder: OutputFolder) -> None:
     beta = PlantedCircuitModel(
         4,
         4,
@@ -721,7 +591,7 @@ def saliency_maps(
     return truth, maps, masks
 
 
-def build_saliency(folder: Folder) -> None:
+def build_saliency(folder: OutputFolder) -> None:
     arrays = shortcut_arrays()
     roles = {"clean": "images", "perturbed": "images", "labels": "labels", "kernels": "kernels"}
     for key, value in arrays.items():
@@ -844,7 +714,7 @@ def build_saliency(folder: Folder) -> None:
     )
 
 
-BUILDERS: dict[str, Callable[[Folder], None]] = {
+BUILDERS: dict[str, Callable[[OutputFolder], None]] = {
     "circuit": build_circuit,
     "causal_variable": build_causal_variable,
     "causal_bench": build_causal_bench,
@@ -869,7 +739,7 @@ def build_all(root: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
-        builder(Folder(target))
+        builder(OutputFolder(target, overwrite=True))
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.reference_impl.training.digits import (
     DigitsRecipe,
     digits_data,
@@ -157,14 +158,7 @@ def _dataset_document(recipe: DigitsRecipe, data, indices: np.ndarray, folder: P
             {"purpose": "kernels (this seed) and patch locations (this seed + 1)", "value": recipe.seed},
         ],
         "artifacts": [
-            {
-                "id": "tensors",
-                "role": "images",
-                "path": "dataset.safetensors",
-                "sha256": hashlib.sha256(payload).hexdigest(),
-                "bytes": len(payload),
-                "media_type": "application/x-safetensors",
-            }
+            artifact_entry(payload, "tensors", "images", "dataset.safetensors", "application/x-safetensors")
         ],
     }
     path = folder / "dataset.json"

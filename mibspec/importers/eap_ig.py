@@ -7,13 +7,13 @@ destination layer, which is not the canonical order (``spec/v1/metrics/graph.md`
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mibspec._version import __version__
+from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, write_safetensors
 from mibspec.validator._engine import _PARSE_CODES, make_finding
 
@@ -75,16 +75,8 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     out_dir.mkdir(parents=True, exist_ok=True)
     sidecar = out_dir / SIDECAR
     write_safetensors(sidecar, tensors)
-    data = sidecar.read_bytes()
     document["artifacts"] = [
-        {
-            "id": "tensors",
-            "role": "circuit",
-            "path": SIDECAR,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "bytes": len(data),
-            "media_type": "application/x-safetensors",
-        }
+        artifact_entry(sidecar.read_bytes(), "tensors", "circuit", SIDECAR, "application/x-safetensors")
     ]
     target = out_dir / DOCUMENT
     target.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -28,6 +28,7 @@ import numpy as np
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
     DEFAULT_WEIGHT_SCENARIOS,
+    PLANTED_BEHAVIOUR,
     PLANTED_THRESHOLDS,
     SCALING_CONFIGS,
     BehaviourSource,
@@ -42,7 +43,7 @@ from ..behaviour.study import (
     threshold_sets,
 )
 from ..metrics import causal_bench as cb
-from ._folder import OutputFolder, created_timestamp
+from .folder import OutputFolder, created_timestamp
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -55,17 +56,6 @@ __all__ = [
 ]
 
 Progress = Callable[[str, int], Callable[[int], None]]
-
-PLANTED_BEHAVIOUR: dict[str, Any] = {
-    "kind": "planted",
-    "n_layers": 4,
-    "n_heads": 4,
-    "seed": 42,
-    "signal": 1.0,
-    "component_noise_sd": 0.1,
-    "measurement_noise_sd": 0.02,
-}
-"""The paper's 4-layer, 4-head planted model (§2.2) with this implementation's seed."""
 
 DEFAULT_SETTINGS: dict[str, Any] = {
     "weights": {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0},

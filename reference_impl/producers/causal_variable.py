@@ -40,8 +40,8 @@ from ._featurizer_training import (
     train_mask,
     training_pairs,
 )
-from ._folder import OutputFolder, created_timestamp
 from .circuit import _dataset_input, _model_ref, _provenance
+from .folder import OutputFolder, created_timestamp
 
 __all__ = ["DEFAULT_POSITIONS", "METHODS", "CausalVariableRun", "parse_position", "score_causal_variable"]
 

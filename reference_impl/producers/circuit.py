@@ -23,9 +23,9 @@ import numpy as np
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute._inputs import ModelSource, encode_function
 from ..recompute.circuit import _tokenize
-from ._folder import OutputFolder, created_timestamp
+from .folder import OutputFolder, created_timestamp
 
-__all__ = ["METHODS", "CircuitRun", "score_circuit"]
+__all__ = ["METHODS", "CircuitRun", "grid_circuits", "score_circuit", "write_circuit_document"]
 
 METHODS: dict[str, dict[str, Any]] = {
     "eap": {
@@ -95,6 +95,88 @@ def _load_scores(path: Path, n_edges: int) -> np.ndarray:
             f"scores: expected {n_edges} finite values in canonical edge order, got shape {scores.shape}"
         )
     return scores
+
+
+def grid_circuits(
+    universe: Any, scores: np.ndarray, grid: Sequence[float]
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The circuits of a report: the top ⌊k·n⌋ edges by signed score, then by |score|, at
+    each grid point.
+
+    Returns:
+        The ``circuits`` entries of the circuit document (index, k, ranking, edge count,
+        weighted size) and their ``(2·len(grid), n_edges)`` boolean membership rows.
+    """
+    rows: list[np.ndarray] = []
+    entries: list[dict[str, Any]] = []
+    for ranking in ("signed", "absolute"):
+        order = rank_edges(scores, ranking)
+        for k in grid:
+            count = edges_at(k, universe.n_edges, "floor")
+            row = np.zeros(universe.n_edges, dtype=bool)
+            row[order[:count]] = True
+            entries.append(
+                {
+                    "index": len(rows),
+                    "k": k,
+                    "ranking": ranking,
+                    "n_edges": count,
+                    "weighted_size": universe.weighted_edge_count(row),
+                }
+            )
+            rows.append(row)
+    return entries, np.stack(rows)
+
+
+def write_circuit_document(
+    folder: OutputFolder,
+    *,
+    description: str,
+    model: dict[str, Any],
+    universe: Any,
+    scores: np.ndarray,
+    membership: np.ndarray,
+    entries: list[dict[str, Any]],
+    provenance: dict[str, Any],
+) -> None:
+    """Write ``circuit.safetensors`` (float32 scores, membership) and ``circuit.json``."""
+    folder.safetensors("circuit.safetensors", {"scores": scores, "membership": membership})
+    config = universe.cfg
+    folder.json(
+        "circuit.json",
+        {
+            "spec_version": "1.0",
+            "kind": "circuit",
+            "description": description,
+            "model": model,
+            "graph": {
+                "convention": "eap-ig",
+                "n_layers": config.n_layers,
+                "n_heads": config.n_heads,
+                "parallel_attn_mlp": config.parallel_attn_mlp,
+                "d_model": config.d_model,
+                "n_edges": universe.n_edges,
+            },
+            "granularity": "edge",
+            "scores": {
+                "artifact": "tensors",
+                "tensor": "scores",
+                "shape": [universe.n_edges],
+                "dtype": "float32",
+            },
+            "membership": {
+                "artifact": "tensors",
+                "tensor": "membership",
+                "shape": list(membership.shape),
+                "dtype": "bool",
+            },
+            "circuits": entries,
+            "artifacts": [
+                folder.artifact("tensors", "scores", "circuit.safetensors", "application/x-safetensors")
+            ],
+            "provenance": provenance,
+        },
+    )
 
 
 def score_circuit(
@@ -177,25 +259,7 @@ def score_circuit(
     stored = scores.astype(np.float32)
     ranked = stored.astype(np.float64)
 
-    rows_mask: list[np.ndarray] = []
-    entries: list[dict[str, Any]] = []
-    for ranking in ("signed", "absolute"):
-        order = rank_edges(ranked, ranking)
-        for k in grid:
-            count = edges_at(k, universe.n_edges, "floor")
-            row = np.zeros(universe.n_edges, dtype=bool)
-            row[order[:count]] = True
-            entries.append(
-                {
-                    "index": len(rows_mask),
-                    "k": k,
-                    "ranking": ranking,
-                    "n_edges": count,
-                    "weighted_size": universe.weighted_edge_count(row),
-                }
-            )
-            rows_mask.append(row)
-    membership = np.stack(rows_mask)
+    entries, membership = grid_circuits(universe, ranked, grid)
 
     done = tracker(f"evaluating {len(entries)} circuits", n)
     finished = 0
@@ -223,44 +287,18 @@ def score_circuit(
     ]
     dataset_copy.setdefault("provenance", provenance)
     folder.json("dataset.json", dataset_copy)
-    folder.safetensors("circuit.safetensors", {"scores": stored, "membership": membership})
     model_ref = _model_ref(model_dir, model)
-    folder.json(
-        "circuit.json",
-        {
-            "spec_version": "1.0",
-            "kind": "circuit",
-            "description": f"{METHODS[method]['name']} edge scores on {dataset.get('task')} "
-            f"({counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
-            "score and by |score| at each grid point.",
-            "model": model_ref,
-            "graph": {
-                "convention": "eap-ig",
-                "n_layers": model.n_layers,
-                "n_heads": model.n_heads,
-                "parallel_attn_mlp": False,
-                "d_model": model.d_model,
-                "n_edges": universe.n_edges,
-            },
-            "granularity": "edge",
-            "scores": {
-                "artifact": "tensors",
-                "tensor": "scores",
-                "shape": [universe.n_edges],
-                "dtype": "float32",
-            },
-            "membership": {
-                "artifact": "tensors",
-                "tensor": "membership",
-                "shape": list(membership.shape),
-                "dtype": "bool",
-            },
-            "circuits": entries,
-            "artifacts": [
-                folder.artifact("tensors", "scores", "circuit.safetensors", "application/x-safetensors")
-            ],
-            "provenance": provenance,
-        },
+    write_circuit_document(
+        folder,
+        description=f"{METHODS[method]['name']} edge scores on {dataset.get('task')} "
+        f"({counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
+        "score and by |score| at each grid point.",
+        model=model_ref,
+        universe=universe,
+        scores=stored,
+        membership=membership,
+        entries=entries,
+        provenance=provenance,
     )
     curves: list[dict[str, Any]] = []
     by_ranking: dict[str, list[float]] = {}

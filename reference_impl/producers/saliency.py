@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
-from ._folder import OutputFolder, created_timestamp
+from .folder import OutputFolder, created_timestamp
 
 __all__ = ["GROUND_TRUTH_METHOD", "SaliencyRun", "score_saliency"]
 

@@ -17,17 +17,15 @@ from mibspec.reference_impl.behaviour.localization import (
     subsample,
 )
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel
-from mibspec.reference_impl.behaviour.study import SCALING_CONFIGS, PlantedSource, scaled_sets, threshold_sets
+from mibspec.reference_impl.behaviour.study import (
+    PLANTED_BEHAVIOUR,
+    SCALING_CONFIGS,
+    PlantedSource,
+    scaled_sets,
+    threshold_sets,
+)
 
-BEHAVIOUR: dict[str, Any] = {
-    "kind": "planted",
-    "n_layers": 4,
-    "n_heads": 4,
-    "seed": 42,
-    "signal": 1.0,
-    "component_noise_sd": 0.1,
-    "measurement_noise_sd": 0.02,
-}
+BEHAVIOUR: dict[str, Any] = dict(PLANTED_BEHAVIOUR)
 
 
 def _model(behaviour: dict[str, Any] = BEHAVIOUR, **changes: Any) -> PlantedCircuitModel:

@@ -316,16 +316,12 @@ def _index(model: ModelWeights, universe: GraphUniverse) -> _Index:
     is_head = np.zeros(universe.n_forward, dtype=np.bool_)
     is_head[head.ravel()] = True
     layer_of = np.full(universe.n_forward, -1, dtype=np.int64)
-    slot_node = np.full(universe.n_backward, -1, dtype=np.int64)
     slot_spreads = np.zeros(universe.n_backward, dtype=np.bool_)
     for i in range(L):
         layer_of[head[i]] = i
         layer_of[mlp[i]] = i
-        for p in "qkv":
-            slot_node[slots[p][i]] = head[i]
         slot_spreads[slots["k"][i]] = True
         slot_spreads[slots["v"][i]] = True
-        slot_node[bi(f"m{i}")] = mlp[i]
     return _Index(
         head=head,
         mlp=mlp,
@@ -337,7 +333,7 @@ def _index(model: ModelWeights, universe: GraphUniverse) -> _Index:
         n_sources=np.asarray(universe.slot_n_sources, dtype=np.int64),
         is_head=is_head,
         layer_of=layer_of,
-        slot_node=slot_node,
+        slot_node=np.asarray(universe.node_of_slot, dtype=np.int64),
         slot_spreads=slot_spreads,
     )
 
@@ -395,8 +391,9 @@ class _Arena:
         return self.blocks[name][:size].view(shape)
 
 
-#: Largest temporary, in bytes, that a patched pass allocates per step outside the arena:
-#: blocks of this size are reused by the allocator instead of being mapped afresh.
+#: Largest temporary, in bytes, that a patched pass allocates per step outside the arena.
+#: glibc's allocator maps blocks above its threshold (adaptive, at most 32 MiB) afresh on
+#: every allocation and reuses freed blocks below it.
 _STEP_BYTES = 8 * 2**20
 
 

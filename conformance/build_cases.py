@@ -1346,7 +1346,8 @@ def saliency_report(folder: Folder, *, curves: bool = False) -> Json:
         hit_accuracy, per_k, wiou = saliency_scores(truth, values, masks, WIOU_KS, WIOU_WEIGHTS)
         method: Json = {
             "name": name,
-            "maps": f"maps-{name}",
+            "maps": {"artifact": f"maps-{name}", "shape": list(values.shape), "dtype": str(values.dtype)},
+            "channel_reduction": "sum",
             "hit_accuracy": hit_accuracy,
             "wiou": wiou,
             "per_k_iou": per_k,
@@ -1374,7 +1375,7 @@ def saliency_report(folder: Folder, *, curves: bool = False) -> Json:
         "track": "saliency",
         "profile": "default",
         "title": "Pixel-level evaluation of two saliency methods on a shortcut-trained CNN",
-        "method": {"name": "saliency comparison", "hyperparameters": {"channel_reduction": "sum"}},
+        "method": {"name": "saliency comparison"},
         "task": {"name": "shortcut-8x8", "dataset": "dataset", "split": "test", "n_examples": N_IMAGES},
         "model": TINY_CNN,
         "settings": settings,
@@ -1386,7 +1387,7 @@ def saliency_report(folder: Folder, *, curves: bool = False) -> Json:
                 "n_dominant": len(DOMINANT),
                 "rate": len(DOMINANT) / N_IMAGES,
             },
-            "ground_truth": "shapley",
+            "ground_truth": {"artifact": "shapley", "shape": list(truth.shape), "dtype": str(truth.dtype)},
             "methods": methods,
         },
         "seeds": [{"purpose": "Shapley permutations", "value": 5}],
@@ -3896,12 +3897,57 @@ def saliency_unknown_sampler(folder: Folder) -> None:
     "report",
     "A-7",
     "A method's maps name an artifact the report does not declare.",
-    ("A109", "/claims/methods/1/maps"),
+    ("A109", "/claims/methods/1/maps/artifact"),
 )
 def saliency_undeclared_maps(folder: Folder) -> None:
     doc = saliency_report(folder)
-    doc["claims"]["methods"][1]["maps"] = "maps-lime"
+    doc["claims"]["methods"][1]["maps"]["artifact"] = "maps-lime"
     save(folder, doc)
+
+
+@case(
+    "report",
+    "A-8",
+    "A method's maps are declared with one image fewer than the file holds.",
+    ("A110", "/claims/methods/0/maps/shape"),
+    ("C117", "/claims/methods/0/maps/shape"),
+)
+def saliency_maps_shape_differs_from_file(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    doc["claims"]["methods"][0]["maps"]["shape"][0] -= 1
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-6",
+    "The ground truth holds one map per image, not one per dominant image.",
+    ("C117", "/claims/ground_truth/shape"),
+)
+def saliency_ground_truth_not_per_dominant_image(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    truth, _, _ = saliency_maps()
+    everything = np.zeros((N_IMAGES, *truth.shape[1:]), dtype=truth.dtype)
+    everything[: len(truth)] = truth
+    folder.npy("shapley.npy", everything)
+    doc["claims"]["ground_truth"]["shape"] = list(everything.shape)
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "report",
+    "C-6",
+    "A method's maps are twice as wide as the ground truth's.",
+    ("C117", "/claims/methods/1/maps/shape"),
+)
+def saliency_maps_shape_differs_from_ground_truth(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    name = doc["claims"]["methods"][1]["name"]
+    _, maps, _ = saliency_maps()
+    wide = np.ascontiguousarray(np.concatenate([maps[name], maps[name]], axis=2))
+    folder.npy(f"maps_{name}.npy", wide)
+    doc["claims"]["methods"][1]["maps"]["shape"] = list(wide.shape)
+    save(folder, rehash(folder, doc))
 
 
 @case(

@@ -591,6 +591,11 @@ def saliency_maps(
     return truth, maps, masks
 
 
+def _npy_ref(artifact: str, array: NDArray[Any]) -> Json:
+    """The tensor reference of the array an ``.npy`` artifact holds."""
+    return {"artifact": artifact, "shape": list(array.shape), "dtype": str(array.dtype)}
+
+
 def build_saliency(folder: OutputFolder) -> None:
     arrays = shortcut_arrays()
     roles = {"clean": "images", "perturbed": "images", "labels": "labels", "kernels": "kernels"}
@@ -656,7 +661,8 @@ def build_saliency(folder: OutputFolder) -> None:
         methods.append(
             {
                 "name": name,
-                "maps": f"maps-{name}",
+                "maps": _npy_ref(f"maps-{name}", values),
+                "channel_reduction": "sum",
                 "hit_accuracy": ms.hit_accuracy(list(values), masks),
                 # The mean over images of Σ w_k·IoU_k equals Σ w_k·(mean IoU_k): weights normalised to 1.
                 "wiou": float(np.dot(np.array(WIOU_WEIGHTS) / sum(WIOU_WEIGHTS), per_k)),
@@ -678,7 +684,7 @@ def build_saliency(folder: OutputFolder) -> None:
                 "and curve areas"
             )
             + " Maps cover the dominant images in dataset order; channels are reduced by summing.",
-            "method": {"name": "saliency comparison", "hyperparameters": {"channel_reduction": "sum"}},
+            "method": {"name": "saliency comparison"},
             "task": {"name": "shortcut-16x16", "dataset": "dataset", "split": "test", "n_examples": N_IMAGES},
             "model": {
                 "source": "registry",
@@ -704,7 +710,7 @@ def build_saliency(folder: OutputFolder) -> None:
                     "n_dominant": len(DOMINANT),
                     "rate": len(DOMINANT) / N_IMAGES,
                 },
-                "ground_truth": "shapley",
+                "ground_truth": _npy_ref("shapley", truth),
                 "methods": methods,
             },
             "seeds": [{"purpose": "Shapley permutations", "value": 5}],

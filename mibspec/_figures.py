@@ -482,13 +482,15 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
 # --------------------------------------------------------------------------- saliency
 
 
-def _load_npy(report: dict[str, Any], folder: Path, artifact_id: str) -> Any:
-    """A declared ``.npy`` sidecar, read only if it is inside the folder and matches its hash."""
+def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any:
+    """Declared maps (``.npy`` or safetensors), read only from a file inside the folder
+    that matches its declared size and hash."""
+    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+
+    artifact_id = ref.get("artifact")
     entry = next((a for a in report.get("artifacts", []) if a.get("id") == artifact_id), None)
     if entry is None:
         raise MissingFigureDataError(f"no artifact {artifact_id!r} is declared")
-    if entry.get("media_type") != "application/x-npy":
-        raise MissingFigureDataError(f"artifact {artifact_id!r} is not a .npy file")
     root = folder.resolve()
     path = (folder / entry["path"]).resolve()
     if not path.is_relative_to(root) or not path.is_file():
@@ -498,14 +500,14 @@ def _load_npy(report: dict[str, Any], folder: Path, artifact_id: str) -> Any:
     size = path.stat().st_size
     if size != entry.get("bytes") or size > _MAX_SIDECAR_BYTES:
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not have its declared size")
-    raw = path.read_bytes()
-    if hashlib.sha256(raw).hexdigest() != entry.get("sha256"):
+    if hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not match its declared SHA-256")
     try:
-        array = np.load(io.BytesIO(raw), allow_pickle=False)
-    except ValueError as exc:
+        info = tensor_infos(path, str(entry.get("media_type")))[ref.get("tensor")]
+        array = np.array(load_tensor(path, info))
+    except (SidecarError, KeyError, OSError, ValueError) as exc:
         raise MissingFigureDataError(
-            f"artifact {artifact_id!r} is not a readable .npy array ({exc})"
+            f"artifact {artifact_id!r} holds no readable tensor {ref.get('tensor')!r} ({exc})"
         ) from exc
     if array.ndim != 3 or not np.issubdtype(array.dtype, np.number) or not np.isfinite(array).all():
         raise MissingFigureDataError(
@@ -534,10 +536,10 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
     from matplotlib.collections import LineCollection
 
     claims = report["claims"]
-    truth = _load_npy(report, folder, claims["ground_truth"])
+    truth = _load_maps(report, folder, claims["ground_truth"])
     columns: list[tuple[str, Any, float | None]] = [("Shapley ground truth", truth, None)]
     for method in claims["methods"]:
-        maps = _load_npy(report, folder, method["maps"])
+        maps = _load_maps(report, folder, method["maps"])
         if maps.shape != truth.shape:
             raise MissingFigureDataError(
                 f"maps of {method['name']!r} are {maps.shape}, the ground truth is {truth.shape}"

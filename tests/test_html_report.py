@@ -152,6 +152,14 @@ def test_dominant_area_outline_is_the_boundary_of_the_mask() -> None:
     assert len(_outline(corner)) == 4
 
 
+def test_saliency_maps_in_safetensors_are_drawn() -> None:
+    # the producer's folder: ground truth and maps are named tensors of safetensors files
+    figures, skipped = render_figures(_load("saliency-digits"), EXAMPLES / "saliency-digits")
+    assert skipped == []
+    assert [f.name for f in figures] == ["saliency"]
+    _png_size(figures[0].data)
+
+
 def test_tampered_sidecar_skips_its_figure_with_the_reason(tmp_path: Path) -> None:
     folder = tmp_path / "saliency"
     shutil.copytree(EXAMPLES / "saliency", folder)

@@ -24,7 +24,7 @@ from .common import (
     Uncertainty,
     Unit,
 )
-from .kinds import Location
+from .kinds import Location, TensorRef
 
 __all__ = [
     "CausalBenchReport",
@@ -402,7 +402,14 @@ class SaliencySettings(Closed):
 
 class SaliencyMethod(Closed):
     name: str = Field(min_length=1)
-    maps: ArtifactRef
+    maps: TensorRef = Field(
+        description="the method's maps: one (H, W) map per dominant image, in dataset order (MS-11)"
+    )
+    channel_reduction: Literal["none", "sum", "sum_abs", "max_abs", "mean", "l2_norm"] | None = Field(
+        default=None,
+        description="how the method's per-channel values became one value per pixel (MS-1); "
+        "`none` when it yields one value per pixel",
+    )
     hit_accuracy: Unit
     wiou: Unit
     per_k_iou: list[Unit] | None = None
@@ -420,7 +427,9 @@ class SaliencyClaims(Closed):
     clean_accuracy: Unit | None = None
     perturbed_accuracy: Unit | None = None
     dominance: Dominance
-    ground_truth: ArtifactRef = Field(description="Shapley ground truth maps")
+    ground_truth: TensorRef = Field(
+        description="Shapley ground truth: one (H, W) map per dominant image, in dataset order (MS-11)"
+    )
     methods: list[SaliencyMethod] = Field(min_length=1)
 
 

@@ -112,8 +112,8 @@ def _provenance(created: str) -> dict[str, Any]:
     }
 
 
-def _tensor_ref(name: str, array: np.ndarray) -> dict[str, Any]:
-    return {"artifact": "tensors", "tensor": name, "shape": list(array.shape), "dtype": str(array.dtype)}
+def _tensor_ref(name: str, array: np.ndarray, artifact: str = "tensors") -> dict[str, Any]:
+    return {"artifact": artifact, "tensor": name, "shape": list(array.shape), "dtype": str(array.dtype)}
 
 
 def score_saliency(
@@ -283,23 +283,27 @@ def score_saliency(
     ]
     dataset_doc.setdefault("provenance", provenance)
     folder.json("dataset.json", dataset_doc)
-    folder.safetensors("shapley.safetensors", {"ground_truth": truth.astype(np.float64)})
+    stored_truth = truth.astype(np.float64)
+    folder.safetensors("shapley.safetensors", {"ground_truth": stored_truth})
     artifacts = [
         folder.artifact("dataset", "dataset", "dataset.json", "application/json", kind="shortcut_dataset"),
         folder.artifact("weights", "weights", "model.safetensors", "application/x-safetensors"),
         folder.artifact("shapley", "ground_truth", "shapley.safetensors", "application/x-safetensors"),
     ]
+    truth_ref = _tensor_ref("ground_truth", stored_truth, "shapley")
     method_rows = []
     for name, row in rows.items():
         if name == GROUND_TRUTH_METHOD:
-            artifact_id = "shapley"
-        else:
-            artifact_id = f"maps-{name}"
-            folder.safetensors(f"maps_{name}.safetensors", {"maps": maps[name]})
-            artifacts.append(
-                folder.artifact(artifact_id, "maps", f"maps_{name}.safetensors", "application/x-safetensors")
-            )
-        method_rows.append({"name": name, "maps": artifact_id, **row})
+            # a Shapley player is a spatial position: one value per pixel
+            method_rows.append({"name": name, "maps": truth_ref, "channel_reduction": "none", **row})
+            continue
+        artifact_id = f"maps-{name}"
+        folder.safetensors(f"maps_{name}.safetensors", {"maps": maps[name]})
+        artifacts.append(
+            folder.artifact(artifact_id, "maps", f"maps_{name}.safetensors", "application/x-safetensors")
+        )
+        ref = _tensor_ref("maps", maps[name], artifact_id)
+        method_rows.append({"name": name, "maps": ref, "channel_reduction": "sum", **row})
 
     settings: dict[str, Any] = {
         "dominance_threshold": threshold,
@@ -336,7 +340,6 @@ def score_saliency(
             "description": "Standard attribution methods from captum, scored against the Shapley ground "
             "truth over the shortcut patch.",
             "hyperparameters": {
-                "channel_reduction": "sum",
                 "target": "logit of the shortcut's class",
                 "input": "perturbed image",
                 "methods": {
@@ -366,7 +369,7 @@ def score_saliency(
                 "n_dominant": len(dominant),
                 "rate": result.rate,
             },
-            "ground_truth": "shapley",
+            "ground_truth": truth_ref,
             "methods": method_rows,
         },
         "artifacts": artifacts,

@@ -65,12 +65,13 @@ def _read(path: Path, media_type: str, name: str | None, pointer: str, what: str
         raise UnusableInputError(pointer, f"cannot read {what} from {path.name!r}: {exc}") from exc
 
 
-def _report_tensor(ctx: Any, artifact_id: str, pointer: str, what: str) -> np.ndarray:
-    """The single tensor of a report artifact (maps, ground truth)."""
+def _report_tensor(ctx: Any, ref: dict[str, Any], pointer: str, what: str) -> np.ndarray:
+    """A tensor the report declares (maps, ground truth), read from its artifact."""
+    artifact_id = ref["artifact"]
     entry = ctx.artifacts.get(artifact_id)
     if entry is None or artifact_id in ctx.broken_artifacts:
         raise UnusableInputError(pointer, f"artifact {artifact_id!r} is not available")
-    return _read(ctx.folder / entry["path"], entry["media_type"], None, pointer, what)
+    return _read(ctx.folder / entry["path"], entry["media_type"], ref.get("tensor"), pointer, what)
 
 
 def _dataset_tensor(doc: dict[str, Any], folder: Path, field: str) -> np.ndarray:

@@ -238,7 +238,8 @@ def test_tampered_claims_and_ground_truth_are_not_reproduced(tmp_path: Path) -> 
     def tamper(data: dict[str, Any]) -> None:
         claims = data["claims"]
         claims["clean_accuracy"] -= 0.05
-        claims["dominance"]["n_dominant"] -= 1
+        # n_dominant is pinned by the declared map shapes (C117); the image count is not
+        claims["dominance"]["n_images"] += 1
         claims["dominance"]["rate"] = claims["dominance"]["n_dominant"] / claims["dominance"]["n_images"]
         method = claims["methods"][2]
         method["per_k_iou"][0] = max(0.0, method["per_k_iou"][0] - 0.1)
@@ -256,7 +257,7 @@ def test_tampered_claims_and_ground_truth_are_not_reproduced(tmp_path: Path) -> 
     assert {code for code, _ in codes} == {"R103"}
     assert set(codes) == {
         ("R103", "/claims/clean_accuracy"),
-        ("R103", "/claims/dominance/n_dominant"),
+        ("R103", "/claims/dominance/n_images"),
         ("R103", "/claims/dominance/rate"),
         ("R103", "/claims/ground_truth"),
         ("R103", "/claims/methods/2/per_k_iou/0"),

@@ -76,3 +76,32 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
         return
     rate = dominance["n_dominant"] / dominance["n_images"]
     yield from compare(ctx, "C111", "/claims/dominance/rate", dominance["rate"], rate)
+
+
+@rule("saliency-map-shape", codes=("C117",), kinds=("report",))
+def saliency_map_shape(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The ground truth and every method's maps: one (H, W) map per dominant image, one shape."""
+    if not _saliency(doc):
+        return
+    claims = doc["claims"]
+    n_dominant = claims["dominance"]["n_dominant"]
+    truth = claims["ground_truth"]["shape"]
+    if len(truth) != 3 or truth[0] != n_dominant:
+        yield ctx.finding(
+            "C117",
+            "/claims/ground_truth/shape",
+            what="the ground truth",
+            shape=truth,
+            expected=f"[{n_dominant}, H, W] (n_dominant = {n_dominant})",
+        )
+        return
+    for m, method in enumerate(claims["methods"]):
+        shape = method["maps"]["shape"]
+        if shape != truth:
+            yield ctx.finding(
+                "C117",
+                f"/claims/methods/{m}/maps/shape",
+                what=f"the maps of {method['name']!r}",
+                shape=shape,
+                expected=f"{truth}, the ground truth's",
+            )

@@ -16,6 +16,7 @@ from mibspec._version import __version__
 from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, write_safetensors
 from mibspec.validator._engine import _PARSE_CODES, make_finding
+from mibspec.validator._parse import escape_pointer_token
 
 __all__ = ["ImportResult", "import_eap_ig"]
 
@@ -198,7 +199,7 @@ def _json_edges(edges: dict[str, Any], universe: Any) -> tuple[Any, Any]:
     seen = np.zeros(universe.n_edges, dtype=bool)
     for name, index in zip(names, ids.tolist(), strict=True):
         entry = edges[name]
-        pointer = "/edges/" + name.replace("~", "~0").replace("/", "~1")
+        pointer = "/edges/" + escape_pointer_token(name)
         if not isinstance(entry, dict):
             raise _MalformedError("I101", pointer, detail="an edge must be an object with score and in_graph")
         score, member = entry.get("score", 0.0), entry.get("in_graph", False)
@@ -226,7 +227,7 @@ def _json_neurons(nodes: Any, universe: Any) -> Any | None:
     for name, entry in nodes.items():
         if not isinstance(entry, dict) or "neurons" not in entry or entry["neurons"] is None:
             continue
-        pointer = "/nodes/" + name.replace("~", "~0").replace("/", "~1") + "/neurons"
+        pointer = "/nodes/" + escape_pointer_token(name) + "/neurons"
         try:
             row = universe.forward_index(name)
         except ValueError:

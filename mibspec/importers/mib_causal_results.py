@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._version import __version__
+from mibspec.validator._parse import escape_pointer_token
 
 from .eap_ig import ImportResult, _MalformedError
-from .mib_results import import_reports, source_created
+from .mib_results import folder_name, import_reports, source_created
 
 __all__ = ["CAUSAL_MODELS", "import_mib_causal_results"]
 
@@ -69,7 +70,6 @@ _UNIT = re.compile(r"^(?P<kind>[A-Za-z_]+)\((?P<params>[^()]*)\)$")
 _COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
 _LAST_TOKEN_NAMES = {"last_token", "last"}
 _RESERVED = {"metadata", "feature_indices"}
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def import_mib_causal_results(source: Path, out_dir: Path) -> ImportResult:
@@ -82,10 +82,6 @@ def _text(data: dict[str, Any], key: str) -> str:
     if not isinstance(value, str) or not value:
         raise _MalformedError("I101", f"/{key}" if key in data else "", detail=f"missing {key} (a string)")
     return value
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -107,14 +103,14 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     # variable → unit key → {"location": ..., "scores": {counterfactual: value}}
     variables: dict[str, dict[str, dict[str, Any]]] = {}
     for cf, block in data["dataset"].items():
-        pointer = f"/dataset/{_escape(cf)}"
+        pointer = f"/dataset/{escape_pointer_token(cf)}"
         units = block.get("model_unit") if isinstance(block, dict) else None
         if not isinstance(units, dict) or not units:
             raise _MalformedError(
                 "I101", pointer, detail="each counterfactual dataset needs a 'model_unit' object"
             )
         for key, entry in units.items():
-            upointer = f"{pointer}/model_unit/{_escape(key)}"
+            upointer = f"{pointer}/model_unit/{escape_pointer_token(key)}"
             if not isinstance(entry, dict):
                 raise _MalformedError("I101", upointer, detail="a model unit's results must be an object")
             location = _location(key, entry.get("metadata"), upointer, config)
@@ -126,7 +122,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
                     raise _MalformedError(
                         "I101",
-                        f"{upointer}/{_escape(name)}/average_score",
+                        f"{upointer}/{escape_pointer_token(name)}/average_score",
                         detail="a score is a finite number",
                     )
                 unit = variables.setdefault(name, {}).setdefault(key, {"location": location, "scores": {}})
@@ -201,7 +197,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             "command": f"mibspec import mib-causal-results {source.name}",
         },
     }
-    yield "_".join(_SAFE.sub("-", part) for part in (task, model_name, method)), report
+    yield folder_name(task, model_name, method), report
 
 
 def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> dict[str, Any]:

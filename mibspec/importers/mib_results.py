@@ -33,7 +33,7 @@ from mibspec.validator._engine import _PARSE_CODES, make_finding
 
 from .eap_ig import ImportResult, _MalformedError
 
-__all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "source_created"]
+__all__ = ["KNOWN_MODELS", "folder_name", "import_mib_circuit_results", "import_reports", "source_created"]
 
 #: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
 KNOWN_MODELS: dict[str, tuple[str, int, int]] = {
@@ -81,6 +81,12 @@ def import_reports(
         target.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         result.written.append(target)
     return result
+
+
+def folder_name(*parts: str) -> str:
+    """An output folder name: the parts joined by ``_``, other characters than letters,
+    digits, ``_``, ``.`` and ``-`` replaced by ``-``."""
+    return "_".join(_SAFE.sub("-", part) for part in parts)
 
 
 def source_created(source: Path) -> str:
@@ -171,7 +177,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                     "command": f"mibspec import mib-circuit-results {source.name}",
                 },
             }
-            yield f"{_SAFE.sub('-', task)}_{_SAFE.sub('-', model_id)}", report
+            yield folder_name(task, model_id), report
 
 
 def _curve(block: Any, ranking: str, grid: list[float], pointer: str) -> dict[str, Any]:

@@ -889,7 +889,8 @@ def evaluate_circuits(
         memory_budget: bytes a stacked pass of several circuits may use (a pass holds at
             least one circuit). Circuits are stacked only when their reachable sets nearly
             coincide; on a CPU stacking pays off for small circuits, whose passes are short.
-        progress: called after each batch with the number of examples it held.
+        progress: called after each batch with the number of examples done so far
+            (like ``attribute_edges``).
 
     Returns:
         :class:`CircuitMetrics`.
@@ -996,7 +997,7 @@ def evaluate_circuits(
             out[empty, sl] = empty_m[sl]
             if not len(todo):
                 if progress is not None:
-                    progress(B)
+                    progress(sl.stop)
                 continue
             clean_input = _forward.embed(model, b_ids, positions)
             cost = functools.partial(_bytes_per_circuit, model, rows=B, positions=T)
@@ -1019,5 +1020,5 @@ def evaluate_circuits(
                 )
                 out[group, sl] = values.numpy()
             if progress is not None:
-                progress(B)
+                progress(sl.stop)
     return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=kept, ablation=ablation)

@@ -261,16 +261,16 @@ def score_circuit(
 
     entries, membership = grid_circuits(universe, ranked, grid)
 
-    done = tracker(f"evaluating {len(entries)} circuits", n)
-    finished = 0
-
-    def advance(count: int) -> None:
-        nonlocal finished
-        finished += count
-        done(finished)
-
     result = evaluate_circuits(
-        model, ids, cids, mask, correct, counter, membership, batch_size=batch_size, progress=advance
+        model,
+        ids,
+        cids,
+        mask,
+        correct,
+        counter,
+        membership,
+        batch_size=batch_size,
+        progress=tracker(f"evaluating {len(entries)} circuits", n),
     )
     m_circuits = result.circuits.mean(axis=1)
     m_full = float(result.clean.mean())

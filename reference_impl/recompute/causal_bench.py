@@ -29,6 +29,7 @@ import importlib.util
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from mibspec.validator._parse import escape_pointer_token
 from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
 
 from ..behaviour.localization import Procedure, identify, procedure_scores
@@ -347,7 +348,7 @@ def _study(
             if parts is not None and all(parts[key] >= 0.0 for key in scenario["weights"]):
                 value = cb.composite({key: parts[key] for key in scenario["weights"]}, scenario["weights"])
             checks.number(
-                f"/claims/weight_robustness/{s}/composites/{_escape(name)}",
+                f"/claims/weight_robustness/{s}/composites/{escape_pointer_token(name)}",
                 f"composite of {name} under weights {scenario['name']!r}",
                 claimed,
                 value,
@@ -497,8 +498,3 @@ def _scaling(report: Mapping[str, Any], checks: _Comparisons, progress: Progress
                 f"convergence at {L}L/{H}H,",
             )
         progress.advance()
-
-
-def _escape(key: str) -> str:
-    """A JSON-pointer reference token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")

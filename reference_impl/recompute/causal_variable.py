@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from mibspec.validator._parse import escape_pointer_token
 from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
 from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.validator.rules.causal_variable import missing_declarations
@@ -627,9 +628,8 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             )
             what = "IIA" if variable["metric"] == "iia" else "MSE"
             for cf, claimed in unit["scores"].items():
-                key = cf.replace("~", "~0").replace("/", "~1")
                 add(
-                    f"{pointer}/scores/{key}",
+                    f"{pointer}/scores/{escape_pointer_token(cf)}",
                     f"{what} {variable['name']} {unit['id']} {cf}",
                     claimed,
                     result.scores[cf],
@@ -637,7 +637,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
                 table[(cf, unit["location"]["layer"], unit["id"])] = result.scores[cf]
                 if unit.get("n_examples") and cf in unit["n_examples"]:
                     add(
-                        f"{pointer}/n_examples/{key}",
+                        f"{pointer}/n_examples/{escape_pointer_token(cf)}",
                         f"kept pairs {unit['id']} {cf}",
                         unit["n_examples"][cf],
                         float(result.n_examples[cf]),

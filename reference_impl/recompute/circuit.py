@@ -215,6 +215,13 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     batch = int(settings.get("batch_size") or 20)
     n = ids.shape[0]
     progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
+    reported = 0
+
+    def advance(done: int) -> None:
+        nonlocal reported
+        progress.advance(done - reported)
+        reported = done
+
     # mean ablation averages over the corrupted inputs of the whole dataset (the default)
     result = evaluate_circuits(
         model,
@@ -227,7 +234,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         neurons=neurons,
         ablation=settings.get("ablation", "counterfactual"),
         batch_size=batch,
-        progress=progress.advance,
+        progress=advance,
     )
     m_circuits = result.circuits.mean(axis=1)
     m_full = float(result.clean.mean())

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
+from .._parse import escape_pointer_token
 from . import compare, rule, with_defaults
 
 
@@ -126,7 +127,7 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
             if name in parts_of:
                 yield from _composite(
                     ctx,
-                    f"/claims/weight_robustness/{s}/composites/{_escape(name)}",
+                    f"/claims/weight_robustness/{s}/composites/{escape_pointer_token(name)}",
                     {**parts_of[name], "composite": value},
                     scenario["weights"],
                     f"composite of {name} under {scenario['name']!r}",
@@ -239,11 +240,6 @@ def _prf(
         for key, value in (("precision", p), ("recall", r), ("f1", f1)):
             if key in metrics:
                 yield from compare(ctx, "C105", f"{base}/{key}", metrics[key], value, metric=key)
-
-
-def _escape(key: str) -> str:
-    """A JSON-pointer reference token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _convergences(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._engine import RuleContext
 from .._findings import Finding
+from .._parse import escape_pointer_token
 from . import compare, rule, with_defaults
 
 
@@ -63,10 +64,6 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
 # --------------------------------------------------------------------------- declarations (V)
 # Featurizers, token positions, causal models and dataset interventions, checked as data
 # (numpy only: the feature maps and mechanisms come from ``mibspec.reference_impl``).
-
-
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _read_document(ctx: RuleContext, folder: Path, path: Any, kind: str) -> dict[str, Any] | None:
@@ -331,14 +328,14 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
                     if cf_set not in dataset.get("counterfactual_types", []):
                         yield ctx.finding(
                             "V109",
-                            f"{upointer}/scores/{_escape(cf_set)}",
+                            f"{upointer}/scores/{escape_pointer_token(cf_set)}",
                             detail=f"{cf_set!r} is not a counterfactual type of the dataset",
                         )
             for cf_set in unit.get("n_examples") or {}:
                 if cf_set not in unit["scores"]:
                     yield ctx.finding(
                         "V109",
-                        f"{upointer}/n_examples/{_escape(cf_set)}",
+                        f"{upointer}/n_examples/{escape_pointer_token(cf_set)}",
                         detail=f"an example count for {cf_set!r}, which the unit has no score for",
                     )
             yield from _unit_location(ctx, unit, upointer, config)

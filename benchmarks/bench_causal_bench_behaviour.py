@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
 from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour, one_thread
 from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, node_circuit_edges
 from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function

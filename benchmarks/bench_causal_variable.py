@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from mibspec.reference_impl.engine import load_model
 from mibspec.reference_impl.engine._intervene import Site, TorchFeaturizer, forward_sites, intervened_logits
 from mibspec.reference_impl.featurizers import NumpyFeaturizer

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import torch
+
 from mibspec.reference_impl.engine import (
     ModelWeights,
     _forward,

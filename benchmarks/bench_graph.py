@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 
 LLAMA = GraphConfig(n_layers=32, n_heads=32, d_model=4096)

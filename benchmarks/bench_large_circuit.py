@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 from mibspec.reference_impl.producers.folder import artifact_entry

@@ -15,8 +15,9 @@ import argparse
 import time
 
 import numpy as np
-from mibspec.reference_impl.metrics.shapley import ValueFn, shapley_exact, shapley_permutation
 from numpy.typing import NDArray
+
+from mibspec.reference_impl.metrics.shapley import ValueFn, shapley_exact, shapley_permutation
 
 
 def make_game(n: int, seed: int) -> ValueFn:

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 from captum.attr import ShapleyValueSampling
+
 from mibspec.reference_impl.metrics.shapley import draw_permutations, shapley_from_permutations
 from mibspec.reference_impl.vision import (
     PixelGame,

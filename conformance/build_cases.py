@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
+
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.producers.folder import OutputFolder, json_bytes
-from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parent / "v1"
 

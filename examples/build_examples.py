@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
+
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
@@ -49,7 +51,6 @@ from mibspec.reference_impl.metrics import circuit as mc
 from mibspec.reference_impl.metrics import saliency as ms
 from mibspec.reference_impl.producers.circuit import grid_circuits, write_circuit_document
 from mibspec.reference_impl.producers.folder import OutputFolder
-from numpy.typing import NDArray
 
 HERE = Path(__file__).resolve().parent
 TRACKS = ("circuit", "causal_variable", "causal_bench", "saliency")

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.reference_impl.training.digits import (
     DigitsRecipe,

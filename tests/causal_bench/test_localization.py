@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from mibspec.reference_impl.behaviour.localization import (
     PAPER_PROCEDURES,
     Procedure,

@@ -70,9 +70,10 @@ def test_coalitions_match_engine_node_circuits(setup: tuple[Any, ...]) -> None:
 
 
 def test_full_model_matches_transformers_forward() -> None:
+    from transformers import AutoModelForCausalLM
+
     from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
     from mibspec.reference_impl.engine import load_model
-    from transformers import AutoModelForCausalLM
 
     ids, cids, mask, correct, counter = _tokens("tiny-gpt2", 5)
     behaviour = TransformerBehaviour(load_model(MODELS / "tiny-gpt2"), ids, cids, mask, correct, counter)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from mibspec.reference_impl.causal_models import (
     causal_model_document,
     check_causal_model,

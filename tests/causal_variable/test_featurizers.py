@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from mibspec.reference_impl.featurizers import (
     NumpyFeaturizer,
     expected_weights,

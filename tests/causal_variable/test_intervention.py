@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from mibspec.reference_impl.featurizers import NumpyFeaturizer
 from mibspec.reference_impl.positions import resolve_position
 
@@ -130,9 +131,10 @@ def _slow_logits(
 
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, tuple[Any, Any, Any]]:
-    from mibspec.reference_impl.engine import load_model
     from tokenizers import Tokenizer
     from transformers import AutoModelForCausalLM
+
+    from mibspec.reference_impl.engine import load_model
 
     out = {}
     for family in ("gpt2", "llama"):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from mibspec.reference_impl.positions import PositionError, resolve_position, slot_spans
 
 REPO = Path(__file__).resolve().parents[2]

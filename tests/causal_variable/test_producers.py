@@ -64,8 +64,9 @@ def _featurizer(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_pca_method_declares_its_centring_and_standardised_components(dataset: Path, tmp_path: Path) -> None:
-    from mibspec.reference_impl.producers._featurizer_training import fit_pca
     from safetensors.numpy import load_file
+
+    from mibspec.reference_impl.producers._featurizer_training import fit_pca
 
     report = _run(dataset, tmp_path / "pca", method="pca", pca_centring="uncentred")
     doc = _featurizer(tmp_path / "pca", report)

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mibspec.reference_impl.featurizers import NumpyFeaturizer
-from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
 
 import mibspec
+from mibspec.reference_impl.featurizers import NumpyFeaturizer
+from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
 
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
@@ -57,8 +57,6 @@ def _score(args: list[str], out: Path) -> None:
         text=True,
         check=False,
         env={**os.environ, "SOURCE_DATE_EPOCH": "1748856600", "NO_COLOR": "1", "HF_HUB_OFFLINE": "1"},
-        # Not the checkout: `python -m` puts the working directory first on sys.path, and the
-        # checkout's mibspec/ folder is not the installed package (its subpackages live elsewhere).
         cwd=out.parent,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr

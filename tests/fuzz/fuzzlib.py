@@ -723,9 +723,8 @@ def check_outcome(result: Any, catalogue: Any, *, recompute: bool = False) -> li
     recompute stage has compared at least one claim and every comparison is within its
     tolerance.
     """
-    from mibspec.validator import Severity, StageStatus
-
     from mibspec._reporters import REPORTERS
+    from mibspec.validator import Severity, StageStatus
 
     problems: list[str] = []
     for doc in result.documents:

@@ -22,10 +22,10 @@ import jsonschema_rs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mibspec.validator import catalogue
-from mibspec.validator._schema_stage import check_schema
 
 import mibspec
+from mibspec.validator import catalogue
+from mibspec.validator._schema_stage import check_schema
 
 CAT = catalogue("1.0")
 

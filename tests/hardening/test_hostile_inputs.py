@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pytest
 from hardening_support import REPO, codes, measured_verify
-from mibspec.validator import Limits, SidecarError, read_npy_header, read_safetensors_header
-from mibspec.validator._sidecars import TensorInfo, non_finite_values
 
 import mibspec
+from mibspec.validator import Limits, SidecarError, read_npy_header, read_safetensors_header
+from mibspec.validator._sidecars import TensorInfo, non_finite_values
 
 MB = 1024 * 1024
 EXAMPLE = REPO / "examples" / "circuit"

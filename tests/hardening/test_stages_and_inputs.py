@@ -20,10 +20,10 @@ from pathlib import Path
 import fuzzlib
 import pytest
 from hardening_support import REPO
-from mibspec.validator import Stage, StageStatus, catalogue
 
 import mibspec
 from mibspec._conformance import discover_cases
+from mibspec.validator import Stage, StageStatus, catalogue
 
 CAT = catalogue("1.0")
 CASES = discover_cases(REPO / "conformance" / "v1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from mibspec.reference_impl.datasets.shortcut import (
     ShortcutSpec,
     apply_shortcut,

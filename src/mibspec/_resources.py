@@ -1,0 +1,36 @@
+"""Locating the spec files shipped with the package (or beside it in a source checkout)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["KNOWN_SPEC_VERSIONS", "load_spec_json", "spec_dir"]
+
+#: Spec versions this implementation validates, mapped to their folder under ``spec/``.
+KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1"}
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _data_root(name: str) -> Path:
+    # Installed wheel: mibspec/<name>. Editable install or source checkout: <repo>/<name>,
+    # two levels above src/mibspec/.
+    for candidate in (_PACKAGE / name, _PACKAGE.parents[1] / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"mibspec data folder {name!r} not found beside {_PACKAGE}")
+
+
+def spec_dir(version: str = "1.0") -> Path:
+    """The folder holding a spec version's schemas, profiles and texts."""
+    return _data_root("spec") / KNOWN_SPEC_VERSIONS[version]
+
+
+@functools.lru_cache(maxsize=64)
+def load_spec_json(version: str, relative: str) -> Any:
+    """A JSON file of the spec (cached; the spec is read-only at run time)."""
+    with (spec_dir(version) / relative).open(encoding="utf-8") as handle:
+        return json.load(handle)

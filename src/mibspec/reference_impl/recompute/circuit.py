@@ -1,0 +1,290 @@
+"""Recompute a circuit-track report: model + dataset + circuits → m(N), m(∅), f(k), CPR, CMD.
+
+Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-2), ``spec/v1/metrics/circuit.md`` and
+``spec/v1/metrics/engine.md``. Steps:
+
+1. resolve and load the declared model (dtype as declared) and its tokenizer;
+2. read the dataset document of ``task.dataset``, take every row's base prompt and the
+   counterfactual prompt of ``task.counterfactual_type``; the metric's tokens are the first
+   tokens of ``base.answer`` and of the counterfactual's ``answer`` (datasets.md DS-5); a row
+   whose two prompts differ in token length is reported, never patched misaligned (DS-12);
+3. take each curve point's circuit (a row of the circuit document's ``membership``; for a
+   point without one, the top ``edges_at(k)`` edges of the document's scores under the
+   curve's ranking and the profile's tie-break);
+4. evaluate all circuits with the engine (one pass per example batch, every circuit
+   stacked), average per-example metrics in float64, and recompute f, CPR and CMD with the
+   metric functions the consistency rules use.
+
+Every claimed number gets a comparison under the profile's recomputation tolerance for
+the model's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
+from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+
+from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
+from ._inputs import (
+    UnusableInputError,
+    encode_function,
+    load_model_at,
+    load_referenced_document,
+    read_rows,
+    resolve_model,
+)
+
+__all__ = ["recompute"]
+
+
+def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
+    entry = next((a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"]), None)
+    if entry is None:
+        raise UnusableInputError(pointer, f"the circuit document declares no artifact {ref['artifact']!r}")
+    path = folder / entry["path"]
+    try:
+        info = tensor_infos(path, entry["media_type"]).get(ref.get("tensor"))
+        if info is None:
+            raise SidecarError(f"no tensor {ref.get('tensor')!r}")
+        return np.asarray(load_tensor(path, info))
+    except (SidecarError, OSError) as exc:
+        raise UnusableInputError(pointer, f"cannot read {entry['path']!r}: {exc}") from exc
+
+
+def _tokenize(
+    rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    clean, corrupted, correct, counter = [], [], [], []
+    for i, row in enumerate(rows):
+        cf = row.get("counterfactuals", {}).get(cf_type)
+        if cf is None:
+            raise UnusableInputError(pointer, f"dataset row {i} has no {cf_type!r} counterfactual")
+        if cf.get("answer") is None:
+            raise UnusableInputError(
+                pointer, f"dataset row {i}: the {cf_type!r} counterfactual has no answer (DS-5)"
+            )
+        a, b = encode(row["base"]["prompt"]), encode(cf["prompt"])
+        if len(a) != len(b):
+            raise UnusableInputError(
+                pointer,
+                f"dataset row {i}: the base prompt has {len(a)} tokens and the {cf_type!r} counterfactual "
+                f"{len(b)} under the model's tokenizer; positions cannot be patched (DS-12)",
+            )
+        if not a:
+            raise UnusableInputError(pointer, f"dataset row {i}: the base prompt encodes to no token")
+        answer, cf_answer = encode(row["base"]["answer"]), encode(cf["answer"])
+        if not answer or not cf_answer:
+            raise UnusableInputError(pointer, f"dataset row {i}: an answer encodes to no token")
+        clean.append(a)
+        corrupted.append(b)
+        correct.append(answer[0])
+        counter.append(cf_answer[0])
+    if not clean:
+        raise UnusableInputError(pointer, "the dataset has no rows")
+    width = max(len(x) for x in clean)
+    ids = np.zeros((len(clean), width), dtype=np.int64)
+    cids = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for i, (a, b) in enumerate(zip(clean, corrupted, strict=True)):
+        ids[i, : len(a)], cids[i, : len(b)], mask[i, : len(a)] = a, b, 1
+    return ids, cids, mask, np.asarray(correct), np.asarray(counter)
+
+
+def _circuits(
+    report: dict[str, Any], circuit_doc: dict[str, Any], folder: Path, n_edges: int, profile: Any
+) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None]:
+    """Stacked circuits (K, n_edges), the (curve, point) of each, and the neuron masks."""
+    claims = report["claims"]
+    membership = (
+        _tensor(circuit_doc, folder, circuit_doc["membership"], "/claims/circuit")
+        if circuit_doc.get("membership")
+        else None
+    )
+    neurons = (
+        _tensor(circuit_doc, folder, circuit_doc["neuron_masks"], "/claims/circuit")
+        if circuit_doc.get("neuron_masks")
+        else None
+    )
+    scores = (
+        _tensor(circuit_doc, folder, circuit_doc["scores"], "/claims/circuit")
+        if circuit_doc.get("scores")
+        else None
+    )
+    rows: list[np.ndarray] = []
+    neuron_rows: list[np.ndarray] = []
+    where: list[tuple[int, int]] = []
+    rounding = report["settings"].get("edge_count_rounding", profile["edge_count_rounding"])
+    for ci, curve in enumerate(claims["curves"]):
+        order = None
+        for pi, point in enumerate(curve["points"]):
+            pointer = f"/claims/curves/{ci}/points/{pi}"
+            index = point.get("circuit")
+            if index is not None:
+                if membership is None or index >= membership.shape[0]:
+                    raise UnusableInputError(
+                        f"{pointer}/circuit", f"circuit {index} is not a row of the membership tensor"
+                    )
+                rows.append(np.asarray(membership[index], dtype=bool))
+                if neurons is not None:
+                    neuron_rows.append(np.asarray(neurons[index], dtype=bool))
+            elif scores is not None:
+                if curve["ranking"] not in ("signed", "absolute"):
+                    raise UnusableInputError(
+                        f"/claims/curves/{ci}/ranking", f"cannot rebuild {curve['ranking']} circuits"
+                    )
+                if order is None:
+                    order = rank_edges(np.asarray(scores, dtype=np.float64), curve["ranking"])
+                mask = np.zeros(n_edges, dtype=bool)
+                mask[order[: edges_at(point["k"], n_edges, rounding)]] = True
+                rows.append(mask)
+            else:
+                raise UnusableInputError(
+                    pointer, "the point names no circuit and the circuit document has no scores"
+                )
+            where.append((ci, pi))
+    if neurons is not None and len(neuron_rows) != len(rows):
+        raise UnusableInputError("/claims/circuit", "neuron masks cover only some of the curve's circuits")
+    stacked = np.stack(rows) if rows else np.zeros((0, n_edges), dtype=bool)
+    return stacked, where, (np.stack(neuron_rows) if neuron_rows else None)
+
+
+def _check_settings(report: dict[str, Any]) -> None:
+    settings = report["settings"]
+    if settings.get("metric", "logit_difference") != "logit_difference":
+        raise UnusableInputError("/settings/metric", "only the logit_difference metric can be recomputed")
+    if settings.get("padding_side", "right") != "right":
+        raise UnusableInputError("/settings/padding_side", "only right padding can be recomputed")
+    if settings.get("ablation", "counterfactual") == "optimal":
+        raise UnusableInputError(
+            "/settings/ablation", "optimal ablation values are not declared in the report"
+        )
+    if report["task"].get("dataset") is None:
+        raise UnusableInputError("/task/dataset", "the report declares no dataset to recompute on")
+    if report["task"].get("counterfactual_type") is None:
+        raise UnusableInputError("/task/counterfactual_type", "the report declares no counterfactual type")
+    if report["claims"].get("circuit") is None:
+        raise UnusableInputError("/claims/circuit", "the report declares no circuit document")
+
+
+def recompute(ctx: Any, progress: Progress) -> Recomputation:
+    try:
+        return _recompute(ctx, progress)
+    except UnusableInputError as exc:
+        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+
+
+def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
+
+    report, profile = ctx.data, ctx.profile
+    _check_settings(report)
+    settings, claims, task = report["settings"], report["claims"], report["task"]
+    dtype = report["model"].get("dtype", "float32")
+    abs_tol, rel_tol = recompute_tolerance(profile, dtype)
+
+    source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
+    model = load_model_at(source, dtype)
+    encode = encode_function(source)
+
+    dataset, dataset_folder = load_referenced_document(
+        ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
+    )
+    rows = read_rows(dataset, dataset_folder, "/task/dataset")
+    ids, cids, mask, correct, counter = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
+    if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
+        raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")
+
+    circuit_doc, circuit_folder = load_referenced_document(
+        ctx, claims["circuit"], "/claims/circuit", "circuit"
+    )
+    universe = graph_universe(model)
+    graph = circuit_doc["graph"]
+    if (graph["n_layers"], graph["n_heads"]) != (model.n_layers, model.n_heads):
+        raise UnusableInputError(
+            "/claims/circuit",
+            f"the circuit's graph has {graph['n_layers']} layers × {graph['n_heads']} heads, the model "
+            f"{model.n_layers} × {model.n_heads}",
+        )
+    circuits, where, neurons = _circuits(report, circuit_doc, circuit_folder, universe.n_edges, profile)
+
+    batch = int(settings.get("batch_size") or 20)
+    n = ids.shape[0]
+    progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
+    reported = 0
+
+    def advance(done: int) -> None:
+        nonlocal reported
+        progress.advance(done - reported)
+        reported = done
+
+    # mean ablation averages over the corrupted inputs of the whole dataset (the default)
+    result = evaluate_circuits(
+        model,
+        ids,
+        cids,
+        mask,
+        correct,
+        counter,
+        circuits,
+        neurons=neurons,
+        ablation=settings.get("ablation", "counterfactual"),
+        batch_size=batch,
+        progress=advance,
+    )
+    m_circuits = result.circuits.mean(axis=1)
+    m_full = float(result.clean.mean())
+    m_empty = float(result.empty.mean())
+
+    comparisons: list[Comparison] = []
+
+    def add(pointer: str, quantity: str, claimed: Any, value: float) -> None:
+        comparisons.append(
+            Comparison(
+                pointer, quantity, None if claimed is None else float(claimed), value, abs_tol, rel_tol
+            )
+        )
+
+    if "n_examples" in task:
+        add("/task/n_examples", "examples", task["n_examples"], float(n))
+    add("/claims/m_full", "m(N), full model", claims.get("m_full"), m_full)
+    add("/claims/m_empty", "m(∅), empty circuit", claims.get("m_empty"), m_empty)
+    try:
+        values = [
+            faithfulness(float(m), m_full, m_empty, min_denominator=profile["faithfulness_min_denominator"])
+            for m in m_circuits
+        ]
+    except ValueError as exc:
+        raise UnusableInputError(
+            "/claims/m_full", f"faithfulness is undefined on this model and dataset: {exc}"
+        ) from exc
+    curves: dict[str, tuple[list[float], list[float]]] = {}
+    for (ci, pi), value in zip(where, values, strict=True):
+        curve = claims["curves"][ci]
+        point = curve["points"][pi]
+        ks, fs = curves.setdefault(curve["ranking"], ([], []))
+        if profile["force_full_faithfulness"] and math.isclose(point["k"], 1.0):
+            value = 1.0
+        ks.append(point["k"])
+        fs.append(value)
+        add(
+            f"/claims/curves/{ci}/points/{pi}/faithfulness",
+            f"f({point['k']:g}), {curve['ranking']}",
+            point["faithfulness"],
+            value,
+        )
+    for metric, compute in (("cpr", cpr), ("cmd", cmd)):
+        ranking = settings.get("ranking", {}).get(metric)
+        if ranking in curves:
+            add(
+                f"/claims/{metric}/value",
+                f"{metric.upper()} ({ranking})",
+                claims[metric]["value"],
+                compute(*curves[ranking]),
+            )
+    return Recomputation(comparisons=comparisons)

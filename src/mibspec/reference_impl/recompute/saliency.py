@@ -1,0 +1,370 @@
+"""Recompute a saliency-track report: registry model + shortcut dataset + declared maps → claims.
+
+Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-3) and ``spec/v1/metrics/saliency.md``.
+Steps:
+
+1. build the declared registry architecture and load its weights artifact (names and
+   shapes checked; nothing submitted is executed);
+2. read the shortcut dataset of ``task.dataset``: clean and perturbed images, labels, and
+   the class patches (``perturbation.locations``, √D×√D);
+3. evaluate every image: accuracies, the dominance prerequisites (MS-2) with the declared
+   threshold, the dominant images in dataset order;
+4. recompute the Shapley ground truth of each dominant image with the declared sampler,
+   trials, permutations and seed (MS-9, MS-10) and compare it with the declared maps
+   element by element;
+5. from each method's declared maps: hit accuracy, mean IoU per k and WIoU against the
+   ground truth, and the deletion and addition AUC from the model (MS-3 … MS-8, MS-11).
+
+Step 5 ranks the declared ground truth when it agrees with the recomputation within
+tolerance and the recomputed one otherwise: rankings are discontinuous, and two values
+equal within tolerance must not change a verdict through a near-tie.
+
+Tolerances: the profile's recomputation tolerance for the model's dtype for everything
+that runs the model (accuracies, dominance, the ground truth, curve areas); its
+consistency tolerance for hit accuracy, IoU and WIoU, which follow from the maps.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
+from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+
+from ._inputs import UnusableInputError, load_referenced_document
+
+__all__ = ["recompute"]
+
+
+def recompute(ctx: Any, progress: Progress) -> Recomputation:
+    from mibspec.reference_impl.vision import one_thread
+
+    try:
+        with one_thread():
+            return _recompute(ctx, progress)
+    except UnusableInputError as exc:
+        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _read(path: Path, media_type: str, name: str | None, pointer: str, what: str) -> np.ndarray:
+    try:
+        infos = tensor_infos(path, media_type)
+        only = next(iter(infos.values())) if len(infos) == 1 else None
+        info = only if name is None else infos.get(name)
+        if info is None:
+            wanted = "exactly one tensor" if name is None else f"a tensor {name!r}"
+            raise SidecarError(f"expected {wanted}, found {sorted(str(k) for k in infos)}")
+        return np.array(load_tensor(path, info))
+    except (SidecarError, OSError, ValueError) as exc:
+        raise UnusableInputError(pointer, f"cannot read {what} from {path.name!r}: {exc}") from exc
+
+
+def _report_tensor(ctx: Any, ref: dict[str, Any], pointer: str, what: str) -> np.ndarray:
+    """A tensor the report declares (maps, ground truth), read from its artifact."""
+    artifact_id = ref["artifact"]
+    entry = ctx.artifacts.get(artifact_id)
+    if entry is None or artifact_id in ctx.broken_artifacts:
+        raise UnusableInputError(pointer, f"artifact {artifact_id!r} is not available")
+    return _read(ctx.folder / entry["path"], entry["media_type"], ref.get("tensor"), pointer, what)
+
+
+def _dataset_tensor(doc: dict[str, Any], folder: Path, field: str) -> np.ndarray:
+    ref = doc[field]
+    entry = next((a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"]), None)
+    if entry is None:
+        raise UnusableInputError("/task/dataset", f"the dataset declares no artifact {ref['artifact']!r}")
+    return _read(folder / entry["path"], entry["media_type"], ref.get("tensor"), "/task/dataset", field)
+
+
+def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Clean and perturbed images (N, C, H, W), labels (N,) and each class's patch mask."""
+    task = ctx.data["task"]
+    if task.get("dataset") is None:
+        raise UnusableInputError("/task/dataset", "the report declares no shortcut dataset to recompute on")
+    doc, folder = load_referenced_document(ctx, task["dataset"], "/task/dataset", "shortcut_dataset")
+    clean = _dataset_tensor(doc, folder, "clean_images")
+    perturbed = _dataset_tensor(doc, folder, "perturbed_images")
+    labels = _dataset_tensor(doc, folder, "labels")
+    if clean.ndim != 4 or perturbed.shape != clean.shape or labels.shape != (clean.shape[0],):
+        raise UnusableInputError(
+            "/task/dataset",
+            f"expected images (N, C, H, W) twice and N labels; got {list(clean.shape)}, "
+            f"{list(perturbed.shape)} and {list(labels.shape)}",
+        )
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise UnusableInputError("/task/dataset", f"labels must be integers; got {labels.dtype}")
+    n_classes = int(doc["n_classes"])
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise UnusableInputError("/task/dataset", f"labels must lie in [0, {n_classes - 1}]")
+    perturbation = doc["perturbation"]
+    side = math.isqrt(int(perturbation["patch_size"]))
+    if side * side != perturbation["patch_size"]:
+        raise UnusableInputError(
+            "/task/dataset", f"patch_size D = {perturbation['patch_size']} is not a square (√D×√D patch)"
+        )
+    locations = perturbation["locations"]
+    if len(locations) != n_classes:
+        raise UnusableInputError("/task/dataset", f"{len(locations)} patch locations for {n_classes} classes")
+    height, width = clean.shape[-2:]
+    masks = []
+    for c, location in enumerate(locations):
+        if len(location) != 2:
+            raise UnusableInputError("/task/dataset", f"the location of class {c} is not [row, col]")
+        row, col = location
+        if row + side > height or col + side > width:
+            raise UnusableInputError(
+                "/task/dataset",
+                f"the patch of class {c} at {location} does not fit the {height}x{width} images",
+            )
+        mask = np.zeros((height, width), dtype=bool)
+        mask[row : row + side, col : col + side] = True
+        masks.append(mask)
+    return clean, perturbed, labels.astype(np.int64), masks
+
+
+def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
+    from mibspec.reference_impl.vision import ARCHITECTURES, load_registry_model, read_weights
+
+    model = ctx.data["model"]
+    if model["source"] != "registry":
+        raise UnusableInputError(
+            "/model/source",
+            "saliency recomputation needs a registry model (an architecture and a weights artifact)",
+        )
+    if model["architecture"] not in ARCHITECTURES:
+        raise UnusableInputError(
+            "/model/architecture",
+            f"unknown registry architecture {model['architecture']!r}; "
+            f"this version has {sorted(ARCHITECTURES)}",
+        )
+    dtype = model.get("dtype", "float32")
+    if dtype != "float32":
+        raise UnusableInputError("/model/dtype", f"registry models are recomputed in float32; got {dtype}")
+    entry = ctx.artifacts.get(model["weights"])
+    if entry is None or model["weights"] in ctx.broken_artifacts:
+        raise UnusableInputError("/model/weights", f"artifact {model['weights']!r} is not available")
+    if entry["media_type"] != "application/x-safetensors":
+        raise UnusableInputError("/model/weights", "registry weights must be a safetensors file")
+    try:
+        weights = read_weights(ctx.folder / entry["path"])
+        return load_registry_model(model["architecture"], weights, image_shape, dtype=dtype)
+    except ValueError as exc:
+        raise UnusableInputError("/model/weights", str(exc)) from exc
+
+
+def _check_settings(settings: dict[str, Any], n_players: int) -> None:
+    from mibspec.reference_impl.metrics.shapley import MAX_EXACT_PLAYERS
+
+    sampler = settings["shapley_sampler"]
+    if sampler == "exact":
+        if n_players > MAX_EXACT_PLAYERS:
+            raise UnusableInputError(
+                "/settings/shapley_sampler",
+                f"exact Shapley over {n_players} pixels is not offered (at most {MAX_EXACT_PLAYERS})",
+            )
+        return
+    if settings.get("shapley_seed") is None:
+        raise UnusableInputError(
+            "/settings/shapley_seed", "a sampled ground truth can only be recomputed from its declared seed"
+        )
+    permutations = settings.get("shapley_permutations")
+    if permutations is None:
+        raise UnusableInputError(
+            "/settings/shapley_permutations", "the number of permutations is not declared"
+        )
+    if sampler == "antithetic" and (permutations % 2 or permutations < 4):
+        raise UnusableInputError(
+            "/settings/shapley_permutations",
+            f"antithetic sampling needs an even count >= 4; got {permutations}",
+        )
+    if sampler == "rotated_antithetic" and (permutations % 4 or permutations < 8):
+        raise UnusableInputError(
+            "/settings/shapley_permutations",
+            f"rotated antithetic sampling needs a multiple of 4, >= 8; got {permutations}",
+        )
+    if sampler == "permutation" and permutations < 2:
+        raise UnusableInputError("/settings/shapley_permutations", "permutation sampling needs at least 2")
+
+
+# --------------------------------------------------------------------------- recompute
+
+
+def _worst(declared: np.ndarray, recomputed: np.ndarray, rel: float) -> tuple[int, ...]:
+    """Index of the element furthest outside (or least inside) ``|d − r| ≤ abs + rel·|r|``."""
+    excess = np.abs(declared - recomputed) - rel * np.abs(recomputed)
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
+
+
+def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+    from mibspec.reference_impl.vision import evaluate_dominance, ground_truth_maps, map_curves, map_scores
+
+    report, profile = ctx.data, ctx.profile
+    settings, claims, task = report["settings"], report["claims"], report["task"]
+    abs_tol, rel_tol = recompute_tolerance(profile, report["model"].get("dtype", "float32"))
+    c_abs, c_rel = float(profile["consistency"]["abs"]), float(profile["consistency"]["rel"])
+    clean, perturbed, labels, class_masks = _dataset(ctx)
+    model = _model(ctx, tuple(clean.shape[1:]))
+    n_players = int(class_masks[0].sum())
+    _check_settings(settings, n_players)
+
+    comparisons: list[Comparison] = []
+
+    def add(pointer: str, quantity: str, claimed: Any, value: float, tolerance: tuple[float, float]) -> None:
+        comparisons.append(
+            Comparison(
+                pointer, quantity, None if claimed is None else float(claimed), float(value), *tolerance
+            )
+        )
+
+    model_tol, map_tol = (abs_tol, rel_tol), (c_abs, c_rel)
+    progress.start(f"evaluating {clean.shape[0]} clean and perturbed images", 1)
+    result = evaluate_dominance(
+        model, clean, perturbed, labels, float(settings.get("dominance_threshold", 0.9))
+    )
+    progress.advance()
+    if "n_examples" in task:
+        add("/task/n_examples", "images", task["n_examples"], result.n_images, model_tol)
+    add(
+        "/claims/clean_accuracy",
+        "accuracy on clean images",
+        claims.get("clean_accuracy"),
+        result.clean_accuracy,
+        model_tol,
+    )
+    add(
+        "/claims/perturbed_accuracy",
+        "accuracy on perturbed images",
+        claims.get("perturbed_accuracy"),
+        result.perturbed_accuracy,
+        model_tol,
+    )
+    dominance = claims["dominance"]
+    add("/claims/dominance/n_images", "images", dominance["n_images"], result.n_images, model_tol)
+    add(
+        "/claims/dominance/n_dominant",
+        "dominant images",
+        dominance["n_dominant"],
+        len(result.dominant),
+        model_tol,
+    )
+    add("/claims/dominance/rate", "dominant rate", dominance["rate"], result.rate, model_tol)
+
+    dominant = result.dominant.tolist()
+    n_dominant = len(dominant)
+    height, width = clean.shape[-2:]
+    if n_dominant == 0:
+        raise UnusableInputError("/claims/dominance/n_dominant", "no image meets the dominance prerequisites")
+    declared_truth = _report_tensor(ctx, claims["ground_truth"], "/claims/ground_truth", "the ground truth")
+    if declared_truth.shape != (n_dominant, height, width):
+        raise UnusableInputError(
+            "/claims/ground_truth",
+            f"the ground truth has shape {list(declared_truth.shape)}; the {n_dominant} recomputed dominant "
+            f"images need [{n_dominant}, {height}, {width}]",
+        )
+    areas = [class_masks[labels[i]] for i in dominant]
+    progress.start(f"Shapley ground truth of {n_dominant} dominant images", n_dominant)
+    truth = ground_truth_maps(
+        model,
+        clean,
+        perturbed,
+        labels,
+        areas,
+        dominant,
+        sampler=settings["shapley_sampler"],
+        seed=settings.get("shapley_seed"),
+        n_trials=int(settings.get("shapley_trials", 1)),
+        n_permutations=settings.get("shapley_permutations"),
+        advance=progress.advance,
+    )
+    declared = declared_truth.astype(np.float64)
+    j, r, c = _worst(declared, truth, rel_tol)
+    ground_truth = Comparison(
+        "/claims/ground_truth",
+        f"Shapley value of image {dominant[j]}, pixel ({r}, {c}) "
+        f"(the largest deviation of {truth.size} values)",
+        float(declared[j, r, c]),
+        float(truth[j, r, c]),
+        abs_tol,
+        rel_tol,
+    )
+    comparisons.append(ground_truth)
+    ranked_truth = declared if ground_truth.within else truth
+
+    ks, weights = settings["wiou_ks"], settings["wiou_weights"]
+    if len(ks) != len(weights):
+        raise UnusableInputError("/settings/wiou_weights", f"{len(weights)} weights for {len(ks)} k values")
+    steps = settings.get("curve_steps") or n_players
+    if steps > height * width:
+        raise UnusableInputError("/settings/curve_steps", f"{steps} steps exceed the {height * width} pixels")
+    index = np.asarray(dominant)
+    methods = claims["methods"]
+    progress.start(f"scores and curves of {len(methods)} methods", len(methods))
+    for m, method in enumerate(methods):
+        pointer = f"/claims/methods/{m}"
+        maps = _report_tensor(ctx, method["maps"], f"{pointer}/maps", "the maps").astype(np.float64)
+        if maps.shape != (n_dominant, height, width):
+            raise UnusableInputError(
+                f"{pointer}/maps",
+                f"the maps have shape {list(maps.shape)}; the {n_dominant} dominant images need "
+                f"[{n_dominant}, {height}, {width}]",
+            )
+        if not np.isfinite(maps).all():
+            raise UnusableInputError(f"{pointer}/maps", "the maps hold NaN or infinite values")
+        try:
+            scores = map_scores(maps, ranked_truth, areas, ks, weights)
+        except ValueError as exc:
+            raise UnusableInputError("/settings/wiou_ks", str(exc)) from exc
+        name = method["name"]
+        add(
+            f"{pointer}/hit_accuracy",
+            f"{name}: hit accuracy",
+            method["hit_accuracy"],
+            scores.hit_accuracy,
+            map_tol,
+        )
+        add(f"{pointer}/wiou", f"{name}: WIoU", method["wiou"], scores.wiou, map_tol)
+        if method.get("per_k_iou") is not None and len(method["per_k_iou"]) == len(ks):
+            for i, (k, value) in enumerate(zip(ks, scores.per_k_iou, strict=True)):
+                add(
+                    f"{pointer}/per_k_iou/{i}",
+                    f"{name}: mean IoU at k={k}",
+                    method["per_k_iou"][i],
+                    value,
+                    map_tol,
+                )
+        if method.get("deletion_auc") is not None or method.get("addition_auc") is not None:
+            deletion, addition = map_curves(
+                model,
+                clean[index],
+                perturbed[index],
+                labels[index],
+                maps,
+                int(steps),
+                score=settings.get("curve_score", "probability"),
+                convention=settings.get("auc_convention", "normalised_trapezoid"),
+            )
+            if method.get("deletion_auc") is not None:
+                add(
+                    f"{pointer}/deletion_auc",
+                    f"{name}: deletion AUC",
+                    method["deletion_auc"],
+                    deletion,
+                    model_tol,
+                )
+            if method.get("addition_auc") is not None:
+                add(
+                    f"{pointer}/addition_auc",
+                    f"{name}: addition AUC",
+                    method["addition_auc"],
+                    addition,
+                    model_tol,
+                )
+        progress.advance()
+    return Recomputation(comparisons=comparisons)

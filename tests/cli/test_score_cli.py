@@ -1,0 +1,47 @@
+"""The shared frame of ``mibspec score``: path checks, usage errors, the written report
+verified and the verdict as the exit code (here through ``score circuit``, random scores)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.recompute
+pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+ARGS = (
+    "--model",
+    str(REPO / "examples" / "models" / "tiny-gpt2"),
+    "--dataset",
+    str(REPO / "examples" / "datasets" / "ioi" / "test.meta.json"),
+    "-c",
+    "io_s2_flip",
+    "--method",
+    "random",
+)
+
+
+def test_writes_a_conformant_report_and_refuses_to_overwrite(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    first = mibspec_cli("score", "circuit", *ARGS, "-o", str(out))
+    assert first.returncode == 0, first.stderr
+    assert f"wrote {out / 'report.json'} (conformant without recomputation)" in first.stdout
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["track"] == "circuit"
+    assert mibspec_cli("verify", str(out / "report.json"), "--no-recompute").returncode == 0
+    again = mibspec_cli("score", "circuit", *ARGS, "-o", str(out))
+    assert again.returncode == 2
+    assert "exists" in again.stderr
+    assert mibspec_cli("score", "circuit", *ARGS, "-o", str(out), "--overwrite").returncode == 0
+
+
+def test_a_missing_model_folder_is_a_usage_error(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
+    args = list(ARGS)
+    args[1] = str(tmp_path / "nope")
+    done = mibspec_cli("score", "circuit", *args, "-o", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert f"model folder {tmp_path / 'nope'} does not exist" in done.stderr
+    assert not (tmp_path / "out").exists()

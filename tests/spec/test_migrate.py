@@ -1,0 +1,226 @@
+"""``mibspec migrate``: the step registry, atomic writes, and the command line.
+
+Spec 1.0 is the only version, so the mechanism is exercised with registries built here:
+a toy 0.9 → 1.0 step (in a "0.9" circuit report the grid was called ``k_grid``) and a
+0.8 → 0.9 step before it. No fake spec version is shipped.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mibspec
+from mibspec import _migrate
+from mibspec._migrate import (
+    REGISTRY,
+    MigrationError,
+    MigrationRegistry,
+    MigrationStep,
+    UnreadableDocumentError,
+    migrate_document,
+    migrate_file,
+    version_key,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "circuit" / "report.json"
+
+CliRun = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def _rename_k_grid(doc: dict[str, Any]) -> dict[str, Any]:
+    settings = doc["settings"]
+    settings["grid"] = settings.pop("k_grid")
+    doc["spec_version"] = "1.0"
+    return doc
+
+
+def _drop_legacy_note(doc: dict[str, Any]) -> dict[str, Any]:
+    doc.pop("legacy_note", None)
+    doc["spec_version"] = "0.9"
+    return doc
+
+
+TOY = MigrationStep("0.9", "1.0", _rename_k_grid, "settings.k_grid is now settings.grid")
+EARLIER = MigrationStep("0.8", "0.9", _drop_legacy_note, "legacy_note is dropped")
+
+
+def _as_09(doc: dict[str, Any]) -> dict[str, Any]:
+    """The example written the 0.9 way (built by hand here, independently of the step)."""
+    old = copy.deepcopy(doc)
+    old["spec_version"] = "0.9"
+    old["settings"] = {("k_grid" if k == "grid" else k): v for k, v in old["settings"].items()}
+    return old
+
+
+def _example() -> dict[str, Any]:
+    return json.loads(EXAMPLE.read_text(encoding="utf-8"))
+
+
+def test_toy_step_turns_a_09_document_into_the_10_document() -> None:
+    current = _example()
+    old = _as_09(current)
+    before = copy.deepcopy(old)
+    result = migrate_document(old, registry=MigrationRegistry([TOY]))
+    assert result.document == current
+    assert result.steps == (TOY,)
+    assert result.from_version == "0.9"
+    assert result.to_version == "1.0"
+    assert old == before  # the input is never modified, although the step mutates its argument
+
+
+def test_steps_are_chained_in_order() -> None:
+    registry = MigrationRegistry([TOY, EARLIER])  # registration order does not matter
+    assert [s.from_version for s in registry.steps] == ["0.8", "0.9"]
+    old = _as_09(_example()) | {"spec_version": "0.8", "legacy_note": "x"}
+    result = migrate_document(old, registry=registry)
+    assert result.steps == (EARLIER, TOY)
+    assert result.document == _example()
+    assert migrate_document(old, "0.9", registry=registry).steps == (EARLIER,)
+    assert registry.path("0.8", "1.0") == [EARLIER, TOY]
+    assert registry.versions() == {"0.8", "0.9", "1.0"}
+
+
+def test_already_current_document_takes_no_step() -> None:
+    result = migrate_document(_example(), registry=MigrationRegistry([TOY]))
+    assert result.already_current
+    assert result.steps == ()
+    assert result.document == _example()
+
+
+def test_no_path_and_broken_steps_are_errors() -> None:
+    registry = MigrationRegistry([TOY])
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 0.7 to spec 1.0")):
+        migrate_document({"spec_version": "0.7"}, registry=registry)
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 1.0 to spec 0.9")):
+        migrate_document(_example(), "0.9", registry=registry)  # no downgrades
+    with pytest.raises(MigrationError, match="spec_version"):
+        migrate_document({"kind": "report"}, registry=registry)
+    forgetful = MigrationStep("0.9", "1.0", lambda d: {**d, "settings": d["settings"]}, "forgets the version")
+    with pytest.raises(MigrationError, match=re.escape("must return a document of spec 1.0; got '0.9'")):
+        migrate_document(_as_09(_example()), registry=MigrationRegistry([forgetful]))
+
+
+def test_registry_rejects_backward_and_ambiguous_steps() -> None:
+    with pytest.raises(ValueError, match="to_version must be later"):
+        MigrationStep("1.0", "0.9", _rename_k_grid, "backwards")
+    with pytest.raises(ValueError, match="already migrates"):
+        MigrationRegistry([TOY, MigrationStep("0.9", "1.1", _rename_k_grid, "a second way out of 0.9")])
+    with pytest.raises(ValueError, match=re.escape("MAJOR.MINOR")):
+        version_key("1")
+
+
+def test_published_registry_has_no_step_while_10_is_the_only_version() -> None:
+    assert REGISTRY.steps == []
+    assert migrate_document(_example()).already_current
+
+
+def _old_file(tmp_path: Path) -> Path:
+    folder = tmp_path / "circuit"
+    shutil.copytree(EXAMPLE.parent, folder)
+    path = folder / "report.json"
+    path.write_text(json.dumps(_as_09(_example()), indent=2), encoding="utf-8")
+    return path
+
+
+def test_migrated_file_verifies_and_the_input_is_kept(tmp_path: Path) -> None:
+    source = _old_file(tmp_path)
+    before = source.read_bytes()
+    destination = source.parent / "report.v1.json"
+    result = migrate_file(source, destination, registry=MigrationRegistry([TOY]))
+    assert result.steps == (TOY,)
+    assert source.read_bytes() == before
+    assert json.loads(destination.read_text(encoding="utf-8")) == _example()
+    verified = mibspec.verify(destination, recompute=False)
+    assert verified.valid, [str(f) for f in verified.findings]
+    assert not [p for p in source.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_in_place_replaces_the_input_and_keeps_its_mode(tmp_path: Path) -> None:
+    source = _old_file(tmp_path)
+    source.chmod(0o640)
+    with pytest.raises(ValueError, match="in place"):
+        migrate_file(source, source, registry=MigrationRegistry([TOY]))
+    with pytest.raises(ValueError, match="in place"):
+        migrate_file(source, source.parent / "." / source.name, registry=MigrationRegistry([TOY]))
+    link = source.parent / "hardlink.json"
+    os.link(source, link)
+    with pytest.raises(ValueError, match="in place"):
+        migrate_file(source, link, registry=MigrationRegistry([TOY]))
+    link.unlink()
+    migrate_file(source, in_place=True, registry=MigrationRegistry([TOY]))
+    assert json.loads(source.read_text(encoding="utf-8")) == _example()
+    assert stat.S_IMODE(source.stat().st_mode) == 0o640
+
+
+def test_a_failed_write_leaves_the_destination_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _old_file(tmp_path)
+    original = source.read_bytes()
+
+    def fail(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_migrate.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        migrate_file(source, in_place=True, registry=MigrationRegistry([TOY]))
+    assert source.read_bytes() == original
+    assert sorted(p.name for p in source.parent.iterdir()) == sorted(p.name for p in EXAMPLE.parent.iterdir())
+
+
+def test_nothing_is_written_for_a_current_document(tmp_path: Path) -> None:
+    destination = tmp_path / "out.json"
+    result = migrate_file(EXAMPLE, destination, registry=MigrationRegistry([TOY]))
+    assert result.already_current
+    assert not destination.exists()
+
+
+def test_unreadable_documents_carry_findings(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"spec_version": "1.0", "kind": "report", "kind": "circuit"}', encoding="utf-8")
+    with pytest.raises(UnreadableDocumentError) as info:
+        migrate_file(bad, tmp_path / "out.json")
+    assert [(f.code, f.pointer) for f in info.value.findings] == [("P102", "/kind")]
+    unversioned = tmp_path / "unversioned.json"
+    unversioned.write_text('{"kind": "report"}', encoding="utf-8")
+    with pytest.raises(UnreadableDocumentError) as info:
+        migrate_file(unversioned, tmp_path / "out.json")
+    assert [f.code for f in info.value.findings] == ["S101"]
+    with pytest.raises(ValueError, match="destination is required"):
+        migrate_file(EXAMPLE)
+    with pytest.raises(ValueError, match="omitted"):
+        migrate_file(EXAMPLE, tmp_path / "x.json", in_place=True)
+
+
+def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
+    result = mibspec_cli("migrate", str(EXAMPLE), "-o", str(tmp_path / "out.json"))
+    assert result.returncode == 0
+    assert "already at spec 1.0" in result.stdout
+    assert "nothing written" in result.stdout
+    assert not (tmp_path / "out.json").exists()
+    old = _old_file(tmp_path)
+    result = mibspec_cli("migrate", str(old), "-o", str(tmp_path / "out.json"))
+    assert result.returncode == 2
+    assert "no migration from spec 0.9 to spec 1.0" in result.stderr
+    assert mibspec_cli("migrate", str(old)).returncode == 2  # neither -o nor --in-place
+    assert mibspec_cli("migrate", str(old), "-o", str(old)).returncode == 2
+    assert mibspec_cli("migrate", str(old), "-o", str(tmp_path / "x.json"), "--in-place").returncode == 2
+    assert mibspec_cli("migrate", str(tmp_path / "missing.json"), "--in-place").returncode == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]", encoding="utf-8")
+    result = mibspec_cli("migrate", str(bad), "--in-place")
+    assert result.returncode == 1
+    assert "P108" in result.stdout
+    assert bad.read_text(encoding="utf-8") == "[1, 2]"

@@ -11,6 +11,7 @@ Usage::
 
     python conformance/build_cases.py            # (re)write every case
     python conformance/build_cases.py --check    # exit 1 if the tree differs from a fresh build
+                                                 # (floats within a relative 1e-9; --exact: bytes)
     python conformance/build_cases.py --list     # print the case ids
 
 Running it twice gives the same bytes. Only the folders of the cases defined here
@@ -41,6 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from mibspec._compare_trees import compare_trees
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.producers.folder import OutputFolder, json_bytes
 
@@ -4092,21 +4094,9 @@ def build(case_: Case, root: Path) -> None:
     (target / "expected.json").write_bytes(json_bytes(case_.expected()))
 
 
-def _tree(root: Path) -> dict[str, tuple[str, bytes]]:
-    out: dict[str, tuple[str, bytes]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                out[rel] = ("link", os.readlink(path).encode())
-            elif path.is_file():
-                out[rel] = ("file", path.read_bytes())
-    return out
-
-
-def check(root: Path) -> list[str]:
-    """Differences between the cases under ``root`` and a fresh build."""
+def check(root: Path, *, exact: bool = False) -> list[str]:
+    """Differences between the cases under ``root`` and a fresh build: floats within a
+    relative 1e-9 (another machine may round the last bits differently), unless ``exact``."""
     problems = []
     attributes = root / ".gitattributes"
     if not attributes.is_file() or attributes.read_bytes() != GITATTRIBUTES:
@@ -4115,10 +4105,10 @@ def check(root: Path) -> list[str]:
         fresh = Path(scratch)
         for case_ in CASES:
             build(case_, fresh)
-            want, have = _tree(fresh / case_.folder), _tree(root / case_.folder)
-            for rel in sorted(set(want) | set(have)):
-                if want.get(rel) != have.get(rel):
-                    problems.append(f"{case_.folder}/{rel}")
+            problems += [
+                f"{case_.folder}/{rel}"
+                for rel in compare_trees(fresh / case_.folder, root / case_.folder, exact=exact)
+            ]
     return problems
 
 
@@ -4136,6 +4126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="compare the tree with a fresh build; exit 1 on drift"
     )
+    parser.add_argument(
+        "--exact", action="store_true", help="with --check: require identical bytes (same machine only)"
+    )
     parser.add_argument("--list", action="store_true", help="print the case folders and exit")
     parser.add_argument("--root", type=Path, default=ROOT, help="where the v1 cases live")
     args = parser.parse_args(argv)
@@ -4148,7 +4141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(c.folder for c in CASES))
         return 0
     if args.check:
-        problems = check(args.root)
+        problems = check(args.root, exact=args.exact)
         for rel in problems:
             print(f"differs from a fresh build: {rel}", file=sys.stderr)
         return 1 if problems else 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
+from mibspec.documents import SPEC_VERSION, parse_document
 from mibspec.reference_impl.producers.folder import OutputFolder
 
 Json = dict[str, Any]
@@ -69,6 +70,19 @@ TINY_CNN: Json = {
     "dtype": "float32",
     "weights": "weights",
 }
+
+
+def document(kind: str, fields: Json) -> Json:
+    """A document of ``kind`` in the spec version of this suite: version and kind first, then ``fields``.
+
+    Every document built here is a base document, valid by construction: it is checked
+    against the typed model of its kind (:mod:`mibspec.documents`). The dict, not the
+    model, is serialised: the cases' bytes follow this key order, the model's fields
+    another.
+    """
+    doc = {"spec_version": SPEC_VERSION, "kind": kind, **fields}
+    parse_document(kind, doc)
+    return doc
 
 
 # --------------------------------------------------------------------------- writing files

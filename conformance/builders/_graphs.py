@@ -11,7 +11,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ._common import PROVENANCE, Folder, Json, fresh
+from ._common import PROVENANCE, Folder, Json, document, fresh
 
 # --------------------------------------------------------------------------- graph universe
 
@@ -264,29 +264,30 @@ def write_circuit_document(
     """Write a circuit document with its safetensors sidecar; return the document."""
     folder.safetensors(sidecar, {"scores": data.scores, "membership": data.membership})
     u = data.universe
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "circuit",
-        "description": description,
-        "graph": {
-            "convention": "eap-ig",
-            "n_layers": u.n_layers,
-            "n_heads": u.n_heads,
-            "parallel_attn_mlp": u.parallel_attn_mlp,
-            "n_edges": u.n_edges,
+    doc: Json = document(
+        "circuit",
+        {
+            "description": description,
+            "graph": {
+                "convention": "eap-ig",
+                "n_layers": u.n_layers,
+                "n_heads": u.n_heads,
+                "parallel_attn_mlp": u.parallel_attn_mlp,
+                "n_edges": u.n_edges,
+            },
+            "granularity": "edge",
+            "scores": {"artifact": "tensors", "tensor": "scores", "shape": [u.n_edges], "dtype": "float32"},
+            "membership": {
+                "artifact": "tensors",
+                "tensor": "membership",
+                "shape": list(data.membership.shape),
+                "dtype": "bool",
+            },
+            "circuits": data.entries,
+            "artifacts": [folder.artifact("tensors", "scores", sidecar, "application/x-safetensors")],
+            "provenance": PROVENANCE,
         },
-        "granularity": "edge",
-        "scores": {"artifact": "tensors", "tensor": "scores", "shape": [u.n_edges], "dtype": "float32"},
-        "membership": {
-            "artifact": "tensors",
-            "tensor": "membership",
-            "shape": list(data.membership.shape),
-            "dtype": "bool",
-        },
-        "circuits": data.entries,
-        "artifacts": [folder.artifact("tensors", "scores", sidecar, "application/x-safetensors")],
-        "provenance": PROVENANCE,
-    }
+    )
     if model is not None:
         doc["model"] = model
     folder.json(name, doc)
@@ -299,30 +300,31 @@ def write_ground_truth(
 ) -> Json:
     """A circuit document holding one circuit: a known true edge set."""
     folder.safetensors(sidecar, {"membership": truth[None, :]})
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "circuit",
-        "description": "Ground-truth edge set of the model's planted circuit.",
-        "graph": {
-            "convention": "eap-ig",
-            "n_layers": universe.n_layers,
-            "n_heads": universe.n_heads,
-            "parallel_attn_mlp": universe.parallel_attn_mlp,
-            "n_edges": universe.n_edges,
+    doc: Json = document(
+        "circuit",
+        {
+            "description": "Ground-truth edge set of the model's planted circuit.",
+            "graph": {
+                "convention": "eap-ig",
+                "n_layers": universe.n_layers,
+                "n_heads": universe.n_heads,
+                "parallel_attn_mlp": universe.parallel_attn_mlp,
+                "n_edges": universe.n_edges,
+            },
+            "granularity": "edge",
+            "membership": {
+                "artifact": "truth",
+                "tensor": "membership",
+                "shape": [1, universe.n_edges],
+                "dtype": "bool",
+            },
+            "circuits": [
+                {"index": 0, "n_edges": int(truth.sum()), "weighted_size": float(universe.pruned_size(truth))}
+            ],
+            "artifacts": [folder.artifact("truth", "ground_truth", sidecar, "application/x-safetensors")],
+            "provenance": PROVENANCE,
         },
-        "granularity": "edge",
-        "membership": {
-            "artifact": "truth",
-            "tensor": "membership",
-            "shape": [1, universe.n_edges],
-            "dtype": "bool",
-        },
-        "circuits": [
-            {"index": 0, "n_edges": int(truth.sum()), "weighted_size": float(universe.pruned_size(truth))}
-        ],
-        "artifacts": [folder.artifact("truth", "ground_truth", sidecar, "application/x-safetensors")],
-        "provenance": PROVENANCE,
-    }
+    )
     folder.json(name, doc)
     return doc
 

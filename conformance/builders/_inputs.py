@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._common import PROVENANCE, Folder, Json, fresh
+from ._common import PROVENANCE, Folder, Json, document, fresh
 
 # --------------------------------------------------------------------------- datasets and models
 
@@ -28,77 +28,80 @@ def generated(task: str, n_rows: int) -> Any:
 
 @fresh
 def ioi_causal_model() -> Json:
-    return {
-        "spec_version": "1.0",
-        "kind": "causal_model",
-        "description": "IOI: the logit difference logit(IO) - logit(S) is linear in the subject token and "
-        "position signals (MIB App. G.5.4 fit).",
-        "task": "ioi",
-        "mechanism": "ioi_linear",
-        "variables": [
-            {"name": "output_token", "description": "the indirect object's name, the expected answer"},
-            {
-                "name": "output_position",
-                "values": [0, 1],
-                "description": "position of the indirect object among the two names",
-            },
-            {
-                "name": "logit_difference",
-                "description": "logit(IO) - logit(S): bias + token_coeff * token signal + position_coeff * "
-                "position signal, signals +1 when kept and -1 when flipped",
-            },
-        ],
-        "outputs": ["logit_difference"],
-        "parameters": {"bias": 0.069, "token_coeff": 0.687, "position_coeff": 2.018},
-        "provenance": PROVENANCE,
-    }
+    return document(
+        "causal_model",
+        {
+            "description": "IOI: the logit difference logit(IO) - logit(S) is linear in the subject token "
+            "and position signals (MIB App. G.5.4 fit).",
+            "task": "ioi",
+            "mechanism": "ioi_linear",
+            "variables": [
+                {"name": "output_token", "description": "the indirect object's name, the expected answer"},
+                {
+                    "name": "output_position",
+                    "values": [0, 1],
+                    "description": "position of the indirect object among the two names",
+                },
+                {
+                    "name": "logit_difference",
+                    "description": "logit(IO) - logit(S): bias + token_coeff * token signal + "
+                    "position_coeff * position signal, signals +1 when kept and -1 when flipped",
+                },
+            ],
+            "outputs": ["logit_difference"],
+            "parameters": {"bias": 0.069, "token_coeff": 0.687, "position_coeff": 2.018},
+            "provenance": PROVENANCE,
+        },
+    )
 
 
 @fresh
 def arithmetic_causal_model() -> Json:
-    return {
-        "spec_version": "1.0",
-        "kind": "causal_model",
-        "description": "Addition of two operands below 100, with an explicit carry from the ones digits.",
-        "task": "arithmetic",
-        "mechanism": "two_digit_carry",
-        "variables": [
-            {"name": "operand_1", "description": "an integer from 0 to 99"},
-            {"name": "operand_2", "description": "an integer from 0 to 99"},
-            {
-                "name": "ones_carry",
-                "values": [0, 1],
-                "description": "1 when the ones digits sum to more than 9",
-            },
-            {"name": "result", "description": "operand_1 + operand_2"},
-        ],
-        "outputs": ["result"],
-        "parameters": {"operator": "+", "operand_min": 0, "operand_max": 99},
-        "provenance": PROVENANCE,
-    }
+    return document(
+        "causal_model",
+        {
+            "description": "Addition of two operands below 100, with an explicit carry from the ones digits.",
+            "task": "arithmetic",
+            "mechanism": "two_digit_carry",
+            "variables": [
+                {"name": "operand_1", "description": "an integer from 0 to 99"},
+                {"name": "operand_2", "description": "an integer from 0 to 99"},
+                {
+                    "name": "ones_carry",
+                    "values": [0, 1],
+                    "description": "1 when the ones digits sum to more than 9",
+                },
+                {"name": "result", "description": "operand_1 + operand_2"},
+            ],
+            "outputs": ["result"],
+            "parameters": {"operator": "+", "operand_min": 0, "operand_max": 99},
+            "provenance": PROVENANCE,
+        },
+    )
 
 
 @fresh
 def mcqa_causal_model() -> Json:
-    return {
-        "spec_version": "1.0",
-        "kind": "causal_model",
-        "description": "Four-choice colour questions: the answer is the symbol at the position of the "
-        "correct choice.",
-        "task": "mcqa",
-        "mechanism": "answer_pointer",
-        "variables": [
-            {
-                "name": "answer_pointer",
-                "values": [0, 1, 2, 3],
-                "description": "position of the correct choice",
-            },
-            {"name": "answer", "description": "the symbol the pointer selects"},
-        ],
-        "outputs": ["answer"],
-        "parameters": {"n_choices": 4},
-        "provenance": PROVENANCE,
-    }
+    return document(
+        "causal_model",
+        {
+            "description": "Four-choice colour questions: the answer is the symbol at the position of the "
+            "correct choice.",
+            "task": "mcqa",
+            "mechanism": "answer_pointer",
+            "variables": [
+                {
+                    "name": "answer_pointer",
+                    "values": [0, 1, 2, 3],
+                    "description": "position of the correct choice",
+                },
+                {"name": "answer", "description": "the symbol the pointer selects"},
+            ],
+            "outputs": ["answer"],
+            "parameters": {"n_choices": 4},
+            "provenance": PROVENANCE,
+        },
+    )
 
 
 @fresh
@@ -118,16 +121,17 @@ def write_dataset(
     meta = dataset.metadata
     folder.write(rows_file, dumps_jsonl(dataset.rows).encode("utf-8"))
     artifacts = [folder.artifact("rows", "dataset", rows_file, "application/jsonl", rows=len(dataset.rows))]
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "counterfactual_dataset",
-        "description": f"{task} test inputs paired with their counterfactual inputs.",
-        "task": task,
-        "split": meta["split"],
-        "examples": "rows",
-        "counterfactual_types": meta["counterfactual_types"],
-        "variables": meta["variables"],
-    }
+    doc: Json = document(
+        "counterfactual_dataset",
+        {
+            "description": f"{task} test inputs paired with their counterfactual inputs.",
+            "task": task,
+            "split": meta["split"],
+            "examples": "rows",
+            "counterfactual_types": meta["counterfactual_types"],
+            "variables": meta["variables"],
+        },
+    )
     if causal_model is not None:
         model = {"ioi": ioi_causal_model, "mcqa": mcqa_causal_model, "arithmetic": arithmetic_causal_model}[
             task
@@ -169,28 +173,33 @@ def das_featurizer(
 ) -> Json:
     """A DAS (subspace) featurizer on the residual stream: f = x·Rᵀ, R with orthonormal rows."""
     folder.safetensors(sidecar, {"rotation": orthonormal_rows(n_features, input_dim, seed)})
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "featurizer",
-        "description": f"Distributed alignment search: a {n_features}-dimensional subspace of the residual "
-        f"stream after layer {layer}.",
-        "type": "subspace",
-        "location": {"layer": layer, "component": "residual_post", "position": position or {"rule": "last"}},
-        "input_dim": input_dim,
-        "n_features": n_features,
-        "feature_indices": list(range(n_features)),
-        "weights": {
-            "rotation": {
-                "artifact": "weights",
-                "tensor": "rotation",
-                "shape": [n_features, input_dim],
-                "dtype": "float32",
-            }
+    doc: Json = document(
+        "featurizer",
+        {
+            "description": f"Distributed alignment search: a {n_features}-dimensional subspace of the "
+            f"residual stream after layer {layer}.",
+            "type": "subspace",
+            "location": {
+                "layer": layer,
+                "component": "residual_post",
+                "position": position or {"rule": "last"},
+            },
+            "input_dim": input_dim,
+            "n_features": n_features,
+            "feature_indices": list(range(n_features)),
+            "weights": {
+                "rotation": {
+                    "artifact": "weights",
+                    "tensor": "rotation",
+                    "shape": [n_features, input_dim],
+                    "dtype": "float32",
+                }
+            },
+            "error": "add_base_error",
+            "artifacts": [folder.artifact("weights", "weights", sidecar, "application/x-safetensors")],
+            "provenance": PROVENANCE,
         },
-        "error": "add_base_error",
-        "artifacts": [folder.artifact("weights", "weights", sidecar, "application/x-safetensors")],
-        "provenance": PROVENANCE,
-    }
+    )
     folder.json(name, doc)
     return doc
 
@@ -198,17 +207,18 @@ def das_featurizer(
 @fresh
 def identity_featurizer(folder: Folder, *, layer: int, name: str, input_dim: int = 896) -> Json:
     """The "full vector" baseline: every dimension of the residual stream is a feature."""
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "featurizer",
-        "description": f"Full-vector baseline at the residual stream after layer {layer}.",
-        "type": "identity",
-        "location": {"layer": layer, "component": "residual_post", "position": {"rule": "last"}},
-        "input_dim": input_dim,
-        "n_features": input_dim,
-        "error": "add_base_error",
-        "provenance": PROVENANCE,
-    }
+    doc: Json = document(
+        "featurizer",
+        {
+            "description": f"Full-vector baseline at the residual stream after layer {layer}.",
+            "type": "identity",
+            "location": {"layer": layer, "component": "residual_post", "position": {"rule": "last"}},
+            "input_dim": input_dim,
+            "n_features": input_dim,
+            "error": "add_base_error",
+            "provenance": PROVENANCE,
+        },
+    )
     folder.json(name, doc)
     return doc
 
@@ -231,31 +241,32 @@ def sae_featurizer(
         key: {"artifact": "sae", "tensor": key, "shape": list(value.shape), "dtype": "float32"}
         for key, value in tensors.items()
     }
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "featurizer",
-        "description": "ReLU sparse autoencoder (64 latents) on the residual stream before layer 2.",
-        "type": "sae",
-        "location": {
-            "layer": 2,
-            "component": "residual_pre",
-            "position": {
-                "rule": "slot",
-                "slot": "subject",
-                "match": "value",
-                "occurrence": 1,
-                "subtoken": "last",
+    doc: Json = document(
+        "featurizer",
+        {
+            "description": "ReLU sparse autoencoder (64 latents) on the residual stream before layer 2.",
+            "type": "sae",
+            "location": {
+                "layer": 2,
+                "component": "residual_pre",
+                "position": {
+                    "rule": "slot",
+                    "slot": "subject",
+                    "match": "value",
+                    "occurrence": 1,
+                    "subtoken": "last",
+                },
             },
+            "input_dim": d,
+            "n_features": n,
+            "feature_indices": [3, 17, 40],
+            "weights": weights,
+            "error": "add_base_error",
+            "sae_activation": "relu",
+            "artifacts": [folder.artifact("sae", "weights", sidecar, "application/x-safetensors")],
+            "provenance": PROVENANCE,
         },
-        "input_dim": d,
-        "n_features": n,
-        "feature_indices": [3, 17, 40],
-        "weights": weights,
-        "error": "add_base_error",
-        "sae_activation": "relu",
-        "artifacts": [folder.artifact("sae", "weights", sidecar, "application/x-safetensors")],
-        "provenance": PROVENANCE,
-    }
+    )
     folder.json(name, doc)
     return doc
 
@@ -268,28 +279,29 @@ def pca_featurizer(folder: Folder, *, name: str = "featurizer.json") -> Json:
     folder.npy("pca_mean.npy", rng.normal(size=d).astype(np.float32))
     folder.npy("pca_scale.npy", (1 + rng.random(d)).astype(np.float32))
     folder.npy("pca_components.npy", orthonormal_rows(n, d, 10))
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "featurizer",
-        "description": "Top-8 principal components of standardised residual activations after layer 1.",
-        "type": "pca",
-        "location": {"layer": 1, "component": "residual_post", "position": {"rule": "last"}},
-        "input_dim": d,
-        "n_features": n,
-        "feature_indices": [0, 1],
-        "weights": {
-            "mean": {"artifact": "mean", "shape": [d], "dtype": "float32"},
-            "scale": {"artifact": "scale", "shape": [d], "dtype": "float32"},
-            "components": {"artifact": "components", "shape": [n, d], "dtype": "float32"},
+    doc: Json = document(
+        "featurizer",
+        {
+            "description": "Top-8 principal components of standardised residual activations after layer 1.",
+            "type": "pca",
+            "location": {"layer": 1, "component": "residual_post", "position": {"rule": "last"}},
+            "input_dim": d,
+            "n_features": n,
+            "feature_indices": [0, 1],
+            "weights": {
+                "mean": {"artifact": "mean", "shape": [d], "dtype": "float32"},
+                "scale": {"artifact": "scale", "shape": [d], "dtype": "float32"},
+                "components": {"artifact": "components", "shape": [n, d], "dtype": "float32"},
+            },
+            "pca_centring": "uncentred",
+            "artifacts": [
+                folder.artifact("mean", "weights", "pca_mean.npy", "application/x-npy"),
+                folder.artifact("scale", "weights", "pca_scale.npy", "application/x-npy"),
+                folder.artifact("components", "weights", "pca_components.npy", "application/x-npy"),
+            ],
+            "provenance": PROVENANCE,
         },
-        "pca_centring": "uncentred",
-        "artifacts": [
-            folder.artifact("mean", "weights", "pca_mean.npy", "application/x-npy"),
-            folder.artifact("scale", "weights", "pca_scale.npy", "application/x-npy"),
-            folder.artifact("components", "weights", "pca_components.npy", "application/x-npy"),
-        ],
-        "provenance": PROVENANCE,
-    }
+    )
     folder.json(name, doc)
     return doc
 
@@ -334,33 +346,34 @@ def write_shortcut_dataset(folder: Folder, *, name: str = "dataset.json", graysc
         for key in ("clean", "perturbed"):
             arrays[key] = np.round(arrays[key].mean(axis=1, keepdims=True) * 255).astype(np.uint8)
     files = {key: folder.npy(f"{key}.npy", value) for key, value in arrays.items()}
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "shortcut_dataset",
-        "description": f"Random 8x8 {'grayscale' if grayscale else 'colour'} images; each class carries "
-        "a 3x3 blur kernel applied to a 5x5 patch.",
-        "source": "synthetic uniform-noise images (numpy PCG64, seed 21)",
-        "split": "test",
-        "n_classes": 2,
-        "image_shape": list(shape),
-        "clean_images": {"artifact": "clean", "shape": [N_IMAGES, *shape], "dtype": dtype},
-        "perturbed_images": {"artifact": "perturbed", "shape": [N_IMAGES, *shape], "dtype": dtype},
-        "labels": {"artifact": "labels", "shape": [N_IMAGES], "dtype": "int64"},
-        "perturbation": {
-            "kernel_size": KERNEL * KERNEL,
-            "patch_size": PATCH * PATCH,
-            "alpha": 0.2,
-            "seed": 21,
-            "kernels": {"artifact": "kernels", "shape": [2, KERNEL, KERNEL], "dtype": "float32"},
-            "locations": LOCATIONS,
+    doc: Json = document(
+        "shortcut_dataset",
+        {
+            "description": f"Random 8x8 {'grayscale' if grayscale else 'colour'} images; each class carries "
+            "a 3x3 blur kernel applied to a 5x5 patch.",
+            "source": "synthetic uniform-noise images (numpy PCG64, seed 21)",
+            "split": "test",
+            "n_classes": 2,
+            "image_shape": list(shape),
+            "clean_images": {"artifact": "clean", "shape": [N_IMAGES, *shape], "dtype": dtype},
+            "perturbed_images": {"artifact": "perturbed", "shape": [N_IMAGES, *shape], "dtype": dtype},
+            "labels": {"artifact": "labels", "shape": [N_IMAGES], "dtype": "int64"},
+            "perturbation": {
+                "kernel_size": KERNEL * KERNEL,
+                "patch_size": PATCH * PATCH,
+                "alpha": 0.2,
+                "seed": 21,
+                "kernels": {"artifact": "kernels", "shape": [2, KERNEL, KERNEL], "dtype": "float32"},
+                "locations": LOCATIONS,
+            },
+            "seeds": [{"purpose": "images, kernels and the kernels' unit weight", "value": 21}],
+            "artifacts": [
+                folder.artifact(key, _SHORTCUT_ROLES[key], path, "application/x-npy")
+                for key, path in files.items()
+            ],
+            "provenance": PROVENANCE,
         },
-        "seeds": [{"purpose": "images, kernels and the kernels' unit weight", "value": 21}],
-        "artifacts": [
-            folder.artifact(key, _SHORTCUT_ROLES[key], path, "application/x-npy")
-            for key, path in files.items()
-        ],
-        "provenance": PROVENANCE,
-    }
+    )
     folder.json(name, doc)
     return doc
 

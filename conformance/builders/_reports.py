@@ -21,6 +21,7 @@ from ._common import (
     TINY_MODEL,
     Folder,
     Json,
+    document,
     fresh,
 )
 from ._graphs import (
@@ -120,35 +121,36 @@ def circuit_report(folder: Folder, which: str = "tiny", *, auroc: bool = False) 
             "convention": "rank",
             "ground_truth": "truth",
         }
-    return {
-        "spec_version": "1.0",
-        "kind": "report",
-        "track": "circuit",
-        "profile": "default",
-        "title": f"EAP-IG circuits for IOI on {label}",
-        "method": EAP_IG,
-        "task": {
-            "name": "ioi",
-            "dataset": "dataset",
-            "split": "test",
-            "counterfactual_type": "abc",
-            "n_examples": REPORT_ROWS["ioi"],
+    return document(
+        "report",
+        {
+            "track": "circuit",
+            "profile": "default",
+            "title": f"EAP-IG circuits for IOI on {label}",
+            "method": EAP_IG,
+            "task": {
+                "name": "ioi",
+                "dataset": "dataset",
+                "split": "test",
+                "counterfactual_type": "abc",
+                "n_examples": REPORT_ROWS["ioi"],
+            },
+            "model": model,
+            "settings": {
+                "ablation": "counterfactual",
+                "granularity": "edge",
+                "grid": list(GRID),
+                "ranking": ranking,
+                "edge_count_rounding": "floor",
+                "metric": "logit_difference",
+                "batch_size": 5,
+                "padding_side": "right",
+            },
+            "claims": claims,
+            "artifacts": artifacts,
+            "provenance": PROVENANCE,
         },
-        "model": model,
-        "settings": {
-            "ablation": "counterfactual",
-            "granularity": "edge",
-            "grid": list(GRID),
-            "ranking": ranking,
-            "edge_count_rounding": "floor",
-            "metric": "logit_difference",
-            "batch_size": 5,
-            "padding_side": "right",
-        },
-        "claims": claims,
-        "artifacts": artifacts,
-        "provenance": PROVENANCE,
-    }
+    )
 
 
 def aggregate(units: Sequence[Json], better: str) -> tuple[dict[str, float], float, float]:
@@ -160,6 +162,46 @@ def aggregate(units: Sequence[Json], better: str) -> tuple[dict[str, float], flo
         layers.setdefault(unit["location"]["layer"], []).append(math.fsum(scores) / len(scores))
     per_layer = {str(layer): pick(values) for layer, values in sorted(layers.items())}
     return per_layer, math.fsum(per_layer.values()) / len(per_layer), pick(per_layer.values())
+
+
+def dataset_and_causal_model(folder: Folder, task: str) -> list[Json]:
+    """Write the task's counterfactual dataset and causal model; their artifact entries."""
+    write_dataset(folder, task=task, causal_model="causal_model.json")
+    return [
+        folder.artifact(
+            "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
+        ),
+        folder.artifact(
+            "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
+        ),
+    ]
+
+
+def residual_unit(
+    layer: int, position: Json, token: str, featurizer: str, scores: Json, n_examples: Json
+) -> Json:
+    """A unit at the residual stream after ``layer`` at ``position`` (``token`` names it in the id)."""
+    return {
+        "id": f"ResidualStream(Layer-{layer},Token-{token})",
+        "location": {"layer": layer, "component": "residual_post", "position": position},
+        "featurizer": featurizer,
+        "scores": scores,
+        "n_examples": n_examples,
+    }
+
+
+def variable_claim(name: str, metric: str, better: str, units: list[Json]) -> Json:
+    """A variable's claim: its units and their per-layer, Average and Highest aggregates."""
+    per_layer, average, best = aggregate(units, better)
+    return {
+        "name": name,
+        "metric": metric,
+        "better": better,
+        "units": units,
+        "per_layer": per_layer,
+        "average": average,
+        "highest": best,
+    }
 
 
 IOI_MSE = {  # (layer, position rule) → MSE per counterfactual set
@@ -174,15 +216,7 @@ S2_POSITION: Json = {"rule": "slot", "slot": "name_c", "occurrence": -1, "subtok
 @fresh
 def causal_variable_report(folder: Folder) -> Json:
     """GPT-2 small on IOI: DAS featurizers aligned to the output-position variable (MSE, lower is better)."""
-    write_dataset(folder, task="ioi", causal_model="causal_model.json")
-    artifacts = [
-        folder.artifact(
-            "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-        ),
-        folder.artifact(
-            "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
-        ),
-    ]
+    artifacts = dataset_and_causal_model(folder, "ioi")
     units = []
     for seed, ((layer, where), scores) in enumerate(IOI_MSE.items()):
         position = {"rule": "last"} if where == "last" else S2_POSITION
@@ -200,53 +234,33 @@ def causal_variable_report(folder: Folder) -> Json:
             folder.artifact(ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
         )
         token = "last_token" if where == "last" else "s2_token"
-        units.append(
-            {
-                "id": f"ResidualStream(Layer-{layer},Token-{token})",
-                "location": {"layer": layer, "component": "residual_post", "position": position},
-                "featurizer": ident,
-                "scores": scores,
-                "n_examples": {"io_s1_flip": 3, "io_s2_flip": 2},
-            }
-        )
-    per_layer, average, best = aggregate(units, "lower")
-    return {
-        "spec_version": "1.0",
-        "kind": "report",
-        "track": "causal_variable",
-        "profile": "default",
-        "title": "DAS alignment of the IOI output-position variable in GPT-2 small",
-        "method": {
-            "name": "DAS",
-            "version": "1.0",
-            "hyperparameters": {"n_features": 1, "epochs": 2, "learning_rate": 0.001},
+        units.append(residual_unit(layer, position, token, ident, scores, {"io_s1_flip": 3, "io_s2_flip": 2}))
+    return document(
+        "report",
+        {
+            "track": "causal_variable",
+            "profile": "default",
+            "title": "DAS alignment of the IOI output-position variable in GPT-2 small",
+            "method": {
+                "name": "DAS",
+                "version": "1.0",
+                "hyperparameters": {"n_features": 1, "epochs": 2, "learning_rate": 0.001},
+            },
+            "task": {"name": "ioi", "dataset": "dataset", "split": "test", "n_examples": REPORT_ROWS["ioi"]},
+            "model": GPT2_SMALL,
+            "settings": {
+                "intervention": "interchange",
+                "checker": "exact_token",
+                "example_filter": "model_correct_on_base_and_counterfactuals",
+                "batch_size": 8,
+                "causal_model": "causal-model",
+            },
+            "claims": {"variables": [variable_claim("output_position", "mse", "lower", units)]},
+            "seeds": [{"purpose": "featurizer initialisation and training order", "value": 0}],
+            "artifacts": artifacts,
+            "provenance": PROVENANCE,
         },
-        "task": {"name": "ioi", "dataset": "dataset", "split": "test", "n_examples": REPORT_ROWS["ioi"]},
-        "model": GPT2_SMALL,
-        "settings": {
-            "intervention": "interchange",
-            "checker": "exact_token",
-            "example_filter": "model_correct_on_base_and_counterfactuals",
-            "batch_size": 8,
-            "causal_model": "causal-model",
-        },
-        "claims": {
-            "variables": [
-                {
-                    "name": "output_position",
-                    "metric": "mse",
-                    "better": "lower",
-                    "units": units,
-                    "per_layer": per_layer,
-                    "average": average,
-                    "highest": best,
-                }
-            ]
-        },
-        "seeds": [{"purpose": "featurizer initialisation and training order", "value": 0}],
-        "artifacts": artifacts,
-        "provenance": PROVENANCE,
-    }
+    )
 
 
 MCQA_IIA = {
@@ -259,15 +273,7 @@ MCQA_IIA = {
 @fresh
 def mcqa_report(folder: Folder) -> Json:
     """Qwen2.5-0.5B on MCQA: the full-vector baseline aligned to the answer pointer (IIA)."""
-    write_dataset(folder, task="mcqa", causal_model="causal_model.json")
-    artifacts = [
-        folder.artifact(
-            "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-        ),
-        folder.artifact(
-            "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
-        ),
-    ]
+    artifacts = dataset_and_causal_model(folder, "mcqa")
     units = []
     for layer, scores in MCQA_IIA.items():
         identity_featurizer(folder, layer=layer, name=f"full_vector_l{layer}.json")
@@ -278,40 +284,29 @@ def mcqa_report(folder: Folder) -> Json:
             )
         )
         units.append(
-            {
-                "id": f"ResidualStream(Layer-{layer},Token-last_token)",
-                "location": {"layer": layer, "component": "residual_post", "position": {"rule": "last"}},
-                "featurizer": ident,
-                "scores": scores,
-                "n_examples": {"symbol": 4, "answer_position": 4},
-            }
+            residual_unit(
+                layer, {"rule": "last"}, "last_token", ident, scores, {"symbol": 4, "answer_position": 4}
+            )
         )
-    per_layer, average, best = aggregate(units, "higher")
-    return {
-        "spec_version": "1.0",
-        "kind": "report",
-        "track": "causal_variable",
-        "title": "Full-vector baseline for the MCQA answer pointer in Qwen2.5-0.5B",
-        "method": {"name": "Full vector"},
-        "task": {"name": "mcqa", "dataset": "dataset", "split": "test", "n_examples": REPORT_ROWS["mcqa"]},
-        "model": QWEN_05B,
-        "settings": {"checker": "exact_token", "causal_model": "causal-model"},
-        "claims": {
-            "variables": [
-                {
-                    "name": "answer_pointer",
-                    "metric": "iia",
-                    "better": "higher",
-                    "units": units,
-                    "per_layer": per_layer,
-                    "average": average,
-                    "highest": best,
-                }
-            ]
+    return document(
+        "report",
+        {
+            "track": "causal_variable",
+            "title": "Full-vector baseline for the MCQA answer pointer in Qwen2.5-0.5B",
+            "method": {"name": "Full vector"},
+            "task": {
+                "name": "mcqa",
+                "dataset": "dataset",
+                "split": "test",
+                "n_examples": REPORT_ROWS["mcqa"],
+            },
+            "model": QWEN_05B,
+            "settings": {"checker": "exact_token", "causal_model": "causal-model"},
+            "claims": {"variables": [variable_claim("answer_pointer", "iia", "higher", units)]},
+            "artifacts": artifacts,
+            "provenance": PROVENANCE,
         },
-        "artifacts": artifacts,
-        "provenance": PROVENANCE,
-    }
+    )
 
 
 CB_WEIGHTS = {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0}
@@ -328,37 +323,38 @@ CB_SETTINGS: Json = {
 @fresh
 def causal_bench_report() -> Json:
     """CAUSAL-BENCH on the planted 4-layer, 4-head model with the paper's Table 1 sets."""
-    return {
-        "spec_version": "1.0",
-        "kind": "report",
-        "track": "causal_bench",
-        "profile": "default",
-        "title": "Four localization methods on the planted 4L/4H circuit",
-        "method": {
-            "name": "CAUSAL-BENCH method comparison",
-            "version": "1.0",
-            "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
+    return document(
+        "report",
+        {
+            "track": "causal_bench",
+            "profile": "default",
+            "title": "Four localization methods on the planted 4L/4H circuit",
+            "method": {
+                "name": "CAUSAL-BENCH method comparison",
+                "version": "1.0",
+                "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
+            },
+            "task": {"name": "planted-circuit"},
+            "behaviour": CB_BEHAVIOUR,
+            "universe": CB_UNIVERSE,
+            "ground_truth": CB_TRUTH,
+            "settings": CB_SETTINGS,
+            "claims": causal_bench_claims(
+                CB_SETS,
+                CB_UNIVERSE,
+                planted=CB_BEHAVIOUR,
+                truth=CB_TRUTH,
+                stability_targets=CB_STABILITY,
+                settings=CB_SETTINGS,
+                seed=7,
+            ),
+            "seeds": [
+                {"purpose": "behaviour model noise", "value": 42},
+                {"purpose": "permutation test", "value": 7},
+            ],
+            "provenance": PROVENANCE,
         },
-        "task": {"name": "planted-circuit"},
-        "behaviour": CB_BEHAVIOUR,
-        "universe": CB_UNIVERSE,
-        "ground_truth": CB_TRUTH,
-        "settings": CB_SETTINGS,
-        "claims": causal_bench_claims(
-            CB_SETS,
-            CB_UNIVERSE,
-            planted=CB_BEHAVIOUR,
-            truth=CB_TRUTH,
-            stability_targets=CB_STABILITY,
-            settings=CB_SETTINGS,
-            seed=7,
-        ),
-        "seeds": [
-            {"purpose": "behaviour model noise", "value": 42},
-            {"purpose": "permutation test", "value": 7},
-        ],
-        "provenance": PROVENANCE,
-    }
+    )
 
 
 WIOU_KS = [25, 20, 15, 10, 5, 3, 1]
@@ -407,28 +403,33 @@ def saliency_report(folder: Folder, *, curves: bool = False) -> Json:
     }
     if curves:
         settings["curve_steps"] = 64
-    return {
-        "spec_version": "1.0",
-        "kind": "report",
-        "track": "saliency",
-        "profile": "default",
-        "title": "Pixel-level evaluation of two saliency methods on a shortcut-trained CNN",
-        "method": {"name": "saliency comparison"},
-        "task": {"name": "shortcut-8x8", "dataset": "dataset", "split": "test", "n_examples": N_IMAGES},
-        "model": TINY_CNN,
-        "settings": settings,
-        "claims": {
-            "clean_accuracy": 0.25,
-            "perturbed_accuracy": 1.0,
-            "dominance": {
-                "n_images": N_IMAGES,
-                "n_dominant": len(DOMINANT),
-                "rate": len(DOMINANT) / N_IMAGES,
+    return document(
+        "report",
+        {
+            "track": "saliency",
+            "profile": "default",
+            "title": "Pixel-level evaluation of two saliency methods on a shortcut-trained CNN",
+            "method": {"name": "saliency comparison"},
+            "task": {"name": "shortcut-8x8", "dataset": "dataset", "split": "test", "n_examples": N_IMAGES},
+            "model": TINY_CNN,
+            "settings": settings,
+            "claims": {
+                "clean_accuracy": 0.25,
+                "perturbed_accuracy": 1.0,
+                "dominance": {
+                    "n_images": N_IMAGES,
+                    "n_dominant": len(DOMINANT),
+                    "rate": len(DOMINANT) / N_IMAGES,
+                },
+                "ground_truth": {
+                    "artifact": "shapley",
+                    "shape": list(truth.shape),
+                    "dtype": str(truth.dtype),
+                },
+                "methods": methods,
             },
-            "ground_truth": {"artifact": "shapley", "shape": list(truth.shape), "dtype": str(truth.dtype)},
-            "methods": methods,
+            "seeds": [{"purpose": "Shapley permutations", "value": 5}],
+            "artifacts": artifacts,
+            "provenance": PROVENANCE,
         },
-        "seeds": [{"purpose": "Shapley permutations", "value": 5}],
-        "artifacts": artifacts,
-        "provenance": PROVENANCE,
-    }
+    )

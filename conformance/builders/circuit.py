@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import GRID, PROVENANCE, Folder, Json, case, fresh, rehash, save
+from ._common import GRID, PROVENANCE, Folder, Json, case, document, fresh, rehash, save
 from ._graphs import (
     INTERPBENCH_UNIVERSE,
     CircuitData,
@@ -65,21 +65,22 @@ def scores_only_float16(folder: Folder) -> None:
     folder.safetensors("scores.safetensors", {"edge_scores": scores.astype(np.float16)})
     save(
         folder,
-        {
-            "spec_version": "1.0",
-            "kind": "circuit",
-            "model": model,
-            "graph": {"n_layers": 4, "n_heads": 4, "n_edges": universe.n_edges},
-            "scores": {
-                "artifact": "scores",
-                "tensor": "edge_scores",
-                "shape": [universe.n_edges],
-                "dtype": "float16",
+        document(
+            "circuit",
+            {
+                "model": model,
+                "graph": {"n_layers": 4, "n_heads": 4, "n_edges": universe.n_edges},
+                "scores": {
+                    "artifact": "scores",
+                    "tensor": "edge_scores",
+                    "shape": [universe.n_edges],
+                    "dtype": "float16",
+                },
+                "artifacts": [
+                    folder.artifact("scores", "scores", "scores.safetensors", "application/x-safetensors")
+                ],
             },
-            "artifacts": [
-                folder.artifact("scores", "scores", "scores.safetensors", "application/x-safetensors")
-            ],
-        },
+        ),
     )
 
 
@@ -116,38 +117,41 @@ def tiny_neuron_granularity(folder: Folder) -> None:
     folder.safetensors("circuits.safetensors", {"membership": np.stack(rows), "neurons": np.stack(masks)})
     save(
         folder,
-        {
-            "spec_version": "1.0",
-            "kind": "circuit",
-            "description": "Edges chosen by |score|, then neurons of each source node chosen by a learned "
-            "mask.",
-            "model": model,
-            "graph": {
-                "convention": "eap-ig",
-                "n_layers": 4,
-                "n_heads": 4,
-                "d_model": 32,
-                "n_edges": universe.n_edges,
+        document(
+            "circuit",
+            {
+                "description": "Edges chosen by |score|, then neurons of each source node chosen by a "
+                "learned mask.",
+                "model": model,
+                "graph": {
+                    "convention": "eap-ig",
+                    "n_layers": 4,
+                    "n_heads": 4,
+                    "d_model": 32,
+                    "n_edges": universe.n_edges,
+                },
+                "granularity": "neuron",
+                "membership": {
+                    "artifact": "circuits",
+                    "tensor": "membership",
+                    "shape": [2, universe.n_edges],
+                    "dtype": "bool",
+                },
+                "neuron_masks": {
+                    "artifact": "circuits",
+                    "tensor": "neurons",
+                    "shape": [2, universe.n_forward, 32],
+                    "dtype": "bool",
+                },
+                "circuits": entries,
+                "artifacts": [
+                    folder.artifact(
+                        "circuits", "circuit", "circuits.safetensors", "application/x-safetensors"
+                    )
+                ],
+                "provenance": PROVENANCE,
             },
-            "granularity": "neuron",
-            "membership": {
-                "artifact": "circuits",
-                "tensor": "membership",
-                "shape": [2, universe.n_edges],
-                "dtype": "bool",
-            },
-            "neuron_masks": {
-                "artifact": "circuits",
-                "tensor": "neurons",
-                "shape": [2, universe.n_forward, 32],
-                "dtype": "bool",
-            },
-            "circuits": entries,
-            "artifacts": [
-                folder.artifact("circuits", "circuit", "circuits.safetensors", "application/x-safetensors")
-            ],
-            "provenance": PROVENANCE,
-        },
+        ),
     )
 
 
@@ -258,18 +262,19 @@ def universe_too_large(folder: Folder) -> None:
     n_edges += layers * heads + 1 + layers * (heads + 1)  # MG-7, sequential attention and MLP
     truth = np.array([True, True, False, True, False, False, True, False])
     folder.safetensors("truth.safetensors", {"membership": truth[None, :]})
-    doc: Json = {
-        "spec_version": "1.0",
-        "kind": "circuit",
-        "graph": {"convention": "eap-ig", "n_layers": layers, "n_heads": heads, "n_edges": n_edges},
-        "granularity": "edge",
-        "membership": {"artifact": "truth", "tensor": "membership", "shape": [1, 8], "dtype": "bool"},
-        "circuits": [{"index": 0, "n_edges": 4}],
-        "artifacts": [
-            folder.artifact("truth", "ground_truth", "truth.safetensors", "application/x-safetensors")
-        ],
-        "provenance": PROVENANCE,
-    }
+    doc: Json = document(
+        "circuit",
+        {
+            "graph": {"convention": "eap-ig", "n_layers": layers, "n_heads": heads, "n_edges": n_edges},
+            "granularity": "edge",
+            "membership": {"artifact": "truth", "tensor": "membership", "shape": [1, 8], "dtype": "bool"},
+            "circuits": [{"index": 0, "n_edges": 4}],
+            "artifacts": [
+                folder.artifact("truth", "ground_truth", "truth.safetensors", "application/x-safetensors")
+            ],
+            "provenance": PROVENANCE,
+        },
+    )
     save(folder, doc)
 
 

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import json
 
-from ._common import Folder, case, rehash, save
+from ._common import Folder, Json, case, rehash, save
 from ._inputs import DATASET_ROWS, REPORT_ROWS, das_featurizer, generated, write_dataset
+
+
+def ioi_document(folder: Folder) -> Json:
+    """The IOI dataset of ``ioi-five-rows``, written as the case's document."""
+    return write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+
+
+def document_with_causal_model(folder: Folder, task: str) -> Json:
+    """The task's dataset with its causal model (``causal_model.json``), written as the case's document."""
+    return write_dataset(folder, task=task, name="document.json", causal_model="causal_model.json")
 
 
 @case(
@@ -15,19 +25,19 @@ from ._inputs import DATASET_ROWS, REPORT_ROWS, das_featurizer, generated, write
     "interchange interventions.",
 )
 def ioi_five_rows(folder: Folder) -> None:
-    write_dataset(folder, task="ioi", n_rows=DATASET_ROWS, name="document.json")
+    ioi_document(folder)
 
 
 @case(
     "counterfactual_dataset", "DK-4 A-5 A-6", "MCQA colour questions with their answer-pointer causal model."
 )
 def mcqa_with_causal_model(folder: Folder) -> None:
-    write_dataset(folder, task="mcqa", name="document.json", causal_model="causal_model.json")
+    document_with_causal_model(folder, "mcqa")
 
 
 @case("counterfactual_dataset", "DK-4 A-5 A-6", "Two-digit addition with the carry causal model.")
 def arithmetic_with_causal_model(folder: Folder) -> None:
-    write_dataset(folder, task="arithmetic", name="document.json", causal_model="causal_model.json")
+    document_with_causal_model(folder, "arithmetic")
 
 
 @case(
@@ -37,7 +47,7 @@ def arithmetic_with_causal_model(folder: Folder) -> None:
     ("A106", "/artifacts/0/rows"),
 )
 def jsonl_row_count_mismatch(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     doc["artifacts"][0]["rows"] = 6
     save(folder, doc)
 
@@ -49,7 +59,7 @@ def jsonl_row_count_mismatch(folder: Folder) -> None:
     ("A106", "/artifacts/0"),
 )
 def jsonl_non_object_line(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     rows = list(generated("ioi", DATASET_ROWS).rows)
     rows[2] = [rows[2]["base"]["prompt"], rows[2]["base"]["answer"]]
     folder.jsonl("dataset.jsonl", rows)
@@ -58,7 +68,7 @@ def jsonl_non_object_line(folder: Folder) -> None:
 
 @case("counterfactual_dataset", "A-5", "Line 2 of the JSON Lines file is not JSON.", ("A106", "/artifacts/0"))
 def jsonl_invalid_line(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     lines = (folder.root / "dataset.jsonl").read_bytes().split(b"\n")
     lines[1] = lines[1][:-40]
     folder.write("dataset.jsonl", b"\n".join(lines))
@@ -69,7 +79,7 @@ def jsonl_invalid_line(folder: Folder) -> None:
     "counterfactual_dataset", "A-5", "A JSON Lines artifact without its row count.", ("A106", "/artifacts/0")
 )
 def jsonl_without_rows(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     del doc["artifacts"][0]["rows"]
     save(folder, doc)
 
@@ -86,7 +96,7 @@ def jsonl_wrong_extension(folder: Folder) -> None:
 
 @case("counterfactual_dataset", "S-3 DK-4", 'split "dev" is not defined.', ("S113", "/split"))
 def unknown_split(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     doc["split"] = "dev"
     save(folder, doc)
 
@@ -98,7 +108,7 @@ def unknown_split(folder: Folder) -> None:
     ("S116", "/counterfactual_types"),
 )
 def no_counterfactual_types(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     doc["counterfactual_types"] = []
     save(folder, doc)
 
@@ -110,7 +120,7 @@ def no_counterfactual_types(folder: Folder) -> None:
     ("A107", "/artifacts/1/kind"),
 )
 def causal_model_artifact_holds_featurizer(folder: Folder) -> None:
-    doc = write_dataset(folder, task="arithmetic", name="document.json", causal_model="causal_model.json")
+    doc = document_with_causal_model(folder, "arithmetic")
     das_featurizer(folder, name="causal_model.json")
     save(folder, rehash(folder, doc))
 
@@ -122,7 +132,7 @@ def causal_model_artifact_holds_featurizer(folder: Folder) -> None:
     ("A107", "/causal_model"),
 )
 def causal_model_reference_without_kind(folder: Folder) -> None:
-    doc = write_dataset(folder, task="arithmetic", name="document.json", causal_model="causal_model.json")
+    doc = document_with_causal_model(folder, "arithmetic")
     del doc["artifacts"][1]["kind"]
     save(folder, doc)
 
@@ -135,7 +145,7 @@ def causal_model_reference_without_kind(folder: Folder) -> None:
     ("A101", "/artifacts/0/path"),
 )
 def symlink_escape_to_sibling(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     (folder.root / "dataset.jsonl").unlink()
     folder.symlink("dataset.jsonl", "../../valid/ioi-five-rows/dataset.jsonl")
     save(folder, doc)
@@ -148,7 +158,7 @@ def symlink_escape_to_sibling(folder: Folder) -> None:
     ("A103", "/artifacts/0/sha256"),
 )
 def sha256_mismatch(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     path = folder.root / "dataset.jsonl"
     data = bytearray(path.read_bytes())
     at = data.index(b'"prompt":"') + len(b'"prompt":"')
@@ -164,7 +174,7 @@ def sha256_mismatch(folder: Folder) -> None:
     ("A104", "/artifacts/0/bytes"),
 )
 def byte_size_mismatch(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     doc["artifacts"][0]["bytes"] -= 1
     save(folder, doc)
 
@@ -176,7 +186,7 @@ def byte_size_mismatch(folder: Folder) -> None:
     ("S115", "/artifacts/0/sha256"),
 )
 def sha256_upper_case(folder: Folder) -> None:
-    doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
+    doc = ioi_document(folder)
     doc["artifacts"][0]["sha256"] = doc["artifacts"][0]["sha256"].upper()
     save(folder, doc)
 
@@ -188,7 +198,7 @@ def sha256_upper_case(folder: Folder) -> None:
     ("V107", "/examples"),
 )
 def intervention_not_from_causal_model(folder: Folder) -> None:
-    doc = write_dataset(folder, task="ioi", name="document.json", causal_model="causal_model.json")
+    doc = document_with_causal_model(folder, "ioi")
     rows = [dict(row) for row in generated("ioi", REPORT_ROWS["ioi"]).rows]
     rows[1] = json.loads(json.dumps(rows[1]))
     rows[1]["interventions"]["io_s2_flip"]["output_position"] = rows[1]["base"]["answer"]
@@ -203,6 +213,6 @@ def intervention_not_from_causal_model(folder: Folder) -> None:
     ("V107", "/variables/1"),
 )
 def variable_outside_mechanism(folder: Folder) -> None:
-    doc = write_dataset(folder, task="arithmetic", name="document.json", causal_model="causal_model.json")
+    doc = document_with_causal_model(folder, "arithmetic")
     doc["variables"] = ["ones_carry", "tens_carry"]
     save(folder, doc)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import Folder, case, pickled_npy_bytes, rehash, save
+from ._common import Folder, Json, case, pickled_npy_bytes, rehash, save
 from ._inputs import das_featurizer, identity_featurizer, orthonormal_rows, pca_featurizer, sae_featurizer
+
+
+def das_document(folder: Folder) -> Json:
+    """The DAS featurizer of ``das-layer3-last-token``, written as the case's document."""
+    return das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
 
 
 @case(
@@ -14,7 +19,7 @@ from ._inputs import das_featurizer, identity_featurizer, orthonormal_rows, pca_
     "DAS: a one-dimensional subspace of GPT-2 small's residual stream after layer 3 at the last token.",
 )
 def das_layer3_last_token(folder: Folder) -> None:
-    das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    das_document(folder)
 
 
 @case("featurizer", "DK-3 A-8", "A ReLU SAE read at the last sub-token of the second mention of the subject.")
@@ -38,14 +43,14 @@ def identity_full_vector(folder: Folder) -> None:
 
 @case("featurizer", "S-2", "The document does not say which kind it is.", ("S103", ""))
 def missing_kind(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     del doc["kind"]
     save(folder, doc)
 
 
 @case("featurizer", "S-2", 'kind "feature_map" is not a document kind.', ("S103", "/kind"))
 def unknown_kind(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["kind"] = "feature_map"
     save(folder, doc)
 
@@ -57,14 +62,14 @@ def unknown_kind(folder: Folder) -> None:
     ("S112", "/location/hook_name"),
 )
 def location_additional_property(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["location"]["hook_name"] = "blocks.3.hook_resid_post"
     save(folder, doc)
 
 
 @case("featurizer", "S-3 DK-3", "A featurizer whose input dimension is 0.", ("S114", "/input_dim"))
 def zero_input_dim(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["input_dim"] = 0
     save(folder, doc)
 
@@ -76,7 +81,7 @@ def zero_input_dim(folder: Folder) -> None:
     ("S113", "/location/position/rule"),
 )
 def unknown_position_rule(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["location"]["position"] = {"rule": "second_last"}
     save(folder, doc)
 
@@ -89,7 +94,7 @@ def unknown_position_rule(folder: Folder) -> None:
     ("V102", "/weights/rotation/shape"),
 )
 def rotation_shape_mismatch(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["weights"]["rotation"]["shape"] = [768, 1]
     save(folder, doc)
 
@@ -101,7 +106,7 @@ def rotation_shape_mismatch(folder: Folder) -> None:
     ("A110", "/weights/rotation/dtype"),
 )
 def rotation_dtype_mismatch(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["weights"]["rotation"]["dtype"] = "float64"
     save(folder, doc)
 
@@ -120,7 +125,7 @@ def pickled_npy_weights(folder: Folder) -> None:
 
 @case("featurizer", "A-2", "The weights sidecar is absent.", ("A102", "/artifacts/0/path"))
 def missing_weights_file(folder: Folder) -> None:
-    das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    das_document(folder)
     (folder.root / "rotation.safetensors").unlink()
 
 
@@ -128,7 +133,7 @@ def missing_weights_file(folder: Folder) -> None:
     "featurizer", "A-2", "The weights path names a folder, not a regular file.", ("A102", "/artifacts/0/path")
 )
 def weights_path_is_folder(folder: Folder) -> None:
-    das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    das_document(folder)
     (folder.root / "rotation.safetensors").unlink()
     (folder.root / "rotation.safetensors").mkdir()
     (folder.root / "rotation.safetensors" / "README").write_bytes(b"weights go here\n")
@@ -252,7 +257,7 @@ def identity_fewer_features(folder: Folder) -> None:
     ("V103", "/feature_indices"),
 )
 def feature_index_out_of_range(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["feature_indices"] = [0, 1, 0]
     save(folder, doc)
 
@@ -265,7 +270,7 @@ def feature_index_out_of_range(folder: Folder) -> None:
     ("V104", "/location/position/index"),
 )
 def slot_position_without_slot(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["location"]["position"] = {"rule": "slot", "index": 3}
     save(folder, doc)
 
@@ -277,7 +282,7 @@ def slot_position_without_slot(folder: Folder) -> None:
     ("V104", "/location/heads"),
 )
 def attention_heads_without_heads(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["location"]["component"] = "attention_heads"
     save(folder, doc)
 
@@ -290,6 +295,6 @@ def attention_heads_without_heads(folder: Folder) -> None:
     ("V104", "/location/position/token"),
 )
 def named_position_without_name(folder: Folder) -> None:
-    doc = das_featurizer(folder, name="document.json", sidecar="rotation.safetensors")
+    doc = das_document(folder)
     doc["location"]["position"] = {"rule": "named", "token": " A"}
     save(folder, doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import math
 
-from ._common import Folder, Json, case, save
+from ._common import Folder, Json, case, document, save
 
 
 def leaderboard_row(method: str, cells: dict[tuple[str, str], float]) -> Json:
@@ -23,22 +23,29 @@ def leaderboard_document() -> Json:
     """CPR and CMD tables in the shape of MIB's circuit tabs (two methods, three cells)."""
     cpr = {("ioi", "gpt2"): 0.92, ("mcqa", "gpt2"): 0.71, ("ioi", "qwen2.5"): 1.18}
     cmd = {("ioi", "gpt2"): 0.05, ("mcqa", "gpt2"): 0.21, ("ioi", "qwen2.5"): 0.12}
-    return {
-        "spec_version": "1.0",
-        "kind": "leaderboard",
-        "track": "circuit",
-        "title": "Circuit localization leaderboard",
-        "tables": [
-            {
-                "metric": "cpr",
-                "rows": [leaderboard_row("EAP-IG", cpr), leaderboard_row("Random", {("ioi", "gpt2"): 0.03})],
-            },
-            {
-                "metric": "cmd",
-                "rows": [leaderboard_row("EAP-IG", cmd), leaderboard_row("Random", {("ioi", "gpt2"): 0.97})],
-            },
-        ],
-    }
+    return document(
+        "leaderboard",
+        {
+            "track": "circuit",
+            "title": "Circuit localization leaderboard",
+            "tables": [
+                {
+                    "metric": "cpr",
+                    "rows": [
+                        leaderboard_row("EAP-IG", cpr),
+                        leaderboard_row("Random", {("ioi", "gpt2"): 0.03}),
+                    ],
+                },
+                {
+                    "metric": "cmd",
+                    "rows": [
+                        leaderboard_row("EAP-IG", cmd),
+                        leaderboard_row("Random", {("ioi", "gpt2"): 0.97}),
+                    ],
+                },
+            ],
+        },
+    )
 
 
 @case("leaderboard", "DK-7 C-9", "CPR and CMD tables: Average and Score follow from each row's cells.")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 
 from ._causal_bench import CB_TRUTH, BehaviourValues, causal_bench_claims
-from ._common import PROVENANCE, Folder, Json, case, save
+from ._common import PROVENANCE, Folder, Json, case, document, save
 from ._reports import CB_BEHAVIOUR, CB_SETTINGS, CB_WEIGHTS, causal_bench_report
 
 
@@ -26,48 +26,75 @@ CB_SMALL_UNIVERSE = [
 ]
 
 
-@case(
-    "report",
-    "DK-1",
-    "Two methods on a 2-layer transformer without ground truth (no P/R/F1); weights favour faithfulness.",
-)
-def causal_bench_two_methods_no_truth(folder: Folder) -> None:
-    sets = {
-        "activation_patching": ["L0.attn_head[0]", "L1.attn_head[1]", "L1.mlp"],
-        "circuit_discovery": ["L0.attn_head[0]", "L1.mlp"],
-    }
-    given = {
-        "activation_patching": BehaviourValues(0.991, 0.954, ["L0.attn_head[0]", "L1.mlp"]),
-        "circuit_discovery": BehaviourValues(0.962, 0.871, ["L0.attn_head[0]", "L1.mlp"]),
-    }
-    settings = {"weights": {"F": 2.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0}, "n_permutations": 1000}
+def small_universe_report(
+    title: str,
+    sets: dict[str, list[str]],
+    given: dict[str, BehaviourValues],
+    stability: dict[str, float],
+    settings: Json,
+    *,
+    ablation: str,
+    seed: int,
+) -> Json:
+    """Methods compared on the 2-layer, 2-head transformer, without ground truth (no P/R/F1).
+
+    COS is evaluated with the threshold ``settings`` declares, 0.85 when it declares none.
+    """
     claims = causal_bench_claims(
         sets,
         CB_SMALL_UNIVERSE,
         planted=None,
         given=given,
         truth=None,
-        stability_targets={"activation_patching": 0.8, "circuit_discovery": 0.9},
-        settings={**settings, "cos_threshold": 0.85},
-        seed=11,
+        stability_targets=stability,
+        settings={"cos_threshold": 0.85, **settings},
+        seed=seed,
     )
-    save(
-        folder,
+    return document(
+        "report",
         {
-            "spec_version": "1.0",
-            "kind": "report",
             "track": "causal_bench",
-            "title": "Activation patching and circuit discovery on a 2L/2H transformer",
+            "title": title,
             "method": {"name": "CAUSAL-BENCH method comparison"},
             "task": {"name": "induction"},
-            "behaviour": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "seed": 3, "ablation": "mean"},
+            "behaviour": {
+                "kind": "transformer",
+                "n_layers": 2,
+                "n_heads": 2,
+                "seed": 3,
+                "ablation": ablation,
+            },
             "universe": CB_SMALL_UNIVERSE,
             "settings": settings,
             "claims": claims,
-            "seeds": [{"purpose": "permutation test", "value": 11}],
+            "seeds": [{"purpose": "permutation test", "value": seed}],
             "provenance": PROVENANCE,
         },
     )
+
+
+@case(
+    "report",
+    "DK-1",
+    "Two methods on a 2-layer transformer without ground truth (no P/R/F1); weights favour faithfulness.",
+)
+def causal_bench_two_methods_no_truth(folder: Folder) -> None:
+    doc = small_universe_report(
+        "Activation patching and circuit discovery on a 2L/2H transformer",
+        {
+            "activation_patching": ["L0.attn_head[0]", "L1.attn_head[1]", "L1.mlp"],
+            "circuit_discovery": ["L0.attn_head[0]", "L1.mlp"],
+        },
+        {
+            "activation_patching": BehaviourValues(0.991, 0.954, ["L0.attn_head[0]", "L1.mlp"]),
+            "circuit_discovery": BehaviourValues(0.962, 0.871, ["L0.attn_head[0]", "L1.mlp"]),
+        },
+        {"activation_patching": 0.8, "circuit_discovery": 0.9},
+        {"weights": {"F": 2.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0}, "n_permutations": 1000},
+        ablation="mean",
+        seed=11,
+    )
+    save(folder, doc)
 
 
 @case(
@@ -77,40 +104,20 @@ def causal_bench_two_methods_no_truth(folder: Folder) -> None:
     "mean Jaccard): z is undefined and omitted.",
 )
 def causal_bench_degenerate_null_without_z(folder: Folder) -> None:
-    sets = {"ablation_scanning": list(CB_SMALL_UNIVERSE), "circuit_discovery": ["L0.attn_head[0]", "L1.mlp"]}
-    given = {
-        "ablation_scanning": BehaviourValues(1.0, 1.0, ["L0.attn_head[0]", "L1.mlp"]),
-        "circuit_discovery": BehaviourValues(0.947, 0.902, ["L0.attn_head[0]", "L1.mlp"]),
-    }
-    settings = {"weights": dict(CB_WEIGHTS), "cos_threshold": 0.85, "n_permutations": 1000}
-    claims = causal_bench_claims(
-        sets,
-        CB_SMALL_UNIVERSE,
-        planted=None,
-        given=given,
-        truth=None,
-        stability_targets={"ablation_scanning": 1.0, "circuit_discovery": 1.0},
-        settings=settings,
+    doc = small_universe_report(
+        "Ablation scanning against circuit discovery on a 2L/2H transformer",
+        {"ablation_scanning": list(CB_SMALL_UNIVERSE), "circuit_discovery": ["L0.attn_head[0]", "L1.mlp"]},
+        {
+            "ablation_scanning": BehaviourValues(1.0, 1.0, ["L0.attn_head[0]", "L1.mlp"]),
+            "circuit_discovery": BehaviourValues(0.947, 0.902, ["L0.attn_head[0]", "L1.mlp"]),
+        },
+        {"ablation_scanning": 1.0, "circuit_discovery": 1.0},
+        {"weights": dict(CB_WEIGHTS), "cos_threshold": 0.85, "n_permutations": 1000},
+        ablation="zero",
         seed=5,
     )
-    assert "z" not in claims["convergence"]
-    save(
-        folder,
-        {
-            "spec_version": "1.0",
-            "kind": "report",
-            "track": "causal_bench",
-            "title": "Ablation scanning against circuit discovery on a 2L/2H transformer",
-            "method": {"name": "CAUSAL-BENCH method comparison"},
-            "task": {"name": "induction"},
-            "behaviour": {"kind": "transformer", "n_layers": 2, "n_heads": 2, "seed": 3, "ablation": "zero"},
-            "universe": CB_SMALL_UNIVERSE,
-            "settings": settings,
-            "claims": claims,
-            "seeds": [{"purpose": "permutation test", "value": 5}],
-            "provenance": PROVENANCE,
-        },
-    )
+    assert "z" not in doc["claims"]["convergence"]
+    save(folder, doc)
 
 
 @case(

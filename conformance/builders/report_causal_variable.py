@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._common import Folder, case, read_json, rehash, save
-from ._reports import aggregate, causal_variable_report, mcqa_report
+from ._reports import causal_variable_report, mcqa_report, variable_claim
 
 
 @case(
@@ -214,9 +214,7 @@ def causal_variable_unknown_sets(folder: Folder) -> None:
         unit["scores"]["color_noun"] = unit["scores"]["symbol"]
         unit["n_examples"]["color_noun"] = 4
     variable["units"][0]["n_examples"]["noun"] = 4
-    variable["metric"], variable["better"] = "mse", "lower"
-    per_layer, average, best = aggregate(variable["units"], "lower")
-    variable |= {"per_layer": per_layer, "average": average, "highest": best}
+    doc["claims"]["variables"][0] = variable_claim(variable["name"], "mse", "lower", variable["units"])
     save(folder, doc)
 
 

@@ -55,6 +55,8 @@ from ._inputs import (
     write_shortcut_dataset,
 )
 
+# --------------------------------------------------------------------------- circuit track
+
 EAP_IG: Json = {
     "name": "EAP-IG (inputs)",
     "version": "1.0",
@@ -151,6 +153,9 @@ def circuit_report(folder: Folder, which: str = "tiny", *, auroc: bool = False) 
             "provenance": PROVENANCE,
         },
     )
+
+
+# --------------------------------------------------------------------------- causal-variable track
 
 
 def aggregate(units: Sequence[Json], better: str) -> tuple[dict[str, float], float, float]:
@@ -309,6 +314,8 @@ def mcqa_report(folder: Folder) -> Json:
     )
 
 
+# --------------------------------------------------------------------------- CAUSAL-BENCH track
+
 CB_WEIGHTS = {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0}
 CB_BEHAVIOUR: Json = dict(PLANTED_BEHAVIOUR)
 CB_SETTINGS: Json = {
@@ -356,6 +363,8 @@ def causal_bench_report() -> Json:
         },
     )
 
+
+# --------------------------------------------------------------------------- saliency track
 
 WIOU_KS = [25, 20, 15, 10, 5, 3, 1]
 WIOU_WEIGHTS = [1.0, 3.0, 5.0, 10.0, 15.0, 20.0, 25.0]

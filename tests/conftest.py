@@ -6,14 +6,71 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 #: The conformance suite of spec 1.0, read from the repository.
 CONFORMANCE = REPO / "conformance" / "v1"
+
+#: The smallest conformance suite the tests accept, the one statement of its size: the number of
+#: (valid, invalid) cases per kind, report cases per track. The suite may grow; a case removed below
+#: these counts fails the tests.
+SUITE_MINIMUM: dict[str, tuple[int, int]] = {
+    "json": (3, 16),
+    "report/circuit": (4, 26),
+    "report/causal_variable": (4, 15),
+    "report/causal_bench": (4, 27),
+    "report/saliency": (2, 14),
+    "circuit": (6, 17),
+    "featurizer": (6, 20),
+    "counterfactual_dataset": (3, 15),
+    "causal_model": (3, 9),
+    "shortcut_dataset": (2, 12),
+    "leaderboard": (1, 3),
+}
+_TRACKS = ("circuit", "causal_variable", "causal_bench", "saliency")
+
+
+@dataclass(frozen=True)
+class SuiteMinimum:
+    """:data:`SUITE_MINIMUM`, and how a suite's cases are counted against it."""
+
+    counts: dict[str, tuple[int, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(valid + invalid for valid, invalid in self.counts.values())
+
+    @staticmethod
+    def group(expected: dict[str, Any]) -> str:
+        """A case's kind, for a report ``report/<track>`` (its id starts with the track)."""
+        kind = str(expected["kind"])
+        if kind != "report":
+            return kind
+        ident = str(expected["id"])
+        track = next((t for t in _TRACKS if ident.startswith(t.replace("_", "-") + "-")), "?")
+        return f"report/{track}"
+
+    def shortfalls(self, cases: Iterable[dict[str, Any]]) -> list[str]:
+        """Every (group, verdict) with fewer cases in ``cases`` (expected.json contents) than the minimum."""
+        found: Counter[tuple[str, str]] = Counter((self.group(c), str(c["verdict"])) for c in cases)
+        return [
+            f"{group} {verdict}: {found[group, verdict]} < {least}"
+            for group, pair in self.counts.items()
+            for verdict, least in zip(("valid", "invalid"), pair, strict=True)
+            if found[group, verdict] < least
+        ]
+
+
+@pytest.fixture
+def suite_minimum() -> SuiteMinimum:
+    return SuiteMinimum(SUITE_MINIMUM)
 
 
 @pytest.fixture(autouse=True)

@@ -61,7 +61,7 @@ SCHEMA_CASES = _schema_cases()
 
 
 def test_most_cases_have_a_schema_verdict() -> None:
-    assert len(SCHEMA_CASES) >= 50
+    assert 2 * len(SCHEMA_CASES) > len(CASES)
 
 
 @pytest.mark.parametrize(

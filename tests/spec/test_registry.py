@@ -4,15 +4,21 @@ by conformance cases; codes are never reused."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mibspec._conformance import discover_cases
 from mibspec._resources import spec_dir
+from mibspec.documents import KINDS
 from mibspec.validator import catalogue
 from mibspec.validator._engine import _PARSE_CODES
 from mibspec.validator._recompute_stage import run_recompute
 from mibspec.validator._schema_stage import _KEYWORD_CODES
 from mibspec.validator.rules import RULES
+
+if TYPE_CHECKING:
+    from conftest import SuiteMinimum
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 
@@ -77,20 +83,27 @@ def test_every_document_kind_has_valid_and_invalid_cases() -> None:
     verdicts: dict[str, set[str]] = {}
     for case in _cases():
         verdicts.setdefault(str(case["kind"]), set()).add(str(case["verdict"]))
-    for kind in (
-        "report",
-        "circuit",
-        "featurizer",
-        "counterfactual_dataset",
-        "causal_model",
-        "shortcut_dataset",
-        "leaderboard",
-    ):
+    for kind in KINDS:
         assert verdicts.get(kind) == {"valid", "invalid"}, kind
 
 
-def test_suite_is_large_enough() -> None:
-    assert len(discover_cases(CONFORMANCE)) >= 60
+def test_suite_is_large_enough(suite_minimum: SuiteMinimum) -> None:
+    assert suite_minimum.shortfalls(_cases()) == []
+
+
+def test_conformance_readme_coverage_table_is_the_suite_minimum(suite_minimum: SuiteMinimum) -> None:
+    text = (CONFORMANCE.parent / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(\w+)`(?:, track `(\w+)`)?[^|]* \| (\d+) \| (\d+) \|$", text, re.MULTILINE)
+    table = {f"{kind}/{track}" if track else kind: (int(v), int(i)) for kind, track, v, i in rows}
+    assert table == suite_minimum.counts
+
+
+def test_suite_minimum_names_every_kind_and_track_of_the_suite(suite_minimum: SuiteMinimum) -> None:
+    cases = _cases()
+    assert {suite_minimum.group(case) for case in cases} == set(suite_minimum.counts)
+    without_saliency = [case for case in cases if suite_minimum.group(case) != "report/saliency"]
+    short = [line.split(":")[0] for line in suite_minimum.shortfalls(without_saliency)]
+    assert short == ["report/saliency valid", "report/saliency invalid"]
 
 
 def test_catalogue_file_is_what_the_registry_loads() -> None:
@@ -99,8 +112,6 @@ def test_catalogue_file_is_what_the_registry_loads() -> None:
 
 
 def test_every_validation_keyword_in_the_document_schemas_has_a_code() -> None:
-    from mibspec.documents import KINDS
-
     annotations = {
         "$defs",
         "$id",

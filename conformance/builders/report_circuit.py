@@ -1,0 +1,345 @@
+"""Report cases of the circuit track (ids ``circuit-…``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import GPT2_SMALL, GRID, Folder, case, read_json, rehash, save
+from ._graphs import curve_values, edges_at, trapezoid
+from ._inputs import das_featurizer
+from ._reports import circuit_report
+
+
+@case(
+    "report",
+    "DK-1 A-6 A-7 A-8",
+    "GPT-2 small on IOI: EAP-IG scores over all 32,491 edges, circuits at the ten grid points for both "
+    "rankings, CPR and CMD as trapezoids of the curves.",
+)
+def circuit_gpt2_small_ioi(folder: Folder) -> None:
+    save(folder, circuit_report(folder, "gpt2"))
+
+
+@case(
+    "report",
+    "DK-1 A-6 A-7",
+    "The InterpBench model (1,108 edges) with an edge AUROC (rank statistic) against its ground-truth "
+    "circuit.",
+)
+def circuit_interpbench_auroc(folder: Folder) -> None:
+    save(folder, circuit_report(folder, "interpbench", auroc=True))
+
+
+@case("report", "DK-1 S-4", "A circuit report declaring the mib-2025 compatibility profile.")
+def circuit_mib_2025_profile(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["profile"] = "mib-2025"
+    save(folder, doc)
+
+
+@case("report", "DK-1 S-3", "A circuit report with uncertainties, seeds and a local model.")
+def circuit_with_uncertainty(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cpr"]["uncertainty"] = {
+        "kind": "standard_error",
+        "value": 0.0121,
+        "n": 5,
+        "method": "bootstrap",
+    }
+    doc["claims"]["curves"][0]["points"][4]["uncertainty"] = {
+        "kind": "confidence_interval",
+        "lower": 0.65,
+        "upper": 0.79,
+        "level": 0.95,
+        "method": "bootstrap",
+    }
+    doc["seeds"] = [{"purpose": "bootstrap resampling", "value": 2025}]
+    save(folder, doc)
+
+
+@case("report", "S-1", 'spec_version "2.0" is not a version this spec defines.', ("S102", "/spec_version"))
+def circuit_unknown_spec_version(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["spec_version"] = "2.0"
+    save(folder, doc)
+
+
+@case("report", "S-3 DK-1", 'track "circuits" is not one of the four tracks.', ("S113", "/track"))
+def circuit_unknown_track(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["track"] = "circuits"
+    save(folder, doc)
+
+
+@case("report", "S-4", "The report names a profile that does not exist.", ("S104", "/profile"))
+def circuit_unknown_profile(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["profile"] = "mib-2024"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-3 DK-1",
+    "A curve point at k = 0 (the grid has no k = 0 point; k must be > 0).",
+    ("S114", "/claims/curves/0/points/0/k"),
+)
+def circuit_k_zero(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][0]["k"] = 0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-1",
+    "The grid leaves out k = 0.001 (curves and areas follow it), so it is not the profile's grid.",
+    ("K101", "/settings/grid"),
+)
+def circuit_grid_not_profile(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["settings"]["grid"] = list(GRID[1:])
+    for curve in doc["claims"]["curves"]:
+        curve["points"] = curve["points"][1:]
+    signed, absolute = doc["claims"]["curves"]
+    doc["claims"]["cpr"]["value"] = trapezoid(GRID[1:], curve_values(signed))
+    doc["claims"]["cmd"]["value"] = trapezoid(GRID[1:], [abs(1 - f) for f in curve_values(absolute)])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-1",
+    "One point of the signed curve sits at k = 0.003, off the grid.",
+    ("K102", "/claims/curves/0"),
+)
+def circuit_curve_off_grid(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][1]["k"] = 0.003
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-2",
+    "The circuit at k = 0.05 claims one edge more than floor(0.05 * |E|).",
+    ("K103", "/claims/curves/0/points/5/n_edges"),
+)
+def circuit_too_many_edges(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    point = doc["claims"]["curves"][0]["points"][5]
+    point["n_edges"] = edges_at(point["k"], doc["claims"]["n_edges"]) + 1
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-2",
+    "The weighted size at k = 0.1 exceeds 0.1 * |E|.",
+    ("K103", "/claims/curves/1/points/6/weighted_size"),
+)
+def circuit_weighted_size_too_large(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    point = doc["claims"]["curves"][1]["points"][6]
+    point["weighted_size"] = point["k"] * doc["claims"]["n_edges"] + 1.0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-1",
+    "The claimed CPR is 0.01 above the trapezoid of the signed curve.",
+    ("C101", "/claims/cpr/value"),
+)
+def circuit_cpr_inconsistent(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cpr"]["value"] += 0.01
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-1",
+    "CMD computed from the signed curve while settings.ranking.cmd declares the absolute one.",
+    ("C102", "/claims/cmd/value"),
+)
+def circuit_cmd_from_wrong_ranking(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    signed = doc["claims"]["curves"][0]
+    doc["claims"]["cmd"]["value"] = trapezoid(GRID, [abs(1 - f) for f in curve_values(signed)])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-2",
+    "settings.ranking.cmd names the absolute ranking but only the signed curve is claimed.",
+    ("C103", "/settings/ranking/cmd"),
+)
+def circuit_missing_absolute_curve(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"] = doc["claims"]["curves"][:1]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-3 DK-1",
+    "A negative CMD (an area of |1 - f| cannot be negative).",
+    ("S114", "/claims/cmd/value"),
+)
+def circuit_negative_cmd(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cmd"]["value"] = -0.1
+    save(folder, doc)
+
+
+@case("report", "M-1", "A hub model without its pinned revision.", ("A111", "/model"))
+def circuit_hub_model_without_revision(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["model"] = {key: value for key, value in GPT2_SMALL.items() if key != "revision"}
+    save(folder, doc)
+
+
+@case(
+    "report", "S-3", "A hub revision that is a branch name, not a 40-hex commit.", ("S115", "/model/revision")
+)
+def circuit_revision_not_commit(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["model"] = {**GPT2_SMALL, "revision": "main"}
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-3",
+    "An additional property inside settings (documents are closed).",
+    ("S112", "/settings/tie_break"),
+)
+def circuit_settings_additional_property(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["settings"]["tie_break"] = "random"
+    save(folder, doc)
+
+
+@case("report", "S-3", "CMD given as a string.", ("S110", "/claims/cmd/value"))
+def circuit_cmd_not_a_number(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["cmd"]["value"] = str(doc["claims"]["cmd"]["value"])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "A-6",
+    "circuit.json is declared as a circuit document but holds a featurizer.",
+    ("A107", "/artifacts/0/kind"),
+)
+def circuit_artifact_of_wrong_kind(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    for name in ("circuit.json", "circuit.safetensors"):
+        (folder.root / name).unlink()
+    das_featurizer(folder, name="circuit.json")
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "report",
+    "A-6 A-3",
+    "The referenced circuit document is itself invalid (its sidecar's hash differs); "
+    "the finding belongs to circuit.json and the report is invalid through it.",
+    ("A103", "/artifacts/0/sha256", "circuit.json"),
+    ("A107", "/artifacts/0"),
+)
+def circuit_referenced_circuit_invalid(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    circuit = read_json(folder, "circuit.json")
+    circuit["artifacts"][0]["sha256"] = "0" * 64
+    save(folder, circuit, "circuit.json")
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "report",
+    "A-7",
+    'claims.circuit names an artifact that does not declare "kind": "circuit".',
+    ("A107", "/claims/circuit"),
+)
+def circuit_reference_without_kind(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    del doc["artifacts"][0]["kind"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "A-7",
+    "claims.circuit names an artifact id the report does not declare.",
+    ("A109", "/claims/circuit"),
+)
+def circuit_undeclared_reference(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["circuit"] = "circuits"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "A-7",
+    "The AUROC ground truth names the dataset artifact, which is not a circuit document.",
+    ("A107", "/claims/auroc/ground_truth"),
+)
+def circuit_ground_truth_not_a_circuit(folder: Folder) -> None:
+    doc = circuit_report(folder, "interpbench", auroc=True)
+    doc["claims"]["auroc"]["ground_truth"] = "dataset"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "A-1",
+    "An artifact path climbs out of the report's folder with '..'.",
+    ("A101", "/artifacts/1/path"),
+)
+def circuit_artifact_path_dotdot(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["artifacts"][1]["path"] = "../invalid/dataset.json"
+    save(folder, doc)
+
+
+@case("report", "A-1", "An absolute artifact path.", ("A101", "/artifacts/1/path"))
+def circuit_artifact_path_absolute(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["artifacts"][1]["path"] = "/srv/mib/ioi/dataset.json"
+    save(folder, doc)
+
+
+@case("report", "A-1", "A Windows path with a drive letter and backslashes.", ("A101", "/artifacts/1/path"))
+def circuit_artifact_path_windows(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["artifacts"][1]["path"] = "C:\\mib\\ioi\\dataset.json"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "A-1",
+    "A relative path written with backslashes (artifact paths are POSIX).",
+    ("A101", "/artifacts/1/path"),
+)
+def circuit_artifact_path_backslash(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    (folder.root / "data").mkdir()
+    (folder.root / "dataset.json").rename(folder.root / "data" / "dataset.json")
+    doc["artifacts"][1]["path"] = "data\\dataset.json"
+    save(folder, doc)
+
+
+@case("report", "A-1", 'Two artifacts share the id "circuit".', ("A108", "/artifacts/2/id"))
+def circuit_duplicate_artifact_id(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    folder.safetensors("extra.safetensors", {"scores": np.zeros(4, dtype=np.float32)})
+    doc["artifacts"].append(
+        folder.artifact("circuit", "scores", "extra.safetensors", "application/x-safetensors")
+    )
+    save(folder, doc)

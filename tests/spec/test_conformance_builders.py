@@ -1,0 +1,47 @@
+"""The conformance builder (``conformance/builders``): one module of cases per kind, base documents
+valid under the typed models."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import pydantic
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def builders(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(REPO / "conformance"))
+    return importlib.import_module("builders")
+
+
+def test_each_module_holds_the_cases_of_its_kind(builders: ModuleType) -> None:
+    from builders._common import cases_of
+
+    assert [c.id for c in builders.CASES] == [c.id for m in builders.MODULES for c in cases_of(m)]
+    for module in builders.MODULES:
+        name = module.__name__.removeprefix("builders.")
+        cases = cases_of(module)
+        assert cases, name
+        if name.startswith("report_"):
+            track = name.removeprefix("report_").replace("_", "-")
+            assert {c.kind for c in cases} == {"report"}, name
+            assert all(c.id.startswith(f"{track}-") for c in cases), name
+        else:
+            assert {c.kind for c in cases} == {"json" if name == "json_parsing" else name}, name
+
+
+def test_base_documents_are_checked_against_their_typed_model(builders: ModuleType) -> None:
+    from builders._common import document
+
+    made = document("causal_model", {"task": "ioi", "mechanism": "ioi_linear"} | _ONE_VARIABLE)
+    assert list(made)[:2] == ["spec_version", "kind"]
+    with pytest.raises(pydantic.ValidationError):
+        document("causal_model", {"task": "ioi", "mechanism": "no_such_mechanism"} | _ONE_VARIABLE)
+
+
+_ONE_VARIABLE = {"variables": [{"name": "x"}], "outputs": ["x"]}

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: What `pip install` needs from the tree, and the hook definition.
-SNAPSHOT_FILES = ("setup.py", "pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
-SNAPSHOT_DIRS = ("mibspec", "validator", "reference_impl", "spec")
+SNAPSHOT_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
+SNAPSHOT_DIRS = ("src", "spec")
 
 
 def _git(cwd: Path, *args: str) -> str:

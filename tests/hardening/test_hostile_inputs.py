@@ -531,6 +531,7 @@ HOSTILE_SHOWN = (
 )
 #: The same kinds in a folder name (no "/"), with markup that opens a style.
 HOSTILE_FOLDER = "d\x1b[2K\r::warning::forged\n[red]PASS\u202e\x1b]8;;x\x07<script>"
+HOSTILE_FOLDER_SHOWN = "d\\x1b[2K\\x0d::warning::forged\\x0a[red]PASS\\u202e\\x1b]8;;x\\x07<script>"
 
 
 def _hidden(char: str) -> bool:
@@ -605,7 +606,7 @@ def test_text_output_shows_hostile_names_and_cannot_be_forged(hostile_reports: l
     assert [line for line in lines if line.startswith(("PASS", "::"))] == []
     # Shown, not interpreted: escapes for the controls, the markup as written.
     assert HOSTILE_SHOWN in out
-    assert "d\\x1b[2K\\x0d::warning::forged\\x0a[red]PASS\\u202e\\x1b]8;;x\\x07<script>" in out
+    assert HOSTILE_FOLDER_SHOWN in out
     # Every quantity naming the method is a row of the table, with the name shown.
     result = json.loads(_verify_cli(hostile_reports, "--format", "json"))
     quantities = [c["quantity"] for doc in result["documents"] for c in doc.get("recomputed", [])]
@@ -633,7 +634,7 @@ def test_junit_output_is_xml_and_shows_hostile_names(hostile_reports: list[Path]
     assert "(at /\\x1b[2K\\x0dPASS 1 document(s)\\x0a::warning::forged\\u2028" in (failure.text or "")
     assert "<script>" in failure.get("message", "")  # read back from &lt;script&gt;
     names = {suite.get("name", "") for suite in root.iter("testsuite")}
-    assert any("d\\x1b[2K\\x0d::warning::forged\\x0a[red]PASS" in name for name in names)
+    assert any(HOSTILE_FOLDER_SHOWN in name for name in names)
 
 
 def test_json_output_keeps_hostile_names_as_data(hostile_reports: list[Path]) -> None:
@@ -676,7 +677,7 @@ def test_usage_errors_show_hostile_paths(tmp_path: Path) -> None:
     assert done.returncode == 2
     err = done.stderr.decode("utf-8")
     assert _raw_hidden(err) == set()
-    assert "d\\x1b[2K\\x0d::warning::forged\\x0a[red]PASS" in err
+    assert HOSTILE_FOLDER_SHOWN in err
 
 
 def _hostile_result() -> Any:
@@ -734,3 +735,56 @@ def test_no_output_format_carries_a_hidden_character_raw(output_format: str) -> 
         [row] = [line for line in text.splitlines() if "differs" in line]
         assert row.split()[-5:] == ["0.5", "0.25", "2.50e-01", "1.0e-06", "differs"]
         assert row.strip().startswith(HOSTILE_SHOWN)
+
+
+def test_verify_receipt_shows_hostile_file_names(report: Path) -> None:
+    receipt = report / "receipt.json"
+    run = [sys.executable, "-m", "mibspec"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [*run, "verify", str(report / "report.json"), "--no-recompute", "--receipt", str(receipt)],
+        capture_output=True,
+        check=False,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    data["files"][0]["path"] = HOSTILE_FOLDER  # a file of that name is missing
+    receipt.write_text(json.dumps(data), encoding="utf-8")
+    done = subprocess.run([*run, "verify-receipt", str(receipt)], capture_output=True, check=False, env=env)
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    out = done.stdout.decode("utf-8")
+    assert _raw_hidden(out) == set()
+    assert out.startswith(f"missing  {HOSTILE_FOLDER_SHOWN} (")
+    assert [line for line in out.splitlines() if line.startswith(("PASS", "::"))] == []
+
+
+def test_conformance_junit_shows_hostile_case_names() -> None:
+    import xml.etree.ElementTree as ET
+
+    from mibspec._conformance_run import CaseResult, SuiteRun, to_junit
+
+    case = CaseResult(f"circuit/invalid/{HOSTILE_FOLDER}", Path("x"), "failed", 1, message=HOSTILE)
+    text = to_junit(SuiteRun(Path("suite"), "mibspec", 0, 1, [case]))
+    assert _raw_hidden(text) == set()
+    [testcase] = ET.fromstring(text.encode("utf-8")).iter("testcase")
+    assert testcase.get("name") == HOSTILE_FOLDER_SHOWN
+    [failure] = testcase.iter("failure")
+    assert failure.get("message") == HOSTILE_SHOWN
+
+
+def test_migrate_shows_hostile_keys_of_an_unreadable_document(tmp_path: Path) -> None:
+    source = tmp_path / "doc.json"
+    source.write_text("{" + json.dumps(HOSTILE) + ": NaN}", encoding="utf-8")  # P-stage finding
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "migrate", str(source), "-o", str(tmp_path / "out.json")],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    out = done.stdout.decode("utf-8")
+    assert _raw_hidden(out) == set()
+    assert f"at /{HOSTILE_SHOWN.replace('/', '~1')}" in out

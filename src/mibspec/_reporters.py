@@ -55,12 +55,13 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
         return escape(visible(text))
 
     available = _output_width(out)
-    tables = [_ComparisonRows(doc.comparisons) for doc in result.documents if doc.comparisons]
-    width = available or max([80, *(rows.natural_width for rows in tables)])
+    tables = {
+        i: _ComparisonRows(doc.comparisons) for i, doc in enumerate(result.documents) if doc.comparisons
+    }
+    width = available or max([80, *(table.natural_width for table in tables.values())])
     console = Console(file=out, highlight=False, soft_wrap=True, width=width)
     styles = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-    tables_left = iter(tables)
-    for doc in result.documents:
+    for i, doc in enumerate(result.documents):
         verdict = "[bold green]conformant[/]" if doc.valid else "[bold red]not conformant[/]"
         origin = f" (referenced by {shown(doc.referenced_by)})" if doc.referenced_by else ""
         console.print(f"[bold]{shown(doc.path)}[/] {shown(doc.kind or '?')}: {verdict}{origin}")
@@ -81,8 +82,8 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
             claimed, recomputed = finding.data.get("claimed"), finding.data.get("recomputed")
             if claimed is not None or recomputed is not None:
                 console.print(f"      claimed {shown(repr(claimed))}, recomputed {shown(repr(recomputed))}")
-        if doc.comparisons:
-            next(tables_left).print(console, available)
+        if i in tables:
+            tables[i].show(console, available)
     verdict, summary = summary_line(result).split(" ", 1)
     console.print(f"[bold]{verdict}[/] {escape(summary)}")
 
@@ -140,7 +141,8 @@ class _ComparisonRows:
         ]
         self.natural_width = sum(self.widths) + 2 * self.PADDING * len(self.widths)
 
-    def print(self, console: Any, available: int | None) -> None:
+    def show(self, console: Any, available: int | None) -> None:
+        """Print the table into ``available`` columns (``None``: as wide as it needs)."""
         if available is None or self.natural_width <= available:
             console.print(self._table(None))
             return

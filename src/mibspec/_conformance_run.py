@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._conformance import discover_cases, run_case
+from mibspec._display import visible
 from mibspec._version import __version__
 from mibspec.validator import Limits
 
@@ -318,7 +319,7 @@ def to_junit(run: SuiteRun) -> str:
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=group,
+            name=visible(group),
             tests=str(len(cases)),
             failures=str(sum(c.status == "failed" for c in cases)),
             errors="0",
@@ -326,17 +327,17 @@ def to_junit(run: SuiteRun) -> str:
             time=f"{sum(c.duration_ms for c in cases) / 1000:.3f}",
         )
         properties = ET.SubElement(suite, "properties")
-        ET.SubElement(properties, "property", name="implementation", value=run.implementation)
+        ET.SubElement(properties, "property", name="implementation", value=visible(run.implementation))
         for case in cases:
             element = ET.SubElement(
                 suite,
                 "testcase",
-                classname=group.replace("/", "."),
-                name=case.name.rsplit("/", 1)[1],
+                classname=visible(group.replace("/", ".")),
+                name=visible(case.name.rsplit("/", 1)[1]),
                 time=f"{case.duration_ms / 1000:.3f}",
             )
             if case.status == "failed":
-                failure = ET.SubElement(element, "failure", message=case.message or "failed")
-                failure.text = case.message or "failed"
+                failure = ET.SubElement(element, "failure", message=visible(case.message or "failed"))
+                failure.text = visible(case.message or "failed")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec._display import visible
 from mibspec._version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
 
@@ -104,7 +105,12 @@ def _parsed_report(result: VerificationResult, path: Path) -> dict[str, Any] | N
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(visible(str(value)), quote=True)
+
+
+def _lines(text: str) -> str:
+    """Text of several lines, each escaped on its own (the line breaks are kept)."""
+    return "\n".join(_e(line) for line in text.split("\n"))
 
 
 def _num(value: Any) -> str:
@@ -158,7 +164,8 @@ def render_html(page: ReportPage) -> str:
     if report is not None:
         claims = json.dumps(report.get("claims"), indent=2, ensure_ascii=False)
         parts.append(
-            f"<h2>Claims as written</h2><details><summary>claims</summary><pre>{_e(claims)}</pre></details>"
+            "<h2>Claims as written</h2><details><summary>claims</summary>"
+            f"<pre>{_lines(claims)}</pre></details>"
         )
     parts.append(f"<p><small>mibspec {_e(__version__)}, spec {_e(result.spec_version)}</small></p>")
     parts.append("</body></html>\n")

@@ -21,10 +21,12 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mibspec._display import visible
 from mibspec.validator import VerificationResult
 
 __all__ = [
@@ -224,8 +226,27 @@ def _headers(board: Leaderboard) -> list[str]:
     return ["Method", *(f"{task} / {model}" for task, model in board.cells), "Average", "Score"]
 
 
+#: Markdown-significant ASCII punctuation, backslash-escaped (CommonMark §2.4); ``<``, ``>``
+#: and ``&`` become entities so that no HTML tag, autolink or entity can be written.
+_MD_ESCAPES = {ord(c): "\\" + c for c in "\\`*_[]|~#!"} | {
+    ord("<"): "&lt;",
+    ord(">"): "&gt;",
+    ord("&"): "&amp;",
+}
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text shown as itself in Markdown, also inside a table cell (``|`` escaped)."""
+    return visible(text).translate(_MD_ESCAPES)
+
+
+def _md_code(text: str) -> str:
+    """A code span showing ``text`` as itself: the fence is one backtick longer than the
+    longest run of backticks inside (CommonMark §6.1)."""
+    shown = visible(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def render_json(board: Leaderboard) -> str:
@@ -291,13 +312,16 @@ def _md_list(title: str, items: list[Rejected], *, with_codes: bool) -> list[str
     lines = [f"## {title}", ""]
     for item in items:
         codes = f" — {', '.join(item.codes)}" if with_codes and item.codes else ""
-        lines.append(f"- `{_md_escape(item.path)}`{_md_escape(codes)}: {_md_escape(item.reason)}")
+        lines.append(f"- {_md_code(item.path)}{_md_escape(codes)}: {_md_escape(item.reason)}")
     return [*lines, ""]
 
 
 def render_html(board: Leaderboard) -> str:
     """The leaderboard as one self-contained HTML page."""
-    e = html.escape
+
+    def e(text: str) -> str:
+        return html.escape(visible(text))
+
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Circuit localization leaderboard</title>',

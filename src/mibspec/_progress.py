@@ -6,6 +6,8 @@ import sys
 from types import TracebackType
 from typing import Any
 
+from mibspec._display import visible
+
 __all__ = ["TerminalProgress"]
 
 
@@ -27,7 +29,7 @@ class TerminalProgress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # descriptions name methods, units
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
@@ -49,7 +51,7 @@ class TerminalProgress:
             return
         if self._task is not None:
             self._progress.remove_task(self._task)
-        self._task = self._progress.add_task(description, total=total)
+        self._task = self._progress.add_task(visible(description), total=total)
 
     def advance(self, steps: int = 1) -> None:
         if self._progress is not None and self._task is not None:

@@ -16,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from mibspec._display import visible
+
 __all__ = ["register"]
 
 
@@ -32,7 +34,7 @@ class ResultFormat(str, enum.Enum):
 def _usage(message: str) -> None:
     from mibspec.cli import EXIT_USAGE
 
-    typer.echo(f"mibspec: error: {message}", err=True)
+    typer.echo(f"mibspec: error: {visible(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -89,15 +91,15 @@ def report_command(
         png_dir.mkdir(parents=True, exist_ok=True)
         for figure in page.figures:
             (png_dir / f"{figure.name}.png").write_bytes(figure.data)
-            typer.echo(str(png_dir / f"{figure.name}.png"))
+            typer.echo(visible(str(png_dir / f"{figure.name}.png")))
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(render_html(page), encoding="utf-8")
-        typer.echo(str(output))
+        typer.echo(visible(str(output)))
     for skipped in page.skipped:
-        typer.echo(f"figure {skipped.name} not drawn: {skipped.reason}", err=True)
+        typer.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
     verdict = "conformant" if result.valid else "not conformant"
-    typer.echo(f"{found[0]}: {verdict}; {len(page.figures)} figure(s)", err=True)
+    typer.echo(f"{visible(str(found[0]))}: {verdict}; {len(page.figures)} figure(s)", err=True)
     raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
 
 
@@ -150,7 +152,8 @@ def leaderboard_command(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
         typer.echo(
-            f"{output}: {len(board.entries)} report(s) tabulated, {len(board.rejected)} rejected, "
+            f"{visible(str(output))}: {len(board.entries)} report(s) tabulated, "
+            f"{len(board.rejected)} rejected, "
             f"{len(board.not_tabulated)} not tabulated"
         )
     raise typer.Exit(EXIT_FINDINGS if board.rejected else EXIT_OK)
@@ -203,7 +206,7 @@ def conformance_run_command(
     typer.echo(summary, err=output is None)
     for case in run.cases:
         if case.status == "failed":
-            typer.echo(f"  FAILED {case.name}: {case.message}", err=output is None)
+            typer.echo(visible(f"  FAILED {case.name}: {case.message}"), err=output is None)
     raise typer.Exit(EXIT_FINDINGS if run.failed else EXIT_OK)
 
 
@@ -230,17 +233,22 @@ def migrate_command(
             where = f"{finding.line}:{finding.column}" if finding.line is not None else "1:1"
             pointer = f" at {finding.pointer}" if finding.pointer else ""
             typer.echo(
-                f"{exc.path}:{where} {finding.code} {finding.severity.value}: {finding.message}{pointer}"
+                visible(
+                    f"{exc.path}:{where} {finding.code} {finding.severity.value}: {finding.message}{pointer}"
+                )
             )
         raise typer.Exit(EXIT_FINDINGS) from None
     except (MigrationError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         _usage(str(exc))
         return
     if result.already_current:
-        typer.echo(f"{source} is already at spec {result.to_version}; nothing to migrate, nothing written")
+        typer.echo(
+            f"{visible(str(source))} is already at spec {result.to_version}; "
+            "nothing to migrate, nothing written"
+        )
         raise typer.Exit(EXIT_OK)
     chain = " → ".join([result.from_version, *(step.to_version for step in result.steps)])
-    typer.echo(f"{source}: spec {chain}; written to {source if in_place else output}")
+    typer.echo(visible(f"{source}: spec {chain}; written to {source if in_place else output}"))
     for step in result.steps:
         typer.echo(f"  {step.from_version} → {step.to_version}: {step.description}")
     raise typer.Exit(EXIT_OK)

@@ -12,12 +12,13 @@ Every format is a pure function of the result: the same result gives the same by
 from __future__ import annotations
 
 import json
-import re
+import os
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import IO, Any
 from urllib.parse import quote
 
+from mibspec._display import visible
 from mibspec.validator import DocumentResult, Finding, Severity, StageStatus, VerificationResult
 
 __all__ = [
@@ -39,39 +40,65 @@ def render_json(result: VerificationResult, out: IO[str]) -> None:
 
 
 def render_text(result: VerificationResult, out: IO[str]) -> None:
-    """Human-readable output (colour unless NO_COLOR is set or the stream is not a terminal)."""
+    """Human-readable output (colour unless NO_COLOR is set or the stream is not a terminal).
+
+    Text from the documents is shown through :func:`mibspec._display.visible` and never
+    read as rich markup. The claimed-vs-recomputed table never cuts a number: a pipe or
+    a file gets the table at its full width (``COLUMNS``, when set, is honoured); a
+    narrower terminal wraps the quantity names, or shows one block per claim when even
+    the numbers alone would not fit.
+    """
     from rich.console import Console
     from rich.markup import escape
 
-    # Files and pipes get a fixed width wide enough for the claimed-vs-recomputed table.
-    width = None if getattr(out, "isatty", lambda: False)() else 120
+    def shown(text: str) -> str:
+        return escape(visible(text))
+
+    available = _output_width(out)
+    tables = {
+        i: _ComparisonRows(doc.comparisons) for i, doc in enumerate(result.documents) if doc.comparisons
+    }
+    width = available or max([80, *(table.natural_width for table in tables.values())])
     console = Console(file=out, highlight=False, soft_wrap=True, width=width)
     styles = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-    for doc in result.documents:
+    for i, doc in enumerate(result.documents):
         verdict = "[bold green]conformant[/]" if doc.valid else "[bold red]not conformant[/]"
-        origin = f" (referenced by {escape(doc.referenced_by)})" if doc.referenced_by else ""
-        console.print(f"[bold]{escape(doc.path)}[/] {escape(doc.kind or '?')}: {verdict}{origin}")
+        origin = f" (referenced by {shown(doc.referenced_by)})" if doc.referenced_by else ""
+        console.print(f"[bold]{shown(doc.path)}[/] {shown(doc.kind or '?')}: {verdict}{origin}")
         stages = "  ".join(f"{stage.value}: {status.value}" for stage, (status, _) in doc.stages.items())
         console.print(f"  [dim]{stages}[/]")
         for stage, (status, detail) in doc.stages.items():
             if detail and status.value in ("skipped", "not_run", "failed"):
-                console.print(f"  [dim]{stage.value} {status.value}: {escape(detail)}[/]")
+                console.print(f"  [dim]{stage.value} {status.value}: {shown(detail)}[/]")
         for finding in doc.findings:
             where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
-            pointer = f" [dim]at {escape(finding.pointer)}[/]" if finding.pointer else ""
+            pointer = f" [dim]at {shown(finding.pointer)}[/]" if finding.pointer else ""
             console.print(
-                f"  {escape(doc.path)}:{where} [{styles[finding.severity]}]{finding.code}[/] "
-                f"{finding.severity.value}: {escape(finding.message)}{pointer}"
+                f"  {shown(doc.path)}:{where} [{styles[finding.severity]}]{shown(finding.code)}[/] "
+                f"{finding.severity.value}: {shown(finding.message)}{pointer}"
             )
             if finding.hint:
-                console.print(f"      [dim]hint: {escape(finding.hint)}[/]")
+                console.print(f"      [dim]hint: {shown(finding.hint)}[/]")
             claimed, recomputed = finding.data.get("claimed"), finding.data.get("recomputed")
             if claimed is not None or recomputed is not None:
-                console.print(f"      claimed {claimed!r}, recomputed {recomputed!r}")
-        if doc.comparisons:
-            console.print(_comparison_table(doc.comparisons))
+                console.print(f"      claimed {shown(repr(claimed))}, recomputed {shown(repr(recomputed))}")
+        if i in tables:
+            tables[i].show(console, available)
     verdict, summary = summary_line(result).split(" ", 1)
     console.print(f"[bold]{verdict}[/] {escape(summary)}")
+
+
+def _output_width(out: IO[str]) -> int | None:
+    """Columns to fit the output into: ``COLUMNS`` when set, a terminal's width, else none."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not getattr(out, "isatty", lambda: False)():
+        return None
+    try:
+        return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 80
 
 
 def summary_line(result: VerificationResult) -> str:
@@ -88,29 +115,72 @@ def summary_line(result: VerificationResult) -> str:
     )
 
 
-def _comparison_table(comparisons: list[Any]) -> Any:
-    from rich.table import Table
+class _ComparisonRows:
+    """The claimed-vs-recomputed table of one document, laid out for a given width."""
 
-    table = Table(
-        title="claimed vs recomputed", title_justify="left", box=None, padding=(0, 2), pad_edge=True
-    )
-    for name, justify in (
-        ("quantity", "left"),
-        ("claimed", "right"),
-        ("recomputed", "right"),
-        ("|difference|", "right"),
-        ("tolerance", "right"),
-        ("", "left"),
-    ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for c in comparisons:
-        if c.claimed is None:
-            claimed, diff, mark = "-", "-", "[dim]info[/]"
-        else:
-            claimed, diff = f"{c.claimed:.6g}", f"{abs(c.claimed - c.recomputed):.2e}"
-            mark = "[green]ok[/]" if c.within else "[bold red]differs[/]"
-        table.add_row(c.quantity, claimed, f"{c.recomputed:.6g}", diff, f"{c.tolerance:.1e}", mark)
-    return table
+    HEADERS = ("quantity", "claimed", "recomputed", "|difference|", "tolerance", "")
+    PADDING = 2  # spaces on each side of every column
+    MIN_NAME = 20  # narrowest quantity column worth a table; below it, one block per claim
+
+    def __init__(self, comparisons: list[Any]) -> None:
+        from rich.cells import cell_len
+
+        self.rows: list[tuple[str, str, str, str, str, str, str]] = []
+        for c in comparisons:
+            if c.claimed is None:
+                claimed, diff, mark, style = "-", "-", "info", "dim"
+            else:
+                claimed, diff = f"{c.claimed:.6g}", f"{abs(c.claimed - c.recomputed):.2e}"
+                mark, style = ("ok", "green") if c.within else ("differs", "bold red")
+            self.rows.append(
+                (visible(c.quantity), claimed, f"{c.recomputed:.6g}", diff, f"{c.tolerance:.1e}", mark, style)
+            )
+        self.widths = [
+            max([cell_len(header), *(cell_len(row[i]) for row in self.rows)])
+            for i, header in enumerate(self.HEADERS)
+        ]
+        self.natural_width = sum(self.widths) + 2 * self.PADDING * len(self.widths)
+
+    def show(self, console: Any, available: int | None) -> None:
+        """Print the table into ``available`` columns (``None``: as wide as it needs)."""
+        if available is None or self.natural_width <= available:
+            console.print(self._table(None))
+            return
+        name_width = available - (self.natural_width - self.widths[0])
+        if name_width >= self.MIN_NAME:
+            console.print(self._table(name_width))
+            return
+        from rich.text import Text
+
+        console.print("claimed vs recomputed", style="italic")
+        for name, claimed, recomputed, diff, tolerance, mark, style in self.rows:
+            console.print(Text("  " + name))
+            console.print(Text(f"      claimed {claimed}, recomputed {recomputed}"))
+            console.print(Text.assemble(f"      |difference| {diff}, tolerance {tolerance}: ", (mark, style)))
+
+    def _table(self, name_width: int | None) -> Any:
+        """A rich table; the quantity column folds at ``name_width``, no other column wraps."""
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(
+            title="claimed vs recomputed",
+            title_justify="left",
+            box=None,
+            padding=(0, self.PADDING),
+            pad_edge=True,
+        )
+        for i, (name, justify) in enumerate(zip(self.HEADERS, ("left", *["right"] * 4, "left"), strict=True)):
+            if i == 0 and name_width is not None:
+                table.add_column(name, justify="left", width=name_width, overflow="fold")
+            else:
+                table.add_column(name, justify=justify, width=self.widths[i], no_wrap=True)  # type: ignore[arg-type]
+        for name, claimed, recomputed, diff, tolerance, mark, style in self.rows:
+            table.add_row(
+                *(Text(cell) for cell in (name, claimed, recomputed, diff, tolerance)),
+                Text(mark, style=style),
+            )
+        return table
 
 
 # --- GitHub Actions workflow commands ------------------------------------------------------
@@ -136,26 +206,26 @@ def render_github(result: VerificationResult, out: IO[str]) -> None:
     ``::error`` naming the stage. The last line is the plain summary.
     """
     for doc in result.documents:
+        path = _github_property(visible(doc.path))
         for finding in doc.findings:
-            message = finding.message
+            message = visible(finding.message)
             if finding.pointer:
-                message += f" (at {finding.pointer})"
+                message += f" (at {visible(finding.pointer)})"
             if finding.hint:
-                message += f"\nhint: {finding.hint}"
-            props = f"file={_github_property(doc.path)}"
+                message += f"\nhint: {visible(finding.hint)}"
+            props = f"file={path}"
             if finding.line is not None:
                 props += f",line={finding.line}"
                 if finding.column is not None:
                     props += f",col={finding.column}"
-            props += f",title={_github_property(finding.code)}"
+            props += f",title={_github_property(visible(finding.code))}"
             out.write(f"::{_GITHUB_LEVELS[finding.severity]} {props}::{_github_data(message)}\n")
         if not doc.valid and not doc.errors:
             failed = ", ".join(
                 stage.value for stage, (status, _) in doc.stages.items() if status is StageStatus.FAILED
             )
             out.write(
-                f"::error file={_github_property(doc.path)},title=not conformant::"
-                f"{_github_data(f'the {failed} stage failed')}\n"
+                f"::error file={path},title=not conformant::{_github_data(f'the {failed} stage failed')}\n"
             )
     out.write(summary_line(result) + "\n")
 
@@ -253,7 +323,7 @@ def _sarif_result(doc: DocumentResult, finding: Finding, index: dict[str, int]) 
         entry["ruleIndex"] = index[finding.code]
     entry |= {
         "level": _SARIF_LEVELS[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": visible(finding.message)},
         "locations": [{"physicalLocation": location}],
         "properties": properties,
     }
@@ -261,13 +331,6 @@ def _sarif_result(doc: DocumentResult, finding: Finding, index: dict[str, int]) 
 
 
 # --- JUnit XML --------------------------------------------------------------------------------
-
-# Characters XML 1.0 cannot carry, even escaped: shown as \uXXXX instead.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-
-
-def _xml_text(text: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finding_stage(code: str) -> str:
@@ -280,10 +343,10 @@ def _finding_stage(code: str) -> str:
 
 def _finding_line(doc: DocumentResult, finding: Finding) -> str:
     where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
-    text = f"{doc.path}:{where} {finding.code} {finding.severity.value}: {finding.message}"
-    text += f" (at {finding.pointer or '/'})"
+    text = f"{visible(doc.path)}:{where} {visible(finding.code)} {finding.severity.value}: "
+    text += f"{visible(finding.message)} (at {visible(finding.pointer or '/')})"
     if finding.hint:
-        text += f"\n    hint: {finding.hint}"
+        text += f"\n    hint: {visible(finding.hint)}"
     return text
 
 
@@ -304,40 +367,38 @@ def render_junit(result: VerificationResult, out: IO[str]) -> None:
     root = ET.Element("testsuites", name="mibspec")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for doc in result.documents:
-        suite = ET.SubElement(root, "testsuite", name=_xml_text(doc.path))
+        suite = ET.SubElement(root, "testsuite", name=visible(doc.path))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         props = ET.SubElement(suite, "properties")
         for name, value in (("kind", doc.kind or ""), ("valid", str(doc.valid).lower())):
-            ET.SubElement(props, "property", name=name, value=_xml_text(value))
+            ET.SubElement(props, "property", name=name, value=visible(value))
         if doc.referenced_by:
-            ET.SubElement(props, "property", name="referenced_by", value=_xml_text(doc.referenced_by))
+            ET.SubElement(props, "property", name="referenced_by", value=visible(doc.referenced_by))
         by_stage: dict[str, list[Finding]] = {}
         for finding in doc.findings:
             by_stage.setdefault(_finding_stage(finding.code), []).append(finding)
         for stage, (status, detail) in doc.stages.items():
-            case = ET.SubElement(suite, "testcase", classname=_xml_text(doc.path), name=stage.value)
+            case = ET.SubElement(suite, "testcase", classname=visible(doc.path), name=stage.value)
             counts["tests"] += 1
             findings = by_stage.get(stage.value, [])
             errors = [f for f in findings if f.severity is Severity.ERROR]
             for finding in errors:
-                failure = ET.SubElement(
-                    case, "failure", type=finding.code, message=_xml_text(finding.message)
-                )
-                failure.text = _xml_text(_finding_line(doc, finding))
+                failure = ET.SubElement(case, "failure", type=finding.code, message=visible(finding.message))
+                failure.text = _finding_line(doc, finding)
             if status is StageStatus.FAILED and not errors:
                 message = f"the {stage.value} stage failed" + (f": {detail}" if detail else "")
-                failure = ET.SubElement(case, "failure", type="stage-failed", message=_xml_text(message))
-                failure.text = _xml_text(message)
+                failure = ET.SubElement(case, "failure", type="stage-failed", message=visible(message))
+                failure.text = visible(message)
             if errors or status is StageStatus.FAILED:
                 counts["failures"] += 1
             elif status in (StageStatus.SKIPPED, StageStatus.NOT_RUN):
                 reason = f"{status.value}" + (f": {detail}" if detail else "")
-                ET.SubElement(case, "skipped", message=_xml_text(reason))
+                ET.SubElement(case, "skipped", message=visible(reason))
                 counts["skipped"] += 1
             others = [f for f in findings if f.severity is not Severity.ERROR]
             if others:
                 system_out = ET.SubElement(case, "system-out")
-                system_out.text = _xml_text("\n".join(_finding_line(doc, f) for f in others))
+                system_out.text = "\n".join(_finding_line(doc, f) for f in others)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from mibspec._display import visible
 from mibspec._version import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -78,7 +79,7 @@ def _root(
 
 
 def _fail_usage(message: str) -> None:
-    typer.echo(f"mibspec: error: {message}", err=True)
+    typer.echo(f"mibspec: error: {visible(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -222,7 +223,7 @@ def verify_receipt(
         typer.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in check.lines():
-            typer.echo(line)
+            typer.echo(visible(line))
     raise typer.Exit(EXIT_OK if check.unchanged else EXIT_FINDINGS)
 
 
@@ -396,12 +397,12 @@ def main() -> None:
     try:
         app(standalone_mode=True)
     except InternalError as exc:
-        typer.echo(f"mibspec: internal error: {exc}", err=True)
+        typer.echo(f"mibspec: internal error: {visible(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # a defect in mibspec, reported as such
-        typer.echo(f"mibspec: internal error: {type(exc).__name__}: {exc}", err=True)
+        typer.echo(f"mibspec: internal error: {type(exc).__name__}: {visible(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)
 
 

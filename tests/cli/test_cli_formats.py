@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,10 +108,11 @@ def test_github_commands_escape_as_github_specifies() -> None:
     out = io.StringIO()
     render_github(_one_document(finding), out)
     first = out.getvalue().splitlines()[0]
-    # Properties escape % CR LF : , ; the message escapes % CR LF only.
+    # Properties escape % CR LF : , ; the message escapes % CR LF only. A line break taken
+    # from a document is shown as an escape (a command is one line); the hint's is GitHub's %0A.
     assert first == (
         "::error file=dir/a%2Cb%3Ac.json,line=7,col=3,title=C101::"
-        "50%25 off, a: b%0D%0Anext (at /claims/cpr)%0Ahint: use 100%25"
+        "50%25 off, a: b\\x0d\\x0anext (at /claims/cpr)%0Ahint: use 100%25"
     )
 
 
@@ -278,7 +280,7 @@ def test_junit_escapes_text_xml_cannot_carry() -> None:
     render_junit(_one_document(finding), out)
     root = ET.fromstring(out.getvalue().encode("utf-8"))  # raises on malformed XML
     [failure] = root.iter("failure")
-    assert failure.get("message") == "key '\\u0001' <&> \"q\""
+    assert failure.get("message") == "key '\\x01' <&> \"q\""  # shown as in every other format
 
 
 # --- select, ignore, error-on-warning ----------------------------------------------------------
@@ -464,3 +466,108 @@ def test_cite_agrees_with_the_citation_file(mibspec_cli: CliRun) -> None:
     assert citation["title"] in text
     assert bundle in text
     assert mibspec.__version__ in text
+
+
+# --- the claimed-vs-recomputed table -------------------------------------------------------------
+
+#: A report whose recomputation is quick and whose table holds long names and numbers
+#: of up to 11 characters (0.000999001).
+PLANTED = EXAMPLES / "causal-bench-planted" / "report.json"
+
+
+def _planted_comparisons(mibspec_cli: CliRun) -> list[dict[str, Any]]:
+    result = json.loads(mibspec_cli("verify", str(PLANTED), "--format", "json").stdout)
+    comparisons: list[dict[str, Any]] = result["documents"][0]["recomputed"]
+    assert len(comparisons) > 100
+    return comparisons
+
+
+def _numbers(comparisons: list[dict[str, Any]]) -> Counter[str]:
+    """Every claimed and recomputed number of the table, at 6 significant digits."""
+    numbers: Counter[str] = Counter()
+    for c in comparisons:
+        numbers.update(["-" if c["claimed"] is None else f"{c['claimed']:.6g}", f"{c['recomputed']:.6g}"])
+    return numbers
+
+
+def _table_section(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = lines.index("claimed vs recomputed")
+    return lines[start + 1 : -1]  # up to the summary line
+
+
+def _tokens(lines: list[str]) -> Counter[str]:
+    return Counter(token for line in lines for token in re.split(r"[\s,:]+", line) if token)
+
+
+@pytest.mark.parametrize("columns", [None, "120", "100", "80", "40"])
+def test_no_number_of_the_table_is_cut_in_a_pipe(
+    mibspec_cli: CliRun, monkeypatch: pytest.MonkeyPatch, columns: str | None
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    comparisons = _planted_comparisons(mibspec_cli)
+    result = mibspec_cli("verify", str(PLANTED), env={"COLUMNS": columns} if columns else {})
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    section = _table_section(result.stdout)
+    assert _numbers(comparisons) - _tokens(section) == Counter()  # every number, in full
+    if columns is None:
+        # No width to fit: a header, then one row per claim with the whole quantity on it.
+        assert len(section) == 1 + len(comparisons)
+        for line, c in zip(section[1:], comparisons, strict=True):
+            assert line.strip().startswith(c["quantity"] + " ")
+    elif int(columns) >= 80:
+        assert max(len(line.rstrip()) for line in section) <= int(columns)
+
+
+def _run_on_a_terminal(args: list[str], columns: int) -> str:
+    """Run ``python -m mibspec ARGS`` with stdout on a pseudo-terminal ``columns`` wide."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"NO_COLOR": "1"}
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mibspec", *args],
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        os.close(slave)
+        reader.join(timeout=60)
+        os.close(master)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    text = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # styles such as italic stay without colour
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_a_narrow_terminal_keeps_every_number(mibspec_cli: CliRun, columns: int) -> None:
+    comparisons = _planted_comparisons(mibspec_cli)
+    stdout = _run_on_a_terminal(["verify", str(PLANTED)], columns)
+    assert "…" not in stdout
+    section = _table_section(stdout)
+    assert _numbers(comparisons) - _tokens(section) == Counter()
+    assert max(len(line.rstrip()) for line in section) <= columns

@@ -296,6 +296,22 @@ def test_markup_in_a_report_is_escaped(mibspec_cli: CliRun, tmp_path: Path) -> N
     assert all(str(attrs.get("src", "data:")).startswith("data:") for _, attrs in _tags(text))
 
 
+def test_control_characters_in_a_report_are_shown_as_escapes() -> None:
+    path = EXAMPLES / "causal_bench" / "report.json"
+    report = _load("causal_bench")
+    report["title"] = "t\x1b[2K\u202e\x85"
+    report["claims"]["methods"][0]["name"] = "m\x1b]8;;x\x07\u2028"  # type: ignore[index]
+    result = mibspec.verify(path, recompute=False)
+    result.documents[0].comparisons = [Comparison("/claims/z", "q\r\n\x9b2J", 1.0, 1.0, 1e-6, 0.0)]
+    page = build_report_page(result, path, figures=False)
+    page.report = report
+    text = render_html(page)
+    assert not set(text) & set("\x1b\x07\r\x85\x9b\u202e\u2028")
+    assert "t\\x1b[2K\\u202e\\x85" in text
+    assert "m\\x1b]8;;x\\x07\\u2028" in text
+    assert "q\\x0d\\x0a\\x9b2J" in text
+
+
 def test_same_input_gives_the_same_bytes_across_processes(mibspec_cli: CliRun, tmp_path: Path) -> None:
     outputs = []
     for seed in ("0", "12345"):

@@ -297,3 +297,71 @@ def test_html_report_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, 
     document = json.loads(source.read_text(encoding="utf-8"))
     eap = document["tables"][0]["rows"][0]
     assert tables[0][1] == ["EAP-IG", "0.92", "1.18", "0.71", f"{eap['average']:.6g}", f"{eap['score']:.6g}"]
+
+
+# --- names that are HTML, Markdown or terminal controls --------------------------------------------
+
+HOSTILE_METHOD = "<img src=x onerror=alert(1)>*em* _u_ [a](javascript:alert(1)) `c` ~s~ #h !x \\ & \x1b[2K"
+HOSTILE_TASK = "<script>alert(1)</script>|x"
+HOSTILE_FOLDER = "bad`<script>`` x"
+
+
+def _md_unescape(text: str) -> str:
+    """Markdown text back to what it shows: backslash escapes (CommonMark §2.4), then entities."""
+    import html
+
+    return html.unescape(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text))
+
+
+def _md_cells(line: str) -> list[str]:
+    """A GFM table row's cells: split at the pipes that are not escaped."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    root.mkdir()
+    _circuit_report(root / "one", method=HOSTILE_METHOD, task=HOSTILE_TASK, model="org/gpt2")
+    _circuit_report(root / HOSTILE_FOLDER, method="Broken", task="ioi", model="org/gpt2")
+    bad = json.loads((root / HOSTILE_FOLDER / "report.json").read_text(encoding="utf-8"))
+    bad["claims"]["cpr"]["value"] += 0.1  # C101: rejected, listed with its path
+    (root / HOSTILE_FOLDER / "report.json").write_text(json.dumps(bad), encoding="utf-8")
+    return root
+
+
+def test_markdown_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) -> None:
+    out = hostile.parent / "board.md"
+    assert mibspec_cli("leaderboard", str(hostile), "-o", str(out)).returncode == 1
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text
+    rejected = text.split("## Rejected reports", 1)[1]
+    [item] = [line for line in rejected.splitlines() if line.startswith("- ")]
+    # The path is a code span (shown as written, never HTML) fenced past its backtick runs.
+    fence = re.match(r"- (`+)", item).group(1)  # type: ignore[union-attr]
+    assert fence == "```"
+    span = item[2 + len(fence) : item.index(fence, 2 + len(fence))]
+    assert span.strip() == str(hostile / HOSTILE_FOLDER / "report.json")
+    assert "<" not in text.replace(fence + span + fence, "")  # no HTML outside the code span
+    for title in ("CPR (higher is better)", "CMD (lower is better; so is its Score)"):
+        header, *rows = [
+            _md_cells(line)
+            for line in text.split(f"## {title}", 1)[1].split("\n\n", 2)[1].splitlines()
+            if not set(line) <= set("|-: ")
+        ]
+        assert [len(row) for row in (header, *rows)] == [4, 4]  # no cell split at a name's "|"
+        assert _md_unescape(header[1]) == f"{HOSTILE_TASK} / org/gpt2"
+        assert _md_unescape(rows[0][0]) == HOSTILE_METHOD.replace("\x1b", "\\x1b")
+
+
+def test_html_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) -> None:
+    out = hostile.parent / "board.html"
+    assert mibspec_cli("leaderboard", str(hostile), "-o", str(out)).returncode == 1
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text
+    parser = _Cells()
+    parser.feed(text)
+    assert not parser.tags & {"script", "img", "a"}
+    cpr_table, _ = parser.tables
+    assert cpr_table[0][1] == f"{HOSTILE_TASK} / org/gpt2"
+    assert cpr_table[1][0] == HOSTILE_METHOD.replace("\x1b", "\\x1b")

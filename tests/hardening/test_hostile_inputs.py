@@ -514,3 +514,277 @@ def test_a_folder_name_that_is_not_utf8_gives_utf8_output(tmp_path: Path, output
     output = done.stdout.decode("utf-8")  # strict: the output is UTF-8
     assert "r\ufffd\ufffd" in output
     assert "S112" in output
+
+
+# --- text from documents in the outputs for people and CI logs ---------------------------------
+
+#: Cursor movement, line erasing, an OSC 8 link, forged verdict and workflow-command lines, a
+#: C1 CSI, DEL, a right-to-left override, a line separator and rich markup, in one name.
+HOSTILE = (
+    "\x1b[2K\rPASS 1 document(s)\n::warning::forged\u2028\x85\x9b31m\x7f\u202e"
+    "\x1b]8;;http://evil.example/\x07link\x1b]8;;\x07[/]<script>alert(1)</script>"
+)
+#: HOSTILE as every output for people shows it (written out by hand).
+HOSTILE_SHOWN = (
+    "\\x1b[2K\\x0dPASS 1 document(s)\\x0a::warning::forged\\u2028\\x85\\x9b31m\\x7f\\u202e"
+    "\\x1b]8;;http://evil.example/\\x07link\\x1b]8;;\\x07[/]<script>alert(1)</script>"
+)
+#: The same kinds in a folder name (no "/"), with markup that opens a style.
+HOSTILE_FOLDER = "d\x1b[2K\r::warning::forged\n[red]PASS\u202e\x1b]8;;x\x07<script>"
+HOSTILE_FOLDER_SHOWN = "d\\x1b[2K\\x0d::warning::forged\\x0a[red]PASS\\u202e\\x1b]8;;x\\x07<script>"
+
+
+def _hidden(char: str) -> bool:
+    """Characters no output for people may carry raw, from the Unicode database, not the code."""
+    import unicodedata
+
+    return (
+        unicodedata.category(char) in ("Cc", "Zl", "Zp", "Cs")
+        or unicodedata.bidirectional(char) in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI")
+        or char in "\u200e\u200f\u061c\ufffe\uffff"  # the bidi marks; the non-characters XML forbids
+    )
+
+
+def test_visible_escapes_exactly_the_hidden_characters() -> None:
+    from mibspec._display import visible
+
+    for code in range(0x110000):
+        char = chr(code)
+        if _hidden(char):
+            assert visible(char) == (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"), hex(code)
+        else:
+            assert visible(char) == char, hex(code)
+
+
+@pytest.fixture
+def hostile_reports(tmp_path: Path) -> list[Path]:
+    """A CAUSAL-BENCH report naming a method HOSTILE (it passes, with a claimed-vs-recomputed
+    table showing the name) and a circuit report in a folder named HOSTILE_FOLDER whose
+    report has a property named HOSTILE (S112)."""
+    bench = tmp_path / "bench"
+    shutil.copytree(REPO / "examples" / "causal_bench", bench)
+
+    def rename(doc: Any) -> None:
+        doc["claims"]["methods"][0]["name"] = HOSTILE
+        doc["claims"]["jaccard"]["methods"][0] = HOSTILE
+
+    edit(bench / "report.json", rename)
+    circuit = tmp_path / HOSTILE_FOLDER
+    shutil.copytree(EXAMPLE, circuit)
+    edit(circuit / "report.json", lambda doc: doc.update({HOSTILE: 1}))
+    return [bench, circuit]
+
+
+def _verify_cli(paths: list[Path], *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", *map(str, paths), *args],
+        capture_output=True,
+        check=False,
+        cwd=paths[0].parent,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "COLUMNS"},  # the table at full width
+            "NO_COLOR": "1",
+            "PYTHONIOENCODING": "utf-8:strict",
+            **(env or {}),
+        },
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr.decode(errors="replace")  # S112, nothing else
+    assert done.stderr == b"", done.stderr.decode(errors="replace")
+    return done.stdout.decode("utf-8")
+
+
+def _raw_hidden(text: str) -> set[str]:
+    return {char for char in text if _hidden(char) and char != "\n"}
+
+
+def test_text_output_shows_hostile_names_and_cannot_be_forged(hostile_reports: list[Path]) -> None:
+    out = _verify_cli(hostile_reports)
+    assert _raw_hidden(out) == set()
+    lines = out.splitlines()
+    assert lines[-1].startswith("FAIL 2 document(s)")
+    assert [line for line in lines if line.startswith(("PASS", "::"))] == []
+    # Shown, not interpreted: escapes for the controls, the markup as written.
+    assert HOSTILE_SHOWN in out
+    assert HOSTILE_FOLDER_SHOWN in out
+    # Every quantity naming the method is a row of the table, with the name shown.
+    result = json.loads(_verify_cli(hostile_reports, "--format", "json"))
+    quantities = [c["quantity"] for doc in result["documents"] for c in doc.get("recomputed", [])]
+    shown = [x for x in lines if HOSTILE_SHOWN in x and "S112" not in x]
+    assert sum(HOSTILE in q for q in quantities) == len(shown) > 0
+
+
+def test_github_output_is_one_command_per_finding(hostile_reports: list[Path]) -> None:
+    out = _verify_cli(hostile_reports, "--format", "github")
+    assert _raw_hidden(out) == set()
+    *commands, summary = out.splitlines()
+    assert summary.startswith("FAIL 2 document(s)")
+    assert len(commands) == 1
+    assert commands[0].startswith("::error file=")
+    assert "\\x1b[2K\\x0dPASS 1 document(s)\\x0a::warning::forged\\u2028" in commands[0]
+
+
+def test_junit_output_is_xml_and_shows_hostile_names(hostile_reports: list[Path]) -> None:
+    import xml.etree.ElementTree as ET
+
+    out = _verify_cli(hostile_reports, "--format", "junit")
+    assert _raw_hidden(out) == set()
+    root = ET.fromstring(out.encode("utf-8"))
+    [failure] = root.iter("failure")
+    assert "(at /\\x1b[2K\\x0dPASS 1 document(s)\\x0a::warning::forged\\u2028" in (failure.text or "")
+    assert "<script>" in failure.get("message", "")  # read back from &lt;script&gt;
+    names = {suite.get("name", "") for suite in root.iter("testsuite")}
+    assert any(HOSTILE_FOLDER_SHOWN in name for name in names)
+
+
+def test_json_output_keeps_hostile_names_as_data(hostile_reports: list[Path]) -> None:
+    result = json.loads(_verify_cli(hostile_reports, "--format", "json"))
+    pointers = {f["pointer"] for doc in result["documents"] for f in doc["findings"]}
+    assert pointers == {"/" + HOSTILE.replace("~", "~0").replace("/", "~1")}
+    quantities = [c["quantity"] for doc in result["documents"] for c in doc.get("recomputed", [])]
+    assert sum(f"Jaccard({HOSTILE}, " in q for q in quantities) == 4  # a row of the 4 × 4 matrix
+    assert any(HOSTILE_FOLDER in doc["path"] for doc in result["documents"])
+
+
+def test_progress_descriptions_are_shown_not_read_as_markup(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from mibspec._progress import TerminalProgress
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws the bar as on a terminal
+    with TerminalProgress(enabled=True) as progress:
+        progress.start(f"threshold sensitivity of {HOSTILE}", 2)
+        progress.advance(2)
+    drawn = stream.getvalue()
+    assert "threshold sensitivity of \\x1b[2K\\x0dPASS 1 document(s)\\x0a::warning" in drawn
+    # Only rich's own escape sequences and carriage returns remain raw.
+    assert _raw_hidden(drawn) <= {"\x1b", "\r"}
+    assert "\x1b]8;;http" not in drawn
+    assert "\x1b[2K\rPASS" not in drawn
+
+
+def test_usage_errors_show_hostile_paths(tmp_path: Path) -> None:
+    missing = tmp_path / HOSTILE_FOLDER / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(missing)],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 2
+    err = done.stderr.decode("utf-8")
+    assert _raw_hidden(err) == set()
+    assert HOSTILE_FOLDER_SHOWN in err
+
+
+def _hostile_result() -> Any:
+    """A result whose every text field (path, kind, message, pointer, hint, data, stage
+    detail, referencing path, compared quantity) holds HOSTILE raw."""
+    from mibspec.validator import DocumentResult, Finding, Severity, Stage, StageStatus, VerificationResult
+    from mibspec.validator._recompute_stage import Comparison
+
+    finding = Finding(
+        code="C101",
+        severity=Severity.ERROR,
+        message=f"claimed {HOSTILE}",
+        pointer=f"/claims/{HOSTILE}",
+        line=1,
+        column=1,
+        hint=HOSTILE,
+        data={"claimed": HOSTILE, "recomputed": 1.0},
+    )
+    doc = DocumentResult(path=HOSTILE, kind=HOSTILE, findings=[finding], referenced_by=HOSTILE)
+    doc.set_stage(Stage.PARSE, StageStatus.PASSED)
+    doc.set_stage(Stage.SCHEMA, StageStatus.PASSED)
+    doc.set_stage(Stage.RULES, StageStatus.FAILED, HOSTILE)
+    doc.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, HOSTILE)
+    doc.comparisons = [Comparison(f"/claims/{HOSTILE}", HOSTILE, 0.5, 0.25, 1e-6, 0.0)]
+    return VerificationResult(documents=[doc])
+
+
+@pytest.mark.parametrize("output_format", ["text", "github", "junit", "sarif", "json"])
+def test_no_output_format_carries_a_hidden_character_raw(output_format: str) -> None:
+    import io
+
+    from mibspec._reporters import REPORTERS
+
+    out = io.StringIO()
+    REPORTERS[output_format](_hostile_result(), out)
+    text = out.getvalue()
+    if output_format == "json":  # JSON escapes what it must; the data stays the document's
+        assert json.loads(text)["documents"][0]["findings"][0]["hint"] == HOSTILE
+        return
+    if output_format == "sarif":
+        [result] = json.loads(text)["runs"][0]["results"]
+        assert result["message"]["text"] == f"claimed {HOSTILE_SHOWN}"
+        return
+    assert _raw_hidden(text) == set()
+    assert not any(line.startswith(("PASS", "::warning")) for line in text.splitlines())
+    if output_format == "junit":
+        import xml.etree.ElementTree as ET
+
+        [failure] = ET.fromstring(text.encode("utf-8")).iter("failure")
+        assert failure.get("message") == f"claimed {HOSTILE_SHOWN}"
+        return
+    assert f"claimed {HOSTILE_SHOWN}" in text
+    if output_format == "text":
+        # The table's row: the name as text, not markup, and the numbers in full.
+        [row] = [line for line in text.splitlines() if "differs" in line]
+        assert row.split()[-5:] == ["0.5", "0.25", "2.50e-01", "1.0e-06", "differs"]
+        assert row.strip().startswith(HOSTILE_SHOWN)
+
+
+def test_verify_receipt_shows_hostile_file_names(report: Path) -> None:
+    receipt = report / "receipt.json"
+    run = [sys.executable, "-m", "mibspec"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [*run, "verify", str(report / "report.json"), "--no-recompute", "--receipt", str(receipt)],
+        capture_output=True,
+        check=False,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    data["files"][0]["path"] = HOSTILE_FOLDER  # a file of that name is missing
+    receipt.write_text(json.dumps(data), encoding="utf-8")
+    done = subprocess.run([*run, "verify-receipt", str(receipt)], capture_output=True, check=False, env=env)
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    out = done.stdout.decode("utf-8")
+    assert _raw_hidden(out) == set()
+    assert out.startswith(f"missing  {HOSTILE_FOLDER_SHOWN} (")
+    assert [line for line in out.splitlines() if line.startswith(("PASS", "::"))] == []
+
+
+def test_conformance_junit_shows_hostile_case_names() -> None:
+    import xml.etree.ElementTree as ET
+
+    from mibspec._conformance_run import CaseResult, SuiteRun, to_junit
+
+    case = CaseResult(f"circuit/invalid/{HOSTILE_FOLDER}", Path("x"), "failed", 1, message=HOSTILE)
+    text = to_junit(SuiteRun(Path("suite"), "mibspec", 0, 1, [case]))
+    assert _raw_hidden(text) == set()
+    [testcase] = ET.fromstring(text.encode("utf-8")).iter("testcase")
+    assert testcase.get("name") == HOSTILE_FOLDER_SHOWN
+    [failure] = testcase.iter("failure")
+    assert failure.get("message") == HOSTILE_SHOWN
+
+
+def test_migrate_shows_hostile_keys_of_an_unreadable_document(tmp_path: Path) -> None:
+    source = tmp_path / "doc.json"
+    source.write_text("{" + json.dumps(HOSTILE) + ": NaN}", encoding="utf-8")  # P-stage finding
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "migrate", str(source), "-o", str(tmp_path / "out.json")],
+        capture_output=True,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    out = done.stdout.decode("utf-8")
+    assert _raw_hidden(out) == set()
+    assert f"at /{HOSTILE_SHOWN.replace('/', '~1')}" in out

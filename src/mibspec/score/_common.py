@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from mibspec._display import visible
+
 #: What a producer calls to report progress: ``progress(description, total)`` starts a
 #: task and returns ``advance(done)``, which takes the number of steps done so far.
 ProducerProgress = Callable[[str, int], Callable[[int], None]]
@@ -19,7 +21,7 @@ ProducerProgress = Callable[[str, int], Callable[[int], None]]
 def usage_error(message: str) -> NoReturn:
     from mibspec.cli import EXIT_USAGE
 
-    typer.echo(f"mibspec: error: {message}", err=True)
+    typer.echo(f"mibspec: error: {visible(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -63,7 +65,7 @@ def verify_written(report: Any) -> bool:
 
     valid = verify(report, recompute=False).valid
     verdict = "conformant" if valid else "NOT conformant"
-    typer.echo(f"wrote {report} ({verdict} without recomputation)")
+    typer.echo(f"wrote {visible(str(report))} ({verdict} without recomputation)")
     return valid
 
 

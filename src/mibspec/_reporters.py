@@ -399,11 +399,11 @@ def render_junit(result: VerificationResult, out: IO[str]) -> None:
             if others:
                 system_out = ET.SubElement(case, "system-out")
                 system_out.text = "\n".join(_finding_line(doc, f) for f in others)
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
-    for key, value in totals.items():
-        root.set(key, str(value))
+        for key, count in counts.items():
+            suite.set(key, str(count))
+            totals[key] += count
+    for key, count in totals.items():
+        root.set(key, str(count))
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))

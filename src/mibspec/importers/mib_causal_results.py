@@ -85,7 +85,7 @@ def _text(data: dict[str, Any], key: str) -> str:
 
 
 def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
+    from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
 
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
         raise _MalformedError(
@@ -142,10 +142,10 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     claims = []
     for name in sorted(variables):
         units = variables[name]
-        table = {
+        table: dict[CellKey, float] = {
             (cf, u["location"]["layer"], key): v for key, u in units.items() for cf, v in u["scores"].items()
         }
-        better = "lower" if ioi else "higher"
+        better: Better = "lower" if ioi else "higher"
         try:
             aggregate = aggregate_scores(table, better=better)
         except ValueError as exc:  # a unit scored on some counterfactual sets only

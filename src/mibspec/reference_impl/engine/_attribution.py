@@ -34,7 +34,8 @@ import torch
 from numpy.typing import NDArray
 
 from . import _forward, _ops
-from ._evaluate import _check_answers, graph_universe
+from ._evaluate import graph_universe
+from ._inputs import check_examples
 from ._weights import ModelWeights
 
 __all__ = ["ATTRIBUTION_METHODS", "AttributionMethod", "attribute_edges", "slot_gradients"]
@@ -63,7 +64,8 @@ def _forward_with_slots(
     rope = _ops.rope_tables(model, positions)
     read = mask.sum(1) - 1
     masks: dict[int | None, torch.Tensor] = {}
-    given, used = offsets, []
+    given = offsets
+    used: list[torch.Tensor] = []
     group = model.kv_group
     x = x0
     for layer in model.layers:
@@ -170,20 +172,10 @@ def attribute_edges(
         # A destination then reads norm(Σ heads) per destination (ME-4): a head's edge is not an
         # additive term of the slot input, so the score below would not be its first-order effect.
         raise ValueError("model: attribution does not support post-attention norms (Gemma-2) yet")
-    ids, mask = _forward.check_tokens(model, clean_ids, attention_mask, "clean_ids")
-    cids, _ = _forward.check_tokens(model, corrupted_ids, attention_mask, "corrupted_ids")
-    if cids.shape != ids.shape:
-        raise ValueError(
-            f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
-        )
-    N = ids.shape[0]
-    tokens = torch.stack(
-        [
-            _check_answers(model, correct, "correct", N),
-            _check_answers(model, counterfactual, "counterfactual", N),
-        ],
-        dim=1,
+    ids, cids, mask, tokens = check_examples(
+        model, clean_ids, corrupted_ids, attention_mask, correct, counterfactual
     )
+    N = ids.shape[0]
     total = torch.zeros((universe.n_forward, universe.n_backward), dtype=torch.float64)
     for start in range(0, N, batch_size):
         sl = slice(start, min(N, start + batch_size))

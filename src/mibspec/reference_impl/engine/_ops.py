@@ -7,7 +7,9 @@ else in the model dtype.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from numpy.typing import NDArray
 from torch.nn import functional as nnf
 
 from ._weights import LayerWeights, ModelWeights, NormWeights
@@ -16,11 +18,14 @@ __all__ = [
     "activation",
     "attention",
     "causal_mask",
+    "gather_read",
+    "logit_difference",
     "mlp",
     "norm",
     "positions_from_mask",
     "rope_tables",
     "rotate",
+    "take",
     "unembed_rows",
 ]
 
@@ -160,3 +165,29 @@ def unembed_rows(model: ModelWeights, hidden: torch.Tensor, tokens: torch.Tensor
     if model.final_softcap is not None:
         logits = torch.tanh(logits / model.final_softcap) * model.final_softcap
     return logits
+
+
+def gather_read(x: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
+    """``(..., B, T, d)`` → ``(..., B, d)`` at each example's read position.
+
+    A ``(..., 1, 1, d)`` value, the same at every example and position (a constant
+    ablation value), is broadcast to ``(..., B, d)``.
+    """
+    if x.shape[-3] == 1 and x.shape[-2] == 1:
+        return x[..., 0, :, :].expand(*x.shape[:-3], len(read), x.shape[-1])
+    index = read.view(*([1] * (x.ndim - 3)), -1, 1, 1).expand(*x.shape[:-2], 1, x.shape[-1])
+    return x.gather(-2, index).squeeze(-2)
+
+
+def logit_difference(model: ModelWeights, hidden: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """float64 ``logit(correct) − logit(counterfactual)`` from ``(..., B, d)`` residuals."""
+    logits = unembed_rows(model, hidden, tokens).to(torch.float64)
+    return logits[..., 0] - logits[..., 1]
+
+
+def take(x: torch.Tensor, index: NDArray[np.int64]) -> torch.Tensor:
+    """``x[index]`` along the first axis; a view when ``index`` is a contiguous range."""
+    first = int(index[0])
+    if len(index) == int(index[-1]) - first + 1:
+        return x[first : first + len(index)]
+    return x.index_select(0, torch.from_numpy(index))

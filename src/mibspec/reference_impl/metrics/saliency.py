@@ -271,7 +271,9 @@ def wiou_components(
     )
 
 
-def _wiou_weights(weights: Sequence[float], n: int, normalise: bool) -> NDArray[np.float64]:
+def _wiou_weights(
+    weights: Sequence[float] | NDArray[np.float64], n: int, normalise: bool
+) -> NDArray[np.float64]:
     w = as_float_array(list(weights), "weights", ndim=1)
     if w.size != n:
         raise ValueError(f"weights must hold one weight per k ({n}); got {w.size}")
@@ -280,7 +282,9 @@ def _wiou_weights(weights: Sequence[float], n: int, normalise: bool) -> NDArray[
     return w / w.sum() if normalise else w
 
 
-def weighted_iou(ious: Sequence[float], weights: Sequence[float], *, normalise: bool = True) -> float:
+def weighted_iou(
+    ious: Sequence[float], weights: Sequence[float] | NDArray[np.float64], *, normalise: bool = True
+) -> float:
     """WIoU from per-k IoUs: ``Σ_k w_k·IoU_k`` with ``w`` normalised to sum 1 by default (MS-6).
 
     Example:

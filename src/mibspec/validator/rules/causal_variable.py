@@ -19,11 +19,11 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
     """Mean over counterfactual sets per unit, best unit per layer, then Average and Highest."""
     if doc.get("track") != "causal_variable":
         return
-    from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
+    from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
-        table: dict[tuple[str, int, str], float] = {}
+        table: dict[CellKey, float] = {}
         for unit in variable["units"]:
             for cf_set, score in unit["scores"].items():
                 table[(cf_set, unit["location"]["layer"], unit["id"])] = score

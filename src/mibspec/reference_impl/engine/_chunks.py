@@ -1,0 +1,103 @@
+"""How an evaluation is cut into passes: batches of examples and stacks of circuits (ME-9).
+
+Circuits are pruned first; the full circuit is the clean run and the empty circuit the
+ablation run, so only the others need a patched pass. Those are sorted by the size of
+their reachable set and stacked along the batch axis, a stack holding circuits whose
+reachable sets nearly coincide, up to a memory budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from ..graph import GraphUniverse
+from ._weights import ModelWeights
+
+__all__ = ["UNION_SLACK", "CircuitPlan", "batches", "bytes_per_circuit", "chunks", "plan_circuits"]
+
+#: A stack's union of reachable sets may exceed its smallest reachable set by this fraction.
+UNION_SLACK = 0.1
+
+
+def batches(n: int, size: int) -> Iterator[slice]:
+    """Consecutive slices of at most ``size`` of ``n`` examples."""
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
+
+
+@dataclass(frozen=True, eq=False)
+class CircuitPlan:
+    """The circuits of one evaluation, pruned, and which of them need a patched pass."""
+
+    pruned: NDArray[np.bool_]  # (K, n_forward, n_backward)
+    reach: NDArray[np.bool_]  # (K, n_forward) nodes reachable from input
+    neurons: NDArray[np.bool_] | None  # (K, n_forward, d_model)
+    n_edges: NDArray[np.int64]  # (K,) edges left after pruning
+    full: NDArray[np.bool_]  # (K,) every edge and every neuron kept: the clean run
+    empty: NDArray[np.bool_]  # (K,) no edge kept: the ablation run
+    todo: NDArray[np.int64]  # the other circuits, by reachable-set size
+
+
+def plan_circuits(
+    universe: GraphUniverse, edges: NDArray[np.bool_], neurons: NDArray[np.bool_] | None
+) -> CircuitPlan:
+    """Prune the circuits (ME-2) and order those that need a patched pass for stacking."""
+    K = edges.shape[0]
+    pruned = np.stack([universe.prune(c) for c in edges]) if K else edges
+    reach = (
+        np.stack([universe.reachable_from_input(c) for c in pruned])
+        if K
+        else np.zeros((0, universe.n_forward), dtype=np.bool_)
+    )
+    kept = pruned.reshape(K, -1).sum(axis=1).astype(np.int64)
+    full = (kept == universe.n_edges) & (
+        np.ones(K, dtype=np.bool_) if neurons is None else neurons.reshape(K, -1).all(axis=1)
+    )
+    empty = kept == 0
+    todo = np.flatnonzero(~full & ~empty)
+    # Circuits with similar reachable sets are stacked together; the order does not affect values.
+    n_active = reach.sum(axis=1)
+    todo = todo[np.argsort(n_active[todo], kind="stable")]
+    return CircuitPlan(
+        pruned=pruned, reach=reach, neurons=neurons, n_edges=kept, full=full, empty=empty, todo=todo
+    )
+
+
+def bytes_per_circuit(model: ModelWeights, n_active: int, *, rows: int, positions: int) -> int:
+    """Rough peak memory of one circuit in a stacked pass (stored differences dominate)."""
+    B, T = rows, positions
+    item = torch.empty((), dtype=model.dtype).element_size()
+    d, H = model.d_model, model.n_heads
+    d_ff = model.layers[0].w_in.shape[1]
+    per_row = item * T * (d * (n_active + 3 * H + 4) + 3 * d_ff) + 8 * H * T * T
+    return B * per_row
+
+
+def chunks(
+    order: NDArray[np.int64], reach: NDArray[np.bool_], cost: Callable[[int], int], budget: int
+) -> Iterator[NDArray[np.int64]]:
+    """Consecutive groups of circuits whose stacked pass fits the memory budget.
+
+    A stacked pass computes the union of its circuits' reachable nodes for every circuit,
+    so a circuit joins a group only while the union stays within ``UNION_SLACK`` of the
+    group's smallest reachable set (``order`` is sorted by reachable-set size).
+    """
+    start = 0
+    while start < len(order):
+        union = reach[order[start]].copy()
+        limit = max(int(union.sum()) * (1 + UNION_SLACK), int(union.sum()) + 2)
+        stop = start + 1
+        while stop < len(order):
+            trial = union | reach[order[stop]]
+            size = int(trial.sum())
+            if size > limit or (stop - start + 1) * cost(size) > budget:
+                break
+            union = trial
+            stop += 1
+        yield order[start:stop]
+        start = stop

@@ -256,3 +256,52 @@ def test_weights_swapped_after_hashing_are_not_used(tmp_path: Path, monkeypatch:
     receipt_path.write_text(json.dumps(receipt), encoding="utf-8")
     check = check_receipt(receipt_path)
     assert [(f.path, f.status) for f in check.changed] == [("models/tiny-gpt2/model.safetensors", "changed")]
+
+
+def _hub_cache(cache: Path, repo: str, revision: str, outside: Path | None = None) -> None:
+    """The layout of the hub client's cache: snapshot files link into the repository's blobs."""
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    (folder / "blobs").mkdir(parents=True)
+    snapshot = folder / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        blob = folder / "blobs" / _sha256(MODEL / name)
+        shutil.copyfile(MODEL / name, blob)
+        target = outside if (outside is not None and name == "model.safetensors") else blob
+        (snapshot / name).symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    "linked_out", [pytest.param(False, marks=pytest.mark.slow), True], ids=["cache", "linked-out"]
+)
+def test_a_hub_model_is_read_from_the_cache_inside_its_repository_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked_out: bool
+) -> None:
+    pytest.importorskip("torch")
+    from huggingface_hub import constants
+
+    import mibspec.reference_impl.recompute._inputs as inputs
+
+    report = tmp_path / "report"
+    shutil.copytree(EXAMPLE, report)
+    revision = "a" * 40
+    elsewhere = tmp_path / "elsewhere.safetensors"
+    shutil.copyfile(MODEL / "model.safetensors", elsewhere)
+    _hub_cache(tmp_path / "hub", "local-org/tiny-gpt2", revision, elsewhere if linked_out else None)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    downloads: list[str] = []
+    monkeypatch.setattr(inputs, "_unreachable", lambda endpoint: downloads.append(endpoint))
+
+    def to_hub(model: dict[str, Any]) -> None:
+        model.pop("path")
+        model.update({"source": "hub", "id": "local-org/tiny-gpt2", "revision": revision})
+
+    _edit_model(report, to_hub)
+    result = mibspec.verify(report / "report.json")
+    assert downloads == []  # found in the cache: the hub is never contacted
+    if linked_out:
+        assert _codes(result) == [("R104", "/model/files")]
+        assert "outside" in result.documents[0].findings[0].message
+    else:
+        assert result.valid, _codes(result)
+        assert len(result.documents[0].model_files) == 3

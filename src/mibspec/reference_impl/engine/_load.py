@@ -294,7 +294,8 @@ def load_model_from_bytes(
     """Build the model from bytes already read (and hashed): nothing is read from a path.
 
     ``config`` comes from :func:`read_config`; ``weights`` maps each safetensors file
-    name to its bytes. The tensors must be the ones the configuration implies (counted
+    name to its bytes, and is emptied as the tensors are read (so that the bytes and the
+    model are not held at once). The tensors must be the ones the configuration implies (counted
     on the headers before anything is built), and transformers must find every weight
     it needs with the shape it needs.
 
@@ -307,18 +308,16 @@ def load_model_from_bytes(
     torch_dtype = _parse_dtype(dtype)
     arch = _check_config(config, source)
     size = model_size(config)
-    values = tensors = 0
-    for name, data in sorted(weights.items()):
-        v, t = safetensors_parameters(data, name)
-        values, tensors = values + v, tensors + t
+    counts = [safetensors_parameters(weights[name], name) for name in sorted(weights)]
+    values, tensors = sum(v for v, _ in counts), sum(t for _, t in counts)
     if values not in (size.parameters, size.parameters + size.head):
         raise ValueError(
             f"model: the weight files hold {values} parameters in {tensors} tensors, the config "
             f"implies {size.parameters}"
         )
     state: dict[str, torch.Tensor] = {}
-    for name, data in sorted(weights.items()):
-        part = load_safetensors(data)
+    for name in sorted(weights):
+        part = load_safetensors(weights.pop(name))  # the bytes can go once their tensors exist
         if state.keys() & part.keys():
             raise ValueError(f"model: {name} repeats tensors of another weight file")
         state.update(part)

@@ -94,8 +94,10 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class ModelFile:
-    """A model file recomputation used: its resolved path, and the SHA-256 and size of the bytes used."""
+    """A model file recomputation read: its name in the model folder, its resolved path, and
+    the SHA-256 and size of the bytes read."""
 
+    name: str
     path: str
     sha256: str
     size: int
@@ -255,7 +257,7 @@ class _Reader:
             raise UnusableInputError(
                 f"{self.pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
             )
-        self.used.append(ModelFile(str(path), actual, total))
+        self.used.append(ModelFile(name, str(path), actual, total))
         return b"".join(chunks)
 
 
@@ -317,7 +319,8 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     if not (Path(source.location) / _TOKENIZER).is_file():
         raise UnusableInputError(pointer, f"the model folder {source.location} has no {_TOKENIZER}")
     names = [*weight_names, _TOKENIZER]
-    extra = sorted(set(declared) - {_CONFIG, _INDEX, *names})
+    read = {_CONFIG, *names, *([_INDEX] if index is not None else [])}
+    extra = sorted(set(declared) - read)  # pinned but not used: checked all the same
     paths = {name: reader.locate(name) for name in [*names, *extra]}
     sizes = {name: path.stat().st_size for name, path in paths.items()}
     total = config_size + sum(sizes.values()) + (len(index) if index is not None else 0)
@@ -328,23 +331,22 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
             "(--max-model-bytes)",
         )
     progress.start(f"reading and hashing the model files of {source.display}", sum(sizes.values()))
-    blobs = {name: reader.read(name, paths[name], sizes[name], keep=name not in extra) for name in names}
+    for name in extra:
+        reader.read(name, paths[name], sizes[name], keep=False)
+    blobs = {name: reader.read(name, paths[name], sizes[name]) for name in names}
     ctx.model_files.extend(reader.used)
-    if source.revision is None or declared:
-        unpinned = sorted(
-            name
-            for name in [_CONFIG, *([_INDEX] if index is not None else []), *names]
-            if name not in declared
-        )
-        if unpinned:
-            ctx.recompute_findings.append(
-                ctx.finding(
-                    "R106",
-                    pointer if not declared else f"{pointer}/files",
-                    model=source.display,
-                    files=", ".join(unpinned),
-                )
+    unpinned = sorted(read - set(declared))
+    if unpinned and (source.revision is None or declared):
+        # a folder's files are pinned by their hashes only; a hub revision pins them unless
+        # the report pins some files and not others
+        ctx.recompute_findings.append(
+            ctx.finding(
+                "R106",
+                f"{pointer}/files" if declared else pointer,
+                model=source.display,
+                files=", ".join(unpinned),
             )
+        )
     tokenizer = blobs.pop(_TOKENIZER)
     progress.start(f"loading {source.display}", 1)
     try:

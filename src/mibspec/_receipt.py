@@ -2,7 +2,8 @@
 
 The receipt's format is :class:`mibspec.documents.Receipt`
 (``spec/v1/schemas/receipt.schema.json``). Writing it reads every verified document
-again, and every artifact each document declares, and hashes them (SHA-256, streamed).
+again, and every artifact each document declares, and hashes them (SHA-256, streamed);
+the model files recomputation used are listed with the hash of the bytes it used.
 An artifact path that leaves its document's folder is recorded unread (``sha256``
 null), as the rules stage refused it (A101). Checking re-hashes the same files and
 compares; nothing is parsed or recomputed.
@@ -88,12 +89,19 @@ def build_receipt(
     files: list[dict[str, Any]] = []
     seen: set[Path] = set()
 
-    def add(path: Path, role: str, document: str, artifact_id: str | None = None) -> None:
+    def add(
+        path: Path,
+        role: str,
+        document: str,
+        artifact_id: str | None = None,
+        hashed: tuple[str, int] | None = None,
+    ) -> None:
         resolved = path.resolve()
         if resolved in seen:
             return
         seen.add(resolved)
-        hashed = _sha256(resolved) if resolved.is_file() else None
+        if hashed is None:
+            hashed = _sha256(resolved) if resolved.is_file() else None
         entry: dict[str, Any] = {
             "path": _relative(resolved, base),
             "role": role,
@@ -114,6 +122,10 @@ def build_receipt(
             if target is None:
                 continue
             add(target, "artifact", doc.path, artifact_id)
+    for doc in result.documents:
+        # the hash of the bytes recomputation used, not of the file as it is now
+        for used in doc.model_files:
+            add(Path(used.path), "model", doc.path, hashed=(used.sha256, used.size))
     return {
         "receipt_version": RECEIPT_VERSION,
         "tool": {"name": "mibspec", "version": __version__},

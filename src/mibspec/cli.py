@@ -115,6 +115,14 @@ def verify(
         float | None,
         typer.Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
     ] = None,
+    max_model_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Largest model recomputation reads and builds, in bytes: its files, and its "
+            "parameters in the declared dtype (R107).",
+            min=1,
+        ),
+    ] = 8 * 1024**3,
     model_root: Annotated[
         list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
     ] = None,
@@ -169,6 +177,7 @@ def verify(
                     max_values=max_values,
                     max_findings=max_findings,
                     max_recompute_seconds=max_recompute_seconds,
+                    max_model_bytes=max_model_bytes,
                 ),
                 model_roots=model_root or (),
                 progress=progress,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +47,35 @@ def test_generated_folders_match_their_scripts(script: str) -> None:
         [sys.executable, str(REPO / script), "--check"], capture_output=True, text=True, check=False, cwd=REPO
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+HUB_EXAMPLES = ["circuit", "causal_variable"]  # synthetic numbers on GPT-2 small from the hub
+
+
+@pytest.mark.recompute
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}, "cannot be reached"),  # no network
+        ({"HF_HUB_OFFLINE": "1"}, "offline"),
+    ],
+    ids=["unreachable", "offline"],
+)
+def test_structural_hub_examples_fail_at_once_with_one_r104(
+    mibspec_cli: Any, tmp_path: Path, env: dict[str, str], reason: str
+) -> None:
+    """Without the hub model locally, each structural example gets one R104 at /model and
+    nothing else: no download is retried, nothing but the findings is printed."""
+    pytest.importorskip("torch")
+    paths = [str(REPO / "examples" / track / "report.json") for track in HUB_EXAMPLES]
+    done = mibspec_cli("verify", *paths, "-f", "json", env={"HF_HOME": str(tmp_path / "hf"), **env})
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr == ""
+    output = json.loads(done.stdout)
+    reports = [doc for doc in output["documents"] if doc["kind"] == "report"]
+    assert len(reports) == len(HUB_EXAMPLES)
+    for doc in reports:
+        assert [(f["code"], f["pointer"]) for f in doc["findings"]] == [("R104", "/model")]
+        assert reason in doc["findings"][0]["message"]
+        assert "--model-root" in doc["findings"][0]["message"]
+    assert all(doc["valid"] for doc in output["documents"] if doc["kind"] != "report")

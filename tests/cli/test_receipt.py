@@ -225,6 +225,17 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
     for name in ("torch", "transformers"):
         assert packages[name] == version(name)
     assert receipt["options"]["recompute"] is True
-    pinned = {entry["path"] for entry in receipt["files"]}
+    pinned = {entry["path"] for entry in receipt["files"] if entry["role"] != "model"}
     listing = {str(p.relative_to(tmp_path)) for p in root.rglob("*") if p.is_file()}
     assert pinned == listing
+    # the model files recomputation used, with the hashes of their bytes
+    model = EXAMPLES / "models" / "tiny-gpt2"
+    used = {
+        (tmp_path / entry["path"]).resolve(): (entry["sha256"], entry["bytes"], entry["document"])
+        for entry in receipt["files"]
+        if entry["role"] == "model"
+    }
+    assert used == {
+        (model / name).resolve(): (_sha256(model / name), (model / name).stat().st_size, report["path"])
+        for name in ("config.json", "model.safetensors", "tokenizer.json")
+    }

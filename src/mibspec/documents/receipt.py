@@ -1,10 +1,11 @@
 """A verification receipt: what ``mibspec verify --receipt`` checked, byte for byte.
 
-A receipt pins every file a verification read (each document, and every artifact each
-document declares, following referenced documents) by SHA-256 and size, the spec's
-schema bundle, the tool and its environment, and the verdict of every stage with the
-recomputed values. ``mibspec verify-receipt`` re-hashes the files to show that they
-are still the ones that were verified, without verifying again.
+A receipt pins every file a verification read (each document, every artifact each
+document declares, following referenced documents, and the model files recomputation
+used) by SHA-256 and size, the spec's schema bundle, the tool and its environment, and
+the verdict of every stage with the recomputed values. ``mibspec verify-receipt``
+re-hashes the files to show that they are still the ones that were verified, without
+verifying again.
 
 Paths in ``files`` are relative to the folder holding the receipt, '/'-separated.
 """
@@ -57,12 +58,15 @@ class ReceiptOptions(Closed):
 
 class ReceiptFile(Closed):
     path: str = Field(min_length=1, description="relative to the receipt's folder, '/'-separated")
-    role: Literal["document", "artifact"]
+    role: Literal["document", "artifact", "model"] = Field(
+        description="a verified document, an artifact a document declares, or a model file "
+        "recomputation used (hashed as the bytes it used)"
+    )
     sha256: str | None = Field(pattern=SHA256, description="null when the file could not be read")
     bytes: int | None = Field(ge=0, description="size in bytes; null when the file could not be read")
     document: str = Field(
         description="for a document, its path as in `documents`; for an artifact, the path of the "
-        "document that declares it"
+        "document that declares it; for a model file, the path of the report recomputed with it"
     )
     artifact_id: str | None = Field(default=None, description="the artifact's id in that document")
 

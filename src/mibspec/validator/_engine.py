@@ -124,6 +124,8 @@ class DocumentResult:
     referenced_by: str | None = None
     #: The recompute stage's claimed-vs-recomputed comparisons (``Comparison`` objects).
     comparisons: list[Any] = field(default_factory=list)
+    #: The model files recomputation used (``ModelFile`` objects), for the receipt.
+    model_files: list[Any] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -214,6 +216,11 @@ class RuleContext:
         self.artifacts: dict[str, dict[str, Any]] = {}
         #: Artifact ids whose file failed an integrity check (later rules skip them).
         self.broken_artifacts: set[str] = set()
+        #: Filled by recomputation: the model files it used (``ModelFile``: resolved path,
+        #: SHA-256 and size of the bytes used), listed by the receipt.
+        self.model_files: list[Any] = []
+        #: Findings recomputation reports besides its result (R106), even when it fails later.
+        self.recompute_findings: list[Finding] = []
 
     def finding(
         self,
@@ -409,6 +416,7 @@ class _Runner:
             status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
             result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
             result.comparisons = list(comparisons)
+            result.model_files = list(ctx.model_files)
             result.set_stage(Stage.RECOMPUTE, status, detail)
 
     def _profile(self, data: dict[str, Any], kind: str, cat: Catalogue) -> tuple[Any, list[Finding]]:

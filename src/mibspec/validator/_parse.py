@@ -52,6 +52,9 @@ class Limits:
             above; recomputation runs models, so it has its own bound. The limit is checked
             at every progress step of the recomputation; past it the stage stops and fails
             with R105.
+        max_model_bytes: most bytes a model recomputation reads (the model files together)
+            and most bytes the parameters its config implies may take in the declared
+            dtype; both are checked before anything is read or built (R107).
     """
 
     max_bytes: int = 64 * 1024 * 1024
@@ -60,6 +63,7 @@ class Limits:
     max_values: int = 1_000_000
     max_findings: int = 1000
     max_recompute_seconds: float | None = None
+    max_model_bytes: int = 8 * 1024**3
 
 
 DEFAULT_LIMITS = Limits()

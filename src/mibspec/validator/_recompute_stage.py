@@ -227,8 +227,13 @@ def run_recompute(
             detail=f"recomputation stopped after its time limit of {limit:g} s, during: {exc}; "
             "no claim was checked",
         )
-        return StageStatus.FAILED, f"time limit of {limit:g} s reached", [finding], []
-    findings = list(result.findings) + compare(ctx, result.comparisons)
+        return (
+            StageStatus.FAILED,
+            f"time limit of {limit:g} s reached",
+            [*ctx.recompute_findings, finding],
+            [],
+        )
+    findings = list(ctx.recompute_findings) + list(result.findings) + compare(ctx, result.comparisons)
     failed = any(f.severity.value == "error" for f in findings)
     checked = sum(c.claimed is not None for c in result.comparisons)
     detail = f"{checked} claim(s) recomputed"

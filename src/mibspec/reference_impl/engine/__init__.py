@@ -4,7 +4,9 @@ Normative text: ``spec/v1/metrics/engine.md`` (requirements ME-*).
 
 * :func:`load_model` reads a supported causal LM (GPT-2, Llama, Qwen2, Gemma-2) from a
   local directory or a pinned hub id into plain tensors (:class:`ModelWeights`), refusing
-  remote code and non-safetensors checkpoints;
+  remote code and non-safetensors checkpoints; :func:`load_model_from_bytes` builds it from
+  bytes already read and hashed, after :func:`read_config`, :func:`model_size` and
+  :func:`check_model_size` bounded it;
 * :func:`run_model` is the unpatched functional forward, exposing the EAP-IG source nodes;
 * :func:`evaluate_circuits` computes the per-example logit difference of many circuits
   under counterfactual, mean, zero or given ("optimal") ablation;
@@ -23,7 +25,20 @@ from ._evaluate import (
     node_circuit_edges,
 )
 from ._forward import ForwardOutput, run_model
-from ._load import DTYPES, SUPPORTED_ARCHITECTURES, from_transformers, load_model
+from ._load import (
+    DTYPES,
+    MAX_MODEL_TENSORS,
+    SUPPORTED_ARCHITECTURES,
+    ModelSize,
+    ModelTooLargeError,
+    check_model_size,
+    from_transformers,
+    load_model,
+    load_model_from_bytes,
+    model_size,
+    read_config,
+    safetensors_parameters,
+)
 from ._random import FAMILIES, random_model
 from ._weights import LayerWeights, ModelWeights, NormWeights
 
@@ -31,19 +46,27 @@ __all__ = [
     "ABLATIONS",
     "DTYPES",
     "FAMILIES",
+    "MAX_MODEL_TENSORS",
     "SUPPORTED_ARCHITECTURES",
     "Ablation",
     "CircuitMetrics",
     "ForwardOutput",
     "LayerWeights",
+    "ModelSize",
+    "ModelTooLargeError",
     "ModelWeights",
     "NormWeights",
+    "check_model_size",
     "evaluate_circuits",
     "from_transformers",
     "graph_universe",
     "load_model",
+    "load_model_from_bytes",
     "mean_node_outputs",
+    "model_size",
     "node_circuit_edges",
     "random_model",
+    "read_config",
     "run_model",
+    "safetensors_parameters",
 ]

@@ -11,14 +11,32 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from mibspec.validator._parse import DEFAULT_LIMITS
+
 from ._weights import LayerWeights, ModelWeights, NormKind, NormWeights
 
-__all__ = ["DTYPES", "SUPPORTED_ARCHITECTURES", "from_transformers", "load_model"]
+__all__ = [
+    "DTYPES",
+    "MAX_MODEL_TENSORS",
+    "SUPPORTED_ARCHITECTURES",
+    "ModelSize",
+    "ModelTooLargeError",
+    "check_model_size",
+    "from_transformers",
+    "load_model",
+    "load_model_from_bytes",
+    "model_size",
+    "read_config",
+    "safetensors_parameters",
+]
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -35,6 +53,9 @@ SUPPORTED_ARCHITECTURES: dict[str, str] = {
     "Gemma2ForCausalLM": "gemma2",
 }
 """transformers class name → family handled by the engine."""
+
+DEFAULT_MAX_MODEL_BYTES = DEFAULT_LIMITS.max_model_bytes
+"""Default bound on a model's size in bytes (``Limits.max_model_bytes``)."""
 
 _MODEL_TYPES = {family: arch for arch, family in SUPPORTED_ARCHITECTURES.items()}
 _REVISION = re.compile(r"[0-9a-f]{40}")
@@ -88,7 +109,258 @@ def _check_config(raw: dict[str, Any], where: str) -> str:
     return _MODEL_TYPES[model_type]
 
 
-def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "float32") -> ModelWeights:
+MAX_MODEL_TENSORS = 65_536
+"""Most tensors a model's configuration may imply (and its weight files may hold); the
+largest supported checkpoints have about a thousand. Bounds the work of building the
+module before any weight is read."""
+
+_MAX_HEADER_BYTES = 16 * 1024 * 1024  # a safetensors header of 65,536 tensors is about 10 MB
+_MAX_DIMENSION = 1 << 31
+# Tensors some checkpoints carry that are buffers, not parameters (causal masks, rotary
+# frequencies): they are not counted against the configuration.
+_BUFFERS = re.compile(r"(^|\.)(attn\.bias|attn\.masked_bias|rotary_emb\.inv_freq)$")
+
+
+class ModelTooLargeError(ValueError):
+    """The model a configuration describes is over the size limit; nothing was built."""
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What a configuration implies, before anything is built.
+
+    Attributes:
+        parameters: parameter values, a tied output head counted once.
+        head: values of the output head when it is tied to the embedding (a checkpoint may
+            store the tied copy too), else 0.
+        tensors: parameter tensors.
+    """
+
+    parameters: int
+    head: int
+    tensors: int
+
+
+def read_config(data: bytes, where: str) -> dict[str, Any]:
+    """A model's ``config.json`` from its bytes: strict JSON, no remote code, a known architecture.
+
+    Raises:
+        ValueError: not strict JSON, not an object, remote code, unknown architecture.
+    """
+    from mibspec.validator._parse import parse_json_bytes
+
+    parsed = parse_json_bytes(data, path=where)
+    if parsed.problems:
+        raise ValueError(f"model: {where} is not strict JSON: {parsed.problems[0].message}")
+    if not isinstance(parsed.data, dict):
+        raise ValueError(f"model: {where} must hold a JSON object")
+    arch = _check_config(parsed.data, where)
+    model_type = parsed.data.get("model_type", SUPPORTED_ARCHITECTURES[arch])
+    if model_type != SUPPORTED_ARCHITECTURES[arch]:
+        raise ValueError(f"model: {where} names the architecture {arch} with model_type {model_type!r}")
+    return parsed.data
+
+
+def _dim(raw: dict[str, Any], key: str, default: int | None) -> int:
+    value = raw.get(key)
+    if value is None:
+        if default is None:
+            raise ValueError(f"model: the config has no {key}")
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < _MAX_DIMENSION:
+        raise ValueError(f"model: config {key} must be an integer in [1, 2**31), got {value!r}")
+    return value
+
+
+def model_size(raw: dict[str, Any]) -> ModelSize:
+    """The parameters and tensors a checked configuration implies (transformers' defaults
+    for absent fields), computed from its numbers alone.
+
+    Raises:
+        ValueError: a width, count or size is not a positive integer below 2**31.
+    """
+    arch = _check_config(raw, "the config")
+    family = SUPPORTED_ARCHITECTURES[arch]
+    flag = lambda key, default: bool(raw.get(key, default))  # noqa: E731
+    if family == "gpt2":
+        V, d = _dim(raw, "vocab_size", 50257), _dim(raw, "n_embd", 768)
+        L, P = _dim(raw, "n_layer", 12), _dim(raw, "n_positions", 1024)
+        _dim(raw, "n_head", 12)
+        inner = _dim(raw, "n_inner", 4 * d)
+        per_layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * inner + inner + d)
+        parameters, tensors, tied = (
+            V * d + P * d + L * per_layer + 2 * d,
+            4 + 12 * L,
+            flag("tie_word_embeddings", True),
+        )
+    else:
+        defaults = {
+            "llama": (32000, 4096, 11008, 32, 32, False),
+            "qwen2": (151936, 4096, 22016, 32, 32, False),
+            "gemma2": (256000, 2304, 9216, 26, 8, True),
+        }[family]
+        V, d = _dim(raw, "vocab_size", defaults[0]), _dim(raw, "hidden_size", defaults[1])
+        inner, L = _dim(raw, "intermediate_size", defaults[2]), _dim(raw, "num_hidden_layers", defaults[3])
+        H = _dim(raw, "num_attention_heads", defaults[4])
+        G = _dim(raw, "num_key_value_heads", H)
+        e = _dim(raw, "head_dim", d // H or 1)
+        attn = 2 * d * H * e + 2 * d * G * e
+        attn_tensors = 4
+        if family == "qwen2":
+            attn, attn_tensors = attn + H * e + 2 * G * e, 7
+        elif flag("attention_bias", False):
+            attn, attn_tensors = attn + H * e + 2 * G * e + d, 8
+        mlp, mlp_tensors = 3 * d * inner, 3
+        if family == "llama" and flag("mlp_bias", False):
+            mlp, mlp_tensors = mlp + 2 * inner + d, 6
+        norms = 4 if family == "gemma2" else 2
+        parameters = V * d + L * (attn + mlp + norms * d) + d
+        tensors = 2 + L * (attn_tensors + mlp_tensors + norms)
+        tied = flag("tie_word_embeddings", defaults[5])
+    if not tied:
+        parameters, tensors = parameters + V * d, tensors + 1
+    return ModelSize(parameters, V * d if tied else 0, tensors)
+
+
+def check_model_size(size: ModelSize, dtype: str, max_bytes: int | None) -> None:
+    """Refuse a configuration whose model would be over ``max_bytes`` in ``dtype``.
+
+    Raises:
+        ModelTooLargeError: over the byte limit or over :data:`MAX_MODEL_TENSORS` tensors.
+    """
+    itemsize = _parse_dtype(dtype).itemsize
+    if max_bytes is not None and size.parameters * itemsize > max_bytes:
+        raise ModelTooLargeError(
+            f"the config implies {size.parameters} parameters, {size.parameters * itemsize} bytes in "
+            f"{dtype}, over the limit of {max_bytes} bytes (--max-model-bytes)"
+        )
+    if size.tensors > MAX_MODEL_TENSORS:
+        raise ModelTooLargeError(
+            f"the config implies {size.tensors} tensors, over the {MAX_MODEL_TENSORS} a model may have"
+        )
+
+
+def safetensors_parameters(data: bytes, where: str) -> tuple[int, int]:
+    """(parameter values, parameter tensors) a safetensors file's header declares, buffers excluded.
+
+    Only the header is read; its declared data must fill the rest of the file exactly.
+
+    Raises:
+        ValueError: not a safetensors file, a header over 16 MiB or of more than
+            :data:`MAX_MODEL_TENSORS` tensors, data that does not fill the file.
+    """
+    if len(data) < 8:
+        raise ValueError(f"model: {where} is not a safetensors file (shorter than its header length)")
+    n = int.from_bytes(data[:8], "little")
+    if n > min(_MAX_HEADER_BYTES, len(data) - 8):
+        raise ValueError(
+            f"model: {where} declares a header of {n} bytes (file {len(data)} bytes, at most 16 MiB)"
+        )
+    try:
+        header = json.loads(data[8 : 8 + n])
+    except ValueError as exc:
+        raise ValueError(f"model: the header of {where} is not JSON: {exc}") from exc
+    if not isinstance(header, dict) or len(header) > MAX_MODEL_TENSORS + 1:
+        raise ValueError(
+            f"model: the header of {where} is not an object of at most {MAX_MODEL_TENSORS} tensors"
+        )
+    values = tensors = end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            shape, (start, stop) = entry["shape"], entry["data_offsets"]
+            count = math.prod(shape) if all(type(s) is int and s >= 0 for s in shape) else -1
+        except (TypeError, KeyError, ValueError):
+            count = -1
+        if count < 0 or type(start) is not int or type(stop) is not int or not 0 <= start <= stop:
+            raise ValueError(f"model: the header of {where} has a malformed entry {name!r}")
+        end = max(end, stop)
+        if not _BUFFERS.search(name):
+            values, tensors = values + count, tensors + 1
+    if 8 + n + end != len(data):
+        raise ValueError(f"model: {where} holds {len(data)} bytes, its header describes {8 + n + end}")
+    return values, tensors
+
+
+def load_model_from_bytes(
+    config: dict[str, Any],
+    weights: dict[str, bytes],
+    *,
+    dtype: str = "float32",
+    source: str = "<bytes>",
+    revision: str | None = None,
+) -> ModelWeights:
+    """Build the model from bytes already read (and hashed): nothing is read from a path.
+
+    ``config`` comes from :func:`read_config`; ``weights`` maps each safetensors file
+    name to its bytes, and is emptied as the tensors are read (so that the bytes and the
+    model are not held at once). The tensors must be the ones the configuration implies (counted
+    on the headers before anything is built), and transformers must find every weight
+    it needs with the shape it needs.
+
+    Raises:
+        ValueError: weights that do not match the configuration, or cannot be loaded.
+    """
+    import transformers
+    from safetensors.torch import load as load_safetensors
+
+    torch_dtype = _parse_dtype(dtype)
+    arch = _check_config(config, source)
+    size = model_size(config)
+    counts = [safetensors_parameters(weights[name], name) for name in sorted(weights)]
+    values, tensors = sum(v for v, _ in counts), sum(t for _, t in counts)
+    if values not in (size.parameters, size.parameters + size.head):
+        raise ValueError(
+            f"model: the weight files hold {values} parameters in {tensors} tensors, the config "
+            f"implies {size.parameters}"
+        )
+    state: dict[str, torch.Tensor] = {}
+    for name in sorted(weights):
+        part = load_safetensors(weights.pop(name))  # the bytes can go once their tensors exist
+        if state.keys() & part.keys():
+            raise ValueError(f"model: {name} repeats tensors of another weight file")
+        state.update(part)
+    hf_config = transformers.AutoConfig.for_model(**{**config, "model_type": SUPPORTED_ARCHITECTURES[arch]})
+    with _no_progress_bars():
+        hf, info = getattr(transformers, arch).from_pretrained(
+            None,
+            config=hf_config,
+            state_dict=state,
+            dtype=torch_dtype,
+            output_loading_info=True,
+            trust_remote_code=False,
+        )
+    del state
+    missing = sorted(info.get("missing_keys") or ()) + sorted(
+        str(k) for k in info.get("mismatched_keys") or ()
+    )
+    if missing:
+        raise ValueError(f"model: the weight files lack or misshape {len(missing)} tensor(s): {missing[:5]}")
+    return from_transformers(hf, source=source, revision=revision)
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """transformers draws a progress bar per load; the caller reports progress its own way."""
+    from transformers.utils import logging as hf_logging
+
+    were_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if were_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def load_model(
+    model: str | Path,
+    *,
+    revision: str | None = None,
+    dtype: str = "float32",
+    max_bytes: int | None = DEFAULT_MAX_MODEL_BYTES,
+) -> ModelWeights:
     """Load a causal LM from a local directory or a pinned hub id.
 
     Args:
@@ -97,11 +369,14 @@ def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "
         revision: the 40-hex commit of a hub id (required for hub ids; must be ``None``
             for a local directory).
         dtype: ``float32`` (default), ``float64``, ``bfloat16`` or ``float16``.
+        max_bytes: most bytes the parameters a local folder's config implies may take in
+            ``dtype`` (checked on the config before anything is loaded; ``None``: no limit).
 
     Returns:
         The weights, read once from the loaded module.
 
     Raises:
+        ModelTooLargeError: the local config implies a model over ``max_bytes``.
         ValueError: unknown dtype, unpinned hub id, remote code requested, unsupported
             architecture or configuration option, missing config.
     """
@@ -115,10 +390,8 @@ def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "
         config_file = path / "config.json"
         if not config_file.is_file():
             raise ValueError(f"model: expected {str(config_file)!r} to exist (no config.json)")
-        raw = json.loads(config_file.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError(f"model: {str(config_file)!r} must hold a JSON object")
-        _check_config(raw, str(config_file))
+        raw = read_config(config_file.read_bytes(), str(config_file))
+        check_model_size(model_size(raw), dtype, max_bytes)
         source, kwargs = str(path.resolve()), {}
     else:
         if not isinstance(model, str) or not model or model.startswith(("/", ".", "~")):
@@ -134,18 +407,11 @@ def load_model(model: str | Path, *, revision: str | None = None, dtype: str = "
         source, kwargs = model, {"revision": revision}
 
     from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
 
-    # transformers draws a progress bar per load; the caller reports progress its own way.
-    bars_were_disabled = hf_logging.is_progress_bar_enabled() is False
-    hf_logging.disable_progress_bar()
-    try:
+    with _no_progress_bars():
         hf = AutoModelForCausalLM.from_pretrained(
             source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
         )
-    finally:
-        if not bars_were_disabled:
-            hf_logging.enable_progress_bar()
     return from_transformers(hf, source=source, revision=revision)
 
 

@@ -6,33 +6,59 @@ recomputer turns it into an R104 finding (SPEC.md R-3).
 Model lookup (SPEC.md M-2): a ``local`` model's ``path`` is relative and never climbs
 (no ``..``); it is looked up in the report's folder, then in each ``--model-root``. A
 ``hub`` model is looked up as ``<root>/<id>`` in each model root first (an offline copy),
-then read through transformers at its pinned revision. Declared ``files`` hashes are
-checked before anything is loaded.
+then in the local Hugging Face cache at its pinned revision, then downloaded at that
+revision (never when the hub is offline or cannot be reached: R104 at once).
+
+Model files (SPEC.md M-4): the folder and every file read must resolve inside the folder
+the model was found in (a link out of it is refused, unread). The config is read first
+(strict JSON) and the size it implies checked against ``Limits.max_model_bytes``, then
+the sizes of the files (R107 over the limit); then each file is read once into memory,
+hashed, checked against its declared hash, and the model and tokenizer are built from
+those bytes: what was hashed is what is used. A file used but not pinned in
+``model.files`` gives R106; every file used is recorded for the receipt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+import socket
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from mibspec.validator._parse import load_json_file
 
 __all__ = [
+    "ModelFile",
     "ModelSource",
+    "ModelTooLargeInputError",
     "UnusableInputError",
     "encode_function",
-    "load_model_at",
     "load_referenced_document",
+    "local_tokenizer",
+    "open_model",
     "read_rows",
     "resolve_model",
 ]
 
+_CHUNK = 1 << 20
+_CONFIG, _WEIGHTS, _INDEX, _TOKENIZER = (
+    "config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+)
+#: What a hub snapshot needs (sharded weights are named ``model-00001-of-00002.safetensors``).
+_HUB_PATTERNS = [_CONFIG, _WEIGHTS, _INDEX, "model-*-of-*.safetensors", _TOKENIZER]
+
 
 class UnusableInputError(Exception):
     """A declaration recomputation depends on cannot be used (becomes R104 at ``pointer``)."""
+
+    code = "R104"
 
     def __init__(self, pointer: str, detail: str) -> None:
         super().__init__(detail)
@@ -40,84 +66,88 @@ class UnusableInputError(Exception):
         self.detail = detail
 
 
+class ModelTooLargeInputError(UnusableInputError):
+    """The declared model is over ``Limits.max_model_bytes`` (R107); nothing was read or built."""
+
+    code = "R107"
+
+
 @dataclass(frozen=True)
 class ModelSource:
-    """Where the weights are: a local folder, or a hub id with its pinned revision."""
+    """Where the weights are: a local folder, or a hub id with its pinned revision.
+
+    ``root`` is the folder a local model was found in (the report's folder or a model
+    root): every file read must resolve inside it. ``tokenizer`` holds the bytes of the
+    ``tokenizer.json`` that was hashed, once the model has been opened.
+    """
 
     location: str
     revision: str | None
     local: bool
+    root: str | None = None
+    tokenizer: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def display(self) -> str:
         return self.location if self.revision is None else f"{self.location}@{self.revision}"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+@dataclass(frozen=True)
+class ModelFile:
+    """A model file recomputation read: its name in the model folder, its resolved path, and
+    the SHA-256 and size of the bytes read."""
+
+    name: str
+    path: str
+    sha256: str
+    size: int
 
 
-def _check_files(folder: Path, files: dict[str, str], pointer: str) -> None:
-    for name, declared in sorted(files.items()):
-        parts = PurePosixPath(name).parts
-        if PurePosixPath(name).is_absolute() or ".." in parts:
-            raise UnusableInputError(
-                f"{pointer}/files", f"model file name {name!r} must be relative and not climb"
-            )
-        target = folder / name
-        if not target.is_file():
-            raise UnusableInputError(
-                f"{pointer}/files", f"model file {name!r} is declared but absent from {folder}"
-            )
-        actual = _sha256(target)
-        if actual != declared:
-            raise UnusableInputError(
-                f"{pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
-            )
+def _relative_name(name: str, pointer: str, what: str) -> PurePosixPath:
+    rel = PurePosixPath(name)
+    if not name or rel.is_absolute() or ".." in rel.parts or "\\" in name:
+        raise UnusableInputError(pointer, f"{what} {name!r} must be relative and not climb")
+    return rel
 
 
-def load_model_at(source: ModelSource, dtype: str) -> Any:
-    """The engine weights of a resolved model; any failure to load them is R104 at ``/model``."""
-    from ..engine import load_model
-
-    try:
-        return load_model(source.location, revision=source.revision, dtype=dtype)
-    except Exception as exc:  # loading is the model's business; any failure is a finding
-        raise UnusableInputError("/model", f"cannot load {source.display}: {exc}") from exc
+def _inside(path: Path, root: Path, pointer: str, what: str) -> Path:
+    """``path`` resolved, refused (unread) when it resolves outside ``root``."""
+    resolved = path.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise UnusableInputError(
+            pointer,
+            f"{what} resolves outside {root} (a link out of the folder the model was found in is "
+            "refused; nothing was read)",
+        )
+    return resolved
 
 
 def resolve_model(
     model: dict[str, Any], folder: Path, roots: tuple[Path, ...], pointer: str = "/model"
 ) -> ModelSource:
-    """Find the declared model (see the module docstring); check declared file hashes."""
+    """Find the declared model (see the module docstring); nothing is read yet."""
     source = model["source"]
-    files = model.get("files") or {}
     if source == "local":
-        rel = PurePosixPath(model["path"])
-        if rel.is_absolute() or ".." in rel.parts or "\\" in model["path"]:
-            raise UnusableInputError(
-                f"{pointer}/path", f"a local model path must be relative and not climb; got {model['path']!r}"
-            )
-        candidates = [folder / rel, *(root / rel for root in roots)]
-        for candidate in candidates:
-            if (candidate / "config.json").is_file():
-                _check_files(candidate, files, pointer)
-                return ModelSource(str(candidate), None, local=True)
-        searched = ", ".join(str(c) for c in candidates)
+        rel = _relative_name(model["path"], f"{pointer}/path", "a local model path")
+        for base in [folder, *roots]:
+            candidate = base / rel
+            if (candidate / _CONFIG).is_file():
+                root = base.resolve()
+                _inside(candidate, root, f"{pointer}/path", f"the model folder {model['path']!r}")
+                return ModelSource(str(candidate), None, local=True, root=str(root))
+        searched = ", ".join(str(base / rel) for base in [folder, *roots])
         raise UnusableInputError(
             f"{pointer}/path",
             f"model folder {model['path']!r} not found (searched {searched}); pass --model-root FOLDER",
         )
     if source == "hub":
-        for root in roots:
-            candidate = root / model["id"]
-            if (candidate / "config.json").is_file():
-                _check_files(candidate, files, pointer)
-                return ModelSource(str(candidate), None, local=True)
+        rel = _relative_name(model["id"], f"{pointer}/id", "a hub id")
+        for base in roots:
+            candidate = base / rel
+            if (candidate / _CONFIG).is_file():
+                root = base.resolve()
+                _inside(candidate, root, f"{pointer}/id", f"the model folder {model['id']!r}")
+                return ModelSource(str(candidate), None, local=True, root=str(root))
         revision = model.get("revision")
         if revision is None:
             raise UnusableInputError(
@@ -127,6 +157,206 @@ def resolve_model(
     raise UnusableInputError(
         f"{pointer}/source", f"models of source {source!r} cannot be recomputed by this track"
     )
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    flag = os.environ.get("HF_HUB_OFFLINE", "")
+    return bool(constants.HF_HUB_OFFLINE) or flag.upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def _unreachable(endpoint: str) -> str | None:
+    """Why ``endpoint`` cannot be reached (one connection attempt), or ``None``."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=5):
+            return None
+    except OSError as exc:
+        return str(exc) or type(exc).__name__
+
+
+def _hub_snapshot(source: ModelSource, pointer: str, check_config: Any) -> ModelSource:
+    """The local snapshot folder of a pinned hub model: the cache, else one download.
+
+    Offline, or when the hub cannot be reached, a model not in the cache fails at once
+    (no retries). ``check_config(bytes)`` vets the config before the weights are fetched.
+    """
+    from huggingface_hub import constants, hf_hub_download, snapshot_download
+
+    where = f"{source.display}"
+    try:
+        folder = snapshot_download(
+            source.location, revision=source.revision, local_files_only=True, allow_patterns=_HUB_PATTERNS
+        )
+    except Exception:  # not in the cache (the library's errors vary by version)
+        folder = None
+    if folder is None:
+        advice = f"pass --model-root FOLDER holding {source.location}/ (config.json, weights, tokenizer.json)"
+        if _offline():
+            raise UnusableInputError(
+                pointer,
+                f"hub model {where} is not in the local cache and the hub is offline "
+                f"(HF_HUB_OFFLINE); {advice}",
+            )
+        reason = _unreachable(constants.ENDPOINT)
+        if reason is not None:
+            raise UnusableInputError(
+                pointer,
+                f"hub model {where} is not in the local cache and {constants.ENDPOINT} cannot be reached "
+                f"({reason}); {advice}",
+            )
+        try:
+            config = hf_hub_download(source.location, _CONFIG, revision=source.revision)
+            check_config(Path(config).read_bytes())
+            folder = snapshot_download(
+                source.location, revision=source.revision, allow_patterns=_HUB_PATTERNS
+            )
+        except UnusableInputError:
+            raise
+        except Exception as exc:  # a network or hub failure is a finding
+            raise UnusableInputError(pointer, f"cannot download hub model {where}: {exc}") from exc
+    snapshot = Path(folder)
+    # snapshot files link into the repository's blob store: its folder bounds them
+    return ModelSource(str(snapshot), source.revision, local=True, root=str(snapshot.parents[1].resolve()))
+
+
+class _Reader:
+    """Reads a model folder's files once, bounded and hashed (see the module docstring)."""
+
+    def __init__(self, source: ModelSource, declared: dict[str, str], pointer: str, progress: Any) -> None:
+        self.folder = Path(source.location)
+        self.root = Path(source.root or source.location).resolve()
+        self.declared, self.pointer, self.progress = declared, pointer, progress
+        self.used: list[ModelFile] = []
+
+    def locate(self, name: str) -> Path:
+        where = f"{self.pointer}/files" if name in self.declared else self.pointer
+        rel = _relative_name(name, where, "model file name")
+        path = self.folder / rel
+        if not path.is_file():
+            raise UnusableInputError(where, f"model file {name!r} is absent from {self.folder}")
+        return _inside(path, self.root, where, f"model file {name!r}")
+
+    def read(self, name: str, path: Path, size: int, keep: bool = True) -> bytes:
+        """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed."""
+        digest, chunks, total = hashlib.sha256(), [], 0
+        with path.open("rb") as handle:
+            while chunk := handle.read(min(_CHUNK, size + 1 - total)):
+                total += len(chunk)
+                if total > size:
+                    raise UnusableInputError(self.pointer, f"model file {name!r} changed while it was read")
+                digest.update(chunk)
+                if keep:
+                    chunks.append(chunk)
+                self.progress.advance(len(chunk))
+        actual = digest.hexdigest()
+        declared = self.declared.get(name)
+        if declared is not None and actual != declared:
+            raise UnusableInputError(
+                f"{self.pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
+            )
+        self.used.append(ModelFile(name, str(path), actual, total))
+        return b"".join(chunks)
+
+
+def _size_error(pointer: str, exc: Exception) -> UnusableInputError:
+    from ..engine import ModelTooLargeError
+
+    if isinstance(exc, ModelTooLargeError):
+        return ModelTooLargeInputError(pointer, f"the model was not loaded: {exc}")
+    return UnusableInputError(pointer, str(exc))
+
+
+def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> tuple[ModelSource, Any]:
+    """Find, read, hash, check and build the report's model; record the files used on ``ctx``.
+
+    Returns:
+        The source (with the tokenizer's bytes) and the engine weights.
+
+    Raises:
+        UnusableInputError: R104 (or R107 when over the size limit) at the declaration at fault.
+    """
+    from ..engine import check_model_size, load_model_from_bytes, model_size, read_config
+
+    declaration = ctx.data["model"]
+    declared: dict[str, str] = dict(declaration.get("files") or {})
+    max_bytes = ctx.options.limits.max_model_bytes
+
+    def vet(data: bytes) -> dict[str, Any]:
+        try:
+            config = read_config(data, _CONFIG)
+            check_model_size(model_size(config), dtype, max_bytes)
+        except ValueError as exc:
+            raise _size_error(pointer, exc) from exc
+        return config
+
+    source = resolve_model(declaration, ctx.folder, ctx.options.model_roots, pointer)
+    if not source.local:
+        source = _hub_snapshot(source, pointer, vet)
+    reader = _Reader(source, declared, pointer, progress)
+    config_path = reader.locate(_CONFIG)
+    config_size = config_path.stat().st_size
+    if config_size > ctx.options.limits.max_bytes:
+        raise UnusableInputError(pointer, f"config.json holds {config_size} bytes, over the document limit")
+    progress.start(f"reading the config of {source.display}", config_size)
+    config = vet(reader.read(_CONFIG, config_path, config_size))
+
+    if (Path(source.location) / _WEIGHTS).is_file() or not (Path(source.location) / _INDEX).is_file():
+        weight_names, index = [_WEIGHTS], None
+    else:
+        index_path = reader.locate(_INDEX)
+        index_size = index_path.stat().st_size
+        if index_size > ctx.options.limits.max_bytes:
+            raise UnusableInputError(pointer, f"{_INDEX} holds {index_size} bytes, over the document limit")
+        index = reader.read(_INDEX, index_path, index_size)
+        try:
+            weight_map = json.loads(index)["weight_map"]
+            weight_names = sorted({str(v) for v in weight_map.values()})
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UnusableInputError(pointer, f"{_INDEX} has no weight_map of file names") from exc
+    if not (Path(source.location) / _TOKENIZER).is_file():
+        raise UnusableInputError(pointer, f"the model folder {source.location} has no {_TOKENIZER}")
+    names = [*weight_names, _TOKENIZER]
+    read = {_CONFIG, *names, *([_INDEX] if index is not None else [])}
+    extra = sorted(set(declared) - read)  # pinned but not used: checked all the same
+    paths = {name: reader.locate(name) for name in [*names, *extra]}
+    sizes = {name: path.stat().st_size for name, path in paths.items()}
+    total = config_size + sum(sizes.values()) + (len(index) if index is not None else 0)
+    if total > max_bytes:
+        raise ModelTooLargeInputError(
+            pointer,
+            f"the model was not loaded: its files hold {total} bytes, over the limit of {max_bytes} bytes "
+            "(--max-model-bytes)",
+        )
+    progress.start(f"reading and hashing the model files of {source.display}", sum(sizes.values()))
+    for name in extra:
+        reader.read(name, paths[name], sizes[name], keep=False)
+    blobs = {name: reader.read(name, paths[name], sizes[name]) for name in names}
+    ctx.model_files.extend(reader.used)
+    unpinned = sorted(read - set(declared))
+    if unpinned and (source.revision is None or declared):
+        # a folder's files are pinned by their hashes only; a hub revision pins them unless
+        # the report pins some files and not others
+        ctx.recompute_findings.append(
+            ctx.finding(
+                "R106",
+                f"{pointer}/files" if declared else pointer,
+                model=source.display,
+                files=", ".join(unpinned),
+            )
+        )
+    tokenizer = blobs.pop(_TOKENIZER)
+    progress.start(f"loading {source.display}", 1)
+    try:
+        weights = load_model_from_bytes(
+            config, blobs, dtype=dtype, source=source.location, revision=source.revision
+        )
+    except Exception as exc:  # loading is the model's business; any failure is a finding
+        raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
+    progress.advance()
+    return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
 
 
 def load_referenced_document(
@@ -163,14 +393,13 @@ def read_rows(document: dict[str, Any], folder: Path, pointer: str) -> list[dict
 def encode_function(source: ModelSource, pointer: str = "/model") -> Any:
     """``encode(text) -> list[int]`` without special tokens, from the model's tokenizer.
 
-    A local folder's ``tokenizer.json`` is read with the tokenizers library (no code is run);
-    otherwise transformers' ``AutoTokenizer`` with ``trust_remote_code=False``.
+    The ``tokenizer.json`` bytes an opened model carries, else a local folder's
+    ``tokenizer.json``, are read with the tokenizers library (no code is run); otherwise
+    transformers' ``AutoTokenizer`` with ``trust_remote_code=False``.
     """
     try:
-        if source.local and (Path(source.location) / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(Path(source.location) / "tokenizer.json"))
+        tokenizer = local_tokenizer(source)
+        if tokenizer is not None:
             return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
         from transformers import AutoTokenizer
 
@@ -180,3 +409,16 @@ def encode_function(source: ModelSource, pointer: str = "/model") -> Any:
         return lambda text: list(auto(text, add_special_tokens=False)["input_ids"])
     except Exception as exc:  # any failure to read a tokenizer is a finding, not a crash
         raise UnusableInputError(pointer, f"cannot load the tokenizer of {source.display}: {exc}") from exc
+
+
+def local_tokenizer(source: ModelSource) -> Any:
+    """The tokenizers-library tokenizer of the bytes ``source`` carries or of its local
+    ``tokenizer.json``; ``None`` when it has neither."""
+    from tokenizers import Tokenizer
+
+    if source.tokenizer is not None:
+        return Tokenizer.from_str(source.tokenizer.decode("utf-8"))
+    path = Path(source.location) / _TOKENIZER
+    if source.local and path.is_file():
+        return Tokenizer.from_file(str(path))
+    return None

@@ -57,7 +57,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
     try:
         return _recompute(ctx, progress)
     except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
 
 
 class _Comparisons:
@@ -158,7 +158,7 @@ def _planted_source(report: Mapping[str, Any]) -> PlantedSource:
 def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
 
     from ..behaviour.transformer import TransformerBehaviour
-    from ._inputs import encode_function, load_model_at, load_referenced_document, read_rows, resolve_model
+    from ._inputs import encode_function, load_referenced_document, open_model, read_rows
     from .circuit import _tokenize
 
     report = ctx.data
@@ -170,10 +170,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
             "/task", "a transformer behaviour needs task.dataset and task.counterfactual_type"
         )
     dtype = report["model"].get("dtype", "float32")
-    source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
-    progress.start(f"loading {source.display}", 1)
-    model = load_model_at(source, dtype)
-    progress.advance()
+    source, model = open_model(ctx, progress, dtype)
     universe = list(component_universe(model.n_layers, model.n_heads))
     if report["universe"] != universe:
         raise UnusableInputError(

@@ -42,10 +42,10 @@ from ..positions import PositionError, resolve_position
 from ._inputs import (
     ModelSource,
     UnusableInputError,
-    load_model_at,
     load_referenced_document,
+    local_tokenizer,
+    open_model,
     read_rows,
-    resolve_model,
 )
 
 __all__ = [
@@ -71,11 +71,8 @@ class TextCodec:
     def __init__(self, source: ModelSource, pointer: str = "/model") -> None:
         self._cache: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         try:
-            path = Path(source.location) / "tokenizer.json"
-            if source.local and path.is_file():
-                from tokenizers import Tokenizer
-
-                tokenizer = Tokenizer.from_file(str(path))
+            tokenizer = local_tokenizer(source)
+            if tokenizer is not None:
 
                 def encode(text: str) -> tuple[list[int], list[tuple[int, int]]]:
                     out = tokenizer.encode(text, add_special_tokens=False)
@@ -458,7 +455,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
         with one_thread():
             return _recompute(ctx, progress)
     except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
 
 
 def _settings(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -559,8 +556,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     dtype = report["model"].get("dtype", "float32")
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 
-    source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
-    model = load_model_at(source, dtype)
+    source, model = open_model(ctx, progress, dtype)
     codec = TextCodec(source)
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"

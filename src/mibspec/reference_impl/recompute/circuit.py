@@ -34,10 +34,9 @@ from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
 from ._inputs import (
     UnusableInputError,
     encode_function,
-    load_model_at,
     load_referenced_document,
+    open_model,
     read_rows,
-    resolve_model,
 )
 
 __all__ = ["recompute"]
@@ -176,7 +175,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
     try:
         return _recompute(ctx, progress)
     except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
@@ -188,8 +187,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     dtype = report["model"].get("dtype", "float32")
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 
-    source = resolve_model(report["model"], ctx.folder, ctx.options.model_roots)
-    model = load_model_at(source, dtype)
+    source, model = open_model(ctx, progress, dtype)
     encode = encode_function(source)
 
     dataset, dataset_folder = load_referenced_document(

@@ -47,7 +47,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
         with one_thread():
             return _recompute(ctx, progress)
     except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding("R104", exc.pointer, detail=exc.detail)])
+        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
 
 
 # --------------------------------------------------------------------------- inputs

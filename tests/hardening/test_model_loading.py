@@ -1,0 +1,307 @@
+"""Model folders and files recomputation reads (SPEC.md M-2, M-4).
+
+A config that implies a huge model is refused before anything is built (R107), the
+size limit applies to the files too, and the time limit is honoured while they are read;
+the folder and its files stay inside the folder the model was found in (links out are
+refused without hashing what they point to); a model whose files are not pinned gets
+R106 and the receipt still lists the files used; the bytes that were hashed are the
+bytes the model is built from, whatever happens to the files afterwards.
+
+Independent anchors: hashes are recomputed here with hashlib; "nothing was built" is
+observed by hooking transformers' model constructors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hardening_support import REPO
+
+import mibspec
+from mibspec.validator import Limits, Stage
+
+pytestmark = pytest.mark.recompute
+
+EXAMPLE = REPO / "examples" / "circuit-ioi"
+MODEL = REPO / "examples" / "models" / "tiny-gpt2"
+
+
+def _codes(result: Any) -> list[tuple[str, str]]:
+    return [(f.code, f.pointer) for doc in result.documents for f in doc.findings]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the circuit example (report) and of its model under a model root (models)."""
+    report = tmp_path / "report"
+    shutil.copytree(EXAMPLE, report)
+    models = tmp_path / "models"
+    shutil.copytree(MODEL, models / "tiny-gpt2")
+    return report, models
+
+
+def _edit_model(report: Path, change: Any) -> None:
+    path = report / "report.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data["model"])
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def _repin(report: Path, model_dir: Path, name: str) -> None:
+    _edit_model(report, lambda m: m["files"].update({name: _sha256(model_dir / name)}))
+
+
+@pytest.fixture
+def never_built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Calls of transformers' model constructors (none may happen); each call fails fast."""
+    pytest.importorskip("torch")
+    import transformers
+
+    calls: list[str] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        calls.append("from_pretrained")
+        raise RuntimeError("a model was built")
+
+    monkeypatch.setattr(transformers.GPT2LMHeadModel, "from_pretrained", refuse)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
+    return calls
+
+
+# --- size limits, before anything is built ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"n_layer": 1_000_000}, "--max-model-bytes"),  # 50 G parameters
+        ({"n_layer": 6000, "n_embd": 4, "n_head": 1, "n_inner": 16}, "tensors"),  # few bytes, 72,004 tensors
+    ],
+    ids=["bytes", "tensors"],
+)
+def test_a_config_implying_a_huge_model_is_refused_before_anything_is_built(
+    tmp_path: Path, never_built: list[str], change: dict[str, int], reason: str
+) -> None:
+    report, models = _setup(tmp_path)
+    config = models / "tiny-gpt2" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text(encoding="utf-8")), **change}))
+    _repin(report, models / "tiny-gpt2", "config.json")
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    assert _codes(result) == [("R107", "/model")]
+    assert reason in result.documents[0].findings[0].message
+    assert never_built == []
+
+
+def test_the_size_limit_applies_to_the_config_and_to_the_files(
+    tmp_path: Path, never_built: list[str]
+) -> None:
+    from safetensors import safe_open
+
+    report, models = _setup(tmp_path)
+    folder = models / "tiny-gpt2"
+    with safe_open(folder / "model.safetensors", "pt") as handle:  # the tied head is stored once
+        parameters = sum(math.prod(handle.get_slice(name).get_shape()) for name in handle.keys())  # noqa: SIM118
+    files = sum((folder / n).stat().st_size for n in ("config.json", "model.safetensors", "tokenizer.json"))
+    # float32 parameters: 4 bytes each; the files read hold more than that
+    assert files - 1 >= 4 * parameters
+    for limit, fragment in ((4 * parameters - 1, "the config implies"), (files - 1, "its files hold")):
+        result = mibspec.verify(
+            report / "report.json", model_roots=[models], limits=Limits(max_model_bytes=limit)
+        )
+        [finding] = result.documents[0].findings
+        assert (finding.code, finding.pointer) == ("R107", "/model")
+        assert fragment in finding.message
+    assert never_built == []
+
+
+def test_weights_that_do_not_match_the_config_are_refused_before_loading(
+    tmp_path: Path, never_built: list[str]
+) -> None:
+    report, models = _setup(tmp_path)
+    config = models / "tiny-gpt2" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text(encoding="utf-8")), "n_layer": 5}))
+    _repin(report, models / "tiny-gpt2", "config.json")
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    [finding] = result.documents[0].findings
+    assert (finding.code, finding.pointer) == ("R104", "/model")
+    assert "the config implies" in finding.message
+    assert never_built == []
+
+
+def test_the_time_limit_is_honoured_while_the_model_is_read(tmp_path: Path, never_built: list[str]) -> None:
+    report, models = _setup(tmp_path)
+    result = mibspec.verify(
+        report / "report.json", model_roots=[models], limits=Limits(max_recompute_seconds=0.0)
+    )
+    assert _codes(result) == [("R105", "")]
+    assert never_built == []
+
+
+# --- links out of the folder the model was found in --------------------------------------------------
+
+
+def test_a_model_folder_linked_out_of_the_report_folder_is_refused(
+    tmp_path: Path, never_built: list[str]
+) -> None:
+    report, models = _setup(tmp_path)
+    (report / "tiny-gpt2").symlink_to(models / "tiny-gpt2", target_is_directory=True)
+    result = mibspec.verify(report / "report.json")  # found in the report's folder, resolves outside
+    assert _codes(result) == [("R104", "/model/path")]
+    assert "outside" in result.documents[0].findings[0].message
+    assert never_built == []
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "weights"])
+def test_a_model_file_linked_to_a_system_file_is_refused_unhashed(
+    tmp_path: Path, never_built: list[str], declared: bool
+) -> None:
+    outside = Path("/etc/hostname") if Path("/etc/hostname").is_file() else Path("/etc/passwd")
+    report, models = _setup(tmp_path)
+    folder = models / "tiny-gpt2"
+    if declared:
+        (folder / "extra.json").symlink_to(outside)
+        _edit_model(report, lambda m: m["files"].update({"extra.json": "0" * 64}))
+    else:
+        (folder / "model.safetensors").unlink()
+        (folder / "model.safetensors").symlink_to(outside)
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    [finding] = result.documents[0].findings
+    assert finding.code == "R104"
+    assert finding.pointer == "/model/files"
+    assert "outside" in finding.message
+    assert _sha256(outside) not in str(finding)
+    assert never_built == []
+
+
+# --- pinning and the bytes used -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_unpinned_model_files_are_reported_and_listed_in_the_receipt(tmp_path: Path) -> None:
+    from mibspec._receipt import build_receipt
+
+    report, models = _setup(tmp_path)
+    _edit_model(report, lambda m: m.pop("files"))
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    assert _codes(result) == [("R106", "/model")]
+    finding = result.documents[0].findings[0]
+    assert finding.severity.value == "error"
+    assert all(name in finding.message for name in ("config.json", "model.safetensors", "tokenizer.json"))
+    # the claims were still recomputed, and reproduced
+    assert result.documents[0].comparisons
+    assert all(c.within for c in result.documents[0].comparisons)
+    receipt = build_receipt(result, tmp_path / "receipt.json", {})
+    used = {e["path"]: (e["sha256"], e["bytes"]) for e in receipt["files"] if e["role"] == "model"}
+    folder = models / "tiny-gpt2"
+    assert used == {
+        f"models/tiny-gpt2/{n}": (_sha256(folder / n), (folder / n).stat().st_size)
+        for n in ("config.json", "model.safetensors", "tokenizer.json")
+    }
+
+
+@pytest.mark.slow
+def test_weights_swapped_after_hashing_are_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is replaced by other weights right after its hash is taken: recomputation
+    still reproduces the claims of the hashed weights, and the receipt pins those bytes."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    from mibspec._receipt import build_receipt, check_receipt
+    from mibspec.reference_impl.recompute import _inputs
+
+    report, models = _setup(tmp_path)
+    weights = models / "tiny-gpt2" / "model.safetensors"
+    original = _sha256(weights)
+    tensors = load_file(weights)
+    other = tmp_path / "other.safetensors"
+    with torch.no_grad():
+        save_file({name: t * 1.5 for name, t in tensors.items()}, other)
+    real_sha256 = hashlib.sha256
+    swaps: list[str] = []
+
+    class Hook:
+        def __init__(self, *args: Any) -> None:
+            self.digest = real_sha256(*args)
+
+        def update(self, data: bytes) -> None:
+            self.digest.update(data)
+
+        def hexdigest(self) -> str:
+            value = self.digest.hexdigest()
+            if value == original and not swaps:
+                shutil.copyfile(other, weights)  # between the hash and the load
+                swaps.append(value)
+            return value
+
+    monkeypatch.setattr(_inputs, "hashlib", SimpleNamespace(sha256=Hook))
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    assert swaps == [original]
+    assert _sha256(weights) != original
+    assert result.valid, _codes(result)
+    assert result.documents[0].stages[Stage.RECOMPUTE][0].value == "passed"
+    receipt_path = tmp_path / "receipt.json"
+    receipt = build_receipt(result, receipt_path, {})
+    [pinned] = [e for e in receipt["files"] if e["path"].endswith("model.safetensors")]
+    assert pinned["sha256"] == original
+    receipt_path.write_text(json.dumps(receipt), encoding="utf-8")
+    check = check_receipt(receipt_path)
+    assert [(f.path, f.status) for f in check.changed] == [("models/tiny-gpt2/model.safetensors", "changed")]
+
+
+def _hub_cache(cache: Path, repo: str, revision: str, outside: Path | None = None) -> None:
+    """The layout of the hub client's cache: snapshot files link into the repository's blobs."""
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    (folder / "blobs").mkdir(parents=True)
+    snapshot = folder / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        blob = folder / "blobs" / _sha256(MODEL / name)
+        shutil.copyfile(MODEL / name, blob)
+        target = outside if (outside is not None and name == "model.safetensors") else blob
+        (snapshot / name).symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    "linked_out", [pytest.param(False, marks=pytest.mark.slow), True], ids=["cache", "linked-out"]
+)
+def test_a_hub_model_is_read_from_the_cache_inside_its_repository_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked_out: bool
+) -> None:
+    pytest.importorskip("torch")
+    from huggingface_hub import constants
+
+    import mibspec.reference_impl.recompute._inputs as inputs
+
+    report = tmp_path / "report"
+    shutil.copytree(EXAMPLE, report)
+    revision = "a" * 40
+    elsewhere = tmp_path / "elsewhere.safetensors"
+    shutil.copyfile(MODEL / "model.safetensors", elsewhere)
+    _hub_cache(tmp_path / "hub", "local-org/tiny-gpt2", revision, elsewhere if linked_out else None)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    downloads: list[str] = []
+    monkeypatch.setattr(inputs, "_unreachable", lambda endpoint: downloads.append(endpoint))
+
+    def to_hub(model: dict[str, Any]) -> None:
+        model.pop("path")
+        model.update({"source": "hub", "id": "local-org/tiny-gpt2", "revision": revision})
+
+    _edit_model(report, to_hub)
+    result = mibspec.verify(report / "report.json")
+    assert downloads == []  # found in the cache: the hub is never contacted
+    if linked_out:
+        assert _codes(result) == [("R104", "/model/files")]
+        assert "outside" in result.documents[0].findings[0].message
+    else:
+        assert result.valid, _codes(result)
+        assert len(result.documents[0].model_files) == 3

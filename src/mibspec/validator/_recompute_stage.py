@@ -228,8 +228,24 @@ def run_recompute(
             "no claim was checked",
         )
         return StageStatus.FAILED, f"time limit of {limit:g} s reached", [finding], []
-    findings = list(result.findings) + compare(ctx, result.comparisons)
+    mismatches = compare(ctx, result.comparisons)
+    findings = list(result.findings) + mismatches
     failed = any(f.severity.value == "error" for f in findings)
+    return (
+        (StageStatus.FAILED if failed else StageStatus.PASSED),
+        _summary(result, mismatches),
+        findings,
+        result.comparisons,
+    )
+
+
+def _summary(result: Recomputation, mismatches: list[Finding]) -> str:
+    """The stage's detail: claims recomputed, how many were not reproduced (R103), and the
+    recomputer's other errors (an input it could not use, R104), so a failure is never
+    summarised by its successes alone."""
     checked = sum(c.claimed is not None for c in result.comparisons)
-    detail = f"{checked} claim(s) recomputed"
-    return (StageStatus.FAILED if failed else StageStatus.PASSED), detail, findings, result.comparisons
+    detail = f"{checked} claim(s) recomputed, {len(mismatches)} not reproduced"
+    other = [f.code for f in result.findings if f.severity.value == "error"]
+    if other:
+        detail += f"; {len(other)} other error(s) ({', '.join(sorted(set(other)))})"
+    return detail

@@ -208,10 +208,12 @@ def run_recompute(
     target, needs = entry
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
+        from mibspec._resources import install_hint
+
         finding = ctx.finding(
             "R101",
             "",
-            detail=f"recomputation needs {', '.join(missing)}; install mibspec[recompute] "
+            detail=f"recomputation needs {', '.join(missing)}: {install_hint('recompute')}, "
             "or pass --no-recompute to check the report without it",
         )
         return StageStatus.FAILED, "the recompute extra is not installed", [finding], []

@@ -54,7 +54,7 @@ def verify(
 
     Args:
         paths: document files, or folders searched for ``report.json`` / ``*.report.json``.
-        recompute: recompute claims from the declared artifacts (needs ``mibspec[recompute]``).
+        recompute: recompute claims from the declared artifacts (needs the ``recompute`` extra).
         profile: check under this profile instead of the one each report declares.
         limits: parse limits per document.
         model_roots: extra folders in which local model paths are looked up.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +190,7 @@ def migrate_document(
 
 
 def write_json_atomic(path: str | os.PathLike[str], document: Any, *, mode_from: Path | None = None) -> None:
-    """Write ``document`` as indented UTF-8 JSON: a temporary file beside ``path``, then ``os.replace``.
+    """Write ``document`` as indented UTF-8 JSON atomically (see :func:`mibspec._outputs.write_atomic`).
 
     Either the whole new file is in place or the old one is untouched.
 
@@ -200,20 +199,9 @@ def write_json_atomic(path: str | os.PathLike[str], document: Any, *, mode_from:
         document: any JSON value.
         mode_from: copy this file's permission bits onto the new file.
     """
-    destination = Path(path)
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    fd, temporary = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode_from is not None:
-            os.chmod(temporary, mode_from.stat().st_mode & 0o7777)
-        os.replace(temporary, destination)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    from mibspec._outputs import write_atomic
+
+    write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", mode_from=mode_from)
 
 
 def migrate_file(
@@ -242,6 +230,7 @@ def migrate_file(
         UnreadableDocumentError: the file is not a JSON object with a string ``spec_version``.
         MigrationError: see :func:`migrate_document`.
     """
+    from mibspec._outputs import Inputs
     from mibspec.validator import Stage, StageStatus, VerifyOptions, load_json_file, verify_paths
 
     src = Path(source)
@@ -252,10 +241,8 @@ def migrate_file(
     if not src.is_file():
         raise FileNotFoundError(f"{source}: no such file")
     dst = src if in_place else Path(destination)  # type: ignore[arg-type]
-    if not in_place and (dst.resolve() == src.resolve() or (dst.exists() and dst.samefile(src))):
-        raise ValueError(
-            f"destination {destination} is the input file; the input is replaced only in place (--in-place)"
-        )
+    if not in_place:
+        Inputs([src]).refuse(dst, "destination", hint="the input is replaced only in place (--in-place)")
     parsed = load_json_file(src)
     if (
         parsed.problems

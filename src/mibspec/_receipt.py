@@ -52,27 +52,6 @@ def _relative(path: Path, base: Path) -> str:
         return path.as_posix()
 
 
-def _declared_artifacts(document: Path) -> list[tuple[str, Path | None]]:
-    """(artifact id, file) for each artifact entry; the file is ``None`` when it leaves the folder."""
-    try:
-        data = json.loads(document.read_bytes())
-    except (OSError, ValueError):
-        return []
-    entries = data.get("artifacts") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        return []
-    folder = document.parent.resolve()
-    found: list[tuple[str, Path | None]] = []
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            continue
-        artifact_id = entry.get("id")
-        target = (folder / entry["path"]).resolve()
-        inside = target == folder or folder in target.parents
-        found.append((str(artifact_id) if artifact_id is not None else "", target if inside else None))
-    return found
-
-
 def build_receipt(
     result: VerificationResult, receipt_path: str | os.PathLike[str], options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -83,6 +62,7 @@ def build_receipt(
     """
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
     from mibspec._batch import imported_versions
+    from mibspec._outputs import declared_files
     from mibspec._version import __version__
 
     base = Path(receipt_path).resolve().parent
@@ -118,7 +98,7 @@ def build_receipt(
     for doc in result.documents:
         if doc.stages[Stage.PARSE][0] is not StageStatus.PASSED:
             continue
-        for artifact_id, target in _declared_artifacts(Path(doc.path)):
+        for artifact_id, target in declared_files(Path(doc.path)):
             if target is None:
                 continue
             add(target, "artifact", doc.path, artifact_id)
@@ -155,14 +135,14 @@ def build_receipt(
 def write_receipt(
     result: VerificationResult, receipt_path: str | os.PathLike[str], options: dict[str, Any]
 ) -> dict[str, Any]:
-    """Build the receipt, check it against its model, and write it (UTF-8, two-space indent)."""
+    """Build the receipt, check it against its model, and write it atomically (UTF-8,
+    two-space indent; missing folders are made)."""
+    from mibspec._outputs import write_atomic
     from mibspec.documents import Receipt
 
     receipt = build_receipt(result, receipt_path, options)
     Receipt.model_validate(receipt)  # a defect here is mibspec's, not the input's
-    path = Path(receipt_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(receipt_path, json.dumps(receipt, indent=2, ensure_ascii=False) + "\n")
     return receipt
 
 

@@ -61,13 +61,17 @@ def report_command(
     ] = None,
     k_axis: Annotated[KAxis, typer.Option("--k-axis", help="k axis of the faithfulness figure.")] = KAxis.log,
     model_root: Annotated[
-        list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
+        ),
     ] = None,
 ) -> None:
     """Verify a report and summarise it in one self-contained HTML page with figures."""
     from mibspec._api import collect_paths
     from mibspec._api import verify as run_verify
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
+    from mibspec._resources import install_hint
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
 
     if output is None and png_dir is None:
         _usage("nothing to write: pass -o OUT.html and/or --png-dir DIR")
@@ -79,22 +83,29 @@ def report_command(
         return
     if len(found) != 1:
         _usage(f"{path} holds {len(found)} reports; pass one report file")
+    check_outputs_or_exit([(output, "--output")], found, folders=[(png_dir, "--png-dir")])
     try:
         import matplotlib  # noqa: F401  (only to fail early with a clear message)
     except ModuleNotFoundError:
-        _usage("figures need matplotlib: pip install 'mibspec[plots]'")
+        _usage(f"figures need matplotlib: {install_hint('plots')}")
     from mibspec._html_report import build_report_page, render_html
+    from mibspec._outputs import OutputPathError, input_files, write_atomic
 
     result = run_verify(found[0], recompute=recompute, profile=profile, model_roots=model_root or ())
     page = build_report_page(result, found[0], k_axis=k_axis.value)
     if png_dir is not None:
-        png_dir.mkdir(parents=True, exist_ok=True)
-        for figure in page.figures:
-            (png_dir / f"{figure.name}.png").write_bytes(figure.data)
-            typer.echo(visible(str(png_dir / f"{figure.name}.png")))
+        inputs = input_files(found)
+        pngs = [(png_dir / f"{figure.name}.png", figure.data) for figure in page.figures]
+        try:
+            for target, _ in pngs:
+                inputs.refuse(target, "--png-dir")
+        except OutputPathError as exc:
+            _usage(str(exc))
+        for target, data in pngs:
+            write_atomic(target, data)
+            typer.echo(visible(str(target)))
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(render_html(page), encoding="utf-8")
+        write_atomic(output, render_html(page))
         typer.echo(visible(str(output)))
     for skipped in page.skipped:
         typer.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
@@ -119,12 +130,17 @@ def leaderboard_command(
         str | None, typer.Option("--profile", help="Check under this profile instead of the declared ones.")
     ] = None,
     model_root: Annotated[
-        list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
+        ),
     ] = None,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
+    from mibspec._api import collect_paths
     from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
+    from mibspec._outputs import write_atomic
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
 
     renderer = render_markdown
     if output is not None:
@@ -139,6 +155,7 @@ def leaderboard_command(
         _usage(f"{directory}: no such folder")
     _check_profile(profile)
     try:
+        check_outputs_or_exit([(output, "--output")], collect_paths([directory]))
         board = build_leaderboard(
             directory, recompute=recompute, profile=profile, model_roots=model_root or ()
         )
@@ -149,8 +166,7 @@ def leaderboard_command(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text)
         typer.echo(
             f"{visible(str(output))}: {len(board.entries)} report(s) tabulated, "
             f"{len(board.rejected)} rejected, "
@@ -180,7 +196,7 @@ def conformance_run_command(
 ) -> None:
     """Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails)."""
     from mibspec._conformance_run import default_suite, run_suite, to_ctrf, to_junit
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
 
     folder = suite if suite is not None else default_suite()
     if folder is None:
@@ -191,6 +207,7 @@ def conformance_run_command(
         return
     if not folder.is_dir():
         _usage(f"{folder}: no such folder")
+    check_outputs_or_exit([(output, "--output")], [folder])
     try:
         run = run_suite(folder, impl=impl, timeout=timeout)
     except ValueError as exc:
@@ -200,8 +217,9 @@ def conformance_run_command(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        from mibspec._outputs import write_atomic
+
+        write_atomic(output, text)
     summary = f"{len(run.cases)} case(s): {run.passed} passed, {run.failed} failed"
     typer.echo(summary, err=output is None)
     for case in run.cases:

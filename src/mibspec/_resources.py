@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KNOWN_SPEC_VERSIONS", "load_spec_json", "spec_dir"]
+__all__ = ["KNOWN_SPEC_VERSIONS", "install_hint", "load_spec_json", "spec_dir"]
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
 KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1"}
@@ -34,3 +34,13 @@ def load_spec_json(version: str, relative: str) -> Any:
     """A JSON file of the spec (cached; the spec is read-only at run time)."""
     with (spec_dir(version) / relative).open(encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def install_hint(extras: str) -> str:
+    """How to install optional dependencies: mibspec is installed from its repository,
+    not from a package index.
+
+    >>> install_hint("plots")
+    'pip install ".[plots]" (run in the mibspec repository)'
+    """
+    return f'pip install ".[{extras}]" (run in the mibspec repository)'

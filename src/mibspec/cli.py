@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -83,6 +85,23 @@ def _fail_usage(message: str) -> None:
     raise typer.Exit(EXIT_USAGE)
 
 
+def check_outputs_or_exit(
+    files: Sequence[tuple[Path | None, str]],
+    inputs: Iterable[str | os.PathLike[str]],
+    *,
+    folders: Sequence[tuple[Path | None, str]] = (),
+    max_bytes: int = 64 * 1024 * 1024,
+) -> None:
+    """Before a command's work: a usage error unless every output can be written and none
+    is (or links to) one of the ``inputs``, the files those declare as artifacts included."""
+    from mibspec._outputs import OutputPathError, check_outputs, input_files
+
+    try:
+        check_outputs(files, input_files(inputs, max_bytes=max_bytes), folders=folders)
+    except OutputPathError as exc:
+        _fail_usage(str(exc))
+
+
 @app.command()
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")],
@@ -124,7 +143,10 @@ def verify(
         ),
     ] = 8 * 1024**3,
     model_root: Annotated[
-        list[Path] | None, typer.Option("--model-root", help="Extra folder to look up local models in.")
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
+        ),
     ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
@@ -133,12 +155,17 @@ def verify(
         list[str] | None,
         typer.Option(
             "--select",
+            metavar="<code>",
             help="Report only these codes, code prefixes (K1) or symbols; repeat or separate with commas.",
         ),
     ] = None,
     ignore: Annotated[
         list[str] | None,
-        typer.Option("--ignore", help="Do not report these codes, code prefixes or symbols."),
+        typer.Option(
+            "--ignore",
+            metavar="<code>",
+            help="Do not report these codes, code prefixes or symbols; repeat or separate with commas.",
+        ),
     ] = None,
     error_on_warning: Annotated[
         bool, typer.Option("--error-on-warning", help="Exit with 1 when a warning is reported.")
@@ -152,7 +179,9 @@ def verify(
     ] = 1,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
-    from mibspec._api import resolve_codes
+    import io
+
+    from mibspec._api import collect_paths, resolve_codes
     from mibspec._api import verify as run_verify
     from mibspec._progress import TerminalProgress
     from mibspec._reporters import REPORTERS
@@ -162,7 +191,11 @@ def verify(
         _fail_usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
     try:
         selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
-    except ValueError as exc:
+        # Before the verification: every output can be written and none is a file it reads.
+        check_outputs_or_exit(
+            [(output, "--output"), (receipt, "--receipt")], collect_paths(paths), max_bytes=max_bytes
+        )
+    except (ValueError, FileNotFoundError) as exc:
         _fail_usage(str(exc))
         return
     try:
@@ -192,8 +225,11 @@ def verify(
     if output is None:
         render(result, sys.stdout)
     else:
-        with output.open("w", encoding="utf-8") as handle:
-            render(result, handle)
+        from mibspec._outputs import write_atomic
+
+        buffer = io.StringIO()
+        render(result, buffer)
+        write_atomic(output, buffer.getvalue())
     if receipt is not None:
         from mibspec._receipt import write_receipt
 
@@ -267,37 +303,53 @@ def rules(
         typer.echo(f"{info.code}  {info.symbol:<30} {info.severity.value:<8} {info.summary}")
 
 
+def _schema_files() -> list[Path]:
+    """The schema files of the current spec version, by name."""
+    from mibspec._resources import spec_dir
+
+    return sorted((spec_dir() / "schemas").glob("*.schema.json"))
+
+
 @schema_app.command("list")
 def schema_list() -> None:
-    """List the schemas with their $id."""
-    from mibspec._resources import load_spec_json, spec_dir
+    """List the schemas of the spec version: kind (what `schema show` takes), file and $id."""
+    from mibspec._api import SPEC_VERSION, schema_bundle_hash
+    from mibspec._resources import load_spec_json
 
-    for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
-        schema = load_spec_json("1.0", f"schemas/{path.name}")
-        typer.echo(f"{path.name.removesuffix('.schema.json'):<26} {schema['$id']}")
+    files = _schema_files()
+    typer.echo(f"spec {SPEC_VERSION}: {len(files)} schemas, bundle sha256 {schema_bundle_hash(SPEC_VERSION)}")
+    for path in files:
+        schema = load_spec_json(SPEC_VERSION, f"schemas/{path.name}")
+        typer.echo(f"{path.name.removesuffix('.schema.json'):<26} {path.name:<38} {schema['$id']}")
 
 
 @schema_app.command("show")
 def schema_show(kind: Annotated[str, typer.Argument(help="Document kind or schema name.")]) -> None:
-    """Print one schema."""
-    from mibspec._resources import spec_dir
-
-    path = spec_dir() / "schemas" / f"{kind}.schema.json"
-    if not path.is_file():
-        _fail_usage(f"no schema {kind!r}; run `mibspec schema list`")
+    """Print one schema (JSON), e.g. `mibspec schema show report`."""
+    by_kind = {path.name.removesuffix(".schema.json"): path for path in _schema_files()}
+    path = by_kind.get(kind.removesuffix(".schema.json"))
+    if path is None:
+        _fail_usage(f"no schema {kind!r}; the kinds are {', '.join(by_kind)}")
+        return
     typer.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
 @schema_app.command("export")
 def schema_export(
-    directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into.")],
+    directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into (made if missing).")],
 ) -> None:
-    """Write every schema into a folder (for editors and offline hooks)."""
-    from mibspec._resources import spec_dir
+    """Write the spec version's schema bundle into a folder (for editors and offline hooks)."""
+    from mibspec._outputs import write_atomic
 
-    directory.mkdir(parents=True, exist_ok=True)
-    for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
-        (directory / path.name).write_bytes(path.read_bytes())
+    files = _schema_files()
+    # The bundle's own folder is an input: exporting into it would overwrite the spec.
+    check_outputs_or_exit(
+        [(directory / path.name, "DIR") for path in files],
+        [files[0].parent] if files else [],
+        folders=[(directory, "DIR")],
+    )
+    for path in files:
+        write_atomic(directory / path.name, path.read_bytes())
         typer.echo(str(directory / path.name))
 
 
@@ -305,19 +357,34 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
     from mibspec._api import verify as run_verify
+    from mibspec._outputs import OutputPathError
     from mibspec._reporters import REPORTERS
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+    from mibspec.validator._engine import RECOMPUTE_NOT_REQUESTED
 
     if not source.is_file():
         _fail_usage(f"{source}: no such file")
+    check_outputs_or_exit([], [source], folders=[(out_dir, "--output")])
     render = REPORTERS[output_format.value]
-    result = getattr(importers, importer)(source, out_dir)
+    try:
+        result = getattr(importers, importer)(source, out_dir)
+    except OutputPathError as exc:
+        _fail_usage(str(exc))
+        return
     if not result.ok:
         failed = DocumentResult(path=str(source), kind=None, findings=result.findings)
         failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
         render(VerificationResult(documents=[failed]), sys.stdout)
         raise typer.Exit(EXIT_FINDINGS)
     verified = run_verify(*result.written, recompute=False)
+    for doc in verified.documents:
+        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
+            # Say what happened: the user passed no --no-recompute here.
+            doc.set_stage(
+                Stage.RECOMPUTE,
+                StageStatus.SKIPPED,
+                "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
+            )
     render(verified, sys.stdout)
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
@@ -410,6 +477,10 @@ def main() -> None:
         sys.exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as exc:  # a path the system refused: too long, unreadable, unwritable, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"mibspec: error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
     except Exception as exc:  # a defect in mibspec, reported as such
         typer.echo(f"mibspec: internal error: {type(exc).__name__}: {visible(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)

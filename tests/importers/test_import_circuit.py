@@ -292,3 +292,50 @@ def test_malformed_mib_results_give_codes(tmp_path: Path, payload: dict[str, obj
     result = import_mib_circuit_results(path, tmp_path / "out")
     assert [f.code for f in result.findings] == [code]
     assert not result.written
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mibspec", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tempfile.gettempdir(),
+    )
+
+
+def test_import_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
+    from mibspec._outputs import OutputPathError
+
+    graph, _, _ = _graph_json(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    source = graph.rename(out / "circuit.json")  # the name the importer writes
+    before = source.read_bytes()
+    completed = _cli("import", "eap-ig", str(source), "-o", str(out))
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert completed.stderr.startswith("mibspec: error: ")
+    assert "would overwrite the input" in completed.stderr
+    assert source.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["circuit.json"]  # not even the sidecar
+    link = tmp_path / "link.json"
+    link.symlink_to(source)
+    with pytest.raises(OutputPathError):
+        import_eap_ig(link, out)
+    assert source.read_bytes() == before
+
+
+def test_import_says_why_recomputation_did_not_run(tmp_path: Path) -> None:
+    """No --no-recompute was passed: the output must say what happened instead."""
+    counts = [32, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]
+    source = _results(tmp_path, counts)
+    text = _cli("import", "mib-circuit-results", str(source), "-o", str(tmp_path / "out"))
+    assert text.returncode == 1, text.stderr  # A111: the results do not pin the model
+    assert "--no-recompute" not in text.stdout
+    assert "recompute skipped: not run by import" in text.stdout
+    assert "mibspec verify" in text.stdout
+    as_json = _cli("import", "mib-circuit-results", str(source), "-o", str(tmp_path / "again"), "-f", "json")
+    [report] = json.loads(as_json.stdout)["documents"]
+    stage = {s["name"]: s for s in report["stages"]}["recompute"]
+    assert stage["status"] == "skipped"
+    assert "--no-recompute" not in stage["detail"]

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec._outputs import Inputs, write_atomic
 from mibspec._version import __version__
 from mibspec.reference_impl.producers.folder import artifact_entry
-from mibspec.validator import Finding, Limits, catalogue, load_json_file, write_safetensors
+from mibspec.validator import Finding, Limits, catalogue, load_json_file, safetensors_bytes
 from mibspec.validator._engine import _PARSE_CODES, make_finding
 from mibspec.validator._parse import escape_pointer_token
 
@@ -49,7 +50,10 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     """Convert ``source`` (EAP-IG ``.json`` or ``.pt``) into ``out_dir/circuit.json`` + sidecar.
 
     Never raises for bad input: problems come back as findings with codes and pointers.
-    The input is only read.
+    The input is only read; files are written atomically.
+
+    Raises:
+        mibspec._outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
     """
     cat = catalogue()
     result = ImportResult()
@@ -73,14 +77,14 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     except _MalformedError as exc:
         result.findings.append(make_finding(cat, None, exc.code, exc.pointer, **exc.params).located(1, 1))
         return result
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sidecar = out_dir / SIDECAR
-    write_safetensors(sidecar, tensors)
-    document["artifacts"] = [
-        artifact_entry(sidecar.read_bytes(), "tensors", "circuit", SIDECAR, "application/x-safetensors")
-    ]
-    target = out_dir / DOCUMENT
-    target.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    sidecar, target = out_dir / SIDECAR, out_dir / DOCUMENT
+    inputs = Inputs([source])
+    for path in (sidecar, target):
+        inputs.refuse(path, "output")
+    data = safetensors_bytes(tensors)
+    write_atomic(sidecar, data)
+    document["artifacts"] = [artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")]
+    write_atomic(target, json.dumps(document, indent=2) + "\n")
     result.written, result.sidecars = [target], [sidecar]
     return result
 
@@ -89,8 +93,10 @@ def _read_pt(source: Path) -> dict[str, Any]:
     try:
         import torch
     except ImportError as exc:
+        from mibspec._resources import install_hint
+
         raise _MalformedError(
-            "I104", "", detail="reading .pt graphs needs torch: install mibspec[recompute]"
+            "I104", "", detail=f"reading .pt graphs needs torch: {install_hint('recompute')}"
         ) from exc
     try:
         # weights_only=True: the unpickler only rebuilds tensors and plain containers, never code.

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mibspec._outputs import Inputs, write_atomic
 from mibspec._version import __version__
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile
 from mibspec.validator._engine import _PARSE_CODES, make_finding
@@ -55,8 +56,12 @@ def import_reports(
     source: Path, out_dir: Path, build: Callable[[Any, Path], Iterator[tuple[str, dict[str, Any]]]]
 ) -> ImportResult:
     """Parse ``source`` strictly, build ``(folder name, report)`` pairs with ``build`` and write
-    each as ``out_dir/<name>/report.json``. Parse errors and :class:`_MalformedError` become
-    located findings; nothing is written unless the whole file converts."""
+    each as ``out_dir/<name>/report.json`` (atomically). Parse errors and :class:`_MalformedError`
+    become located findings; nothing is written unless the whole file converts.
+
+    Raises:
+        mibspec._outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
+    """
     cat = catalogue()
     result = ImportResult()
     parsed = load_json_file(source, Limits())
@@ -74,11 +79,12 @@ def import_reports(
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
         result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
         return result
-    for name, report in reports:
-        folder = out_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / "report.json"
-        target.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    targets = [(out_dir / name / "report.json", report) for name, report in reports]
+    inputs = Inputs([source])
+    for target, _ in targets:
+        inputs.refuse(target, "output")
+    for target, report in targets:
+        write_atomic(target, json.dumps(report, indent=2) + "\n")
         result.written.append(target)
     return result
 

@@ -32,11 +32,20 @@ def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> 
             usage_error(f"{what} {path} does not exist")
 
 
+def check_output_folder(out_dir: Path, inputs: Iterable[Path | None]) -> None:
+    """Before the run: a usage error unless ``out_dir`` can be written and is neither an
+    input file nor inside an input folder (the files written are checked as they are)."""
+    from mibspec.cli import check_outputs_or_exit
+
+    check_outputs_or_exit([], [path for path in inputs if path is not None], folders=[(out_dir, "--output")])
+
+
 @contextlib.contextmanager
-def producing(missing_extra: str) -> Iterator[ProducerProgress]:
+def producing(needs: str, extras: str) -> Iterator[ProducerProgress]:
     """A progress bar for the producer run inside the block; its bad-input errors
     (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
-    (``ImportError``, explained by ``missing_extra``) become usage errors."""
+    (``ImportError``) become usage errors; the latter says ``needs`` (``"scoring needs"``)
+    the extras ``extras`` (``"recompute"``) and how to install them."""
     from mibspec._progress import TerminalProgress
 
     with TerminalProgress() as bar:
@@ -54,7 +63,9 @@ def producing(missing_extra: str) -> Iterator[ProducerProgress]:
         try:
             yield progress
         except ImportError as exc:
-            usage_error(f"{missing_extra} ({exc})")
+            from mibspec._resources import install_hint
+
+            usage_error(f"{needs} the {extras} extra ({exc}): {install_hint(extras)}")
         except (ValueError, FileExistsError, OSError) as exc:
             usage_error(str(exc))
 

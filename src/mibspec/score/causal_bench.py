@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import finish, producing, require_paths, usage_error, verify_written
+from ._common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
 
 
 class BehaviourKind(str, enum.Enum):
@@ -73,7 +73,8 @@ def score_causal_bench_command(
         require_paths(((model, "model folder"), (dataset, "dataset document")))
     elif model is not None or dataset is not None or counterfactual is not None:
         usage_error("--model, --dataset and --counterfactual need --behaviour transformer")
-    with producing("a transformer behaviour needs mibspec[recompute]") as progress:
+    check_output_folder(out_dir, (model, dataset))
+    with producing("a transformer behaviour needs", "recompute") as progress:
         from mibspec.reference_impl.producers.causal_bench import score_causal_bench
 
         run = score_causal_bench(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import finish, producing, require_paths, verify_written
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
 
 
 class Method(str, enum.Enum):
@@ -41,27 +41,35 @@ def score_causal_variable_command(
     method: Annotated[Method, typer.Option("--method", help="Featurizer method.")] = Method.das,
     variable: Annotated[
         list[str] | None,
-        typer.Option("--variable", help="Causal variable to localise (repeatable; default all)."),
+        typer.Option(
+            "--variable", metavar="<name>", help="Causal variable to localise (repeatable; default all)."
+        ),
     ] = None,
     layer: Annotated[
-        list[int] | None, typer.Option("--layer", help="Layer to try (repeatable; default all).")
+        list[int] | None,
+        typer.Option("--layer", metavar="<int>", help="Layer to try (repeatable; default all)."),
     ] = None,
     position: Annotated[
         list[str] | None,
         typer.Option(
             "--position",
+            metavar="<position>",
             help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
             "value:NAME[:K]. Default: per task.",
         ),
     ] = None,
     component: Annotated[Component, typer.Option(help="Site at each layer.")] = Component.residual_post,
     head: Annotated[
-        list[int] | None, typer.Option("--head", help="Head for attention_heads (repeatable).")
+        list[int] | None,
+        typer.Option("--head", metavar="<int>", help="Head for attention_heads (repeatable)."),
     ] = None,
     counterfactual: Annotated[
         list[str] | None,
         typer.Option(
-            "--counterfactual", "-c", help="Counterfactual set to score on (repeatable; default all)."
+            "--counterfactual",
+            "-c",
+            metavar="<name>",
+            help="Counterfactual set to score on (repeatable; default all).",
         ),
     ] = None,
     n_features: Annotated[int, typer.Option(help="DAS subspace dimension.", min=1)] = 4,
@@ -81,7 +89,8 @@ def score_causal_variable_command(
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
     require_paths(((model, "model folder"), (dataset, "dataset document")))
-    with producing("scoring needs mibspec[recompute]") as progress:
+    check_output_folder(out_dir, (model, dataset))
+    with producing("scoring needs", "recompute") as progress:
         from mibspec.reference_impl.producers.causal_variable import score_causal_variable
 
         run = score_causal_variable(

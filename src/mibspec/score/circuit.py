@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import finish, producing, require_paths, verify_written
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
 
 
 class Method(str, enum.Enum):
@@ -43,7 +43,8 @@ def score_circuit_command(
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
     require_paths(((model, "model folder"), (dataset, "dataset document")))
-    with producing("scoring needs mibspec[recompute]") as progress:
+    check_output_folder(out_dir, (model, dataset, scores))
+    with producing("scoring needs", "recompute") as progress:
         from mibspec.reference_impl.producers.circuit import score_circuit
 
         run = score_circuit(

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import finish, producing, require_paths, verify_written
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
 
 
 class Sampler(str, enum.Enum):
@@ -37,6 +37,7 @@ def score_saliency_command(
         list[str] | None,
         typer.Option(
             "--method",
+            metavar="<method>",
             help="Attribution method (repeatable; default: all): gradient, input_x_gradient, "
             "integrated_gradients, gradient_shap, occlusion, deeplift, guided_backprop.",
         ),
@@ -60,7 +61,8 @@ def score_saliency_command(
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
-    with producing("scoring needs mibspec[recompute,saliency]") as progress:
+    check_output_folder(out_dir, (weights, dataset))
+    with producing("scoring needs", "recompute,saliency") as progress:
         from mibspec.reference_impl.producers.saliency import score_saliency
 
         run = score_saliency(

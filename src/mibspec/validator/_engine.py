@@ -76,6 +76,10 @@ class StageStatus(str, enum.Enum):
     NOT_RUN = "not_run"
 
 
+#: The recompute stage's detail when the caller asked for no recomputation.
+RECOMPUTE_NOT_REQUESTED = "not requested"
+
+
 @dataclass(frozen=True)
 class VerifyOptions:
     """Options of one verification run.
@@ -407,7 +411,8 @@ class _Runner:
         if result.kind != "report":
             result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "only reports carry claims to recompute")
         elif not self.options.recompute:
-            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "disabled (--no-recompute)")
+            # --no-recompute, or a command that checks structure only (import, score's own check).
+            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED)
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:

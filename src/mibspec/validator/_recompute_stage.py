@@ -208,10 +208,12 @@ def run_recompute(
     target, needs = entry
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
+        from mibspec._resources import install_hint
+
         finding = ctx.finding(
             "R101",
             "",
-            detail=f"recomputation needs {', '.join(missing)}; install mibspec[recompute] "
+            detail=f"recomputation needs {', '.join(missing)}: {install_hint('recompute')}, "
             "or pass --no-recompute to check the report without it",
         )
         return StageStatus.FAILED, "the recompute extra is not installed", [finding], []
@@ -233,8 +235,25 @@ def run_recompute(
             [*ctx.recompute_findings, finding],
             [],
         )
-    findings = list(ctx.recompute_findings) + list(result.findings) + compare(ctx, result.comparisons)
+    mismatches = compare(ctx, result.comparisons)
+    others = list(ctx.recompute_findings) + list(result.findings)
+    findings = others + mismatches
     failed = any(f.severity.value == "error" for f in findings)
+    return (
+        (StageStatus.FAILED if failed else StageStatus.PASSED),
+        _summary(result, others, mismatches),
+        findings,
+        result.comparisons,
+    )
+
+
+def _summary(result: Recomputation, others: list[Finding], mismatches: list[Finding]) -> str:
+    """The stage's detail: claims recomputed, how many were not reproduced (R103), and the
+    recomputer's other errors (an input it could not use, R104), so a failure is never
+    summarised by its successes alone."""
     checked = sum(c.claimed is not None for c in result.comparisons)
-    detail = f"{checked} claim(s) recomputed"
-    return (StageStatus.FAILED if failed else StageStatus.PASSED), detail, findings, result.comparisons
+    detail = f"{checked} claim(s) recomputed, {len(mismatches)} not reproduced"
+    other = [f.code for f in others if f.severity.value == "error"]
+    if other:
+        detail += f"; {len(other)} other error(s) ({', '.join(sorted(set(other)))})"
+    return detail

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from mibspec._outputs import input_files
+
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
     DEFAULT_WEIGHT_SCENARIOS,
@@ -432,7 +434,7 @@ def _score_transformer(
             thresholds=TRANSFORMER_THRESHOLDS,
             progress=progress,
         )
-    folder = OutputFolder(out_dir, overwrite=overwrite)
+    folder = OutputFolder(out_dir, overwrite=overwrite, inputs=input_files([model_dir, dataset_path]))
     rows_data = ("\n".join(lines) + "\n").encode("utf-8")
     folder.write("dataset.jsonl", rows_data)
     document = dict(dataset)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from mibspec._outputs import input_files
+
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
 from ..recompute._inputs import ModelSource
@@ -348,7 +350,7 @@ def _score(
         if not sets[name]:
             raise ValueError(f"variables: no counterfactual set keeps a pair for {name!r}")
 
-    folder = OutputFolder(Path(out_dir), overwrite=overwrite)
+    folder = OutputFolder(Path(out_dir), overwrite=overwrite, inputs=input_files([model_dir, dataset_path]))
     created = created_timestamp()
     provenance = _provenance(created)
     provenance["command"] = "mibspec score causal-variable"

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from mibspec._outputs import input_files
+
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute._inputs import ModelSource, encode_function
 from ..recompute.circuit import _tokenize
@@ -277,7 +279,9 @@ def score_circuit(
     m_empty = float(result.empty.mean())
     values = [faithfulness(float(m), m_full, m_empty) for m in m_circuits]
 
-    folder = OutputFolder(Path(out_dir), overwrite=overwrite)
+    folder = OutputFolder(
+        Path(out_dir), overwrite=overwrite, inputs=input_files([model_dir, dataset_path, scores_path])
+    )
     created = created_timestamp()
     provenance = _provenance(created)
     folder.write("dataset.jsonl", rows_bytes)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mibspec._outputs import Inputs, write_atomic
 from mibspec.validator._sidecars import safetensors_bytes
 
 __all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
@@ -72,14 +73,21 @@ def created_timestamp() -> str:
 
 
 class OutputFolder:
-    """A folder being written. Refuses to overwrite an existing report unless told to.
+    """A folder being written. Refuses to overwrite an existing report unless told to, and
+    never overwrites one of the producer's ``inputs`` (its model, dataset, ...).
 
-    Files are written to ``<name>.tmp`` and renamed into place, so a file is either
-    complete or absent.
+    Files are written atomically (:func:`mibspec._outputs.write_atomic`), so a file is
+    either complete or absent.
+
+    Raises:
+        mibspec._outputs.OutputPathError: the folder is inside an input folder, or a file
+            written is (or links to) an input.
     """
 
-    def __init__(self, root: Path, *, overwrite: bool = False) -> None:
+    def __init__(self, root: Path, *, overwrite: bool = False, inputs: Inputs | None = None) -> None:
         root = Path(root)
+        self.inputs = inputs if inputs is not None else Inputs()
+        self.inputs.refuse(root, "output folder")
         if (root / "report.json").exists() and not overwrite:
             raise FileExistsError(
                 f"{root / 'report.json'} exists; choose another folder or allow overwriting"
@@ -90,10 +98,8 @@ class OutputFolder:
     def write(self, name: str, data: bytes) -> str:
         """Write ``data`` to ``name`` (a path inside the folder; parent folders are made)."""
         target = self.root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, target)
+        self.inputs.refuse(target, "output")
+        write_atomic(target, data)
         return name
 
     def json(self, name: str, obj: Any) -> str:

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from mibspec._outputs import input_files
+
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, created_timestamp
 
@@ -259,7 +261,9 @@ def score_saliency(
             }
             done(i + 1)
 
-    folder = OutputFolder(Path(out_dir), overwrite=overwrite)
+    folder = OutputFolder(
+        Path(out_dir), overwrite=overwrite, inputs=input_files([weights_path, dataset_path])
+    )
     created = created_timestamp()
     provenance = _provenance(created)
     folder.write("model.safetensors", weights_path.read_bytes())

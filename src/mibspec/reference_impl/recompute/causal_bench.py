@@ -105,9 +105,11 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         return Recomputation(comparisons=checks.items)
     missing = [name for name in _TRANSFORMER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
+        from mibspec._resources import install_hint
+
         raise UnusableInputError(
             "/behaviour",
-            f"recomputing a transformer behaviour needs {', '.join(missing)}; install mibspec[recompute] "
+            f"recomputing a transformer behaviour needs {', '.join(missing)}: {install_hint('recompute')}, "
             "or pass --no-recompute to check the report without it",
         )
     from ..behaviour.transformer import one_thread

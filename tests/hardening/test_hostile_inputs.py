@@ -143,6 +143,67 @@ def test_many_schema_errors_stop_at_the_findings_limit(tmp_path: Path) -> None:
     assert "25 findings" in detail
 
 
+def test_texts_that_took_quadratic_time_are_refused_in_linear_time(tmp_path: Path) -> None:
+    # About 2 MB each. The former pre-check read an unterminated string again from each of its
+    # quotes (hours for these texts), and the scanner that locates problems copied a long key
+    # into the pointer of every value below it (500 000 copies of 1 MB). The subprocess
+    # timeout of measured_verify is a hang guard, not a measurement.
+    texts = {
+        "escaped-quotes.json": ("[" * 65 + '"' + '\\"' * 1_000_000, ("P106", "")),
+        "balanced-then-escaped-quotes.json": ("[" * 65 + "]" * 65 + '"' + '\\"' * 1_000_000, ("P106", "")),
+        # Pointers longer than 4096 characters are not built: the nearest ancestor names the value.
+        "long-key.json": ('{"' + "k" * 1_000_000 + '": [' + "0, " * 300_000 + "NaN]}", ("P103", "")),
+    }
+    for name, (text, _) in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    measured = measured_verify([tmp_path / name for name in texts])
+    for document in measured["result"]["documents"]:
+        expected = texts[Path(document["path"]).name][1]
+        assert {(f["code"], f["pointer"]) for f in document["findings"]} == {expected}
+    within_budget(measured, sum((tmp_path / name).stat().st_size for name in texts))
+
+
+def test_a_line_index_takes_memory_by_blocks_not_by_lines(tmp_path: Path) -> None:
+    path = tmp_path / "lines.json"
+    path.write_text("{" + "\n" * 30_000_000 + '"v": NaN}', encoding="utf-8")
+    measured = measured_verify([path])
+    [document] = measured["result"]["documents"]
+    [finding] = document["findings"]
+    assert (finding["code"], finding["pointer"], finding["line"], finding["column"]) == (
+        "P103",
+        "/v",
+        30_000_001,
+        6,
+    )
+    within_budget(measured, path.stat().st_size)
+
+
+def test_duplicate_keys_stop_at_the_findings_limit(tmp_path: Path) -> None:
+    path = tmp_path / "duplicates.json"
+    path.write_text(small_document('"extensions": {' + '"a": 0, ' * 200_000 + '"b": 0}, '))
+    result = mibspec.verify(path, recompute=False, limits=Limits(max_findings=25))
+    [document] = result.documents
+    assert len(document.findings) == 25
+    assert {(f.code, f.pointer) for f in document.findings} == {("P102", "/extensions/a")}
+    status, detail = document.stages[mibspec.validator.Stage.PARSE]
+    assert status.value == "failed"
+    assert detail is not None
+    assert "25 findings" in detail
+
+
+@pytest.mark.parametrize("member", ['"a": 0, ' * 400_000, '"v": [' + "NaN, " * 400_000 + "0], "])
+def test_400000_parse_problems_give_at_most_the_default_findings_limit(tmp_path: Path, member: str) -> None:
+    path = tmp_path / "flood.json"
+    path.write_text(small_document('"extensions": {' + member + '"b": 0}, '))
+    measured = measured_verify([path])
+    [document] = measured["result"]["documents"]
+    assert len(document["findings"]) == Limits().max_findings
+    [parse] = [stage for stage in document["stages"] if stage["name"] == "parse"]
+    assert parse["status"] == "failed"
+    assert f"{Limits().max_findings} findings" in parse["detail"]
+    within_budget(measured, path.stat().st_size)
+
+
 def _count_values(value: Any) -> int:
     """JSON values in a parsed document (every scalar, array and object; keys are not values)."""
     count, stack = 0, [value]

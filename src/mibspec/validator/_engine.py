@@ -334,7 +334,10 @@ class _Runner:
                 )
                 line, column = parsed.position_of(problem.offset)
                 result.findings.append(finding.located(line, column))
-            result.set_stage(Stage.PARSE, StageStatus.FAILED)
+            kept = len(parsed.problems)
+            result.set_stage(
+                Stage.PARSE, StageStatus.FAILED, _truncated(kept + 1, kept) if parsed.more_problems else None
+            )
             return
         data = parsed.data
         if not isinstance(data, dict):

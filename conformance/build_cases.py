@@ -2694,11 +2694,36 @@ def jsonl_non_object_line(folder: Folder) -> None:
 
 @case("counterfactual_dataset", "A-5", "Line 2 of the JSON Lines file is not JSON.", ("A106", "/artifacts/0"))
 def jsonl_invalid_line(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-40])
+
+
+def _dataset_with_row_2(folder: Folder, change: Callable[[bytes], bytes]) -> None:
+    """A dataset whose second JSON Lines row is ``change(row)`` (the file re-pinned)."""
     doc = write_dataset(folder, n_rows=DATASET_ROWS, name="document.json")
     lines = (folder.root / "dataset.jsonl").read_bytes().split(b"\n")
-    lines[1] = lines[1][:-40]
+    lines[1] = change(lines[1])
     folder.write("dataset.jsonl", b"\n".join(lines))
     save(folder, rehash(folder, doc))
+
+
+@case(
+    "counterfactual_dataset",
+    "A-5 P-3",
+    "Line 2 of the JSON Lines file holds NaN: rows are parsed as strictly as documents.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_non_finite_row(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-1] + b',"weight":NaN}')
+
+
+@case(
+    "counterfactual_dataset",
+    "A-5 P-2",
+    "Line 2 of the JSON Lines file repeats a key: rows are parsed as strictly as documents.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_duplicate_key_row(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-1] + b',"id":"again"}')
 
 
 @case(

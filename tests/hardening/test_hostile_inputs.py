@@ -492,6 +492,64 @@ def test_a_json_lines_row_nested_past_the_interpreter_is_a_finding(report: Path)
     assert ("A106", "/artifacts/0") in found(result)
 
 
+def _append_row(report: Path, row: str) -> int:
+    """Append ``row`` to the example's JSON Lines dataset, re-pinned; its line number."""
+    rows = report / "dataset.jsonl"
+    number = rows.read_bytes().count(b"\n") + 1
+    with rows.open("ab") as handle:
+        handle.write(row.encode("utf-8") + b"\n")
+
+    def change(doc: Any) -> None:
+        doc["artifacts"][0]["rows"] += 1
+
+    edit(report / "dataset.json", change)
+    repin(report / "dataset.json", "dataset.jsonl")
+    repin(report / "report.json", "dataset.json")
+    return number
+
+
+@pytest.mark.parametrize(
+    ("row", "at", "code"),
+    [
+        ('{"id": "x", "v": NaN}', "NaN", "P103"),
+        ('{"id": "x", "v": [1, 1e400]}', "1e400", "P103"),
+        ('{"id": "x", "v": 1, "v": 2}', '"v": 2', "P102"),
+        ('{"id": "x", "v": "\\udc00"}', '"\\udc00"', "P109"),
+    ],
+)
+def test_json_lines_rows_are_parsed_as_strictly_as_documents(
+    report: Path, row: str, at: str, code: str
+) -> None:
+    number = _append_row(report, row)
+    result = mibspec.verify(report / "report.json", recompute=False)
+    [dataset] = [d for d in result.documents if d.path.endswith("dataset.json")]
+    [finding] = [f for f in dataset.findings if f.code == "A106"]
+    assert finding.pointer == "/artifacts/0"
+    assert f"line {number}, column {row.index(at) + 1}:" in finding.message
+    assert f"({code} at /v" in finding.message
+
+
+def test_a_json_sidecar_is_parsed_as_strictly_as_a_document(report: Path) -> None:
+    raw = b'{"a": 1, "a": 2}'
+    (report / "notes.json").write_bytes(raw)
+    entry = {
+        "id": "notes",
+        "role": "notes",
+        "path": "notes.json",
+        "media_type": "application/json",
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
+    edit(report / "report.json", lambda doc: doc["artifacts"].append(entry))
+    result = mibspec.verify(report / "report.json", recompute=False)
+    [document] = [d for d in result.documents if d.path.endswith("report.json")]
+    index = json.loads((report / "report.json").read_text(encoding="utf-8"))["artifacts"].index(entry)
+    [finding] = [f for f in document.findings if f.code == "A105"]
+    assert finding.pointer == f"/artifacts/{index}/media_type"
+    assert "line 1, column 10:" in finding.message
+    assert "(P102 at /a)" in finding.message
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_non_finite_tensor_values_are_counted_from_their_bits(tmp_path: Path, dtype: str) -> None:
     rng = np.random.default_rng(3)

@@ -8,7 +8,8 @@ only runs when a finding needs a position, so valid documents never pay for it.
 
 Every limit is checked before the parser builds anything: the size before the
 file is read, the nesting depth and the number of values on the text, in one pass
-whose time is linear in the text's length.
+whose time is linear in the text's length. JSON sidecars and the rows of JSON Lines
+files are parsed by the same functions (:func:`read_json_lines`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,23 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "PARSE_CODES",
+    "JsonLinesError",
     "Limits",
     "ParseProblem",
     "ParsedDocument",
     "SourceMap",
+    "describe_problem",
     "escape_pointer_token",
     "load_json_file",
     "parse_json_bytes",
+    "read_json_lines",
 ]
 
 
@@ -75,6 +80,20 @@ class ParseProblem:
     offset: int | None = None
     pointer: str = ""
     hint: str | None = None
+
+
+#: Parse problems (their symbols) → catalogue codes.
+PARSE_CODES = {
+    "invalid-json": "P101",
+    "duplicate-key": "P102",
+    "non-finite-number": "P103",
+    "invalid-utf8": "P104",
+    "byte-order-mark": "P105",
+    "nesting-too-deep": "P106",
+    "file-too-large": "P107",
+    "unpaired-surrogate": "P109",
+    "too-many-values": "P110",
+}
 
 
 def escape_pointer_token(token: str | int) -> str:
@@ -291,6 +310,52 @@ def parse_json_bytes(
         if not found:  # the scanner must agree; keep a finding either way
             doc.problems.append(ParseProblem("invalid-json", "non-conformant JSON value"))
     return doc
+
+
+def describe_problem(doc: ParsedDocument, problem: ParseProblem, *, line_offset: int = 0) -> str:
+    """``line L, column C: message (P1xx at /pointer)``: a parse problem of a sidecar, for
+    the detail of the finding about it (the finding itself sits in the document that
+    declares the sidecar). ``line_offset`` is added to the line (a row of a JSON Lines file)."""
+    line, column = doc.position_of(problem.offset)
+    where = f"line {(line or 1) + line_offset}" + (f", column {column}" if column is not None else "")
+    at = f" at {problem.pointer}" if problem.pointer else ""
+    return f"{where}: {problem.message} ({PARSE_CODES[problem.symbol]}{at})"
+
+
+class JsonLinesError(ValueError):
+    """A line of a JSON Lines file that is too long, not strict JSON, or not an object."""
+
+    def __init__(self, number: int, detail: str) -> None:
+        super().__init__(detail)
+        #: The 1-based line number.
+        self.number = number
+
+
+def read_json_lines(
+    handle: BinaryIO, limits: Limits = DEFAULT_LIMITS, *, max_line: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each non-empty line of a JSON Lines file opened in binary.
+
+    Each line is parsed as strictly as a document (:func:`parse_json_bytes` under ``limits``)
+    and must hold a JSON object. Lines are split at ``\\n`` only, and never read whole
+    beyond ``max_line`` bytes (default: the size limit).
+
+    Raises:
+        JsonLinesError: at the first line that is too long, not strict JSON or not an object.
+    """
+    cap = limits.max_bytes if max_line is None else max_line
+    first_only = replace(limits, max_findings=1)  # the first problem of a line is reported
+    for number, line in enumerate(iter(lambda: handle.readline(cap + 1), b""), start=1):
+        if len(line) > cap:
+            raise JsonLinesError(number, f"line {number} is longer than {cap} bytes")
+        if not line.strip():
+            continue
+        doc = parse_json_bytes(line.removesuffix(b"\n"), path=f"<line {number}>", limits=first_only)
+        if doc.problems:
+            raise JsonLinesError(number, describe_problem(doc, doc.problems[0], line_offset=number - 1))
+        if not isinstance(doc.data, dict):
+            raise JsonLinesError(number, f"line {number} is not a JSON object")
+        yield number, doc.data
 
 
 # Cheap pre-filters on the text: a \uD800-\uDFFF escape (possibly after an escaped

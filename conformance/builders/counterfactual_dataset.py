@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from ._common import Folder, Json, case, rehash, save
 from ._inputs import DATASET_ROWS, REPORT_ROWS, das_featurizer, generated, write_dataset
@@ -68,11 +69,36 @@ def jsonl_non_object_line(folder: Folder) -> None:
 
 @case("counterfactual_dataset", "A-5", "Line 2 of the JSON Lines file is not JSON.", ("A106", "/artifacts/0"))
 def jsonl_invalid_line(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-40])
+
+
+def _dataset_with_row_2(folder: Folder, change: Callable[[bytes], bytes]) -> None:
+    """A dataset whose second JSON Lines row is ``change(row)`` (the file re-pinned)."""
     doc = ioi_document(folder)
     lines = (folder.root / "dataset.jsonl").read_bytes().split(b"\n")
-    lines[1] = lines[1][:-40]
+    lines[1] = change(lines[1])
     folder.write("dataset.jsonl", b"\n".join(lines))
     save(folder, rehash(folder, doc))
+
+
+@case(
+    "counterfactual_dataset",
+    "A-5 P-3",
+    "Line 2 of the JSON Lines file holds NaN: rows are parsed as strictly as documents.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_non_finite_row(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-1] + b',"weight":NaN}')
+
+
+@case(
+    "counterfactual_dataset",
+    "A-5 P-2",
+    "Line 2 of the JSON Lines file repeats a key: rows are parsed as strictly as documents.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_duplicate_key_row(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: line[:-1] + b',"id":"again"}')
 
 
 @case(

@@ -128,7 +128,7 @@ def verify(
         int, typer.Option(help="Most JSON values (numbers, strings, arrays, ...) in one document.", min=1)
     ] = 1_000_000,
     max_findings: Annotated[
-        int, typer.Option(help="Most findings the schema and rules stages report per document.", min=1)
+        int, typer.Option(help="Most findings the parse, schema and rules stages report per document.", min=1)
     ] = 1000,
     max_recompute_seconds: Annotated[
         float | None,

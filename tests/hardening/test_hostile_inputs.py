@@ -143,6 +143,67 @@ def test_many_schema_errors_stop_at_the_findings_limit(tmp_path: Path) -> None:
     assert "25 findings" in detail
 
 
+def test_texts_that_took_quadratic_time_are_refused_in_linear_time(tmp_path: Path) -> None:
+    # About 2 MB each. The former pre-check read an unterminated string again from each of its
+    # quotes (hours for these texts), and the scanner that locates problems copied a long key
+    # into the pointer of every value below it (500 000 copies of 1 MB). The subprocess
+    # timeout of measured_verify is a hang guard, not a measurement.
+    texts = {
+        "escaped-quotes.json": ("[" * 65 + '"' + '\\"' * 1_000_000, ("P106", "")),
+        "balanced-then-escaped-quotes.json": ("[" * 65 + "]" * 65 + '"' + '\\"' * 1_000_000, ("P106", "")),
+        # Pointers longer than 4096 characters are not built: the nearest ancestor names the value.
+        "long-key.json": ('{"' + "k" * 1_000_000 + '": [' + "0, " * 300_000 + "NaN]}", ("P103", "")),
+    }
+    for name, (text, _) in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    measured = measured_verify([tmp_path / name for name in texts])
+    for document in measured["result"]["documents"]:
+        expected = texts[Path(document["path"]).name][1]
+        assert {(f["code"], f["pointer"]) for f in document["findings"]} == {expected}
+    within_budget(measured, sum((tmp_path / name).stat().st_size for name in texts))
+
+
+def test_a_line_index_takes_memory_by_blocks_not_by_lines(tmp_path: Path) -> None:
+    path = tmp_path / "lines.json"
+    path.write_text("{" + "\n" * 30_000_000 + '"v": NaN}', encoding="utf-8")
+    measured = measured_verify([path])
+    [document] = measured["result"]["documents"]
+    [finding] = document["findings"]
+    assert (finding["code"], finding["pointer"], finding["line"], finding["column"]) == (
+        "P103",
+        "/v",
+        30_000_001,
+        6,
+    )
+    within_budget(measured, path.stat().st_size)
+
+
+def test_duplicate_keys_stop_at_the_findings_limit(tmp_path: Path) -> None:
+    path = tmp_path / "duplicates.json"
+    path.write_text(small_document('"extensions": {' + '"a": 0, ' * 200_000 + '"b": 0}, '))
+    result = mibspec.verify(path, recompute=False, limits=Limits(max_findings=25))
+    [document] = result.documents
+    assert len(document.findings) == 25
+    assert {(f.code, f.pointer) for f in document.findings} == {("P102", "/extensions/a")}
+    status, detail = document.stages[mibspec.validator.Stage.PARSE]
+    assert status.value == "failed"
+    assert detail is not None
+    assert "25 findings" in detail
+
+
+@pytest.mark.parametrize("member", ['"a": 0, ' * 400_000, '"v": [' + "NaN, " * 400_000 + "0], "])
+def test_400000_parse_problems_give_at_most_the_default_findings_limit(tmp_path: Path, member: str) -> None:
+    path = tmp_path / "flood.json"
+    path.write_text(small_document('"extensions": {' + member + '"b": 0}, '))
+    measured = measured_verify([path])
+    [document] = measured["result"]["documents"]
+    assert len(document["findings"]) == Limits().max_findings
+    [parse] = [stage for stage in document["stages"] if stage["name"] == "parse"]
+    assert parse["status"] == "failed"
+    assert f"{Limits().max_findings} findings" in parse["detail"]
+    within_budget(measured, path.stat().st_size)
+
+
 def _count_values(value: Any) -> int:
     """JSON values in a parsed document (every scalar, array and object; keys are not values)."""
     count, stack = 0, [value]
@@ -429,6 +490,64 @@ def test_a_json_lines_row_nested_past_the_interpreter_is_a_finding(report: Path)
     repin(report / "report.json", "dataset.json")
     result = mibspec.verify(report / "report.json", recompute=False)
     assert ("A106", "/artifacts/0") in found(result)
+
+
+def _append_row(report: Path, row: str) -> int:
+    """Append ``row`` to the example's JSON Lines dataset, re-pinned; its line number."""
+    rows = report / "dataset.jsonl"
+    number = rows.read_bytes().count(b"\n") + 1
+    with rows.open("ab") as handle:
+        handle.write(row.encode("utf-8") + b"\n")
+
+    def change(doc: Any) -> None:
+        doc["artifacts"][0]["rows"] += 1
+
+    edit(report / "dataset.json", change)
+    repin(report / "dataset.json", "dataset.jsonl")
+    repin(report / "report.json", "dataset.json")
+    return number
+
+
+@pytest.mark.parametrize(
+    ("row", "at", "code"),
+    [
+        ('{"id": "x", "v": NaN}', "NaN", "P103"),
+        ('{"id": "x", "v": [1, 1e400]}', "1e400", "P103"),
+        ('{"id": "x", "v": 1, "v": 2}', '"v": 2', "P102"),
+        ('{"id": "x", "v": "\\udc00"}', '"\\udc00"', "P109"),
+    ],
+)
+def test_json_lines_rows_are_parsed_as_strictly_as_documents(
+    report: Path, row: str, at: str, code: str
+) -> None:
+    number = _append_row(report, row)
+    result = mibspec.verify(report / "report.json", recompute=False)
+    [dataset] = [d for d in result.documents if d.path.endswith("dataset.json")]
+    [finding] = [f for f in dataset.findings if f.code == "A106"]
+    assert finding.pointer == "/artifacts/0"
+    assert f"line {number}, column {row.index(at) + 1}:" in finding.message
+    assert f"({code} at /v" in finding.message
+
+
+def test_a_json_sidecar_is_parsed_as_strictly_as_a_document(report: Path) -> None:
+    raw = b'{"a": 1, "a": 2}'
+    (report / "notes.json").write_bytes(raw)
+    entry = {
+        "id": "notes",
+        "role": "notes",
+        "path": "notes.json",
+        "media_type": "application/json",
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
+    edit(report / "report.json", lambda doc: doc["artifacts"].append(entry))
+    result = mibspec.verify(report / "report.json", recompute=False)
+    [document] = [d for d in result.documents if d.path.endswith("report.json")]
+    index = json.loads((report / "report.json").read_text(encoding="utf-8"))["artifacts"].index(entry)
+    [finding] = [f for f in document.findings if f.code == "A105"]
+    assert finding.pointer == f"/artifacts/{index}/media_type"
+    assert "line 1, column 10:" in finding.message
+    assert "(P102 at /a)" in finding.message
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mibspec.validator import Limits, parse_json_bytes
+from mibspec.validator._parse import _check_limits
 
 TRICKY_TEXT = st.text(alphabet='[]{},:"\\ aé\n\t\u2028😀', max_size=12)
 VALUES = st.recursive(
@@ -87,3 +89,42 @@ def test_depth_limit_is_exact(value: Any, rng: random.Random) -> None:
     levels = depth(document)
     assert symbols(text, max_depth=levels) == []
     assert symbols(text, max_depth=levels - 1) == ["nesting-too-deep"]
+
+
+_FORMER_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def former_counts(text: str) -> tuple[int, int, int | None]:
+    """(depth, values, offset of the first bracket at that depth) by the former formulas:
+    strings emptied, then 1 + commas + containers - empty ones, and a walk of the brackets.
+    (On well-formed text every string closes, so these regular expressions never restart.)"""
+    bare = _FORMER_STRING.sub('""', text).translate(str.maketrans("", "", " \t\r\n"))
+    values = 1 + bare.count(",") + bare.count("[") + bare.count("{") - bare.count("[]") - bare.count("{}")
+    level = deepest = 0
+    first_at: dict[int, int] = {}
+    for match in re.finditer(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', text, re.DOTALL):
+        if match.group() in "[{":
+            level += 1
+            first_at.setdefault(level, match.start())
+            deepest = max(deepest, level)
+        elif match.group() in "]}":
+            level -= 1
+    return deepest, values, first_at.get(deepest)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, rng=st.randoms(use_true_random=False), ascii_only=st.booleans())
+def test_the_one_pass_pre_check_agrees_with_the_former_counts(
+    value: Any, rng: random.Random, ascii_only: bool
+) -> None:
+    document = {"v": value}
+    text = spaced(json.dumps(document, ensure_ascii=ascii_only), rng)
+    levels, count, deepest_at = former_counts(text)
+    assert (levels, count) == (depth(document), count_values(document))
+    assert _check_limits(text, levels, count) is None
+    too_deep = _check_limits(text, levels - 1, count)
+    assert too_deep is not None
+    assert (too_deep.symbol, too_deep.offset) == ("nesting-too-deep", deepest_at)
+    too_many = _check_limits(text, levels, count - 1)
+    assert too_many is not None
+    assert too_many.symbol == "too-many-values"

@@ -21,7 +21,7 @@ from mibspec._version import __version__
 
 from ._catalogue import Catalogue, catalogue
 from ._findings import Finding, Severity
-from ._parse import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
+from ._parse import DEFAULT_LIMITS, PARSE_CODES, Limits, ParsedDocument, load_json_file
 
 __all__ = [
     "DocumentResult",
@@ -44,18 +44,7 @@ KNOWN_KINDS = (
     "leaderboard",
 )
 
-#: Parse problems (validator/_parse.py symbols) → catalogue codes.
-_PARSE_CODES = {
-    "invalid-json": "P101",
-    "duplicate-key": "P102",
-    "non-finite-number": "P103",
-    "invalid-utf8": "P104",
-    "byte-order-mark": "P105",
-    "nesting-too-deep": "P106",
-    "file-too-large": "P107",
-    "unpaired-surrogate": "P109",
-    "too-many-values": "P110",
-}
+_PARSE_CODES = PARSE_CODES  # the name the importers use
 
 
 class InternalError(RuntimeError):
@@ -345,7 +334,10 @@ class _Runner:
                 )
                 line, column = parsed.position_of(problem.offset)
                 result.findings.append(finding.located(line, column))
-            result.set_stage(Stage.PARSE, StageStatus.FAILED)
+            kept = len(parsed.problems)
+            result.set_stage(
+                Stage.PARSE, StageStatus.FAILED, _truncated(kept + 1, kept) if parsed.more_problems else None
+            )
             return
         data = parsed.data
         if not isinstance(data, dict):

@@ -7,30 +7,35 @@ maps JSON pointers to line:column for the findings of later stages. The scanner
 only runs when a finding needs a position, so valid documents never pay for it.
 
 Every limit is checked before the parser builds anything: the size before the
-file is read, the nesting depth and the number of values on the text.
+file is read, the nesting depth and the number of values on the text, in one pass
+whose time is linear in the text's length. JSON sidecars and the rows of JSON Lines
+files are parsed by the same functions (:func:`read_json_lines`).
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import math
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "PARSE_CODES",
+    "JsonLinesError",
     "Limits",
     "ParseProblem",
     "ParsedDocument",
     "SourceMap",
+    "describe_problem",
     "escape_pointer_token",
     "load_json_file",
     "parse_json_bytes",
+    "read_json_lines",
 ]
 
 
@@ -45,8 +50,9 @@ class Limits:
         max_values: most JSON values (scalars, arrays and objects, the top-level value
             included; object keys are not values) in one document, counted on the text
             before parsing.
-        max_findings: most findings the schema and rules stages report for one document;
-            a stage that stops early says so in its status detail.
+        max_findings: most findings the parse, schema and rules stages report for one
+            document; a stage that stops early says so in its status detail. The parse stage
+            stops looking for more problems there, so its time is bounded too.
         max_recompute_seconds: wall-clock seconds the recompute stage may take for one
             report (``None``: no limit). Parsing, schema and rules are bounded by the limits
             above; recomputation runs models, so it has its own bound. The limit is checked
@@ -80,11 +86,26 @@ class ParseProblem:
     hint: str | None = None
 
 
+#: Parse problems (their symbols) → catalogue codes.
+PARSE_CODES = {
+    "invalid-json": "P101",
+    "duplicate-key": "P102",
+    "non-finite-number": "P103",
+    "invalid-utf8": "P104",
+    "byte-order-mark": "P105",
+    "nesting-too-deep": "P106",
+    "file-too-large": "P107",
+    "unpaired-surrogate": "P109",
+    "too-many-values": "P110",
+}
+
+
 def escape_pointer_token(token: str | int) -> str:
     return str(token).replace("~", "~0").replace("/", "~1")
 
 
-_MAX_POINTER = 4096  # longer pointers are not indexed (they only arise from hostile inputs)
+_BLOCK = 1 << 16  # characters per block of the line index
+_MAX_POINTER = 4096  # longer pointers are neither built nor indexed (only hostile inputs have them)
 
 
 class SourceMap:
@@ -98,17 +119,28 @@ class SourceMap:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._line_starts: list[int] | None = None
+        #: Per block of ``_BLOCK`` characters: the newlines before it and the offset of the
+        #: last of them (-1: none). A few integers per block, however many lines the text has.
+        self._blocks: list[tuple[int, int]] | None = None
         self._values: dict[str, int] | None = None
         self._keys: dict[str, int] = {}
         #: When set, the index holds only these pointers (see :meth:`prepare`).
         self._wanted: set[str] | None = None
 
     def position(self, offset: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        """Line and column (1-based, in code points) of a character offset."""
+        text = self.text
+        if self._blocks is None:
+            self._blocks, lines, last = [], 0, -1
+            for start in range(0, len(text) + 1, _BLOCK):
+                self._blocks.append((lines, last))
+                lines += text.count("\n", start, start + _BLOCK)
+                last = max(last, text.rfind("\n", start, start + _BLOCK))
+        offset = max(0, min(offset, len(text)))
+        start = offset - offset % _BLOCK
+        lines, last = self._blocks[start // _BLOCK]
+        last = max(last, text.rfind("\n", start, offset))
+        return lines + text.count("\n", start, offset) + 1, offset - last
 
     @property
     def values(self) -> dict[str, int]:
@@ -164,6 +196,8 @@ class ParsedDocument:
     text: str | None = None
     data: Any = None
     problems: list[ParseProblem] = field(default_factory=list)
+    #: More problems than the findings limit were found; only that many are listed.
+    more_problems: bool = False
     _source_map: SourceMap | None = None
 
     @property
@@ -249,8 +283,7 @@ def parse_json_bytes(
         )
         return doc
     doc.text = text
-    # Values first: the count bounds the work of the depth check's slow path.
-    limit_problem = _check_values(text, limits.max_values) or _check_depth(text, limits.max_depth)
+    limit_problem = _check_limits(text, limits.max_depth, limits.max_values)
     if limit_problem is not None:
         doc.problems.append(limit_problem)
         return doc
@@ -274,10 +307,59 @@ def parse_json_bytes(
     if surrogates or long_digits:
         flags.extend(_walk_for_problems(doc.data, surrogates=surrogates, huge_integers=long_digits))
     if flags:
-        doc.problems.extend(_Scanner(text, None).diagnose())
-        if not doc.problems:  # the scanner must agree; keep a finding either way
+        keep = max(limits.max_findings, 1)  # a document that does not parse always says why
+        found = _Scanner(text, None, max_problems=keep).diagnose()
+        doc.problems.extend(found[:keep])
+        doc.more_problems = len(found) > keep
+        if not found:  # the scanner must agree; keep a finding either way
             doc.problems.append(ParseProblem("invalid-json", "non-conformant JSON value"))
     return doc
+
+
+def describe_problem(doc: ParsedDocument, problem: ParseProblem, *, line_offset: int = 0) -> str:
+    """``line L, column C: message (P1xx at /pointer)``: a parse problem of a sidecar, for
+    the detail of the finding about it (the finding itself sits in the document that
+    declares the sidecar). ``line_offset`` is added to the line (a row of a JSON Lines file)."""
+    line, column = doc.position_of(problem.offset)
+    where = f"line {(line or 1) + line_offset}" + (f", column {column}" if column is not None else "")
+    at = f" at {problem.pointer}" if problem.pointer else ""
+    return f"{where}: {problem.message} ({PARSE_CODES[problem.symbol]}{at})"
+
+
+class JsonLinesError(ValueError):
+    """A line of a JSON Lines file that is too long, not strict JSON, or not an object."""
+
+    def __init__(self, number: int, detail: str) -> None:
+        super().__init__(detail)
+        #: The 1-based line number.
+        self.number = number
+
+
+def read_json_lines(
+    handle: BinaryIO, limits: Limits = DEFAULT_LIMITS, *, max_line: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each non-empty line of a JSON Lines file opened in binary.
+
+    Each line is parsed as strictly as a document (:func:`parse_json_bytes` under ``limits``)
+    and must hold a JSON object. Lines are split at ``\\n`` only, and never read whole
+    beyond ``max_line`` bytes (default: the size limit).
+
+    Raises:
+        JsonLinesError: at the first line that is too long, not strict JSON or not an object.
+    """
+    cap = limits.max_bytes if max_line is None else max_line
+    first_only = replace(limits, max_findings=1)  # the first problem of a line is reported
+    for number, line in enumerate(iter(lambda: handle.readline(cap + 1), b""), start=1):
+        if len(line) > cap:
+            raise JsonLinesError(number, f"line {number} is longer than {cap} bytes")
+        if not line.strip():
+            continue
+        doc = parse_json_bytes(line.removesuffix(b"\n"), path=f"<line {number}>", limits=first_only)
+        if doc.problems:
+            raise JsonLinesError(number, describe_problem(doc, doc.problems[0], line_offset=number - 1))
+        if not isinstance(doc.data, dict):
+            raise JsonLinesError(number, f"line {number} is not a JSON object")
+        yield number, doc.data
 
 
 # Cheap pre-filters on the text: a \uD800-\uDFFF escape (possibly after an escaped
@@ -328,78 +410,74 @@ def _float(literal: str, flags: list[str]) -> float:
     return value
 
 
-_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_INNERMOST = re.compile(r"\[\]|\{\}")
+# The pre-check's tokens. Every quantifier is possessive, so no match ever backtracks, and a
+# string runs to its closing quote or, unterminated, to the end of the text (where the parser
+# stops too): each character is read a bounded number of times, whatever the input.
+_PLAIN = r'[^"\[\]{},]++'  # scalars, whitespace and colons: nothing the limits count
+_STRING_TO_END = r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)'
+_EMPTY = r"\[[ \t\r\n]*+\]|\{[ \t\r\n]*+\}"
+#: One structural event: a comma, a bracket of a non-empty container, or a run of empty
+#: containers (with what lies between them), after everything the limits do not count.
+_EVENT = re.compile(
+    rf"(?:{_PLAIN}|{_STRING_TO_END})*+"
+    rf"(?:(?P<empty>(?:{_EMPTY})(?:{_EMPTY}|{_PLAIN}|{_STRING_TO_END})*+)|(?P<mark>[\[\]{{}},]))",
+    re.DOTALL,
+)
 
 
-def _check_depth(text: str, max_depth: int) -> ParseProblem | None:
-    """Refuse nesting deeper than ``max_depth`` (no recursion, regular expressions in C).
+def _check_limits(text: str, max_depth: int, max_values: int) -> ParseProblem | None:
+    """Refuse nesting deeper than ``max_depth`` or more than ``max_values`` values, unparsed.
 
-    With strings blanked and everything but brackets dropped, each pass that deletes the
-    innermost ``[]`` and ``{}`` pairs peels one level: a text that is not empty after
-    ``max_depth`` passes that still find pairs is deeper than the limit. Only then is the
-    text walked bracket by bracket, to report where the limit is crossed.
+    One pass over the text, without recursion: outside strings, a well-formed text holds
+    1 + (commas) + (non-empty containers) values, since each container holds one more
+    element than it has separating commas, and an empty container nests one level deeper
+    than where it stands. The pass stops at the first limit crossed, or at a closing bracket
+    without an opening one (the parser reports that text, and builds nothing beyond it), so
+    it handles at most about 4 × ``max_values`` events in Python; the characters between
+    events are skipped by one regular-expression match each.
     """
-    # Cheap exit: a document with few brackets cannot be deep.
-    if text.count("[") + text.count("{") <= max_depth:
+    openers = text.count("[") + text.count("{")
+    # Cheap exit (counting inside strings too only over-counts).
+    if openers <= max_depth and text.count(",") + openers + 1 <= max_values:
         return None
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    for _ in range(max_depth):
-        brackets, removed = _INNERMOST.subn("", brackets)
-        if not brackets or not removed:
-            return None  # within the limit, or unbalanced (the parser reports that)
-    if not _INNERMOST.search(brackets):
-        return None
-    del brackets
-    depth = 0
-    for match in _BRACKETS.finditer(text):
-        token = match.group()
-        if token in "[{":
+    depth, values, pos, match_event = 0, 1, 0, _EVENT.match
+    while (event := match_event(text, pos)) is not None:
+        pos = event.end()
+        mark = event["mark"]
+        if mark is None:  # empty containers, one level below the current depth
+            if depth + 1 > max_depth:
+                return _too_deep(max_depth, event.start("empty"))
+            continue
+        if mark == ",":
+            values += 1
+        elif mark in "[{":
             depth += 1
+            values += 1
             if depth > max_depth:
-                return ParseProblem(
-                    "nesting-too-deep",
-                    f"nesting deeper than the limit of {max_depth} levels",
-                    offset=match.start(),
-                )
-        elif token in "]}":
+                return _too_deep(max_depth, event.start("mark"))
+        else:
             depth -= 1
+            if depth < 0:
+                return None  # unbalanced: invalid JSON, and the parser stops before here
+            continue
+        if values > max_values:
+            return ParseProblem(
+                "too-many-values",
+                f"more than {max_values} JSON values, the limit",
+                hint="move large numeric payloads into sidecar files (safetensors or .npy)",
+            )
     return None
 
 
-# A JSON string literal (unrolled: no backtracking), and JSON's insignificant whitespace.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NO_WHITESPACE = str.maketrans("", "", " \t\r\n")
-
-
-def _check_values(text: str, max_values: int) -> ParseProblem | None:
-    """Refuse text holding more than ``max_values`` JSON values, without parsing it.
-
-    Outside strings, a well-formed text holds 1 + (commas) + (non-empty containers)
-    values: each container holds one more element than it has separating commas.
-    """
-    # Cheap exit: counting inside strings too only over-counts.
-    if text.count(",") + text.count("[") + text.count("{") + 1 <= max_values:
-        return None
-    # Strings emptied and whitespace dropped (both in C): an empty container is "[]" or "{}".
-    bare = _STRING.sub('""', text).translate(_NO_WHITESPACE)
-    commas, containers = bare.count(","), bare.count("[") + bare.count("{")
-    empty = bare.count("[]") + bare.count("{}")
-    del bare
-    count = 1 + commas + containers - empty
-    if count <= max_values:
-        return None
+def _too_deep(max_depth: int, offset: int) -> ParseProblem:
     return ParseProblem(
-        "too-many-values",
-        f"{count} JSON values, over the limit of {max_values}",
-        hint="move large numeric payloads into sidecar files (safetensors or .npy)",
+        "nesting-too-deep", f"nesting deeper than the limit of {max_depth} levels", offset=offset
     )
 
 
 _TOKEN = re.compile(
-    r"""[ \t\r\n]*(?:
-      (?P<string>"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*")
+    r"""[ \t\r\n]*+(?:
+      (?P<string>"[^"\\\x00-\x1f]*+(?:\\.[^"\\\x00-\x1f]*+)*+")
     | (?P<punct>[{}\[\],:])
     | (?P<number>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
     | (?P<literal>true|false|null)
@@ -409,18 +487,37 @@ _TOKEN = re.compile(
 )
 
 
+def _child(frame: list[Any], token: str | int) -> tuple[str, bool]:
+    """The pointer of ``token`` in a container's frame, and whether it is exact.
+
+    Pointers longer than ``_MAX_POINTER`` are never built, so a long key costs its length
+    once, not once for every value below it: what lies below is named (inexactly) by its
+    nearest ancestor that fits.
+    """
+    parent = frame[1]
+    if not frame[3]:
+        return parent, False
+    token = str(token)
+    if len(parent) + 1 + len(token) > _MAX_POINTER:
+        return parent, False
+    child = f"{parent}/{escape_pointer_token(token)}"
+    return (child, True) if len(child) <= _MAX_POINTER else (parent, False)
+
+
 class _Scanner:
     """Walks JSON text once, recording where each pointer's key and value start.
 
     Iterative (no recursion) so depth is bounded only by the depth limit checked
     before. Used for positions and to pin down problems the fast parser only flags.
+    The walk stops once it holds more than ``max_problems`` problems.
     """
 
-    def __init__(self, text: str, source_map: SourceMap | None) -> None:
+    def __init__(self, text: str, source_map: SourceMap | None, max_problems: int | None = None) -> None:
         self.text = text
         #: Where to record positions (None: only diagnose problems).
         self.map = source_map
         self.problems: list[ParseProblem] = []
+        self.max_problems = max_problems
 
     def _tokens(self) -> Iterator[tuple[str, str, int]]:
         pos, end = 0, len(self.text)
@@ -442,17 +539,18 @@ class _Scanner:
             if self.map._values is None:
                 self.map._values = {}
             values, keys, wanted = self.map._values, self.map._keys, self.map._wanted
-        # Each stack frame: [container kind, pointer, next array index, pending key pointer, seen keys]
+        # Each stack frame: [container kind, pointer, next array index, pointer exact, seen keys]
         stack: list[list[Any]] = []
         expecting_key = False
-        pending_key: str | None = None
+        pending_key: tuple[str, bool] | None = None
+        limit = self.max_problems
         for kind, token, offset in self._tokens():
-            if kind == "error":
+            if kind == "error" or (limit is not None and len(self.problems) > limit):
                 return
             if stack and stack[-1][0] == "object" and expecting_key:
                 if kind == "string":
                     key = json.loads(token)
-                    pointer = f"{stack[-1][1]}/{escape_pointer_token(key)}"
+                    pointer, exact = _child(stack[-1], key)
                     self._check_string(key, token, offset, pointer)
                     if key in stack[-1][4]:
                         self.problems.append(
@@ -465,10 +563,10 @@ class _Scanner:
                                 "would silently replace earlier ones",
                             )
                         )
-                    elif len(pointer) <= _MAX_POINTER and (wanted is None or pointer in wanted):
+                    elif exact and (wanted is None or pointer in wanted):
                         keys.setdefault(pointer, offset)
                     stack[-1][4].add(key)
-                    pending_key = pointer
+                    pending_key = pointer, exact
                     expecting_key = False
                     continue
                 if token == "}":
@@ -485,13 +583,13 @@ class _Scanner:
                 continue
             # A value starts here: compute its pointer.
             if not stack:
-                pointer = ""
+                pointer, exact = "", True
             elif stack[-1][0] == "array":
-                pointer = f"{stack[-1][1]}/{stack[-1][2]}"
+                pointer, exact = _child(stack[-1], stack[-1][2])
                 stack[-1][2] += 1
             else:
-                pointer = pending_key or stack[-1][1]
-            if len(pointer) <= _MAX_POINTER and (wanted is None or pointer in wanted):
+                pointer, exact = pending_key or (stack[-1][1], False)
+            if exact and (wanted is None or pointer in wanted):
                 values.setdefault(pointer, offset)
             if kind == "string":
                 self._check_string(None, token, offset, pointer)
@@ -515,10 +613,10 @@ class _Scanner:
                     )
                 )
             if token == "{":
-                stack.append(["object", pointer, 0, None, set()])
+                stack.append(["object", pointer, 0, exact, set()])
                 expecting_key = True
             elif token == "[":
-                stack.append(["array", pointer, 0, None, set()])
+                stack.append(["array", pointer, 0, exact, set()])
 
     def _check_string(self, value: str | None, token: str, offset: int, pointer: str) -> None:
         if "\\u" not in token:
@@ -539,5 +637,6 @@ class _Scanner:
             )
 
     def diagnose(self) -> list[ParseProblem]:
+        """The problems of the text, at most ``max_problems`` + 1 (more than the limit)."""
         self.scan()
         return self.problems

@@ -240,23 +240,18 @@ def write_dataset(dataset: Dataset, folder: str | Path, stem: str | None = None)
     return rows_path, meta_path
 
 
-def _reject_constant(token: str) -> float:
-    raise ValueError(f"rows: expected finite JSON numbers, got {token}")
-
-
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Read rows written by :func:`write_dataset` (strict: NaN and Infinity are rejected)."""
-    rows: list[dict[str, Any]] = []
-    with Path(path).open(encoding="utf-8", newline="") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.endswith("\n"):
-                raise ValueError(
-                    f"path: expected every line of {path} to end in '\\n', line {number} does not"
-                )
-            row = json.loads(line, parse_constant=_reject_constant)
-            if not isinstance(row, dict):
-                raise ValueError(
-                    f"path: expected a JSON object on line {number} of {path}, got {type(row).__name__}"
-                )
-            rows.append(row)
+    """Read rows written by :func:`write_dataset`, each parsed as strictly as a document
+    (unique keys, finite numbers, no unpaired surrogates)."""
+    from mibspec.validator._parse import JsonLinesError, read_json_lines
+
+    with Path(path).open("rb") as handle:
+        try:
+            rows = [row for _, row in read_json_lines(handle)]
+        except JsonLinesError as exc:
+            raise ValueError(f"rows: expected a strict JSON object on every line of {path}: {exc}") from exc
+        if handle.tell() > 0:
+            handle.seek(-1, 2)
+            if handle.read(1) != b"\n":
+                raise ValueError(f"path: expected every line of {path} to end in '\\n', the last does not")
     return rows

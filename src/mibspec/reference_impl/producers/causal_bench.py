@@ -17,7 +17,6 @@ A transformer report also carries a copy of the dataset rows used (``dataset.jso
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -391,7 +390,7 @@ def _score_transformer(
     from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour, one_thread
     from ..recompute._inputs import ModelSource, encode_function
     from ..recompute.circuit import _tokenize
-    from .circuit import _dataset_input, _model_ref
+    from .circuit import _dataset_input, _model_ref, _strict_rows
 
     if model_dir is None or dataset_path is None or counterfactual_type is None:
         raise ValueError(
@@ -408,13 +407,13 @@ def _score_transformer(
             f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
             f"{dataset.get('counterfactual_types')}"
         )
-    lines = [line for line in rows_bytes.decode("utf-8").splitlines() if line.strip()]
+    rows = _strict_rows(rows_bytes)
+    lines = [line for line in rows_bytes.decode("utf-8").split("\n") if line.strip()]  # one per row
     total = len(lines)
     if n_examples is not None:
         if not 1 <= n_examples <= total:
             raise ValueError(f"n_examples: expected 1 to {total} rows, got {n_examples}")
-        lines = lines[:n_examples]
-    rows = [json.loads(line) for line in lines]
+        lines, rows = lines[:n_examples], rows[:n_examples]
     size = subsample_size if subsample_size is not None else max(1, len(rows) // 2)
     if not 1 <= size <= len(rows):
         raise ValueError(f"subsample_size: expected 1 to {len(rows)} examples, got {size}")

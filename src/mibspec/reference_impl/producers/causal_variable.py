@@ -20,7 +20,6 @@ float32 weights, so that ``mibspec verify`` reproduces them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,7 @@ from ._featurizer_training import (
     train_mask,
     training_pairs,
 )
-from .circuit import _dataset_input, _model_ref, _provenance
+from .circuit import _dataset_input, _model_ref, _provenance, _strict_rows
 from .folder import OutputFolder, created_timestamp
 
 __all__ = ["DEFAULT_POSITIONS", "METHODS", "CausalVariableRun", "parse_position", "score_causal_variable"]
@@ -294,7 +293,7 @@ def _score(
     task = str(dataset.get("task"))
     if task not in TASK_MECHANISMS:
         raise ValueError(f"dataset_path: the task {task!r} has no built-in causal model")
-    rows = [json.loads(line) for line in rows_bytes.decode("utf-8").splitlines() if line.strip()]
+    rows = _strict_rows(rows_bytes)
     chosen_variables = list(variables or dataset.get("variables", []))
     for name in chosen_variables:
         if name not in dataset.get("variables", []):

@@ -12,6 +12,7 @@ with the same engine and metric functions the recompute stage uses.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -233,7 +234,7 @@ def score_circuit(
             f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
             f"{dataset.get('counterfactual_types')}"
         )
-    rows = [json.loads(line) for line in rows_bytes.decode("utf-8").splitlines() if line.strip()]
+    rows = _strict_rows(rows_bytes)
     ids, cids, mask, correct, counter = _tokenize(rows, counterfactual_type, encode, "dataset")
     n = ids.shape[0]
     universe = graph_universe(model)
@@ -379,6 +380,16 @@ def score_circuit(
     }
     folder.json("report.json", report)
     return CircuitRun(folder.root / "report.json", m_full, m_empty, by_ranking, cpr_value, cmd_value)
+
+
+def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:
+    """A dataset's JSON Lines rows, each parsed as strictly as a document."""
+    from mibspec.validator._parse import JsonLinesError, read_json_lines
+
+    try:
+        return [row for _, row in read_json_lines(io.BytesIO(rows_bytes))]
+    except JsonLinesError as exc:
+        raise ValueError(f"dataset_path: the rows are not strict JSON objects: {exc}") from exc
 
 
 def _dataset_input(path: Path) -> tuple[dict[str, Any], bytes]:

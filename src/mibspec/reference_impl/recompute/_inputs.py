@@ -29,7 +29,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from mibspec.validator._parse import load_json_file
+from mibspec.validator._parse import (
+    DEFAULT_LIMITS,
+    JsonLinesError,
+    Limits,
+    load_json_file,
+    read_json_lines,
+)
 
 __all__ = [
     "ModelFile",
@@ -377,17 +383,19 @@ def load_referenced_document(
     return parsed.data, path.parent
 
 
-def read_rows(document: dict[str, Any], folder: Path, pointer: str) -> list[dict[str, Any]]:
-    """The JSON Lines rows a counterfactual dataset document declares (``examples``)."""
+def read_rows(
+    document: dict[str, Any], folder: Path, pointer: str, limits: Limits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
+    """The JSON Lines rows a counterfactual dataset document declares (``examples``), each
+    parsed as strictly as a document."""
     entry = next((a for a in document.get("artifacts", []) if a["id"] == document["examples"]), None)
     if entry is None:
         raise UnusableInputError(pointer, f"the dataset declares no artifact {document['examples']!r}")
-    rows = []
-    with (folder / entry["path"]).open("r", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
+    try:
+        with (folder / entry["path"]).open("rb") as handle:
+            return [row for _, row in read_json_lines(handle, limits)]
+    except JsonLinesError as exc:
+        raise UnusableInputError(pointer, f"the dataset's rows are not strict JSON objects: {exc}") from exc
 
 
 def encode_function(source: ModelSource, pointer: str = "/model") -> Any:

@@ -184,7 +184,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
     dataset, folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, folder, "/task/dataset")
+    rows = read_rows(dataset, folder, "/task/dataset", ctx.options.limits)
     tokens = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
     try:
         behaviour_model = TransformerBehaviour(

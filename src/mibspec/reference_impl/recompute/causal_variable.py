@@ -561,7 +561,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, dataset_folder, "/task/dataset")
+    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
     causal_model = _causal_model(ctx, settings, dataset, dataset_folder)
     evaluator = Evaluator(
         model,

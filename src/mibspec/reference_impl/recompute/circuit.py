@@ -193,7 +193,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, dataset_folder, "/task/dataset")
+    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
     ids, cids, mask, correct, counter = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
     if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
         raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")

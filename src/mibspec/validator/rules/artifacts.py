@@ -12,6 +12,7 @@ from typing import Any
 from .._annotations import iter_annotations
 from .._engine import RuleContext
 from .._findings import Finding
+from .._parse import JsonLinesError, describe_problem, load_json_file, read_json_lines
 from .._sidecars import (
     SidecarError,
     non_finite_values,
@@ -172,6 +173,8 @@ def _check_content(
         return
     if media_type == "application/jsonl":
         yield from _check_jsonl(artifact, target, pointer, ctx)
+    elif media_type == "application/json" and not artifact.get("kind"):
+        yield from _check_json(artifact, target, pointer, ctx)
     elif artifact.get("kind") and media_type != "application/json":
         yield ctx.finding(
             "A105",
@@ -181,39 +184,27 @@ def _check_content(
         )
 
 
-def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext) -> Iterator[Finding]:
-    import json
+def _check_json(artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext) -> Iterator[Finding]:
+    """A JSON sidecar that is not a document (no ``kind``) is parsed as strictly as one."""
+    parsed = load_json_file(target, ctx.options.limits)
+    if parsed.problems:
+        detail = f"not strict JSON: {describe_problem(parsed, parsed.problems[0])}"
+        yield ctx.finding("A105", f"{pointer}/media_type", path=artifact["path"], detail=detail)
 
+
+def _check_jsonl(artifact: dict[str, Any], target: Path, pointer: str, ctx: RuleContext) -> Iterator[Finding]:
     declared = artifact["path"]
     if "rows" not in artifact:
         yield ctx.finding("A106", pointer, path=declared, detail='JSON Lines artifacts must declare "rows"')
         return
     rows = 0
     with target.open("rb") as handle:
-        for number, line in enumerate(iter(lambda: handle.readline(_MAX_JSONL_LINE + 1), b""), start=1):
-            if len(line) > _MAX_JSONL_LINE:
-                yield ctx.finding(
-                    "A106", pointer, path=declared, detail=f"line {number} is longer than 16 MiB"
-                )
-                return
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (UnicodeDecodeError, ValueError) as exc:
-                yield ctx.finding("A106", pointer, path=declared, detail=f"line {number} is not JSON: {exc}")
-                return
-            except RecursionError:  # nesting deeper than the interpreter allows
-                yield ctx.finding(
-                    "A106", pointer, path=declared, detail=f"line {number} is not JSON: nested too deeply"
-                )
-                return
-            if not isinstance(row, dict):
-                yield ctx.finding(
-                    "A106", pointer, path=declared, detail=f"line {number} is not a JSON object"
-                )
-                return
-            rows += 1
+        try:
+            for _ in read_json_lines(handle, ctx.options.limits, max_line=_MAX_JSONL_LINE):
+                rows += 1
+        except JsonLinesError as exc:
+            yield ctx.finding("A106", pointer, path=declared, detail=str(exc))
+            return
     if rows != artifact["rows"]:
         yield ctx.finding(
             "A106", f"{pointer}/rows", path=declared, detail=f"has {rows} rows, declared {artifact['rows']}"

@@ -221,9 +221,9 @@ _MAX_ROW_FINDINGS = 10
 @rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
 def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Every row's variables, answers and expected outputs follow from the declared causal model."""
-    import json
-
     from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+
+    from .._parse import JsonLinesError, read_json_lines
 
     model = _document(ctx, doc.get("causal_model"), "causal_model")
     if model is None or check_causal_model(model):
@@ -244,13 +244,8 @@ def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fin
         return
     reported = 0
     try:
-        with (ctx.folder / artifact["path"]).open("r", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    return  # A106
+        with (ctx.folder / artifact["path"]).open("rb") as handle:
+            for number, row in read_json_lines(handle, ctx.options.limits):
                 try:
                     problems = check_row(model, row, variables, doc["counterfactual_types"])
                 except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -264,7 +259,7 @@ def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fin
                         "/examples",
                         detail=f"row {number} ({row.get('id')!r}) at {pointer}: {detail}",
                     )
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+    except (OSError, JsonLinesError):
         return  # A106 reports unreadable rows
     if reported > _MAX_ROW_FINDINGS:
         yield ctx.finding(

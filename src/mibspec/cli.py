@@ -198,6 +198,10 @@ def verify(
                 "error_on_warning": error_on_warning,
             },
         )
+    for doc in result.internal_errors:  # every other document was verified and reported
+        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
+    if result.internal_errors:
+        raise typer.Exit(EXIT_INTERNAL)
     warnings = sum(len(doc.warnings) for doc in result.documents)
     if result.valid and error_on_warning and warnings:
         typer.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)

@@ -8,6 +8,7 @@ out by hand from the spec (SPEC.md §2, §3), not taken from the validator.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -714,3 +715,109 @@ def test_a_shape_beyond_the_limits_exits_1_with_the_finding(mibspec_cli: Any, re
     assert done.returncode == 1, done.stderr
     output = json.loads(done.stdout)
     assert ("A112", "/scores/shape") in codes(output)
+
+
+# --- one document's internal error never takes down the others -----------------------------------
+
+#: Installed in every process of a run (the parent and its workers) through ``sitecustomize``:
+#: the first rule raises on documents whose path holds "boom", as a defect of mibspec would.
+_INJECTED_DEFECT = """
+import dataclasses
+from mibspec.validator import rules
+
+first = rules.RULES[0]
+
+def boom(doc, ctx, _fn=first.fn):
+    if "boom" in str(ctx.path):
+        raise ValueError("injected defect")
+    return _fn(doc, ctx)
+
+rules.RULES[0] = dataclasses.replace(first, fn=boom)
+"""
+
+
+def test_a_rule_that_raises_fails_its_document_only(report: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mibspec.validator import rules
+    from mibspec.validator._engine import Stage, StageStatus
+
+    index = next(i for i, r in enumerate(rules.RULES) if r.name == "circuit-membership")
+
+    def boom(doc: Any, ctx: Any) -> Any:
+        raise ValueError("injected defect")
+
+    patched = list(rules.RULES)
+    patched[index] = dataclasses.replace(rules.RULES[index], fn=boom)
+    monkeypatch.setattr(rules, "RULES", patched)
+    result = mibspec.verify(report / "report.json", recompute=False)
+    by_name = {Path(doc.path).name: doc for doc in result.documents}
+    assert set(by_name) == {"report.json", "circuit.json", "dataset.json"}
+    circuit = by_name["circuit.json"]
+    assert result.internal_errors == [circuit]
+    status, detail = circuit.stages[Stage.RULES]
+    assert status is StageStatus.FAILED
+    assert detail is not None
+    assert detail.startswith("internal error: ")
+    assert "injected defect" in detail
+    assert circuit.stages[Stage.RECOMPUTE][0] is StageStatus.NOT_RUN
+    assert not circuit.valid
+    assert not result.valid
+    assert by_name["dataset.json"].valid
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_batch_with_an_internal_error_reports_every_other_document(tmp_path: Path, jobs: str) -> None:
+    root = tmp_path / "results"
+    for name in ("a", "boom", "c"):
+        shutil.copytree(EXAMPLE, root / name)
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(_INJECTED_DEFECT, encoding="utf-8")
+    pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", jobs, "-f", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
+        timeout=600,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    failed = str(root / "boom" / "report.json")
+    others = {
+        str(root / name / file)
+        for name in ("a", "c")
+        for file in ("report.json", "circuit.json", "dataset.json")
+    }
+    assert set(documents) == others | {failed}
+    assert all(documents[path]["valid"] for path in others)
+    stages = {stage["name"]: stage for stage in documents[failed]["stages"]}
+    assert stages["rules"]["status"] == "failed"
+    assert "injected defect" in stages["rules"]["detail"]
+    assert not documents[failed]["valid"]
+    assert f"{failed}: internal error" in done.stderr
+
+
+def test_a_batch_with_an_over_limit_shape_reports_every_document(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    for name in ("a", "b", "c"):
+        shutil.copytree(EXAMPLE, root / name)
+    edit(root / "b" / "circuit.json", lambda doc: doc["membership"].update(shape=[0] + [1] * 64))
+    repin(root / "b" / "report.json", "circuit.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", "2", "-f", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    output = json.loads(done.stdout)
+    assert len(output["documents"]) == 9
+    invalid = {doc["path"] for doc in output["documents"] if not doc["valid"]}
+    assert invalid == {str(root / "b" / "report.json"), str(root / "b" / "circuit.json")}
+    assert ("A112", "/membership/shape") in codes(output)

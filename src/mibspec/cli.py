@@ -156,6 +156,20 @@ def verify(
     except ValueError as exc:
         _fail_usage(str(exc))
         return
+    if receipt is not None:  # before verifying: a receipt names files inside its folder only
+        from mibspec._api import collect_paths
+        from mibspec._receipt import outside_folder
+
+        try:
+            outside = outside_folder(collect_paths(paths), receipt)
+        except FileNotFoundError as exc:
+            _fail_usage(str(exc))
+            return
+        if outside is not None:
+            _fail_usage(
+                f"--receipt {receipt}: {outside} is outside the receipt's folder; a receipt names "
+                "only files inside its own folder, so write it into a folder that holds every input"
+            )
     try:
         with TerminalProgress(enabled=False if jobs > 1 else None) as progress:
             result = run_verify(
@@ -185,19 +199,23 @@ def verify(
         with output.open("w", encoding="utf-8") as handle:
             render(result, handle)
     if receipt is not None:
-        from mibspec._receipt import write_receipt
+        from mibspec._receipt import ReceiptError, write_receipt
 
-        write_receipt(
-            result,
-            receipt,
-            options={
-                "recompute": not no_recompute,
-                "profile": profile,
-                "select": list(selected),
-                "ignore": list(ignored),
-                "error_on_warning": error_on_warning,
-            },
-        )
+        try:
+            write_receipt(
+                result,
+                receipt,
+                options={
+                    "recompute": not no_recompute,
+                    "profile": profile,
+                    "select": list(selected),
+                    "ignore": list(ignored),
+                    "error_on_warning": error_on_warning,
+                    "max_bytes": max_bytes,
+                },
+            )
+        except ReceiptError as exc:  # a referenced file outside the receipt's folder
+            _fail_usage(str(exc))
     for doc in result.internal_errors:  # every other document was verified and reported
         typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
     if result.internal_errors:

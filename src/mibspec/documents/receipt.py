@@ -6,7 +6,8 @@ schema bundle, the tool and its environment, and the verdict of every stage with
 recomputed values. ``mibspec verify-receipt`` re-hashes the files to show that they
 are still the ones that were verified, without verifying again.
 
-Paths in ``files`` are relative to the folder holding the receipt, '/'-separated.
+Paths in ``files`` are relative to the folder holding the receipt, '/'-separated, and stay
+inside it: no absolute path, no ``..``, no symbolic link out of it.
 """
 
 from __future__ import annotations
@@ -56,7 +57,10 @@ class ReceiptOptions(Closed):
 
 
 class ReceiptFile(Closed):
-    path: str = Field(min_length=1, description="relative to the receipt's folder, '/'-separated")
+    path: str = Field(
+        min_length=1,
+        description="relative to the receipt's folder, '/'-separated, inside it (no '..', not absolute)",
+    )
     role: Literal["document", "artifact"]
     sha256: str | None = Field(pattern=SHA256, description="null when the file could not be read")
     bytes: int | None = Field(ge=0, description="size in bytes; null when the file could not be read")
@@ -65,6 +69,12 @@ class ReceiptFile(Closed):
         "document that declares it"
     )
     artifact_id: str | None = Field(default=None, description="the artifact's id in that document")
+    refused: str | None = Field(
+        default=None,
+        description="why the file was not hashed: the verification refused it unread (an artifact "
+        "whose size differs from the declared one, a document over the size limit); `bytes` is "
+        "then its size on disk. Absent when the file was hashed.",
+    )
 
 
 class Receipt(Closed):

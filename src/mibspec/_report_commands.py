@@ -65,7 +65,7 @@ def report_command(
     """Verify a report and summarise it in one self-contained HTML page with figures."""
     from mibspec._api import collect_paths
     from mibspec._api import verify as run_verify
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, exit_on_internal_errors
 
     if output is None and png_dir is None:
         _usage("nothing to write: pass -o OUT.html and/or --png-dir DIR")
@@ -98,6 +98,7 @@ def report_command(
         typer.echo(f"figure {skipped.name} not drawn: {skipped.reason}", err=True)
     verdict = "conformant" if result.valid else "not conformant"
     typer.echo(f"{found[0]}: {verdict}; {len(page.figures)} figure(s)", err=True)
+    exit_on_internal_errors(result)
     raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
 
 

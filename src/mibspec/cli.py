@@ -10,11 +10,14 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mibspec._version import __version__
+
+if TYPE_CHECKING:
+    from mibspec.validator import VerificationResult
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -75,6 +78,15 @@ def _root(
     ] = False,
 ) -> None:
     """Verify interpretability benchmark reports against the mibspec standard."""
+
+
+def exit_on_internal_errors(result: VerificationResult) -> None:
+    """Exit 3 naming each document mibspec itself failed on, once the output is written
+    (every other document was verified and reported)."""
+    for doc in result.internal_errors:
+        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
+    if result.internal_errors:
+        raise typer.Exit(EXIT_INTERNAL)
 
 
 def _fail_usage(message: str) -> None:
@@ -216,10 +228,7 @@ def verify(
             )
         except ReceiptError as exc:  # a referenced file outside the receipt's folder
             _fail_usage(str(exc))
-    for doc in result.internal_errors:  # every other document was verified and reported
-        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
-    if result.internal_errors:
-        raise typer.Exit(EXIT_INTERNAL)
+    exit_on_internal_errors(result)
     warnings = sum(len(doc.warnings) for doc in result.documents)
     if result.valid and error_on_warning and warnings:
         typer.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)
@@ -331,6 +340,7 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
         raise typer.Exit(EXIT_FINDINGS)
     verified = run_verify(*result.written, recompute=False)
     render(verified, sys.stdout)
+    exit_on_internal_errors(verified)
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
 

@@ -249,6 +249,32 @@ def membership_shape_mismatch(folder: Folder) -> None:
 
 @case(
     "circuit",
+    "A-8",
+    "The membership tensor is declared with shape [0, 10^20]: no element, but a dimension over the "
+    "tensor limit of 2^36 elements, so it is refused before its sidecar is read.",
+    ("A112", "/membership/shape"),
+)
+def membership_dimension_over_limit(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    doc["membership"]["shape"] = [0, 10**20]
+    save(folder, doc)
+
+
+@case(
+    "circuit",
+    "A-8",
+    "The scores tensor is declared with 65 dimensions, over the tensor limit of 32, so it is "
+    "refused before its sidecar is read.",
+    ("A112", "/scores/shape"),
+)
+def scores_too_many_dimensions(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    doc["scores"]["shape"] = [INTERPBENCH_UNIVERSE.n_edges] + [1] * 64
+    save(folder, doc)
+
+
+@case(
+    "circuit",
     "K-3",
     "A universe of 1,000 layers of 1,000 heads (3·10^12 source-slot cells; the edge total is right): "
     "too large to hold, so the membership rows cannot be checked, and the one-row membership of 8 "

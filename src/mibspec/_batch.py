@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from mibspec.validator import DocumentResult, VerificationResult, VerifyOptions, verify_paths
+from mibspec.validator._engine import _printable, record_internal_error
 
 __all__ = ["WATCHED_MODULES", "imported_versions", "verify_parallel"]
 
@@ -38,7 +39,16 @@ def verify_parallel(paths: list[str], options: VerifyOptions, jobs: int) -> Veri
     documents: list[DocumentResult] = []
     seen: set[Path] = set()
     with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=context) as pool:
-        for docs, imported in pool.map(_verify_one, paths, [options] * len(paths)):
+        futures = [pool.submit(_verify_one, path, options) for path in paths]
+        for path, future in zip(paths, futures, strict=True):
+            try:
+                docs, imported = future.result()
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                raise  # an unreadable input: a usage error, as in the serial run
+            except Exception as exc:  # the worker itself failed (killed, out of memory, ...)
+                failed = DocumentResult(path=_printable(path))
+                record_internal_error(failed, exc)
+                docs, imported = [failed], []
             _WORKER_IMPORTS.update(imported)
             for doc in docs:
                 key = Path(doc.path).resolve()

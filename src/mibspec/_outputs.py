@@ -16,6 +16,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "Inputs",
@@ -105,10 +106,12 @@ class Inputs:
             raise OutputPathError(f"{option} {output} would overwrite the {self.what} {found}; {hint}")
 
 
-def declared_files(document: Path, *, max_bytes: int | None = None) -> list[tuple[str, Path | None]]:
-    """(artifact id, file) for each artifact entry of a document; the file is ``None`` when
-    its path leaves the document's folder. A file that is not a readable JSON object (or
-    is larger than ``max_bytes``) declares nothing."""
+def declared_files(
+    document: Path, *, max_bytes: int | None = None
+) -> list[tuple[str, Path | None, Any]]:
+    """(artifact id, file, declared ``bytes``) for each artifact entry of a document; the file
+    is ``None`` when its path leaves the document's folder. A file that is not a readable JSON
+    object (or is larger than ``max_bytes``) declares nothing."""
     try:
         if max_bytes is not None and document.stat().st_size > max_bytes:
             return []
@@ -119,14 +122,20 @@ def declared_files(document: Path, *, max_bytes: int | None = None) -> list[tupl
     if not isinstance(entries, list):
         return []
     folder = _resolved(document.parent)
-    found: list[tuple[str, Path | None]] = []
+    found: list[tuple[str, Path | None, Any]] = []
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
             continue
         artifact_id = entry.get("id")
         target = _resolved(folder / entry["path"])
         inside = target == folder or folder in target.parents
-        found.append((str(artifact_id) if artifact_id is not None else "", target if inside else None))
+        found.append(
+            (
+                str(artifact_id) if artifact_id is not None else "",
+                target if inside else None,
+                entry.get("bytes"),
+            )
+        )
     return found
 
 
@@ -158,7 +167,7 @@ def input_files(
         except OSError:
             is_file = False
         if is_file and path.suffix == ".json":
-            pending.extend(target for _, target in declared_files(path, max_bytes=max_bytes) if target)
+            pending.extend(target for _, target, _ in declared_files(path, max_bytes=max_bytes) if target)
     return inputs
 
 

@@ -4,9 +4,16 @@ The receipt's format is :class:`mibspec.documents.Receipt`
 (``spec/v1/schemas/receipt.schema.json``). Writing it reads every verified document
 again, and every artifact each document declares, and hashes them (SHA-256, streamed);
 the model files recomputation used are listed with the hash of the bytes it used.
-An artifact path that leaves its document's folder is recorded unread (``sha256``
-null), as the rules stage refused it (A101). Checking re-hashes the same files and
-compares; nothing is parsed or recomputed.
+A file the verification refused unread is not hashed either: an artifact whose size
+differs from the declared one (A104), a document over the size limit (P107); it is
+recorded with its size and the reason (``refused``). An artifact path that leaves its
+document's folder is not recorded, as the rules stage refused it (A101).
+
+Every file a receipt names lies inside the receipt's folder (its paths have no ``..``),
+so a receipt is written into a folder that holds every verified file and every model
+root. Checking re-hashes the same files and compares; nothing is parsed or recomputed.
+A receipt naming a path that is absolute, climbs out with ``..`` or leads out through a
+symbolic link is refused before anything is hashed.
 """
 
 from __future__ import annotations
@@ -15,13 +22,21 @@ import hashlib
 import json
 import os
 import platform
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mibspec.validator import Stage, StageStatus, VerificationResult
 
-__all__ = ["ReceiptCheck", "ReceiptError", "build_receipt", "check_receipt", "write_receipt"]
+__all__ = [
+    "ReceiptCheck",
+    "ReceiptError",
+    "build_receipt",
+    "check_receipt",
+    "outside_folder",
+    "write_receipt",
+]
 
 RECEIPT_VERSION = "1.0"
 _CHUNK = 1 << 20
@@ -45,11 +60,43 @@ def _sha256(path: Path) -> tuple[str, int] | None:
     return digest.hexdigest(), size
 
 
+def _inside(path: Path, base: Path) -> bool:
+    """Whether the resolved ``path`` is ``base`` or below it (``base`` resolved)."""
+    return path == base or base in path.parents
+
+
+def outside_folder(paths: list[str], receipt_path: str | os.PathLike[str]) -> str | None:
+    """The first of ``paths`` (links resolved) outside the receipt's folder, or None.
+
+    A receipt names files by paths inside its own folder, so it must be written into a
+    folder that holds every file it pins.
+    """
+    base = Path(receipt_path).resolve().parent
+    for path in paths:
+        if not _inside(Path(path).resolve(), base):
+            return path
+    return None
+
+
 def _relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base``, '/'-separated; both resolved, ``path`` inside ``base``.
+
+    Raises:
+        ReceiptError: ``path`` is outside ``base`` (the receipt could not name it).
+    """
+    if not _inside(path, base):
+        raise ReceiptError(
+            f"{path} is outside the receipt's folder {base}: write the receipt into a folder "
+            "that holds every verified file"
+        )
+    return path.relative_to(base).as_posix()
+
+
+def _size(path: Path) -> int | None:
     try:
-        return Path(os.path.relpath(path, base)).as_posix()
-    except ValueError:  # another drive: no relative path exists
-        return path.as_posix()
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
 
 
 def build_receipt(
@@ -58,14 +105,20 @@ def build_receipt(
     """The receipt of ``result`` as a JSON-ready dict (paths relative to ``receipt_path``'s folder).
 
     ``options`` are the verification's options: ``recompute``, ``profile``, ``select``,
-    ``ignore``, ``error_on_warning``.
+    ``ignore``, ``error_on_warning``, and ``max_bytes`` (the document size limit it ran
+    with; default: the default limit).
+
+    Raises:
+        ReceiptError: a verified file lies outside the receipt's folder.
     """
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
     from mibspec._batch import imported_versions
     from mibspec._outputs import declared_files
     from mibspec._version import __version__
+    from mibspec.validator import DEFAULT_LIMITS
 
     base = Path(receipt_path).resolve().parent
+    max_bytes = options.get("max_bytes", DEFAULT_LIMITS.max_bytes)
     files: list[dict[str, Any]] = []
     seen: set[Path] = set()
 
@@ -74,34 +127,43 @@ def build_receipt(
         role: str,
         document: str,
         artifact_id: str | None = None,
+        refused: str | None = None,
         hashed: tuple[str, int] | None = None,
     ) -> None:
         resolved = path.resolve()
         if resolved in seen:
             return
         seen.add(resolved)
-        if hashed is None:
-            hashed = _sha256(resolved) if resolved.is_file() else None
-        entry: dict[str, Any] = {
-            "path": _relative(resolved, base),
-            "role": role,
-            "sha256": hashed[0] if hashed else None,
-            "bytes": hashed[1] if hashed else None,
-            "document": document,
-        }
+        entry: dict[str, Any] = {"path": _relative(resolved, base), "role": role}
+        if refused is None:
+            if hashed is None:
+                hashed = _sha256(resolved) if resolved.is_file() else None
+            entry.update(sha256=hashed[0] if hashed else None, bytes=hashed[1] if hashed else None)
+        else:  # the verification did not read it: neither does the receipt
+            entry.update(sha256=None, bytes=_size(resolved))
+        entry["document"] = document
         if artifact_id is not None:
             entry["artifact_id"] = artifact_id
+        if refused is not None:
+            entry["refused"] = refused
         files.append(entry)
 
     for doc in result.documents:
-        add(Path(doc.path), "document", doc.path)
+        size = _size(Path(doc.path))
+        too_large = size is not None and size > max_bytes
+        refused = f"over the document size limit of {max_bytes} bytes (P107)" if too_large else None
+        add(Path(doc.path), "document", doc.path, None, refused)
     for doc in result.documents:
         if doc.stages[Stage.PARSE][0] is not StageStatus.PASSED:
             continue
-        for artifact_id, target in declared_files(Path(doc.path)):
+        for artifact_id, target, declared in declared_files(Path(doc.path)):
             if target is None:
                 continue
-            add(target, "artifact", doc.path, artifact_id)
+            size = _size(target)
+            refused = None
+            if size is not None and size != declared:  # A104: not hashed by the rules stage
+                refused = f"its size, {size} bytes, differs from the declared {declared!r} (A104)"
+            add(target, "artifact", doc.path, artifact_id, refused)
     for doc in result.documents:
         # the hash of the bytes recomputation used, not of the file as it is now
         for used in doc.model_files:
@@ -155,6 +217,8 @@ class FileCheck:
     status: str
     expected: str | None
     actual: str | None
+    #: Why the verification refused the file unread; it is then compared by size alone.
+    refused: str | None = None
 
 
 @dataclass
@@ -182,8 +246,13 @@ class ReceiptCheck:
     def lines(self) -> list[str]:
         """Text output: one line per change, then the verdict."""
         out = []
+        for f in self.files:
+            if f.refused is not None and f.status == "unchanged":
+                out.append(f"unhashed {f.path} ({f.role}): refused unread, {f.refused}; size unchanged")
         for f in self.changed:
-            if f.status == "missing":
+            if f.refused is not None:
+                out.append(f"{f.status:<8} {f.path} ({f.role}): refused unread, its size differs")
+            elif f.status == "missing":
                 out.append(f"missing  {f.path} ({f.role}; receipt sha256 {f.expected})")
             else:
                 out.append(f"changed  {f.path} ({f.role}): sha256 {f.actual}, receipt {f.expected}")
@@ -203,7 +272,10 @@ class ReceiptCheck:
         return {
             "receipt": self.receipt,
             "unchanged": self.unchanged,
-            "files": [f.__dict__ for f in self.files],
+            "files": [
+                {key: value for key, value in f.__dict__.items() if key != "refused" or value}
+                for f in self.files
+            ],
             "schema_bundle": {
                 "receipt": self.bundle_expected,
                 "installed": self.bundle_actual,
@@ -216,11 +288,12 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
     """Re-hash every file a receipt lists and compare with the recorded SHA-256.
 
     A file recorded as unreadable (``sha256`` null) is unchanged while it still cannot
-    be read. The installed spec's schema bundle is compared too.
+    be read; a file the verification refused unread (``refused``) is never hashed, only
+    its size is compared. The installed spec's schema bundle is compared too.
 
     Raises:
-        ReceiptError: the receipt cannot be read, is not strict JSON, or does not match
-            the receipt schema.
+        ReceiptError: the receipt cannot be read, is not strict JSON, does not match
+            the receipt schema, or names a file outside its own folder.
     """
     from pydantic import ValidationError
 
@@ -252,8 +325,13 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
         bundle_actual=bundle,
         tool_version=receipt.tool.version,
     )
-    for entry in receipt.files:
-        target = base / entry.path
+    targets = [_contained(base, index, entry.path, receipt_path) for index, entry in enumerate(receipt.files)]
+    for entry, target in zip(receipt.files, targets, strict=True):
+        if entry.refused is not None:  # never hashed: only its size is compared
+            size = _size(target)
+            status = "missing" if size is None else "unchanged" if size == entry.bytes else "changed"
+            check.files.append(FileCheck(entry.path, entry.role, status, None, None, entry.refused))
+            continue
         hashed = _sha256(target) if target.is_file() else None
         actual = hashed[0] if hashed else None
         if actual == entry.sha256:
@@ -264,3 +342,40 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
             status = "changed"
         check.files.append(FileCheck(entry.path, entry.role, status, entry.sha256, actual))
     return check
+
+
+def _unsafe(path: str) -> str | None:
+    """Why a receipt's path cannot name a file inside the receipt's folder, or None."""
+    if path.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", path):
+        return "is absolute"
+    if "\x00" in path:
+        return "contains a NUL character"
+    if ".." in PurePosixPath(path.replace("\\", "/")).parts:  # a backslash separates on Windows
+        return "climbs out of the receipt's folder with '..'"
+    return None
+
+
+def _contained(base: Path, index: int, path: str, receipt_path: str | os.PathLike[str]) -> Path:
+    """``base/path`` when it stays inside ``base`` (``base`` resolved), links resolved.
+
+    Raises:
+        ReceiptError: the path is absolute, climbs out with ``..``, or leads out of the
+            receipt's folder through a symbolic link (checked for every entry before any
+            file is hashed).
+    """
+    reason = _unsafe(path)
+    target: Path | None = None
+    if reason is None:
+        try:
+            target = (base / path).resolve()
+        except (OSError, RuntimeError):  # a link loop
+            reason = "cannot be resolved (a symbolic link loop)"
+        else:
+            if not _inside(target, base):
+                reason = "resolves outside the receipt's folder through a symbolic link"
+    if reason is not None or target is None:
+        raise ReceiptError(
+            f"{receipt_path}: files/{index}/path {path!r} {reason}; a receipt names only files "
+            "inside its own folder, so nothing was hashed"
+        )
+    return target

@@ -71,7 +71,7 @@ def report_command(
     from mibspec._api import collect_paths
     from mibspec._api import verify as run_verify
     from mibspec._resources import install_hint
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
+    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, exit_on_internal_errors
 
     if output is None and png_dir is None:
         _usage("nothing to write: pass -o OUT.html and/or --png-dir DIR")
@@ -111,6 +111,7 @@ def report_command(
         typer.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
     verdict = "conformant" if result.valid else "not conformant"
     typer.echo(f"{visible(str(found[0]))}: {verdict}; {len(page.figures)} figure(s)", err=True)
+    exit_on_internal_errors(result)
     raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
 
 

@@ -12,12 +12,15 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mibspec._display import visible
 from mibspec._version import __version__
+
+if TYPE_CHECKING:
+    from mibspec.validator import VerificationResult
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -78,6 +81,15 @@ def _root(
     ] = False,
 ) -> None:
     """Verify interpretability benchmark reports against the mibspec standard."""
+
+
+def exit_on_internal_errors(result: VerificationResult) -> None:
+    """Exit 3 naming each document mibspec itself failed on, once the output is written
+    (every other document was verified and reported)."""
+    for doc in result.internal_errors:
+        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
+    if result.internal_errors:
+        raise typer.Exit(EXIT_INTERNAL)
 
 
 def _fail_usage(message: str) -> None:
@@ -198,6 +210,24 @@ def verify(
     except (ValueError, FileNotFoundError) as exc:
         _fail_usage(str(exc))
         return
+    if receipt is not None:  # before verifying: a receipt names files inside its folder only
+        from mibspec._api import collect_paths
+        from mibspec._receipt import outside_folder
+
+        try:
+            # Model files recomputation reads are named in the receipt too: each --model-root
+            # must lie inside its folder as well.
+            roots = [] if no_recompute else [str(root) for root in (model_root or ())]
+            outside = outside_folder([*collect_paths(paths), *roots], receipt)
+        except FileNotFoundError as exc:
+            _fail_usage(str(exc))
+            return
+        if outside is not None:
+            _fail_usage(
+                f"--receipt {receipt}: {outside} is outside the receipt's folder; a receipt names "
+                "only files inside its own folder, so write it into a folder that holds every input "
+                "and every --model-root"
+            )
     try:
         with TerminalProgress(enabled=False if jobs > 1 else None) as progress:
             result = run_verify(
@@ -231,19 +261,24 @@ def verify(
         render(result, buffer)
         write_atomic(output, buffer.getvalue())
     if receipt is not None:
-        from mibspec._receipt import write_receipt
+        from mibspec._receipt import ReceiptError, write_receipt
 
-        write_receipt(
-            result,
-            receipt,
-            options={
-                "recompute": not no_recompute,
-                "profile": profile,
-                "select": list(selected),
-                "ignore": list(ignored),
-                "error_on_warning": error_on_warning,
-            },
-        )
+        try:
+            write_receipt(
+                result,
+                receipt,
+                options={
+                    "recompute": not no_recompute,
+                    "profile": profile,
+                    "select": list(selected),
+                    "ignore": list(ignored),
+                    "error_on_warning": error_on_warning,
+                    "max_bytes": max_bytes,
+                },
+            )
+        except ReceiptError as exc:  # a referenced file outside the receipt's folder
+            _fail_usage(str(exc))
+    exit_on_internal_errors(result)
     warnings = sum(len(doc.warnings) for doc in result.documents)
     if result.valid and error_on_warning and warnings:
         typer.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)
@@ -386,6 +421,7 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
                 "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
             )
     render(verified, sys.stdout)
+    exit_on_internal_errors(verified)
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -119,11 +120,12 @@ def test_receipt_is_deterministic(mibspec_cli: CliRun, example: Path) -> None:
 
 
 def test_verify_receipt_passes_on_untouched_files(mibspec_cli: CliRun, example: Path, tmp_path: Path) -> None:
-    # The receipt lives elsewhere: its paths climb out of its folder, and it is checked
-    # from yet another working directory.
-    receipt = tmp_path / "receipts" / "circuit.receipt.json"
+    # The receipt lives two folders above the files, and it is checked from yet another
+    # working directory.
+    receipt = tmp_path / "circuit.receipt.json"
     _write(mibspec_cli, example, receipt)
-    result = mibspec_cli("verify-receipt", str(receipt), cwd=tmp_path / "receipts")
+    (tmp_path / "elsewhere").mkdir()
+    result = mibspec_cli("verify-receipt", str(receipt), cwd=tmp_path / "elsewhere")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
         result.stdout.strip().splitlines()[-1]
@@ -190,6 +192,119 @@ def test_a_malformed_receipt_is_a_usage_error(
     assert "Traceback" not in result.stderr
     assert message in result.stderr
     assert mibspec_cli("verify-receipt", str(tmp_path / "absent.json")).returncode == 2
+
+
+def test_a_receipt_is_written_only_into_a_folder_holding_every_input(
+    mibspec_cli: CliRun, example: Path, tmp_path: Path
+) -> None:
+    """Its paths could not stay inside its folder: refused before anything is verified."""
+    receipt = tmp_path / "receipts" / "circuit.receipt.json"
+    result = mibspec_cli("verify", str(example / "report.json"), "--no-recompute", "--receipt", str(receipt))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "outside the receipt's folder" in result.stderr
+    assert not receipt.exists()
+
+
+def _sparse(path: Path, size: int) -> None:
+    """Replace ``path`` by a file of ``size`` bytes that takes no disk space."""
+    with path.open("r+b") as handle:
+        handle.truncate(size)
+
+
+def test_an_artifact_refused_for_its_size_is_recorded_unhashed(mibspec_cli: CliRun, example: Path) -> None:
+    jsonl = example / "dataset.jsonl"
+    _sparse(jsonl, 256 * 1024 * 1024)  # A104: its size is not the declared one
+    receipt_path = example / "receipt.json"
+    result = mibspec_cli(
+        "verify", str(example / "report.json"), "--no-recompute", "--receipt", str(receipt_path)
+    )
+    assert result.returncode == 1
+    receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
+    _validate(receipt)
+    entry = next(e for e in receipt["files"] if e["path"] == "dataset.jsonl")
+    assert entry["sha256"] is None
+    assert entry["bytes"] == jsonl.stat().st_size
+    assert "A104" in entry["refused"]
+    assert all("refused" not in e for e in receipt["files"] if e["path"] != "dataset.jsonl")
+    check = mibspec_cli("verify-receipt", str(receipt_path))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.splitlines()[0].startswith("unhashed dataset.jsonl (artifact): refused unread")
+    _sparse(jsonl, 256 * 1024 * 1024 + 1)
+    check = mibspec_cli("verify-receipt", str(receipt_path), "--format", "json")
+    assert check.returncode == 1
+    statuses = {f["path"]: f["status"] for f in json.loads(check.stdout)["files"]}
+    assert statuses["dataset.jsonl"] == "changed"
+
+
+def test_a_document_over_the_size_limit_is_recorded_unhashed(mibspec_cli: CliRun, example: Path) -> None:
+    report = example / "report.json"
+    receipt_path = example / "receipt.json"
+    limit = report.stat().st_size - 1
+    result = mibspec_cli(
+        "verify", str(report), "--no-recompute", "--max-bytes", str(limit), "--receipt", str(receipt_path)
+    )
+    assert result.returncode == 1
+    receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
+    _validate(receipt)
+    [entry] = receipt["files"]  # its artifacts were never reached
+    assert (entry["path"], entry["sha256"], entry["bytes"]) == ("report.json", None, report.stat().st_size)
+    assert "P107" in entry["refused"]
+
+
+def test_verify_receipt_never_hashes_a_refused_file(
+    mibspec_cli: CliRun, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mibspec
+    from mibspec import _receipt
+
+    _sparse(example / "dataset.jsonl", 256 * 1024 * 1024)
+    receipt_path = example / "receipt.json"
+    result = mibspec.verify(example / "report.json", recompute=False)
+    hashed: list[Path] = []
+    real = _receipt._sha256
+
+    def spy(path: Path) -> Any:
+        hashed.append(path.resolve())
+        return real(path)
+
+    monkeypatch.setattr(_receipt, "_sha256", spy)
+    _receipt.write_receipt(result, receipt_path, options={})
+    check = _receipt.check_receipt(receipt_path)
+    assert (example / "dataset.jsonl").resolve() not in hashed
+    assert len(hashed) == 2 * 4  # the other four files, once writing and once checking
+    assert check.unchanged
+
+
+@pytest.mark.parametrize(
+    "hostile", ["/etc/passwd", "../../outside.txt", "sub/../../../outside.txt", "link.txt"]
+)
+def test_verify_receipt_refuses_paths_outside_its_folder(
+    mibspec_cli: CliRun, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile: str
+) -> None:
+    from mibspec import _receipt
+
+    receipt_path = example / "receipt.json"
+    receipt = _write(mibspec_cli, example, receipt_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a secret\n", encoding="utf-8")
+    (example / "sub").mkdir()
+    os.symlink(outside, example / "link.txt")
+    if not hostile.startswith("/"):
+        assert (example / hostile).resolve() == outside  # a file is there to be hashed
+    receipt["files"].append(dict(receipt["files"][0], path=hostile))  # last: the others come first
+    receipt_path.write_text(json.dumps(receipt), encoding="utf-8")
+    result = mibspec_cli("verify-receipt", str(receipt_path))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert repr(hostile) in result.stderr
+    assert "nothing was hashed" in result.stderr
+    assert _sha256(outside) not in result.stderr
+    hashed: list[Path] = []
+    monkeypatch.setattr(_receipt, "_sha256", lambda path: hashed.append(path))
+    with pytest.raises(_receipt.ReceiptError):
+        _receipt.check_receipt(receipt_path)
+    assert hashed == []
 
 
 @pytest.mark.recompute

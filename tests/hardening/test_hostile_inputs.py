@@ -8,8 +8,10 @@ out by hand from the spec (SPEC.md §2, §3), not taken from the validator.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import os
 import shutil
 import struct
@@ -22,6 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 from hardening_support import REPO, codes, measured_verify
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mibspec
 from mibspec.validator import Limits, SidecarError, read_npy_header, read_safetensors_header
@@ -907,3 +911,306 @@ def test_migrate_shows_hostile_keys_of_an_unreadable_document(tmp_path: Path) ->
     out = done.stdout.decode("utf-8")
     assert _raw_hidden(out) == set()
     assert f"at /{HOSTILE_SHOWN.replace('/', '~1')}" in out
+
+
+# --- tensor limits, safetensors layout, header bounds -------------------------------------------
+
+
+def _layout(entries: dict[str, tuple[list[int], list[int]]], data_bytes: int) -> bytes:
+    """A float32 safetensors file: name → (shape, data_offsets), then ``data_bytes`` zero bytes."""
+    header = {
+        name: {"dtype": "F32", "shape": shape, "data_offsets": offsets}
+        for name, (shape, offsets) in entries.items()
+    }
+    return _safetensors(json.dumps(header).encode(), b"\0" * data_bytes)
+
+
+LAYOUTS = {
+    "one": ({"a": ([2], [0, 8])}, 8),
+    "two-in-name-order": ({"a": ([2], [0, 8]), "b": ([1], [8, 12])}, 12),
+    "two-in-reverse-order": ({"a": ([2], [4, 12]), "b": ([1], [0, 4])}, 12),
+    "empty-tensors-at-one-offset": ({"a": ([0], [0, 0]), "b": ([0], [0, 0])}, 0),
+    "empty-tensor-after-the-last": ({"a": ([2], [0, 8]), "b": ([0], [8, 8])}, 8),
+    "overlap": ({"a": ([2], [0, 8]), "b": ([2], [0, 8])}, 8),
+    "partial-overlap": ({"a": ([2], [0, 8]), "b": ([2], [4, 12])}, 12),
+    "empty-tensor-inside-another": ({"a": ([2], [0, 8]), "b": ([0], [4, 4])}, 8),
+    "gap-before-the-first": ({"a": ([2], [4, 12])}, 12),
+    "gap-between": ({"a": ([1], [0, 4]), "b": ([1], [8, 12])}, 12),
+    "trailing-byte": ({"a": ([2], [0, 8])}, 9),
+    "bytes-and-no-tensor": ({}, 1),
+}
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_safetensors_layout_is_judged_as_the_safetensors_library_does(tmp_path: Path, name: str) -> None:
+    """The library is the baseline: a file is accepted exactly when it loads it."""
+    library = pytest.importorskip("safetensors.numpy")
+    data = _layout(*LAYOUTS[name])
+    try:
+        library.load(data)
+        loads = True
+    except Exception:  # the library's SafetensorError, whatever its module
+        loads = False
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(data)
+    try:
+        read_safetensors_header(path)
+        accepted = True
+    except SidecarError:
+        accepted = False
+    assert accepted is loads
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+        b'"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}',
+        b'{"__metadata__": {"format": 1}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}',
+        b'{"__metadata__": ["pt"], "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}',
+    ],
+    ids=["repeated-name", "metadata-not-a-string", "metadata-not-an-object"],
+)
+def test_ambiguous_safetensors_headers_are_refused(tmp_path: Path, header: bytes) -> None:
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(_safetensors(header))
+    with pytest.raises(SidecarError):
+        read_safetensors_header(path)
+
+
+def _traced_peak(read: Callable[[], Any]) -> int:
+    """Peak of the Python allocations ``read()`` makes (it must raise SidecarError)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(SidecarError):
+            read()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("dims", [6_000_000, 30_000_000])
+def test_a_header_of_millions_of_dimensions_is_refused_before_parsing(tmp_path: Path, dims: int) -> None:
+    """A 12 MB header is read (under the length limit) but not parsed (over the token
+    limit): its raw bytes are all the memory it takes. A 60 MB one is not even read."""
+    from mibspec.validator._sidecars import MAX_SAFETENSORS_HEADER_BYTES, MAX_SAFETENSORS_HEADER_TOKENS
+
+    header = b'{"t": {"dtype": "F32", "shape": [' + b"1," * (dims - 1) + b'1], "data_offsets": [0, 4]}}'
+    assert dims > MAX_SAFETENSORS_HEADER_TOKENS
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(_safetensors(header, b"\0" * 4))
+    del header
+    size = path.stat().st_size
+    read_at_all = size - 12 <= MAX_SAFETENSORS_HEADER_BYTES
+    assert read_at_all is (dims == 6_000_000)
+    peak = _traced_peak(lambda: read_safetensors_header(path))
+    assert peak <= (size if read_at_all else 0) + MB, (peak, size)
+
+
+@pytest.mark.parametrize("item", [b"[]", b"{}", b"1.5", b'"ab"'])
+def test_a_header_at_the_token_limit_parses_within_its_memory_bound(tmp_path: Path, item: bytes) -> None:
+    """The documented bound: twice the header's bytes plus 100 bytes per token."""
+    from mibspec.validator._sidecars import MAX_SAFETENSORS_HEADER_TOKENS
+
+    per_item = sum(item.count(c) for c in b'[{,:"') + 1  # with its comma
+    count = (MAX_SAFETENSORS_HEADER_TOKENS - 20) // per_item
+    header = b'{"t": [' + b",".join([item] * count) + b"]}"
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(_safetensors(header))
+    peak = _traced_peak(lambda: read_safetensors_header(path))  # parsed, then a malformed entry
+    assert peak <= 2 * len(header) + 100 * MAX_SAFETENSORS_HEADER_TOKENS, (peak, len(header))
+
+
+def test_an_npy_header_of_400000_dimensions_is_refused_unread(tmp_path: Path) -> None:
+    from mibspec.validator._sidecars import MAX_NPY_HEADER_BYTES
+
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 400_000 + "), }"
+    path = tmp_path / "x.npy"
+    path.write_bytes(_npy(header, b"\0" * 4))
+    assert len(header) > MAX_NPY_HEADER_BYTES
+    assert _traced_peak(lambda: read_npy_header(path)) <= MAX_NPY_HEADER_BYTES + MB
+
+
+def test_an_npy_header_within_its_length_but_with_65_dimensions_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.npy"
+    path.write_bytes(
+        _npy("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 65 + "), }", b"\0" * 4)
+    )
+    with pytest.raises(SidecarError, match="65 dimensions"):
+        read_npy_header(path)
+
+
+SHAPES = st.lists(
+    st.one_of(st.integers(0, 4), st.integers(0, 2**40), st.sampled_from([0, 1, 10**20, 2**63])),
+    max_size=70,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shape=SHAPES, itemsize=st.sampled_from([1, 2, 4, 8]))
+def test_tensor_limits_admit_only_shapes_numpy_can_hold(shape: list[int], itemsize: int) -> None:
+    """Within the limits, numpy makes the shape (a broadcast view: nothing is allocated);
+    the limits are the documented ones, counted here independently."""
+    from mibspec.validator._sidecars import (
+        MAX_TENSOR_BYTES,
+        MAX_TENSOR_DIMS,
+        MAX_TENSOR_ELEMENTS,
+        shape_problem,
+    )
+
+    elements = math.prod(max(dim, 1) for dim in shape)
+    within = len(shape) <= MAX_TENSOR_DIMS and elements <= MAX_TENSOR_ELEMENTS
+    within = within and elements * itemsize <= MAX_TENSOR_BYTES
+    assert (shape_problem(shape, itemsize) is None) is within
+    if within:
+        view = np.broadcast_to(np.zeros((), dtype=f"u{itemsize}"), tuple(shape))
+        assert view.shape == tuple(shape)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [[0, 10**20], [0] + [1] * 64, [20, 2**40, 0]],
+    ids=["a-dimension-of-10^20", "65-dimensions", "a-dimension-of-2^40"],
+)
+def test_a_declared_shape_beyond_the_limits_is_a_finding_not_a_crash(report: Path, shape: list[int]) -> None:
+    """The membership tensor is declared, and stored, with a shape numpy cannot make."""
+    header = {
+        "membership": {"dtype": "BOOL", "shape": shape, "data_offsets": [0, 0]},
+        "scores": {"dtype": "F32", "shape": [32491], "data_offsets": [0, 4 * 32491]},
+    }
+    (report / "circuit.safetensors").write_bytes(
+        _safetensors(json.dumps(header).encode(), b"\0" * (4 * 32491))
+    )
+    edit(report / "circuit.json", lambda doc: doc["membership"].update(shape=shape))
+    repin(report / "circuit.json", "circuit.safetensors")
+    repin(report / "report.json", "circuit.json")
+    result = mibspec.verify(report / "report.json", recompute=False)
+    assert result.internal_errors == []
+    assert found(result) == {
+        ("A112", "/membership/shape"),  # the declared shape, before the file is read
+        ("A105", "/artifacts/0/media_type"),  # the sidecar's header holds it too
+        ("A107", "/artifacts/0"),
+    }
+    circuit = next(doc for doc in result.documents if doc.path.endswith("circuit.json"))
+    [a112] = [f for f in circuit.findings if f.code == "A112"]
+    rows = (report / "circuit.json").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, row in enumerate(rows) if '"membership"' in row)
+    at = next(n for n in range(start, len(rows)) if '"shape"' in rows[n])  # edit() indents by 2
+    assert (a112.line, a112.column) == (at + 1, rows[at].index("[") + 1)
+
+
+def test_a_shape_beyond_the_limits_exits_1_with_the_finding(mibspec_cli: Any, report: Path) -> None:
+    edit(report / "circuit.json", lambda doc: doc["scores"].update(shape=[0, 10**20]))
+    repin(report / "report.json", "circuit.json")
+    done = mibspec_cli("verify", str(report / "report.json"), "--no-recompute", "-f", "json")
+    assert done.returncode == 1, done.stderr
+    output = json.loads(done.stdout)
+    assert ("A112", "/scores/shape") in codes(output)
+
+
+# --- one document's internal error never takes down the others -----------------------------------
+
+#: Installed in every process of a run (the parent and its workers) through ``sitecustomize``:
+#: the first rule raises on documents whose path holds "boom", as a defect of mibspec would.
+_INJECTED_DEFECT = """
+import dataclasses
+from mibspec.validator import rules
+
+first = rules.RULES[0]
+
+def boom(doc, ctx, _fn=first.fn):
+    if "boom" in str(ctx.path):
+        raise ValueError("injected defect")
+    return _fn(doc, ctx)
+
+rules.RULES[0] = dataclasses.replace(first, fn=boom)
+"""
+
+
+def test_a_rule_that_raises_fails_its_document_only(report: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mibspec.validator import rules
+    from mibspec.validator._engine import Stage, StageStatus
+
+    index = next(i for i, r in enumerate(rules.RULES) if r.name == "circuit-membership")
+
+    def boom(doc: Any, ctx: Any) -> Any:
+        raise ValueError("injected defect")
+
+    patched = list(rules.RULES)
+    patched[index] = dataclasses.replace(rules.RULES[index], fn=boom)
+    monkeypatch.setattr(rules, "RULES", patched)
+    result = mibspec.verify(report / "report.json", recompute=False)
+    by_name = {Path(doc.path).name: doc for doc in result.documents}
+    assert set(by_name) == {"report.json", "circuit.json", "dataset.json"}
+    circuit = by_name["circuit.json"]
+    assert result.internal_errors == [circuit]
+    status, detail = circuit.stages[Stage.RULES]
+    assert status is StageStatus.FAILED
+    assert detail is not None
+    assert detail.startswith("internal error: ")
+    assert "injected defect" in detail
+    assert circuit.stages[Stage.RECOMPUTE][0] is StageStatus.NOT_RUN
+    assert not circuit.valid
+    assert not result.valid
+    assert by_name["dataset.json"].valid
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_batch_with_an_internal_error_reports_every_other_document(tmp_path: Path, jobs: str) -> None:
+    root = tmp_path / "results"
+    for name in ("a", "boom", "c"):
+        shutil.copytree(EXAMPLE, root / name)
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(_INJECTED_DEFECT, encoding="utf-8")
+    pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", jobs, "-f", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
+        timeout=600,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    failed = str(root / "boom" / "report.json")
+    others = {
+        str(root / name / file)
+        for name in ("a", "c")
+        for file in ("report.json", "circuit.json", "dataset.json")
+    }
+    assert set(documents) == others | {failed}
+    assert all(documents[path]["valid"] for path in others)
+    stages = {stage["name"]: stage for stage in documents[failed]["stages"]}
+    assert stages["rules"]["status"] == "failed"
+    assert "injected defect" in stages["rules"]["detail"]
+    assert not documents[failed]["valid"]
+    assert f"{failed}: internal error" in done.stderr
+
+
+def test_a_batch_with_an_over_limit_shape_reports_every_document(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    for name in ("a", "b", "c"):
+        shutil.copytree(EXAMPLE, root / name)
+    edit(root / "b" / "circuit.json", lambda doc: doc["membership"].update(shape=[0] + [1] * 64))
+    repin(root / "b" / "report.json", "circuit.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", "2", "-f", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    output = json.loads(done.stdout)
+    assert len(output["documents"]) == 9
+    invalid = {doc["path"] for doc in output["documents"] if not doc["valid"]}
+    assert invalid == {str(root / "b" / "report.json"), str(root / "b" / "circuit.json")}
+    assert ("A112", "/membership/shape") in codes(output)

@@ -7,7 +7,8 @@ the verdict of every stage with the recomputed values. ``mibspec verify-receipt`
 re-hashes the files to show that they are still the ones that were verified, without
 verifying again.
 
-Paths in ``files`` are relative to the folder holding the receipt, '/'-separated.
+Paths in ``files`` are relative to the folder holding the receipt, '/'-separated, and stay
+inside it: no absolute path, no ``..``, no symbolic link out of it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ class ReceiptOptions(Closed):
 
 
 class ReceiptFile(Closed):
-    path: str = Field(min_length=1, description="relative to the receipt's folder, '/'-separated")
+    path: str = Field(
+        min_length=1,
+        description="relative to the receipt's folder, '/'-separated, inside it (no '..', not absolute)",
+    )
     role: Literal["document", "artifact", "model"] = Field(
         description="a verified document, an artifact a document declares, or a model file "
         "recomputation used (hashed as the bytes it used)"
@@ -69,6 +73,12 @@ class ReceiptFile(Closed):
         "document that declares it; for a model file, the path of the report recomputed with it"
     )
     artifact_id: str | None = Field(default=None, description="the artifact's id in that document")
+    refused: str | None = Field(
+        default=None,
+        description="why the file was not hashed: the verification refused it unread (an artifact "
+        "whose size differs from the declared one, a document over the size limit); `bytes` is "
+        "then its size on disk. Absent when the file was hashed.",
+    )
 
 
 class Receipt(Closed):

@@ -31,6 +31,7 @@ __all__ = [
     "StageStatus",
     "VerificationResult",
     "VerifyOptions",
+    "record_internal_error",
     "verify_paths",
 ]
 
@@ -119,6 +120,8 @@ class DocumentResult:
     comparisons: list[Any] = field(default_factory=list)
     #: The model files recomputation used (``ModelFile`` objects), for the receipt.
     model_files: list[Any] = field(default_factory=list)
+    #: Set when mibspec itself failed on this document (see :func:`record_internal_error`).
+    internal_error: str | None = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -166,6 +169,11 @@ class VerificationResult:
     @property
     def findings(self) -> list[Finding]:
         return [finding for doc in self.documents for finding in doc.findings]
+
+    @property
+    def internal_errors(self) -> list[DocumentResult]:
+        """Documents on which mibspec itself failed (exit code 3); the others were verified."""
+        return [doc for doc in self.documents if doc.internal_error is not None]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -313,6 +321,8 @@ class _Runner:
         parsed = load_json_file(path, self.options.limits)
         try:
             self._run(result, parsed, path, cat, depth)
+        except Exception as exc:  # a defect of mibspec on this document; the others still run
+            record_internal_error(result, exc)
         finally:
             _explain_not_run(result)
             _locate(result, parsed)
@@ -463,6 +473,26 @@ class _Runner:
                     path=artifact["path"],
                     detail=f"is not conformant ({', '.join(codes)})",
                 )
+
+
+_MAX_DETAIL = 500
+
+
+def record_internal_error(result: DocumentResult, exc: BaseException) -> None:
+    """Fail the stage that was running when mibspec itself failed on a document.
+
+    Stages record their status when they finish, so the running one is the first still
+    ``not_run``. It fails with the error as its detail (never a pass), and
+    ``result.internal_error`` marks the document for exit code 3.
+    """
+    text = str(exc) if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
+    if len(text) > _MAX_DETAIL:
+        text = text[: _MAX_DETAIL - 1] + "…"
+    detail = f"internal error: {text}"
+    running = next((s for s, (status, _) in result.stages.items() if status is StageStatus.NOT_RUN), None)
+    result.set_stage(running or Stage.RECOMPUTE, StageStatus.FAILED, detail)
+    result.internal_error = detail
+    _explain_not_run(result)
 
 
 def _explain_not_run(result: DocumentResult) -> None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 import ast
 import json
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_TENSOR_BYTES",
+    "MAX_TENSOR_DIMS",
+    "MAX_TENSOR_ELEMENTS",
     "SidecarError",
     "TensorInfo",
     "load_tensor",
@@ -22,11 +26,27 @@ __all__ = [
     "read_npy_header",
     "read_safetensors_header",
     "safetensors_bytes",
+    "shape_problem",
     "tensor_infos",
     "write_safetensors",
 ]
 
-MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+#: Largest safetensors header read (the 8-byte length is checked before reading). The
+#: format allows 100,000,000 bytes; a file of tens of thousands of tensors needs about 2 MiB.
+MAX_SAFETENSORS_HEADER_BYTES = 16 * 1024 * 1024
+#: Most characters ``[ { , : "`` in a safetensors header, counted on the raw bytes before
+#: it is parsed: every object the parser makes starts at one, so this bounds its memory
+#: (about 100 bytes each at most). A tensor's entry holds about 25.
+MAX_SAFETENSORS_HEADER_TOKENS = 1_000_000
+#: Largest ``.npy`` header read (numpy's own default ``max_header_size``).
+MAX_NPY_HEADER_BYTES = 10_000
+#: Most dimensions of a tensor (numpy 1.x's maximum; numpy 2 allows 64).
+MAX_TENSOR_DIMS = 32
+#: Most elements of a tensor: the product of its dimensions, a dimension of 0 counted as 1
+#: (numpy sizes a shape so, even when it holds no element). Bounds every dimension too.
+MAX_TENSOR_ELEMENTS = 2**36
+#: Most bytes of a tensor: elements (counted as above) times the dtype's item size.
+MAX_TENSOR_BYTES = 2**38
 
 #: safetensors dtype names → the spec's dtype names.
 _SAFETENSORS_DTYPES = {
@@ -84,53 +104,185 @@ def _dims(shape: tuple[Any, ...]) -> bool:
     return all(type(dim) is int and dim >= 0 for dim in shape)
 
 
+#: Item sizes of the spec's dtype names.
+ITEMSIZE = {
+    "bool": 1,
+    "uint8": 1,
+    "int32": 4,
+    "int64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+}
+
+
+def shape_problem(shape: Sequence[int], itemsize: int) -> str | None:
+    """Why a tensor of this shape is over the tensor limits, or None when it is within them.
+
+    Only integers are multiplied, and the product stops as soon as it passes the limit, so
+    any shape (10**20, or a million dimensions) is judged in bounded time and memory.
+
+    >>> shape_problem([3, 4], 4) is None
+    True
+    >>> shape_problem([0, 10**20], 1)
+    'dimension 1 is 100000000000000000000, over the limit of 68719476736 elements'
+    """
+    if len(shape) > MAX_TENSOR_DIMS:
+        return f"{len(shape)} dimensions, over the limit of {MAX_TENSOR_DIMS}"
+    elements = 1
+    for axis, dim in enumerate(shape):
+        if dim > MAX_TENSOR_ELEMENTS:
+            return f"dimension {axis} is {dim}, over the limit of {MAX_TENSOR_ELEMENTS} elements"
+        elements *= max(dim, 1)
+        if elements > MAX_TENSOR_ELEMENTS:
+            return (
+                f"shape {_short(list(shape))} has over {MAX_TENSOR_ELEMENTS} elements "
+                "(dimensions of 0 counted as 1), the limit"
+            )
+    if elements * itemsize > MAX_TENSOR_BYTES:
+        return (
+            f"shape {_short(list(shape))} takes {elements * itemsize} bytes, "
+            f"over the limit of {MAX_TENSOR_BYTES}"
+        )
+    return None
+
+
+def _short(value: Any, width: int = 80) -> str:
+    """``repr(value)``, cut to ``width`` characters (names and shapes from hostile headers)."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_TOKEN_BYTES = (b"[", b"{", b",", b":", b'"')
+
+
+def _header_tokens(raw: bytes) -> int:
+    """How many of the characters ``[ { , : "`` ``raw`` holds (inside strings too).
+
+    Every value and key the JSON parser makes starts at one of them (a string at its
+    quote; a number, literal or container after a bracket, comma or colon), so the parser
+    makes at most this many objects. ``bytes.count`` runs at C speed and copies nothing.
+    """
+    return sum(raw.count(token) for token in _TOKEN_BYTES)
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members as a dict; a repeated key is refused (which one would count?)."""
+    members: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in members:
+            raise SidecarError(f"header repeats the key {_short(key)}")
+        members[key] = value
+    return members
+
+
+def _no_constant(name: str) -> Any:
+    raise SidecarError(f"header holds {name}, which is not JSON")
+
+
 def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
-    """Tensor names, dtypes, shapes and byte ranges of a safetensors file (checked against its size)."""
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file.
+
+    Checked as the format requires (and its reference implementation checks): the tensors'
+    byte ranges, in order of their offsets, start at 0, follow one another without a gap or
+    an overlap, and end exactly at the end of the file; each range holds its shape and
+    dtype; ``__metadata__`` maps strings to strings. Bounded before the header is parsed:
+    its length (``MAX_SAFETENSORS_HEADER_BYTES``) and the characters that start a JSON
+    token (``MAX_SAFETENSORS_HEADER_TOKENS``); then every shape by the tensor limits.
+    """
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(8)
         if len(head) < 8:
             raise SidecarError("truncated: no safetensors header length")
         (length,) = struct.unpack("<Q", head)
-        if length > MAX_HEADER_BYTES or 8 + length > size:
+        if 8 + length > size:
             raise SidecarError(f"header length {length} does not fit in a {size}-byte file")
+        if length > MAX_SAFETENSORS_HEADER_BYTES:
+            raise SidecarError(
+                f"header length {length} is over the limit of {MAX_SAFETENSORS_HEADER_BYTES} bytes"
+            )
         raw = handle.read(length)
+    if _header_tokens(raw) > MAX_SAFETENSORS_HEADER_TOKENS:
+        raise SidecarError(
+            f'header holds more than {MAX_SAFETENSORS_HEADER_TOKENS} of the characters [ {{ , : " '
+            "(the limit); not parsed"
+        )
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique, parse_constant=_no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SidecarError(f"header is not valid JSON: {exc}") from exc
     except RecursionError:  # nesting deeper than the interpreter allows; no header nests at all
         raise SidecarError("header is not valid JSON: nested too deeply") from None
+    del raw
     if not isinstance(header, dict):
         raise SidecarError("header is not a JSON object")
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (
+        isinstance(metadata, dict) and all(isinstance(value, str) for value in metadata.values())
+    ):
+        raise SidecarError('"__metadata__" is not an object of strings')
     infos: dict[str, TensorInfo] = {}
     data_size = size - 8 - length
     for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            dtype, shape, (start, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SidecarError(f"tensor {name!r}: malformed header entry") from exc
-        if not isinstance(dtype, str) or dtype not in _SAFETENSORS_ITEMSIZE or not _dims(shape):
-            raise SidecarError(f"tensor {name!r}: unsupported dtype {dtype!r} or bad shape {shape!r}")
-        count = 1
-        for dim in shape:
-            count *= dim
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= data_size):
-            raise SidecarError(f"tensor {name!r}: data range [{start}, {end}) outside the file (truncated?)")
-        if end - start != count * _SAFETENSORS_ITEMSIZE[dtype]:
+        infos[name] = _safetensors_entry(name, entry, data_size, 8 + length)
+    # The format's layout: ranges in offset order tile the data exactly (no overlap, no gap,
+    # nothing after the last one).
+    expected = 0
+    for info in sorted(infos.values(), key=lambda i: (i.data_offset, i.data_offset + i.nbytes)):
+        start = info.data_offset - 8 - length
+        if start < expected:
+            raise SidecarError(f"tensor {_short(info.name)}: its bytes overlap another tensor's")
+        if start > expected:
             raise SidecarError(
-                f"tensor {name!r}: {end - start} bytes do not hold shape {list(shape)} of {dtype}"
+                f"tensor {_short(info.name)}: {start - expected} byte(s) before it belong to no tensor"
             )
-        infos[name] = TensorInfo(
-            name, _SAFETENSORS_DTYPES.get(dtype, dtype.lower()), shape, 8 + length + start, end - start
-        )
+        expected = start + info.nbytes
+    if expected != data_size:
+        raise SidecarError(f"{data_size - expected} byte(s) after the last tensor belong to no tensor")
     return infos
 
 
+def _safetensors_entry(name: str, entry: Any, data_size: int, data_start: int) -> TensorInfo:
+    """One tensor of a safetensors header, checked against the limits and the data size."""
+    if not isinstance(entry, dict):
+        raise SidecarError(f"tensor {_short(name)}: malformed header entry")
+    try:
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    except KeyError as exc:
+        raise SidecarError(f"tensor {_short(name)}: malformed header entry (no {exc})") from None
+    if not isinstance(dtype, str) or dtype not in _SAFETENSORS_ITEMSIZE:
+        raise SidecarError(f"tensor {_short(name)}: unsupported dtype {_short(dtype)}")
+    if not isinstance(shape, list) or not _dims(tuple(shape)):
+        raise SidecarError(f"tensor {_short(name)}: bad shape {_short(shape)}")
+    problem = shape_problem(shape, _SAFETENSORS_ITEMSIZE[dtype])
+    if problem:
+        raise SidecarError(f"tensor {_short(name)}: {problem}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and _dims(tuple(offsets))):
+        raise SidecarError(f"tensor {_short(name)}: data_offsets {_short(offsets)} are not two sizes")
+    start, end = offsets
+    if not start <= end <= data_size:
+        raise SidecarError(
+            f"tensor {_short(name)}: data range [{start}, {end}) outside the file (truncated?)"
+        )
+    count = 1
+    for dim in shape:
+        count *= dim
+    if end - start != count * _SAFETENSORS_ITEMSIZE[dtype]:
+        raise SidecarError(
+            f"tensor {_short(name)}: {end - start} bytes do not hold shape {_short(shape)} of {dtype}"
+        )
+    spec_dtype = _SAFETENSORS_DTYPES.get(dtype, dtype.lower())
+    return TensorInfo(name, spec_dtype, tuple(shape), data_start + start, end - start)
+
+
 def read_npy_header(path: Path) -> TensorInfo:
-    """dtype and shape of a version 1–3 ``.npy`` file (object arrays are refused)."""
+    """dtype and shape of a version 1–3 ``.npy`` file (object arrays are refused).
+
+    The header is at most ``MAX_NPY_HEADER_BYTES`` long (checked before it is read), and
+    its shape is within the tensor limits.
+    """
     size = path.stat().st_size
     with path.open("rb") as handle:
         magic = handle.read(8)
@@ -138,37 +290,47 @@ def read_npy_header(path: Path) -> TensorInfo:
             raise SidecarError("not an .npy file (bad magic)")
         major = magic[6]
         if major == 1:
-            (length,) = struct.unpack("<H", handle.read(2))
+            field = handle.read(2)
             offset = 10
         elif major in (2, 3):
-            (length,) = struct.unpack("<I", handle.read(4))
+            field = handle.read(4)
             offset = 12
         else:
             raise SidecarError(f"unsupported .npy version {major}")
-        if length > 1024 * 1024 or offset + length > size:
+        if len(field) < offset - 8:
+            raise SidecarError("truncated .npy header")
+        (length,) = struct.unpack("<H" if major == 1 else "<I", field)
+        if length > MAX_NPY_HEADER_BYTES:
+            raise SidecarError(f".npy header of {length} bytes is over the limit of {MAX_NPY_HEADER_BYTES}")
+        if offset + length > size:
             raise SidecarError("truncated .npy header")
         text = handle.read(length).decode("latin1")
     try:
         header = ast.literal_eval(text)  # a dict literal; literal_eval evaluates no code
         descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
     except (ValueError, SyntaxError, KeyError, TypeError) as exc:
-        raise SidecarError(f"malformed .npy header: {exc}") from exc
+        raise SidecarError(f"malformed .npy header: {_short(str(exc))}") from exc
     except (RecursionError, MemoryError):  # nesting deeper than the interpreter's parser allows
         raise SidecarError("malformed .npy header: nested too deeply") from None
     if not _dims(shape):
-        raise SidecarError(f"malformed .npy header: shape {shape!r} is not a tuple of sizes")
+        raise SidecarError(f"malformed .npy header: shape {_short(shape)} is not a tuple of sizes")
     if not isinstance(descr, str) or descr not in _NPY_DTYPES:
-        raise SidecarError(f"unsupported .npy dtype {descr!r} (object and big-endian arrays are refused)")
+        raise SidecarError(
+            f"unsupported .npy dtype {_short(descr)} (object and big-endian arrays are refused)"
+        )
     if fortran:
         raise SidecarError("Fortran-ordered .npy arrays are not accepted")
     itemsize = int(descr[2:]) if descr != "|b1" else 1
+    problem = shape_problem(shape, itemsize)
+    if problem:
+        raise SidecarError(problem)
     count = 1
     for dim in shape:
         count *= dim
     data_offset = offset + length
     if size - data_offset != count * itemsize:
         raise SidecarError(
-            f"data is {size - data_offset} bytes, shape {list(shape)} needs {count * itemsize}"
+            f"data is {size - data_offset} bytes, shape {_short(list(shape))} needs {count * itemsize}"
         )
     return TensorInfo(None, _NPY_DTYPES[descr], shape, data_offset, count * itemsize)
 
@@ -205,6 +367,9 @@ def load_tensor(path: Path, info: TensorInfo) -> Any:
 
     if info.dtype not in _NUMPY_DTYPES:
         raise SidecarError(f"dtype {info.dtype} cannot be read without a tensor library")
+    problem = shape_problem(info.shape, ITEMSIZE[info.dtype])
+    if problem:  # never hand numpy a shape it cannot hold
+        raise SidecarError(problem)
     count = 1
     for dim in info.shape:
         count *= dim
@@ -231,6 +396,9 @@ def non_finite_values(path: Path, info: TensorInfo) -> tuple[int, int] | None:
     if info.dtype not in _FLOAT_BITS:
         return None
     bits, exponent = _FLOAT_BITS[info.dtype]
+    problem = shape_problem(info.shape, ITEMSIZE[info.dtype])
+    if problem:
+        raise SidecarError(problem)
     count = 1
     for dim in info.shape:
         count *= dim

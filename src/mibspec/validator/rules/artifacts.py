@@ -14,10 +14,12 @@ from .._engine import RuleContext
 from .._findings import Finding
 from .._parse import JsonLinesError, describe_problem, load_json_file, read_json_lines
 from .._sidecars import (
+    ITEMSIZE,
     SidecarError,
     non_finite_values,
     read_npy_header,
     read_safetensors_header,
+    shape_problem,
     tensor_infos,
 )
 from . import rule
@@ -228,10 +230,16 @@ def artifact_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
             )
 
 
-@rule("tensor-references", codes=("A110",))
+@rule("tensor-references", codes=("A110", "A112"))
 def tensor_references(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Declared tensors exist in their sidecar with the declared shape and dtype."""
+    """Declared tensors are within the tensor limits and exist in their sidecar with the
+    declared shape and dtype."""
     for pointer, _, ref in iter_annotations(ctx.schema, doc, "x-mibspec-tensor"):
+        # Judged on the declared numbers alone, before any file is read or array made.
+        problem = shape_problem(ref["shape"], ITEMSIZE[ref["dtype"]])
+        if problem:
+            yield ctx.finding("A112", f"{pointer}/shape", detail=problem)
+            continue
         artifact = ctx.artifacts.get(ref["artifact"])
         if artifact is None or ref["artifact"] in ctx.broken_artifacts:
             continue  # reported by the artifact rules already

@@ -270,7 +270,8 @@ def test_receipt_into_an_unusable_folder_fails_before_verifying(
 
 
 def test_outputs_into_missing_folders_are_made(mibspec_cli: CliRun, example: Path, tmp_path: Path) -> None:
-    out, receipt = tmp_path / "a" / "b" / "out.txt", tmp_path / "c" / "receipt.json"
+    # A receipt's folder holds every input, so it exists already; -o may name a new folder.
+    out, receipt = tmp_path / "a" / "b" / "out.txt", tmp_path / "receipt.json"
     result = mibspec_cli(
         "verify", str(example / "report.json"), "--no-recompute", "-o", str(out), "--receipt", str(receipt)
     )

@@ -315,6 +315,8 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
     root = tmp_path / "results"
     shutil.copytree(EXAMPLES / "circuit-ioi", root / "circuit-ioi")
     shutil.copytree(EXAMPLES / "causal_bench", root / "causal_bench")
+    # The receipt names the model files used, so the model root lies inside its folder too.
+    shutil.copytree(EXAMPLES / "models" / "tiny-gpt2", tmp_path / "models" / "tiny-gpt2")
     receipt_path = tmp_path / "receipt.json"
     result = mibspec_cli(
         "verify",
@@ -322,7 +324,7 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
         "-j",
         "2",
         "--model-root",
-        str(EXAMPLES / "models"),
+        str(tmp_path / "models"),
         "--format",
         "json",
         "--receipt",
@@ -344,7 +346,7 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
     listing = {str(p.relative_to(tmp_path)) for p in root.rglob("*") if p.is_file()}
     assert pinned == listing
     # the model files recomputation used, with the hashes of their bytes
-    model = EXAMPLES / "models" / "tiny-gpt2"
+    model = tmp_path / "models" / "tiny-gpt2"
     used = {
         (tmp_path / entry["path"]).resolve(): (entry["sha256"], entry["bytes"], entry["document"])
         for entry in receipt["files"]

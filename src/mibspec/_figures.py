@@ -485,7 +485,7 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
 def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any:
     """Declared maps (``.npy`` or safetensors), read only from a file inside the folder
     that matches its declared size and hash."""
-    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
     artifact_id = ref.get("artifact")
     entry = next((a for a in report.get("artifacts", []) if a.get("id") == artifact_id), None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
 
 __all__ = ["ReportPage", "build_report_page", "render_html"]

@@ -82,7 +82,7 @@ def build_receipt(
     """
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
     from mibspec._batch import imported_versions
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     base = Path(receipt_path).resolve().parent
     files: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -260,7 +260,7 @@ def rules(
 @schema_app.command("list")
 def schema_list() -> None:
     """List the schemas with their $id."""
-    from mibspec._resources import load_spec_json, spec_dir
+    from mibspec.core.spec import load_spec_json, spec_dir
 
     for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):
         schema = load_spec_json("1.0", f"schemas/{path.name}")
@@ -270,7 +270,7 @@ def schema_list() -> None:
 @schema_app.command("show")
 def schema_show(kind: Annotated[str, typer.Argument(help="Document kind or schema name.")]) -> None:
     """Print one schema."""
-    from mibspec._resources import spec_dir
+    from mibspec.core.spec import spec_dir
 
     path = spec_dir() / "schemas" / f"{kind}.schema.json"
     if not path.is_file():
@@ -283,7 +283,7 @@ def schema_export(
     directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into.")],
 ) -> None:
     """Write every schema into a folder (for editors and offline hooks)."""
-    from mibspec._resources import spec_dir
+    from mibspec.core.spec import spec_dir
 
     directory.mkdir(parents=True, exist_ok=True)
     for path in sorted((spec_dir() / "schemas").glob("*.schema.json")):

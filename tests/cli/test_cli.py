@@ -16,7 +16,7 @@ import pytest
 
 import mibspec
 from mibspec._conformance import discover_cases
-from mibspec._resources import spec_dir
+from mibspec.core.spec import spec_dir
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 

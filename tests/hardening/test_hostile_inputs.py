@@ -24,8 +24,8 @@ import pytest
 from hardening_support import REPO, codes, measured_verify
 
 import mibspec
+from mibspec.core.sidecars import TensorInfo, non_finite_values
 from mibspec.validator import Limits, SidecarError, read_npy_header, read_safetensors_header
-from mibspec.validator._sidecars import TensorInfo, non_finite_values
 
 MB = 1024 * 1024
 EXAMPLE = REPO / "examples" / "circuit"

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from mibspec._conformance import discover_cases
-from mibspec._resources import spec_dir
+from mibspec.core.spec import KINDS, spec_dir
 from mibspec.validator import catalogue
-from mibspec.validator._engine import _PARSE_CODES
+from mibspec.validator._catalogue import PARSE_CODES
 from mibspec.validator._recompute_stage import run_recompute
 from mibspec.validator._schema_stage import _KEYWORD_CODES
 from mibspec.validator.rules import RULES
@@ -38,7 +38,7 @@ def test_retired_codes_are_never_reused() -> None:
 
 
 def test_every_code_is_emitted_by_some_stage() -> None:
-    emitted = set(_PARSE_CODES.values()) | {"P108", "S101", "S102", "S103", "S104"}
+    emitted = set(PARSE_CODES.values()) | {"P108", "S101", "S102", "S103", "S104"}
     emitted |= set(_KEYWORD_CODES.values())
     for rule in RULES:
         emitted |= set(rule.codes)
@@ -77,15 +77,7 @@ def test_every_document_kind_has_valid_and_invalid_cases() -> None:
     verdicts: dict[str, set[str]] = {}
     for case in _cases():
         verdicts.setdefault(str(case["kind"]), set()).add(str(case["verdict"]))
-    for kind in (
-        "report",
-        "circuit",
-        "featurizer",
-        "counterfactual_dataset",
-        "causal_model",
-        "shortcut_dataset",
-        "leaderboard",
-    ):
+    for kind in KINDS:
         assert verdicts.get(kind) == {"valid", "invalid"}, kind
 
 

@@ -12,11 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._version import __version__
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.version import __version__
 from mibspec.reference_impl.producers.folder import artifact_entry
-from mibspec.validator import Finding, Limits, catalogue, load_json_file, write_safetensors
-from mibspec.validator._engine import _PARSE_CODES, make_finding
-from mibspec.validator._parse import escape_pointer_token
+from mibspec.validator import (
+    Finding,
+    Limits,
+    catalogue,
+    load_json_file,
+    make_finding,
+    parse_findings,
+    write_safetensors,
+)
 
 __all__ = ["ImportResult", "import_eap_ig"]
 
@@ -45,6 +52,12 @@ class _MalformedError(Exception):
         self.code, self.pointer, self.params = code, pointer, params
 
 
+def import_parse_findings(parsed: Any, cat: Any) -> list[Finding]:
+    """The findings of a source file's parse problems, at the file's start where a problem
+    has no position (an importer reports them without the validator's hints)."""
+    return [f.located(f.line or 1, f.column or 1) for f in parse_findings(parsed, cat, hints=False)]
+
+
 def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) -> ImportResult:
     """Convert ``source`` (EAP-IG ``.json`` or ``.pt``) into ``out_dir/circuit.json`` + sidecar.
 
@@ -61,12 +74,7 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
             default = Limits(max_bytes=2 * 1024**3, max_values=2 * 1024**3)
             parsed = load_json_file(source, limits or default)
             if parsed.problems:
-                for problem in parsed.problems:
-                    line, column = parsed.position_of(problem.offset)
-                    finding = make_finding(
-                        cat, None, _PARSE_CODES[problem.symbol], problem.pointer, detail=problem.message
-                    )
-                    result.findings.append(finding.located(line or 1, column or 1))
+                result.findings.extend(import_parse_findings(parsed, cat))
                 return result
             graph = _from_json(parsed.data)
         document, tensors = _convert(graph, source)

@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.pointers import escape_pointer_token
+
 __all__ = [
     "DEFAULT_LIMITS",
     "Limits",
     "ParseProblem",
     "ParsedDocument",
     "SourceMap",
-    "escape_pointer_token",
     "load_json_file",
     "parse_json_bytes",
 ]
@@ -74,10 +75,6 @@ class ParseProblem:
     offset: int | None = None
     pointer: str = ""
     hint: str | None = None
-
-
-def escape_pointer_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
 
 
 _MAX_POINTER = 4096  # longer pointers are not indexed (they only arise from hostile inputs)

@@ -553,7 +553,7 @@ def _report(
 def _provenance(*, torch: bool) -> dict[str, Any]:
     import platform
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     libraries = {"numpy": np.__version__, "python": platform.python_version()}
     if torch:

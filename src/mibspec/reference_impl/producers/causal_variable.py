@@ -269,8 +269,8 @@ def _score(
 ) -> CausalVariableRun:
     import torch
 
+    from mibspec.core.profiles import load_profile
     from mibspec.reference_impl.engine import load_model
-    from mibspec.validator._profiles import load_profile
 
     from ..engine._intervene import Site, check_site, site_dim
     from ..recompute._inputs import UnusableInputError

@@ -438,7 +438,7 @@ def _provenance(created: str) -> dict[str, Any]:
     import torch
     import transformers
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     return {
         "tool": {"name": "mibspec", "version": __version__},

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.validator._sidecars import safetensors_bytes
+from mibspec.core.sidecars import safetensors_bytes
 
 __all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
 

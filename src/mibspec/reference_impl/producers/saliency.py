@@ -63,7 +63,7 @@ def _metadata(path: Path) -> dict[str, str]:
 
 def _read_dataset(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A shortcut dataset document and its four tensors."""
-    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -97,7 +97,7 @@ def _provenance(created: str) -> dict[str, Any]:
     import captum
     import torch
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     return {
         "tool": {"name": "mibspec", "version": __version__},

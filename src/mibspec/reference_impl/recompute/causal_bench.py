@@ -29,8 +29,9 @@ import importlib.util
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from mibspec.validator._parse import escape_pointer_token
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.progress import Progress
 
 from ..behaviour.localization import Procedure, identify, procedure_scores
 from ..behaviour.planted import component_universe, default_planted

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.validator._parse import escape_pointer_token
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
-from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
-from mibspec.validator.rules.causal_variable import missing_declarations
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.progress import Progress
+from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
@@ -47,6 +47,7 @@ from ._inputs import (
     read_rows,
     resolve_model,
 )
+from .declarations import missing_declarations
 
 __all__ = [
     "Evaluator",
@@ -513,8 +514,6 @@ def check_rows(rows: Sequence[Any], cf_types: Sequence[str], pointer: str = "/ta
 
 
 def _causal_model(ctx: Any, settings: Mapping[str, Any], dataset: Mapping[str, Any], folder: Path) -> Any:
-    from mibspec.validator._parse import load_json_file
-
     if settings.get("causal_model"):
         doc, _ = load_referenced_document(
             ctx, settings["causal_model"], "/settings/causal_model", "causal_model"
@@ -526,7 +525,7 @@ def _causal_model(ctx: Any, settings: Mapping[str, Any], dataset: Mapping[str, A
     entry = next((a for a in dataset.get("artifacts", []) if a["id"] == ident), None)
     if entry is None:
         raise UnusableInputError("/task/dataset", f"the dataset declares no artifact {ident!r}")
-    parsed = load_json_file(folder / entry["path"], ctx.options.limits)
+    parsed = ctx.load_json(folder / entry["path"])
     if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != "causal_model":
         raise UnusableInputError("/task/dataset", f"the dataset's causal model {ident!r} is not readable")
     return parsed.data

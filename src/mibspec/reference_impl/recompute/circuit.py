@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
-from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.progress import Progress
+from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
 from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
 from ._inputs import (

@@ -11,10 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .._engine import InternalError, RuleContext
-from .._findings import Finding
+from mibspec.core.comparisons import within
+from mibspec.core.findings import Finding
 
-__all__ = ["RULES", "Rule", "compare", "rule", "run_rules", "with_defaults", "within"]
+from .._catalogue import InternalError
+from .._context import RuleContext
+
+__all__ = ["RULES", "Rule", "compare", "rule", "run_rules", "with_defaults"]
 
 RuleFn = Callable[[dict[str, Any], RuleContext], Iterator[Finding]]
 
@@ -55,17 +58,13 @@ def with_defaults(ctx: RuleContext, value: dict[str, Any], definition: str) -> d
     return filled
 
 
-def within(claimed: float, recomputed: float, tolerance: Any) -> bool:
-    """|claimed − recomputed| ≤ abs + rel·|recomputed| (a profile tolerance)."""
-    return abs(claimed - recomputed) <= tolerance["abs"] + tolerance["rel"] * abs(recomputed)
-
-
 def compare(
     ctx: RuleContext, code: str, pointer: str, claimed: float, recomputed: float, **params: Any
 ) -> Iterator[Finding]:
     """A finding when a claimed value is outside the profile's consistency tolerance of the
     value recomputed from the claimed parts; both values go into the message and the data."""
-    if not within(claimed, recomputed, ctx.profile.consistency):
+    tolerance = ctx.profile.consistency
+    if not within(claimed, recomputed, tolerance["abs"], tolerance["rel"]):
         yield ctx.finding(
             code,
             pointer,

@@ -9,16 +9,17 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .._annotations import iter_annotations
-from .._engine import RuleContext
-from .._findings import Finding
-from .._sidecars import (
+from mibspec.core.findings import Finding
+from mibspec.core.sidecars import (
     SidecarError,
     non_finite_values,
     read_npy_header,
     read_safetensors_header,
     tensor_infos,
 )
+
+from .._annotations import iter_annotations
+from .._context import RuleContext
 from . import rule
 
 _EXTENSIONS = {

@@ -11,9 +11,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from .._parse import escape_pointer_token
+from mibspec.core.findings import Finding
+from mibspec.core.pointers import escape_pointer_token
+
+from .._context import RuleContext
 from . import compare, rule, with_defaults
 
 

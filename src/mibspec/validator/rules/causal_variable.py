@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from .._parse import escape_pointer_token
+from mibspec.core.findings import Finding
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.reference_impl.recompute.declarations import missing_declarations
+
+from .._context import RuleContext
 from . import compare, rule, with_defaults
 
 
@@ -102,7 +104,7 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
 
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
-    from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
 
     artifact = ctx.artifacts.get(ref["artifact"])
     if artifact is None or ref["artifact"] in ctx.broken_artifacts:
@@ -339,42 +341,6 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
                         detail=f"an example count for {cf_set!r}, which the unit has no score for",
                     )
             yield from _unit_location(ctx, unit, upointer, config)
-
-
-def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(pointer, detail)`` for every declaration recomputation needs and the report lacks.
-
-    Reports imported from result files record scores, not the means to recompute them: no
-    dataset, no featurizers, positions known only by name. All of it is reported at once, one
-    finding per kind of gap and variable, so that the reader sees the whole list. The rules
-    stage reports them as warnings (V110), the recompute stage as errors (R104).
-    """
-    missing = []
-    if report["task"].get("dataset") is None:
-        missing.append(("/task/dataset", "the report declares no counterfactual dataset to recompute on"))
-    for v, variable in enumerate(report["claims"]["variables"]):
-        base = f"/claims/variables/{v}/units"
-        units = variable["units"]
-        bare = [u for u, unit in enumerate(units) if unit.get("featurizer") is None]
-        if bare:
-            missing.append(
-                (
-                    f"{base}/{bare[0]}",
-                    f"{len(bare)} of {len(units)} units of {variable['name']!r} declare no featurizer "
-                    f"(first: unit {units[bare[0]]['id']!r})",
-                )
-            )
-        named = [u for u, unit in enumerate(units) if unit["location"]["position"].get("rule") == "named"]
-        if named:
-            names = sorted({str(units[u]["location"]["position"].get("name")) for u in named})
-            missing.append(
-                (
-                    f"{base}/{named[0]}/location/position",
-                    f"{len(named)} of {len(units)} units of {variable['name']!r} sit at positions known "
-                    f"only by name ({', '.join(names)}): declare each as a rule",
-                )
-            )
-    return missing
 
 
 @rule("causal-variable-recomputable", codes=("V110",), kinds=("report",))

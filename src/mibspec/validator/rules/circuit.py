@@ -7,8 +7,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
+from mibspec.core.findings import Finding
+
+from .._context import RuleContext
 from . import compare, rule, with_defaults
 
 _TRACK = "circuit"

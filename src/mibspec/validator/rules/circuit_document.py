@@ -8,9 +8,10 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.core.findings import Finding
+from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+
+from .._context import RuleContext
 from . import compare, rule
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
+from mibspec.core.findings import Finding
+
+from .._context import RuleContext
 from . import compare, rule, with_defaults
 
 

@@ -10,7 +10,6 @@ compares; nothing is parsed or recomputed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -18,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.files import sha256_file
 from mibspec.validator import Stage, StageStatus, VerificationResult
 
 __all__ = ["ReceiptCheck", "ReceiptError", "build_receipt", "check_receipt", "write_receipt"]
 
 RECEIPT_VERSION = "1.0"
-_CHUNK = 1 << 20
 
 
 class ReceiptError(ValueError):
@@ -32,16 +31,10 @@ class ReceiptError(ValueError):
 
 def _sha256(path: Path) -> tuple[str, int] | None:
     """SHA-256 (hex) and size of a regular file, or ``None`` when it cannot be read."""
-    digest = hashlib.sha256()
-    size = 0
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
+        return sha256_file(path), path.stat().st_size
     except OSError:
         return None
-    return digest.hexdigest(), size
 
 
 def _relative(path: Path, base: Path) -> str:

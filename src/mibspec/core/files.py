@@ -10,16 +10,14 @@ __all__ = ["sha256_file"]
 _CHUNK = 1 << 20
 
 
-def sha256_file(path: Path) -> tuple[str, int]:
-    """The SHA-256 (hex) and the size in bytes of a file, read in 1 MiB blocks.
+def sha256_file(path: Path) -> str:
+    """The SHA-256 (hex) of a file, read in 1 MiB blocks.
 
     Raises:
         OSError: the file cannot be read.
     """
     digest = hashlib.sha256()
-    size = 0
     with Path(path).open("rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
+    return digest.hexdigest()

@@ -12,11 +12,12 @@ checked before anything is loaded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from mibspec.core.files import sha256_file
 
 __all__ = [
     "ModelSource",
@@ -51,14 +52,6 @@ class ModelSource:
         return self.location if self.revision is None else f"{self.location}@{self.revision}"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check_files(folder: Path, files: dict[str, str], pointer: str) -> None:
     for name, declared in sorted(files.items()):
         parts = PurePosixPath(name).parts
@@ -71,7 +64,7 @@ def _check_files(folder: Path, files: dict[str, str], pointer: str) -> None:
             raise UnusableInputError(
                 f"{pointer}/files", f"model file {name!r} is declared but absent from {folder}"
             )
-        actual = _sha256(target)
+        actual = sha256_file(target)
         if actual != declared:
             raise UnusableInputError(
                 f"{pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour, one_thread
+from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
 from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, node_circuit_edges
 from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
 from mibspec.reference_impl.recompute.circuit import _tokenize
+from mibspec.reference_impl.threads import one_thread
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = REPO / "examples" / "models" / "tiny-gpt2"

@@ -42,8 +42,8 @@ def _tokens(model_name: str, n: int) -> tuple[Any, ...]:
 
 @pytest.fixture(scope="module", params=["tiny-gpt2", "tiny-llama"])
 def setup(request: pytest.FixtureRequest) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    from mibspec.reference_impl.behaviour.transformer import one_thread
     from mibspec.reference_impl.engine import load_model
+    from mibspec.reference_impl.threads import one_thread
 
     with one_thread():
         yield load_model(MODELS / request.param), _tokens(request.param, 6)

@@ -5,15 +5,13 @@ it wrote (without recomputation) and exit with the verdict."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
-#: What a producer calls to report progress: ``progress(description, total)`` starts a
-#: task and returns ``advance(done)``, which takes the number of steps done so far.
-ProducerProgress = Callable[[str, int], Callable[[int], None]]
+from mibspec.core.progress import Progress
 
 
 def usage_error(message: str) -> NoReturn:
@@ -31,26 +29,15 @@ def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> 
 
 
 @contextlib.contextmanager
-def producing(missing_extra: str) -> Iterator[ProducerProgress]:
+def producing(missing_extra: str) -> Iterator[Progress]:
     """A progress bar for the producer run inside the block; its bad-input errors
     (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
     (``ImportError``, explained by ``missing_extra``) become usage errors."""
     from mibspec._progress import TerminalProgress
 
     with TerminalProgress() as bar:
-
-        def progress(description: str, total: int) -> Callable[[int], None]:
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
         try:
-            yield progress
+            yield bar
         except ImportError as exc:
             usage_error(f"{missing_extra} ({exc})")
         except (ValueError, FileExistsError, OSError) as exc:
@@ -59,7 +46,7 @@ def producing(missing_extra: str) -> Iterator[ProducerProgress]:
 
 def verify_written(report: Any) -> bool:
     """Verify the report a producer wrote (no recomputation); say so; return the verdict."""
-    from mibspec._api import verify
+    from mibspec import verify
 
     valid = verify(report, recompute=False).valid
     verdict = "conformant" if valid else "NOT conformant"

@@ -170,12 +170,7 @@ def attribute_edges(
         # A destination then reads norm(Σ heads) per destination (ME-4): a head's edge is not an
         # additive term of the slot input, so the score below would not be its first-order effect.
         raise ValueError("model: attribution does not support post-attention norms (Gemma-2) yet")
-    ids, mask = _forward.check_tokens(model, clean_ids, attention_mask, "clean_ids")
-    cids, _ = _forward.check_tokens(model, corrupted_ids, attention_mask, "corrupted_ids")
-    if cids.shape != ids.shape:
-        raise ValueError(
-            f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
-        )
+    ids, cids, mask = _forward.check_token_pair(model, clean_ids, corrupted_ids, attention_mask)
     N = ids.shape[0]
     tokens = torch.stack(
         [

@@ -18,12 +18,14 @@ A transformer report also carries a copy of the dataset rows used (``dataset.jso
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mibspec.core.progress import Progress, task
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -55,7 +57,6 @@ __all__ = [
     "study_claims",
 ]
 
-Progress = Callable[[str, int], Callable[[int], None]]
 
 DEFAULT_SETTINGS: dict[str, Any] = {
     "weights": {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0},
@@ -134,18 +135,15 @@ def study_claims(
         scaling: planted sizes of the scaling study (needs ``behaviour``), or None.
         behaviour: the report's planted ``behaviour`` block (scaling study only).
         min_denominator: smallest accepted ``|β(C)|``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
     """
-
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
 
     universe = list(source.universe)
     weights = settings["weights"]
     cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
     beta = source.oracle(None)
     methods: list[dict[str, Any]] = []
-    done = tracker("localization methods and their seed runs", len(procedures) * (1 + len(run_seeds)))
+    done = task(progress, "localization methods and their seed runs", len(procedures) * (1 + len(run_seeds)))
     step = 0
     for name, procedure in procedures.items():
         main = ids(identify(procedure, beta, procedure.seed), universe)
@@ -188,7 +186,7 @@ def study_claims(
     claims["jaccard"] = {"methods": names, "matrix": cb.jaccard_matrix(sets).tolist()}
     if thresholds is not None and sensitivity_method in procedures:
         procedure = procedures[sensitivity_method]
-        tracker(f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
+        task(progress, f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
         point_sets, point_runs = threshold_sets(procedure, source, thresholds, run_seeds)
         points = []
         for tau, members, runs_at in zip(thresholds, point_sets, point_runs, strict=True):
@@ -225,7 +223,7 @@ def study_claims(
         if behaviour is None or behaviour.get("kind") != "planted":
             raise ValueError("scaling: the scaling study needs a planted behaviour block")
         configs = []
-        advance = tracker("scaling study over planted model sizes", len(scaling))
+        advance = task(progress, "scaling study over planted model sizes", len(scaling))
         for index, (n_layers, n_heads) in enumerate(scaling):
             run = scaled_sets(behaviour, procedures, n_layers, n_heads)
             entry_methods = []
@@ -305,7 +303,7 @@ def score_causal_bench(
         convergence_seed: seed of the convergence test.
         scaling: add the scaling study (planted only).
         overwrite: replace a report already in ``out_dir``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
@@ -386,9 +384,10 @@ def _score_transformer(
 ) -> CausalBenchRun:
     from mibspec.reference_impl.engine import load_model
 
-    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour, one_thread
+    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
     from ..recompute._inputs import ModelSource, encode_function
     from ..recompute.circuit import _tokenize
+    from ..threads import one_thread
     from .circuit import _dataset_input, _model_ref
 
     if model_dir is None or dataset_path is None or counterfactual_type is None:

@@ -21,17 +21,20 @@ float32 weights, so that ``mibspec verify`` reproduces them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mibspec.core.progress import Progress
+
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
 from ..recompute._inputs import ModelSource
-from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer, one_thread
+from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer
+from ..threads import one_thread
 from ._featurizer_training import (
     collect_activations,
     fit_pca,
@@ -200,7 +203,7 @@ def score_causal_variable(
     ioi_fit: str = "rescaled",
     profile: str = "default",
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> CausalVariableRun:
     """Learn a featurizer per unit, score it by interchange interventions and write a report folder.
 
@@ -225,7 +228,7 @@ def score_causal_variable(
         ioi_fit: ``paper`` (MIB's coefficients) or ``rescaled`` (their ratios, scaled to the
             model's mean logit difference on the train split).
         profile: the report's profile; its checker is the report's.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
@@ -265,7 +268,7 @@ def _score(
     ioi_fit: str,
     profile: str,
     overwrite: bool,
-    progress: Callable[[str, int], Callable[[int], None]] | None,
+    progress: Progress | None,
 ) -> CausalVariableRun:
     import torch
 
@@ -316,9 +319,6 @@ def _score(
         if cf not in dataset.get("counterfactual_types", []):
             raise ValueError(f"counterfactuals: {cf!r} is not a counterfactual type of the dataset")
 
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
-
     tokenizer_name = model_dir.name
     train = _train_rows(task, train_rows, seed, codec, tokenizer_name)
     batch = int(batch_size)
@@ -353,7 +353,7 @@ def _score(
     provenance = _provenance(created)
     provenance["command"] = "mibspec score causal-variable"
     n_units = len(chosen_variables) * len(locations)
-    done = tracker(f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
+    done = task(progress, f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
     artifacts: list[dict[str, Any]] = []
     claims = []
     finished = 0

@@ -11,14 +11,16 @@ with the same engine and metric functions the recompute stage uses.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mibspec.core.files import sha256_file
+from mibspec.core.progress import Progress, task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute._inputs import ModelSource, encode_function
@@ -71,10 +73,6 @@ class CircuitRun:
     faithfulness: dict[str, list[float]]
     cpr: float
     cmd: float
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _load_scores(path: Path, n_edges: int) -> np.ndarray:
@@ -192,7 +190,7 @@ def score_circuit(
     batch_size: int = 20,
     grid: Sequence[float] = DEFAULT_GRID,
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> CircuitRun:
     """Score edges, build the circuits of the grid, evaluate them and write a report folder.
 
@@ -208,7 +206,7 @@ def score_circuit(
         seed: seed of the random method.
         batch_size: examples per pass.
         grid: the k-grid (the default profile's by default).
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
@@ -236,9 +234,6 @@ def score_circuit(
     n = ids.shape[0]
     universe = graph_universe(model)
 
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
-
     if method == "scores":
         assert scores_path is not None
         scores = _load_scores(Path(scores_path), universe.n_edges)
@@ -254,7 +249,7 @@ def score_circuit(
             steps=steps,
             seed=seed,
             batch_size=batch_size,
-            progress=tracker(f"{METHODS[method]['name']} edge scores", n),
+            progress=task(progress, f"{METHODS[method]['name']} edge scores", n),
         )
     stored = scores.astype(np.float32)
     ranked = stored.astype(np.float64)
@@ -270,7 +265,7 @@ def score_circuit(
         counter,
         membership,
         batch_size=batch_size,
-        progress=tracker(f"evaluating {len(entries)} circuits", n),
+        progress=task(progress, f"evaluating {len(entries)} circuits", n),
     )
     m_circuits = result.circuits.mean(axis=1)
     m_full = float(result.clean.mean())
@@ -427,7 +422,9 @@ def _model_ref(model_dir: Path, model: Any) -> dict[str, Any]:
             "d_model": model.d_model,
             "vocab_size": model.vocab_size,
         },
-        "files": {name: _sha256(model_dir / name) for name in _MODEL_FILES if (model_dir / name).is_file()},
+        "files": {
+            name: sha256_file(model_dir / name) for name in _MODEL_FILES if (model_dir / name).is_file()
+        },
     }
 
 

@@ -22,12 +22,14 @@ import json
 import math
 import platform
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mibspec.core.progress import Progress, task
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, created_timestamp
@@ -134,7 +136,7 @@ def score_saliency(
     threshold: float = 0.9,
     task_name: str = "shortcut",
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> SaliencyRun:
     """Evaluate saliency methods against the Shapley ground truth and write a report folder.
 
@@ -155,7 +157,7 @@ def score_saliency(
         auc_convention: ``normalised_trapezoid`` or ``unit_step_sum`` (MS-8).
         threshold: dominance threshold T.
         task_name: the report's ``task.name``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
@@ -167,10 +169,11 @@ def score_saliency(
         load_registry_model,
         map_curves,
         map_scores,
-        one_thread,
         read_weights,
     )
     from mibspec.reference_impl.vision._maps import METHODS, saliency_maps
+
+    from ..threads import one_thread
 
     chosen = list(METHODS) if methods is None else list(methods)
     unknown = [m for m in chosen if m not in METHODS]
@@ -200,16 +203,13 @@ def score_saliency(
         class_masks.append(mask)
     steps = int(curve_steps or side * side)
 
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
-
     with one_thread():
         result = evaluate_dominance(model, clean, perturbed, labels, threshold)
         dominant = result.dominant
         if len(dominant) == 0:
             raise ValueError("dataset_path: no image meets the dominance prerequisites; nothing to evaluate")
         areas = [class_masks[labels[i]] for i in dominant]
-        done = tracker(f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
+        done = task(progress, f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
         count = {"n": 0}
 
         def advance() -> None:
@@ -230,13 +230,13 @@ def score_saliency(
             advance=advance,
         )
         maps: dict[str, np.ndarray] = {}
-        done = tracker(f"maps of {len(chosen)} methods", len(chosen))
+        done = task(progress, f"maps of {len(chosen)} methods", len(chosen))
         for i, name in enumerate(chosen):
             maps[name] = saliency_maps(model, perturbed[dominant], labels[dominant], name, seed=maps_seed)
             done(i + 1)
         evaluated = {GROUND_TRUTH_METHOD: truth, **maps}
         rows: dict[str, dict[str, Any]] = {}
-        done = tracker("scores and deletion/addition curves", len(evaluated))
+        done = task(progress, "scores and deletion/addition curves", len(evaluated))
         for i, (name, values) in enumerate(evaluated.items()):
             as_stored = values.astype(np.float64)
             scores = map_scores(as_stored, truth, areas, WIOU_KS, WIOU_WEIGHTS)

@@ -32,6 +32,7 @@ from typing import Any
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
+from mibspec.reference_impl.threads import one_thread
 
 from ..behaviour.localization import Procedure, identify, procedure_scores
 from ..behaviour.planted import component_universe, default_planted
@@ -111,8 +112,6 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             f"recomputing a transformer behaviour needs {', '.join(missing)}; install mibspec[recompute] "
             "or pass --no-recompute to check the report without it",
         )
-    from ..behaviour.transformer import one_thread
-
     dtype = (report.get("model") or {}).get("dtype", "float32")
     checks = _Comparisons(recompute_tolerance(ctx.profile, dtype), exact)
     with one_thread():

@@ -23,8 +23,7 @@ The same :class:`Evaluator` produces the numbers of ``mibspec score causal-varia
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolera
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.reference_impl.threads import one_thread
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
@@ -54,7 +54,6 @@ __all__ = [
     "TextCodec",
     "UnitResult",
     "build_featurizer",
-    "one_thread",
     "read_featurizer_weights",
     "recompute",
 ]
@@ -432,21 +431,6 @@ class Evaluator:
 
 
 # --------------------------------------------------------------------------- recompute stage
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block (restored on exit): the models are
-    small, thread hand-offs cost more than they save on a shared machine, and the values do
-    not depend on the machine's core count."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def recompute(ctx: Any, progress: Progress) -> Recomputation:

@@ -22,7 +22,6 @@ from ._evaluate import (
     Sampler,
     class_probabilities,
     curve_scores,
-    one_thread,
     shapley_ground_truth,
 )
 from ._protocol import (
@@ -53,7 +52,6 @@ __all__ = [
     "load_registry_model",
     "map_curves",
     "map_scores",
-    "one_thread",
     "read_weights",
     "shapley_ground_truth",
 ]

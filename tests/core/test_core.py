@@ -21,7 +21,7 @@ from mibspec.core import (
     recompute_tolerance,
     sha256_file,
     spec_dir,
-    task,
+    start_task,
     within,
 )
 
@@ -84,7 +84,7 @@ class _Log:
 
 def test_task_turns_steps_done_so_far_into_advances() -> None:
     log = _Log()
-    advance_to = task(log, "examples", 10)
+    advance_to = start_task(log, "examples", 10)
     for done in (3, 3, 7, 10):
         advance_to(done)
     assert log.events == [
@@ -94,7 +94,7 @@ def test_task_turns_steps_done_so_far_into_advances() -> None:
         ("advance", 4),
         ("advance", 3),
     ]
-    task(None, "nowhere", 5)(5)  # no progress: nothing to call, nothing raised
+    start_task(None, "nowhere", 5)(5)  # no progress: nothing to call, nothing raised
 
 
 def test_spec_constants_are_the_ones_the_package_and_the_models_use() -> None:

@@ -19,7 +19,7 @@ from .files import sha256_file
 from .findings import Finding, Severity
 from .pointers import escape_pointer_token, join_pointer
 from .profiles import Profile, known_profiles, load_profile
-from .progress import NULL_PROGRESS, Progress, task
+from .progress import NULL_PROGRESS, Progress, start_task
 from .sidecars import SidecarError, TensorInfo, load_tensor, tensor_infos
 from .spec import KINDS, KNOWN_SPEC_VERSIONS, SPEC_VERSION, load_spec_json, spec_dir
 
@@ -45,7 +45,7 @@ __all__ = [
     "recompute_tolerance",
     "sha256_file",
     "spec_dir",
-    "task",
+    "start_task",
     "tensor_infos",
     "tolerance",
     "within",

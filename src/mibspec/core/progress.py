@@ -3,7 +3,7 @@
 One interface, :class:`Progress`: ``start(description, total)`` begins a task and
 ``advance(steps)`` counts steps done. Loops that know how many steps are done so far
 (the engines call ``progress(done)`` after each batch) get their callback from
-:func:`task`.
+:func:`start_task`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["NULL_PROGRESS", "Progress", "task"]
+__all__ = ["NULL_PROGRESS", "Progress", "start_task"]
 
 
 class Progress(Protocol):
@@ -36,14 +36,14 @@ class _NullProgress:
 NULL_PROGRESS: Progress = _NullProgress()
 
 
-def task(progress: Progress | None, description: str, total: int) -> Callable[[int], None]:
+def start_task(progress: Progress | None, description: str, total: int) -> Callable[[int], None]:
     """Start a task on ``progress`` (``None``: nowhere) and return ``advance_to(done)``,
     which takes the number of steps done so far.
 
     >>> class Log:
     ...     def start(self, description, total): print("start", description, total)
     ...     def advance(self, steps=1): print("advance", steps)
-    >>> advance_to = task(Log(), "examples", 5)
+    >>> advance_to = start_task(Log(), "examples", 5)
     start examples 5
     >>> advance_to(2); advance_to(5)
     advance 2

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.core.progress import Progress, task
+from mibspec.core.progress import Progress, start_task
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -143,7 +143,8 @@ def study_claims(
     cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
     beta = source.oracle(None)
     methods: list[dict[str, Any]] = []
-    done = task(progress, "localization methods and their seed runs", len(procedures) * (1 + len(run_seeds)))
+    n_runs = len(procedures) * (1 + len(run_seeds))
+    done = start_task(progress, "localization methods and their seed runs", n_runs)
     step = 0
     for name, procedure in procedures.items():
         main = ids(identify(procedure, beta, procedure.seed), universe)
@@ -186,7 +187,7 @@ def study_claims(
     claims["jaccard"] = {"methods": names, "matrix": cb.jaccard_matrix(sets).tolist()}
     if thresholds is not None and sensitivity_method in procedures:
         procedure = procedures[sensitivity_method]
-        task(progress, f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
+        start_task(progress, f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
         point_sets, point_runs = threshold_sets(procedure, source, thresholds, run_seeds)
         points = []
         for tau, members, runs_at in zip(thresholds, point_sets, point_runs, strict=True):
@@ -223,7 +224,7 @@ def study_claims(
         if behaviour is None or behaviour.get("kind") != "planted":
             raise ValueError("scaling: the scaling study needs a planted behaviour block")
         configs = []
-        advance = task(progress, "scaling study over planted model sizes", len(scaling))
+        advance = start_task(progress, "scaling study over planted model sizes", len(scaling))
         for index, (n_layers, n_heads) in enumerate(scaling):
             run = scaled_sets(behaviour, procedures, n_layers, n_heads)
             entry_methods = []

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.core.progress import Progress
+from mibspec.core.progress import Progress, start_task
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
@@ -353,7 +353,7 @@ def _score(
     provenance = _provenance(created)
     provenance["command"] = "mibspec score causal-variable"
     n_units = len(chosen_variables) * len(locations)
-    done = task(progress, f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
+    done = start_task(progress, f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
     artifacts: list[dict[str, Any]] = []
     claims = []
     finished = 0

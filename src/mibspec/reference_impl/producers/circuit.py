@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mibspec.core.files import sha256_file
-from mibspec.core.progress import Progress, task
+from mibspec.core.progress import Progress, start_task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute._inputs import ModelSource, encode_function
@@ -249,7 +249,7 @@ def score_circuit(
             steps=steps,
             seed=seed,
             batch_size=batch_size,
-            progress=task(progress, f"{METHODS[method]['name']} edge scores", n),
+            progress=start_task(progress, f"{METHODS[method]['name']} edge scores", n),
         )
     stored = scores.astype(np.float32)
     ranked = stored.astype(np.float64)
@@ -265,7 +265,7 @@ def score_circuit(
         counter,
         membership,
         batch_size=batch_size,
-        progress=task(progress, f"evaluating {len(entries)} circuits", n),
+        progress=start_task(progress, f"evaluating {len(entries)} circuits", n),
     )
     m_circuits = result.circuits.mean(axis=1)
     m_full = float(result.clean.mean())

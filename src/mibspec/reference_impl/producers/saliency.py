@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.core.progress import Progress, task
+from mibspec.core.progress import Progress, start_task
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, created_timestamp
@@ -209,7 +209,7 @@ def score_saliency(
         if len(dominant) == 0:
             raise ValueError("dataset_path: no image meets the dominance prerequisites; nothing to evaluate")
         areas = [class_masks[labels[i]] for i in dominant]
-        done = task(progress, f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
+        done = start_task(progress, f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
         count = {"n": 0}
 
         def advance() -> None:
@@ -230,13 +230,13 @@ def score_saliency(
             advance=advance,
         )
         maps: dict[str, np.ndarray] = {}
-        done = task(progress, f"maps of {len(chosen)} methods", len(chosen))
+        done = start_task(progress, f"maps of {len(chosen)} methods", len(chosen))
         for i, name in enumerate(chosen):
             maps[name] = saliency_maps(model, perturbed[dominant], labels[dominant], name, seed=maps_seed)
             done(i + 1)
         evaluated = {GROUND_TRUTH_METHOD: truth, **maps}
         rows: dict[str, dict[str, Any]] = {}
-        done = task(progress, "scores and deletion/addition curves", len(evaluated))
+        done = start_task(progress, "scores and deletion/addition curves", len(evaluated))
         for i, (name, values) in enumerate(evaluated.items()):
             as_stored = values.astype(np.float64)
             scores = map_scores(as_stored, truth, areas, WIOU_KS, WIOU_WEIGHTS)

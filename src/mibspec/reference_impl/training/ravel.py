@@ -30,13 +30,15 @@ from typing import Any
 from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
+from mibspec.core.files import sha256_file
+
 from ..datasets import _lexicon, read_jsonl
 from ..datasets._common import SPLITS
 from ..datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
 from .models import TinyModelSpec, init_model
-from .recipe import _libraries, _sha256
+from .recipe import _libraries
 from .tokenizer import load_word_tokenizer, tokenize_function
 
 __all__ = [
@@ -174,7 +176,7 @@ def run_ravel(
         },
         "tokenizer_from": f"examples/models/{tokenizer_from}",
         "vocab_size": tokenizer.get_vocab_size(),
-        "sha256": {name: _sha256(folder / name) for name in files},
+        "sha256": {name: sha256_file(folder / name) for name in files},
         "fact_accuracy": _fact_accuracy(model, tokenizer),
         "evaluation": {
             "split": "test",

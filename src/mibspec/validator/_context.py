@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.comparisons import Comparison
 from mibspec.core.findings import Finding, Severity
+from mibspec.core.progress import Progress
 from mibspec.core.version import __version__
 
 from ._catalogue import Catalogue, make_finding
@@ -62,7 +64,7 @@ class VerifyOptions:
     limits: Limits = DEFAULT_LIMITS
     follow_references: bool = True
     model_roots: tuple[Path, ...] = ()
-    progress: Any = field(default=None, compare=False)
+    progress: Progress | None = field(default=None, compare=False)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
 
@@ -85,8 +87,8 @@ class DocumentResult:
         default_factory=lambda: dict.fromkeys(Stage, (StageStatus.NOT_RUN, None))
     )
     referenced_by: str | None = None
-    #: The recompute stage's claimed-vs-recomputed comparisons (``Comparison`` objects).
-    comparisons: list[Any] = field(default_factory=list)
+    #: The recompute stage's claimed-vs-recomputed comparisons.
+    comparisons: list[Comparison] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:

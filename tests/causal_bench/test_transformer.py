@@ -33,11 +33,11 @@ EXAMPLE = REPO / "examples" / "causal-bench-tiny-gpt2"
 
 def _tokens(model_name: str, n: int) -> tuple[Any, ...]:
     from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
-    from mibspec.reference_impl.recompute.circuit import _tokenize
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     encode = encode_function(ModelSource(str(MODELS / model_name), None, local=True))
     lines = (DATASET / "test.jsonl").read_text(encoding="utf-8").splitlines()[:n]
-    return _tokenize([json.loads(line) for line in lines], "io_s2_flip", encode, "x")
+    return tokenize_pairs([json.loads(line) for line in lines], "io_s2_flip", encode, "x")
 
 
 @pytest.fixture(scope="module", params=["tiny-gpt2", "tiny-llama"])

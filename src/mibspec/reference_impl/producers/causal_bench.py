@@ -387,7 +387,7 @@ def _score_transformer(
 
     from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
     from ..recompute._inputs import ModelSource, encode_function
-    from ..recompute.circuit import _tokenize
+    from ..recompute.circuit import tokenize_pairs
     from ..threads import one_thread
     from .circuit import _dataset_input, _model_ref
 
@@ -416,7 +416,7 @@ def _score_transformer(
     size = subsample_size if subsample_size is not None else max(1, len(rows) // 2)
     if not 1 <= size <= len(rows):
         raise ValueError(f"subsample_size: expected 1 to {len(rows)} examples, got {size}")
-    clean, corrupted, mask, correct, counter = _tokenize(rows, counterfactual_type, encode, "dataset")
+    clean, corrupted, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
     with one_thread():
         behaviour_model = TransformerBehaviour(
             model, clean, corrupted, mask, correct, counter, ablation=ablation

@@ -24,7 +24,7 @@ from mibspec.core.progress import Progress, start_task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute._inputs import ModelSource, encode_function
-from ..recompute.circuit import _tokenize
+from ..recompute.circuit import tokenize_pairs
 from .folder import OutputFolder, created_timestamp
 
 __all__ = ["METHODS", "CircuitRun", "grid_circuits", "score_circuit", "write_circuit_document"]
@@ -230,7 +230,7 @@ def score_circuit(
             f"{dataset.get('counterfactual_types')}"
         )
     rows = [json.loads(line) for line in rows_bytes.decode("utf-8").splitlines() if line.strip()]
-    ids, cids, mask, correct, counter = _tokenize(rows, counterfactual_type, encode, "dataset")
+    ids, cids, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
     n = ids.shape[0]
     universe = graph_universe(model)
 

@@ -159,7 +159,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
 
     from ..behaviour.transformer import TransformerBehaviour
     from ._inputs import encode_function, load_model_at, load_referenced_document, read_rows, resolve_model
-    from .circuit import _tokenize
+    from .circuit import tokenize_pairs
 
     report = ctx.data
     behaviour, task = report["behaviour"], report["task"]
@@ -186,7 +186,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
     rows = read_rows(dataset, folder, "/task/dataset")
-    tokens = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
+    tokens = tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset")
     try:
         behaviour_model = TransformerBehaviour(
             model,

@@ -18,6 +18,7 @@ import pytest
 
 from mibspec.reference_impl.featurizers import NumpyFeaturizer
 from mibspec.reference_impl.positions import resolve_position
+from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
@@ -31,10 +32,8 @@ CF_TYPE = "io_s1_flip_io_s2_flip"
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread() -> Any:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_thread():
+        yield
 
 
 def _rows() -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
 from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, node_circuit_edges
-from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
+from mibspec.reference_impl.recompute import ModelSource, encode_function
 from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 from mibspec.reference_impl.threads import one_thread
 

@@ -32,7 +32,7 @@ EXAMPLE = REPO / "examples" / "causal-bench-tiny-gpt2"
 
 
 def _tokens(model_name: str, n: int) -> tuple[Any, ...]:
-    from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
+    from mibspec.reference_impl.recompute import ModelSource, encode_function
     from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     encode = encode_function(ModelSource(str(MODELS / model_name), None, local=True))
@@ -89,8 +89,7 @@ def test_full_model_matches_transformers_forward() -> None:
 
 def test_attribution_is_eap_summed_over_out_edges(setup: tuple[Any, ...]) -> None:
     from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
-    from mibspec.reference_impl.engine import graph_universe
-    from mibspec.reference_impl.engine._attribution import attribute_edges
+    from mibspec.reference_impl.engine import attribute_edges, graph_universe
 
     model, tokens = setup
     behaviour = TransformerBehaviour(model, *tokens)

@@ -158,7 +158,7 @@ def loaded() -> dict[str, tuple[Any, Any, Any]]:
 def test_batched_interchange_matches_per_example_hooks(
     loaded: dict[str, tuple[Any, Any, Any]], family: str, component: str
 ) -> None:
-    from mibspec.reference_impl.engine._intervene import (
+    from mibspec.reference_impl.engine import (
         Site,
         TorchFeaturizer,
         forward_sites,
@@ -236,7 +236,7 @@ def test_multi_token_greedy_answers_match_per_example_hooks(
     the same prompt position at every step) equals a per-example loop of hooked transformers
     forwards, token by token; without an intervention it equals transformers' own greedy
     ``generate``."""
-    from mibspec.reference_impl.engine._intervene import Site, TorchFeaturizer, forward_sites, greedy_tokens
+    from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, greedy_tokens
 
     model, hf, tokenizer = loaded[family]
     n_tokens = 3

@@ -133,7 +133,7 @@ def test_no_recompute_skips_the_stage(tmp_path: Path) -> None:
 
 
 def test_unequal_token_lengths_are_reported_not_patched() -> None:
-    from mibspec.reference_impl.recompute._inputs import UnusableInputError
+    from mibspec.reference_impl.recompute import UnusableInputError
     from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     rows = [

@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
-from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, random_model
-from mibspec.reference_impl.engine._attribution import attribute_edges
+from mibspec.reference_impl.engine import (
+    attribute_edges,
+    evaluate_circuits,
+    graph_universe,
+    load_model,
+    random_model,
+)
 from mibspec.reference_impl.engine._forward import check_token_pair
 
 pytestmark = pytest.mark.recompute

@@ -38,11 +38,10 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..engine import _forward, _ops
-from ..engine._evaluate import _check_answers, _gather_read, _metric, mean_node_outputs
-from ..engine._weights import ModelWeights
-from ..metrics._metric_checks import as_bool_array, describe
+from ..engine import ModelWeights, _forward, _ops, mean_node_outputs
+from ..engine._evaluate import _check_answers, _gather_read, _metric
 from ..metrics.causal_bench import DegenerateBehaviourError
+from ..metrics.checks import as_bool_array, describe
 from .planted import component_universe
 
 __all__ = ["TRANSFORMER_ABLATIONS", "TransformerBehaviour"]

@@ -13,6 +13,7 @@ Normative text: ``spec/v1/metrics/engine.md`` (requirements ME-*).
 This is the only part of the reference implementation that imports torch.
 """
 
+from ._attribution import attribute_edges
 from ._evaluate import (
     ABLATIONS,
     Ablation,
@@ -23,6 +24,15 @@ from ._evaluate import (
     node_circuit_edges,
 )
 from ._forward import ForwardOutput, run_model
+from ._intervene import (
+    Site,
+    TorchFeaturizer,
+    check_site,
+    forward_sites,
+    greedy_tokens,
+    intervened_logits,
+    site_dim,
+)
 from ._load import DTYPES, SUPPORTED_ARCHITECTURES, from_transformers, load_model
 from ._random import FAMILIES, random_model
 from ._weights import LayerWeights, ModelWeights, NormWeights
@@ -38,12 +48,20 @@ __all__ = [
     "LayerWeights",
     "ModelWeights",
     "NormWeights",
+    "Site",
+    "TorchFeaturizer",
+    "attribute_edges",
+    "check_site",
     "evaluate_circuits",
+    "forward_sites",
     "from_transformers",
     "graph_universe",
+    "greedy_tokens",
+    "intervened_logits",
     "load_model",
     "mean_node_outputs",
     "node_circuit_edges",
     "random_model",
     "run_model",
+    "site_dim",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..causal_models import ioi_logit_names
-from ..engine._intervene import Site, TorchFeaturizer, forward_sites, intervened_logits
+from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 
 __all__ = [
     "TrainingPairs",

@@ -386,7 +386,7 @@ def _score_transformer(
     from mibspec.reference_impl.engine import load_model
 
     from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
-    from ..recompute._inputs import ModelSource, encode_function
+    from ..recompute import ModelSource, encode_function
     from ..recompute.circuit import tokenize_pairs
     from ..threads import one_thread
     from .circuit import _dataset_input, _model_ref

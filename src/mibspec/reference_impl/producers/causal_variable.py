@@ -32,7 +32,7 @@ from mibspec.core.progress import Progress, start_task
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
-from ..recompute._inputs import ModelSource
+from ..recompute import ModelSource
 from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer
 from ..threads import one_thread
 from ._featurizer_training import (
@@ -160,7 +160,7 @@ def _rescaled_ioi_fit(evaluator: Evaluator) -> dict[str, float]:
     mean logit difference logit(IO) − logit(S) on the training base prompts it answers correctly."""
     import torch
 
-    from ..engine._intervene import forward_sites
+    from ..engine import forward_sites
 
     rows = [r for r in range(len(evaluator.rows)) if evaluator.correct(r, "base")]
     diffs = []
@@ -235,7 +235,7 @@ def score_causal_variable(
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
     arguments = dict(locals())
-    from ..recompute._inputs import UnusableInputError
+    from ..recompute import UnusableInputError
 
     try:
         with one_thread():
@@ -275,8 +275,8 @@ def _score(
     from mibspec.core.profiles import load_profile
     from mibspec.reference_impl.engine import load_model
 
-    from ..engine._intervene import Site, check_site, site_dim
-    from ..recompute._inputs import UnusableInputError
+    from ..engine import Site, check_site, site_dim
+    from ..recompute import UnusableInputError
 
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
@@ -560,7 +560,7 @@ def _featurizer(
     batch_size: int,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One featurizer document (without description, artifacts, provenance) and its tensors."""
-    from ..engine._intervene import TorchFeaturizer
+    from ..engine import TorchFeaturizer
 
     doc: dict[str, Any] = {"spec_version": "1.0", "kind": "featurizer", "location": location, "input_dim": d}
     if method == "full_vector":

@@ -23,7 +23,7 @@ from mibspec.core.files import sha256_file
 from mibspec.core.progress import Progress, start_task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
-from ..recompute._inputs import ModelSource, encode_function
+from ..recompute import ModelSource, encode_function
 from ..recompute.circuit import tokenize_pairs
 from .folder import OutputFolder, created_timestamp
 
@@ -212,8 +212,7 @@ def score_circuit(
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model
-    from mibspec.reference_impl.engine._attribution import attribute_edges
+    from mibspec.reference_impl.engine import attribute_edges, evaluate_circuits, graph_universe, load_model
 
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")

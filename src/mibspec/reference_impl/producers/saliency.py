@@ -164,14 +164,15 @@ def score_saliency(
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
     from mibspec.reference_impl.vision import (
+        METHODS,
         evaluate_dominance,
         ground_truth_maps,
         load_registry_model,
         map_curves,
         map_scores,
         read_weights,
+        saliency_maps,
     )
-    from mibspec.reference_impl.vision._maps import METHODS, saliency_maps
 
     from ..threads import one_thread
 

@@ -11,7 +11,7 @@ Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-2, CV-*) and
    ``null`` has nothing to be right about);
 4. per variable, unit and counterfactual set: read the counterfactual's vector at the
    unit's site and position, write its selected features into the base run at the base's
-   position (:class:`~mibspec.reference_impl.engine._intervene.TorchFeaturizer`), and score
+   position (:class:`~mibspec.reference_impl.engine.TorchFeaturizer`), and score
    the intervened output against ``interventions[t][v]`` (IIA, exact tokens or the
    substring rule) or, for ``ioi_linear``, the logit difference against the MV-2 target
    (MSE);
@@ -253,7 +253,7 @@ class Evaluator:
         return self._correct[key]
 
     def _fill_correct(self, keys: Sequence[tuple[int, str]]) -> None:
-        from ..engine._intervene import greedy_tokens
+        from ..engine import greedy_tokens
 
         todo = []
         for row, which in keys:
@@ -337,7 +337,7 @@ class Evaluator:
         """``(len(pairs), D)``: each pair's counterfactual vector at the site and its position."""
         import torch
 
-        from ..engine._intervene import forward_sites
+        from ..engine import forward_sites
 
         self.register_sites([site])
         if cf_type not in self._sources:
@@ -372,7 +372,7 @@ class Evaluator:
         """
         import torch
 
-        from ..engine._intervene import Site, greedy_tokens, intervened_logits
+        from ..engine import Site, greedy_tokens, intervened_logits
 
         site = Site.from_location(location)
         result = UnitResult()
@@ -519,7 +519,7 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
     """A :class:`TorchFeaturizer` for a featurizer document, checked against the model's site."""
     import torch
 
-    from ..engine._intervene import Site, TorchFeaturizer, check_site, site_dim
+    from ..engine import Site, TorchFeaturizer, check_site, site_dim
 
     site = Site.from_location(doc["location"])
     try:
@@ -563,7 +563,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     for cf in cf_types:
         if cf not in dataset.get("counterfactual_types", []):
             raise UnusableInputError("/task/dataset", f"the dataset has no counterfactual type {cf!r}")
-    from ..engine._intervene import Site
+    from ..engine import Site
 
     evaluator.register_sites(
         sorted({Site.from_location(u["location"]) for v in claims["variables"] for u in v["units"]}, key=repr)

@@ -32,8 +32,7 @@ from transformers import PreTrainedModel
 
 from mibspec.core.files import sha256_file
 
-from ..datasets import _lexicon, read_jsonl
-from ..datasets._common import SPLITS
+from ..datasets import SPLITS, read_jsonl, wordlists
 from ..datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
@@ -95,7 +94,7 @@ def fact_examples(cities: Sequence[str] | None = None) -> list[Example]:
     Args:
         cities: cities to include (default: every city of the lexicon, all splits).
     """
-    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in _lexicon.CITIES}
+    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in wordlists.CITIES}
     chosen = list(table) if cities is None else list(cities)
     return [
         Example(QUERY_TEMPLATES[attribute].format(city=city), f" {table[city][attribute]}", "ravel")
@@ -170,7 +169,7 @@ def run_ravel(
         "training_data": {
             "description": "one base query per city and attribute, every city of the lexicon (all splits)",
             "examples": len(fact_examples()),
-            "cities": len(_lexicon.CITIES),
+            "cities": len(wordlists.CITIES),
             "attributes": list(ATTRIBUTES),
             "templates": dict(QUERY_TEMPLATES),
         },

@@ -24,6 +24,7 @@ from ._evaluate import (
     curve_scores,
     shapley_ground_truth,
 )
+from ._maps import METHODS, saliency_maps
 from ._protocol import (
     DominanceResult,
     MapScores,
@@ -37,6 +38,7 @@ from ._registry import ARCHITECTURES, Architecture, TinyCNN, load_registry_model
 __all__ = [
     "ARCHITECTURES",
     "DEFAULT_BATCH",
+    "METHODS",
     "Architecture",
     "CurveScore",
     "DominanceResult",
@@ -53,5 +55,6 @@ __all__ = [
     "map_curves",
     "map_scores",
     "read_weights",
+    "saliency_maps",
     "shapley_ground_truth",
 ]

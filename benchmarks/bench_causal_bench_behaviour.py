@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour, one_thread
+from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
 from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, node_circuit_edges
-from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
-from mibspec.reference_impl.recompute.circuit import _tokenize
+from mibspec.reference_impl.recompute import ModelSource, encode_function
+from mibspec.reference_impl.recompute.circuit import tokenize_pairs
+from mibspec.reference_impl.threads import one_thread
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = REPO / "examples" / "models" / "tiny-gpt2"
@@ -55,7 +56,7 @@ def main() -> None:
     model = load_model(MODEL)
     encode = encode_function(ModelSource(str(MODEL), None, local=True))
     rows = [json.loads(line) for line in DATASET.read_text(encoding="utf-8").splitlines()[: args.examples]]
-    tokens = _tokenize(rows, "io_s2_flip", encode, "dataset")
+    tokens = tokenize_pairs(rows, "io_s2_flip", encode, "dataset")
     universe = graph_universe(model)
     n = model.n_layers * (model.n_heads + 1)
     rng = np.random.default_rng(0)

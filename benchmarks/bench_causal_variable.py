@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from mibspec.reference_impl.engine import load_model
-from mibspec.reference_impl.engine._intervene import Site, TorchFeaturizer, forward_sites, intervened_logits
+from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, intervened_logits, load_model
 from mibspec.reference_impl.featurizers import NumpyFeaturizer
-from mibspec.reference_impl.recompute._inputs import ModelSource
+from mibspec.reference_impl.recompute import ModelSource
 from mibspec.reference_impl.recompute.causal_variable import TextCodec
 
 REPO = Path(__file__).resolve().parents[1]

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     counterfactual = rng.integers(0, args.vocab, N)
     scores = rng.standard_normal(universe.n_edges)
     if args.scores == "eap":
-        from mibspec.reference_impl.engine._attribution import attribute_edges
+        from mibspec.reference_impl.engine import attribute_edges
 
         started = time.perf_counter()
         scores = attribute_edges(

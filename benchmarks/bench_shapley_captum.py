@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from captum.attr import ShapleyValueSampling
 
+from mibspec.core.sidecars import load_tensor, read_safetensors_header
 from mibspec.reference_impl.metrics.shapley import draw_permutations, shapley_from_permutations
 from mibspec.reference_impl.vision import (
     PixelGame,
@@ -53,7 +54,6 @@ from mibspec.reference_impl.vision import (
     load_registry_model,
     read_weights,
 )
-from mibspec.validator._sidecars import load_tensor, read_safetensors_header
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "saliency-digits"

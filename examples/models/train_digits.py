@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mibspec.core.sidecars import safetensors_bytes
 from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.reference_impl.training.digits import (
     DigitsRecipe,
@@ -34,7 +35,6 @@ from mibspec.reference_impl.training.digits import (
     evaluate_digits,
     train_digits,
 )
-from mibspec.validator._sidecars import safetensors_bytes
 
 HERE = Path(__file__).resolve().parent
 NAME = "tiny-cnn-digits"

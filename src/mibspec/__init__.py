@@ -17,7 +17,7 @@ if _sys.argv[:1] == ["-m"] and _sys.path and _sys.path[0] in ("", _os.getcwd()):
     del _sys.path[0]
 
 from mibspec._api import SPEC_VERSION, schema_bundle_hash, verify
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 from mibspec.validator import Finding, Severity, VerificationResult
 
 __all__ = [

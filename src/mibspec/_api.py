@@ -8,13 +8,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from mibspec._resources import spec_dir
-from mibspec._version import __version__
+from mibspec.core.spec import SPEC_VERSION, spec_dir
+from mibspec.core.version import __version__
 from mibspec.validator import DEFAULT_LIMITS, Limits, VerificationResult, VerifyOptions, verify_paths
 
 __all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "schema_bundle_hash", "verify"]
 
-SPEC_VERSION = "1.0"
 REPORT_PATTERNS = ("report.json", "*.report.json")
 
 

@@ -84,7 +84,7 @@ def _jsonl_close(want: bytes, have: bytes, rel: float, abs_: float) -> bool:
 def _tensors_close(want: Path, have: Path, media_type: str, rel: float, abs_: float) -> bool:
     import numpy as np
 
-    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
     try:
         infos_a, infos_b = tensor_infos(want, media_type), tensor_infos(have, media_type)

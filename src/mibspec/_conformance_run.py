@@ -32,7 +32,7 @@ from typing import Any
 
 from mibspec._conformance import discover_cases, run_case
 from mibspec._display import visible
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 from mibspec.validator import Limits
 
 __all__ = [

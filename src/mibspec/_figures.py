@@ -24,7 +24,6 @@ timestamps or software tags in the files, so the same report gives the same byte
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 from collections.abc import Callable, Iterator
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+
+from mibspec.core.files import sha256_file
 
 __all__ = [
     "FIGURE_KINDS",
@@ -485,7 +486,7 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
 def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any:
     """Declared maps (``.npy`` or safetensors), read only from a file inside the folder
     that matches its declared size and hash."""
-    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
     artifact_id = ref.get("artifact")
     entry = next((a for a in report.get("artifacts", []) if a.get("id") == artifact_id), None)
@@ -500,7 +501,7 @@ def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any
     size = path.stat().st_size
     if size != entry.get("bytes") or size > _MAX_SIDECAR_BYTES:
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not have its declared size")
-    if hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
+    if sha256_file(path) != entry.get("sha256"):
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not match its declared SHA-256")
     try:
         info = tensor_infos(path, str(entry.get("media_type")))[ref.get("tensor")]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._display import visible
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
 
 __all__ = ["ReportPage", "build_report_page", "render_html"]

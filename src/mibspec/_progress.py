@@ -15,7 +15,7 @@ class TerminalProgress:
     """A rich progress bar on stderr, shown only when stderr is a terminal.
 
     Use as a context manager; :meth:`start` and :meth:`advance` implement
-    ``mibspec.validator.Progress``.
+    :class:`mibspec.core.progress.Progress`.
     """
 
     def __init__(self, enabled: bool | None = None) -> None:

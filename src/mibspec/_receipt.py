@@ -18,7 +18,6 @@ symbolic link is refused before anything is hashed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mibspec.core.files import sha256_file
 from mibspec.validator import Stage, StageStatus, VerificationResult
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 RECEIPT_VERSION = "1.0"
-_CHUNK = 1 << 20
 
 
 class ReceiptError(ValueError):
@@ -48,16 +47,10 @@ class ReceiptError(ValueError):
 
 def _sha256(path: Path) -> tuple[str, int] | None:
     """SHA-256 (hex) and size of a regular file, or ``None`` when it cannot be read."""
-    digest = hashlib.sha256()
-    size = 0
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
+        return sha256_file(path), path.stat().st_size
     except OSError:
         return None
-    return digest.hexdigest(), size
 
 
 def _inside(path: Path, base: Path) -> bool:
@@ -114,7 +107,7 @@ def build_receipt(
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
     from mibspec._batch import imported_versions
     from mibspec._outputs import declared_files
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
     from mibspec.validator import DEFAULT_LIMITS
 
     base = Path(receipt_path).resolve().parent

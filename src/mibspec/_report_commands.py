@@ -70,8 +70,8 @@ def report_command(
     """Verify a report and summarise it in one self-contained HTML page with figures."""
     from mibspec._api import collect_paths
     from mibspec._api import verify as run_verify
-    from mibspec._resources import install_hint
     from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, exit_on_internal_errors
+    from mibspec.core.spec import install_hint
 
     if output is None and png_dir is None:
         _usage("nothing to write: pass -o OUT.html and/or --png-dir DIR")

@@ -257,7 +257,7 @@ def render_sarif(result: VerificationResult, out: IO[str]) -> None:
     Unicode code points), and ``pointer`` and ``hint`` in its property bag. Each
     document's verdict and stages are in the run's property bag.
     """
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
     from mibspec.validator import catalogue
 
     cat = catalogue(result.spec_version)

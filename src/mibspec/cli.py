@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mibspec._display import visible
-from mibspec._version import __version__
+from mibspec.core.version import __version__
 
 if TYPE_CHECKING:
     from mibspec.validator import VerificationResult
@@ -340,7 +340,7 @@ def rules(
 
 def _schema_files() -> list[Path]:
     """The schema files of the current spec version, by name."""
-    from mibspec._resources import spec_dir
+    from mibspec.core.spec import spec_dir
 
     return sorted((spec_dir() / "schemas").glob("*.schema.json"))
 
@@ -349,7 +349,7 @@ def _schema_files() -> list[Path]:
 def schema_list() -> None:
     """List the schemas of the spec version: kind (what `schema show` takes), file and $id."""
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
-    from mibspec._resources import load_spec_json
+    from mibspec.core.spec import load_spec_json
 
     files = _schema_files()
     typer.echo(f"spec {SPEC_VERSION}: {len(files)} schemas, bundle sha256 {schema_bundle_hash(SPEC_VERSION)}")

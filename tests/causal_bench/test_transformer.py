@@ -32,18 +32,18 @@ EXAMPLE = REPO / "examples" / "causal-bench-tiny-gpt2"
 
 
 def _tokens(model_name: str, n: int) -> tuple[Any, ...]:
-    from mibspec.reference_impl.recompute._inputs import ModelSource, encode_function
-    from mibspec.reference_impl.recompute.circuit import _tokenize
+    from mibspec.reference_impl.recompute import ModelSource, encode_function
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     encode = encode_function(ModelSource(str(MODELS / model_name), None, local=True))
     lines = (DATASET / "test.jsonl").read_text(encoding="utf-8").splitlines()[:n]
-    return _tokenize([json.loads(line) for line in lines], "io_s2_flip", encode, "x")
+    return tokenize_pairs([json.loads(line) for line in lines], "io_s2_flip", encode, "x")
 
 
 @pytest.fixture(scope="module", params=["tiny-gpt2", "tiny-llama"])
 def setup(request: pytest.FixtureRequest) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    from mibspec.reference_impl.behaviour.transformer import one_thread
     from mibspec.reference_impl.engine import load_model
+    from mibspec.reference_impl.threads import one_thread
 
     with one_thread():
         yield load_model(MODELS / request.param), _tokens(request.param, 6)
@@ -89,8 +89,7 @@ def test_full_model_matches_transformers_forward() -> None:
 
 def test_attribution_is_eap_summed_over_out_edges(setup: tuple[Any, ...]) -> None:
     from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
-    from mibspec.reference_impl.engine import graph_universe
-    from mibspec.reference_impl.engine._attribution import attribute_edges
+    from mibspec.reference_impl.engine import attribute_edges, graph_universe
 
     model, tokens = setup
     behaviour = TransformerBehaviour(model, *tokens)

@@ -105,7 +105,7 @@ def test_topk_keeps_the_k_largest_with_ties_to_the_lower_index() -> None:
 @pytest.mark.parametrize("kind", ["identity", "subspace", "rotation", "pca", "sae"])
 def test_torch_featurizer_matches_numpy(kind: str) -> None:
     torch = pytest.importorskip("torch")
-    from mibspec.reference_impl.engine._intervene import TorchFeaturizer
+    from mibspec.reference_impl.engine import TorchFeaturizer
 
     rng = np.random.default_rng(7)
     doc, weights = _weights(kind, rng)

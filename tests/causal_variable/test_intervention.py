@@ -18,6 +18,7 @@ import pytest
 
 from mibspec.reference_impl.featurizers import NumpyFeaturizer
 from mibspec.reference_impl.positions import resolve_position
+from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
@@ -31,10 +32,8 @@ CF_TYPE = "io_s1_flip_io_s2_flip"
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread() -> Any:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_thread():
+        yield
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -159,7 +158,7 @@ def loaded() -> dict[str, tuple[Any, Any, Any]]:
 def test_batched_interchange_matches_per_example_hooks(
     loaded: dict[str, tuple[Any, Any, Any]], family: str, component: str
 ) -> None:
-    from mibspec.reference_impl.engine._intervene import (
+    from mibspec.reference_impl.engine import (
         Site,
         TorchFeaturizer,
         forward_sites,
@@ -237,7 +236,7 @@ def test_multi_token_greedy_answers_match_per_example_hooks(
     the same prompt position at every step) equals a per-example loop of hooked transformers
     forwards, token by token; without an intervention it equals transformers' own greedy
     ``generate``."""
-    from mibspec.reference_impl.engine._intervene import Site, TorchFeaturizer, forward_sites, greedy_tokens
+    from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, greedy_tokens
 
     model, hf, tokenizer = loaded[family]
     n_tokens = 3

@@ -18,6 +18,7 @@ from mibspec.reference_impl.engine import (
     random_model,
     run_model,
 )
+from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
 
@@ -28,10 +29,8 @@ LENGTHS = (9, 6, 3, 9)
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread() -> Any:
     # Tiny tensors: thread hand-offs cost more than they save.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_thread():
+        yield
 
 
 def _batch(vocab: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,6 +29,7 @@ from mibspec.reference_impl.engine import (
     random_model,
 )
 from mibspec.reference_impl.engine._evaluate import _chunks
+from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
 
@@ -309,10 +310,8 @@ def naive_metrics(
 def _one_thread() -> Any:
     # Tiny tensors: thread hand-offs cost more than they save, and on a shared machine
     # they make the timings erratic.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with one_thread():
+        yield
 
 
 def _data(vocab: int, seed: int) -> dict[str, torch.Tensor]:

@@ -133,8 +133,8 @@ def test_no_recompute_skips_the_stage(tmp_path: Path) -> None:
 
 
 def test_unequal_token_lengths_are_reported_not_patched() -> None:
-    from mibspec.reference_impl.recompute._inputs import UnusableInputError
-    from mibspec.reference_impl.recompute.circuit import _tokenize
+    from mibspec.reference_impl.recompute import UnusableInputError
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     rows = [
         {
@@ -143,10 +143,10 @@ def test_unequal_token_lengths_are_reported_not_patched() -> None:
         }
     ]
     with pytest.raises(UnusableInputError, match=r"row 0.*3 tokens.*4"):
-        _tokenize(rows, "t", lambda text: text.split(), "/task/dataset")
+        tokenize_pairs(rows, "t", lambda text: text.split(), "/task/dataset")
     rows[0]["counterfactuals"]["t"]["answer"] = None
     with pytest.raises(UnusableInputError, match="no answer"):
-        _tokenize(rows, "t", lambda text: text.split(), "/task/dataset")
+        tokenize_pairs(rows, "t", lambda text: text.split(), "/task/dataset")
 
 
 def _small_dataset(tmp_path: Path, n: int) -> Path:

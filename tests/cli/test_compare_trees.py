@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from mibspec._compare_trees import DEFAULT_REL, compare_trees, compare_values
-from mibspec.validator._sidecars import write_safetensors
+from mibspec.core.sidecars import write_safetensors
 
 
 def test_values_agree_within_the_relative_tolerance() -> None:

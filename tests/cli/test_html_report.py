@@ -22,7 +22,7 @@ import pytest
 import mibspec
 from mibspec._figures import FIGURE_KINDS, _outline, render_figures
 from mibspec._html_report import build_report_page, render_html
-from mibspec.validator._recompute_stage import Comparison
+from mibspec.core.comparisons import Comparison
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

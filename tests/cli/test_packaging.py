@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import mibspec
-from mibspec._resources import spec_dir
+from mibspec.core.spec import spec_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec.validator._engine import KNOWN_KINDS
+from mibspec.core.spec import KINDS
 
 try:  # Python 3.11+
     from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CONFORMANCE = REPO / "conformance" / "v1"
 EXAMPLES = REPO / "examples"
 EXAMPLE_FOLDERS = ("circuit", "circuit-ioi", "saliency", "causal_bench", "causal_variable")
-DOCUMENT_KINDS = KNOWN_KINDS  # every kind the validator accepts
+DOCUMENT_KINDS = KINDS  # every kind the validator accepts
 
 # --- documents drawn from the JSON Schemas ----------------------------------------------------
 

@@ -28,8 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mibspec
+from mibspec.core.sidecars import TensorInfo, non_finite_values
 from mibspec.validator import Limits, SidecarError, read_npy_header, read_safetensors_header
-from mibspec.validator._sidecars import TensorInfo, non_finite_values
 
 MB = 1024 * 1024
 EXAMPLE = REPO / "examples" / "circuit"
@@ -995,7 +995,7 @@ def _traced_peak(read: Callable[[], Any]) -> int:
 def test_a_header_of_millions_of_dimensions_is_refused_before_parsing(tmp_path: Path, dims: int) -> None:
     """A 12 MB header is read (under the length limit) but not parsed (over the token
     limit): its raw bytes are all the memory it takes. A 60 MB one is not even read."""
-    from mibspec.validator._sidecars import MAX_SAFETENSORS_HEADER_BYTES, MAX_SAFETENSORS_HEADER_TOKENS
+    from mibspec.core.sidecars import MAX_SAFETENSORS_HEADER_BYTES, MAX_SAFETENSORS_HEADER_TOKENS
 
     header = b'{"t": {"dtype": "F32", "shape": [' + b"1," * (dims - 1) + b'1], "data_offsets": [0, 4]}}'
     assert dims > MAX_SAFETENSORS_HEADER_TOKENS
@@ -1012,7 +1012,7 @@ def test_a_header_of_millions_of_dimensions_is_refused_before_parsing(tmp_path: 
 @pytest.mark.parametrize("item", [b"[]", b"{}", b"1.5", b'"ab"'])
 def test_a_header_at_the_token_limit_parses_within_its_memory_bound(tmp_path: Path, item: bytes) -> None:
     """The documented bound: twice the header's bytes plus 100 bytes per token."""
-    from mibspec.validator._sidecars import MAX_SAFETENSORS_HEADER_TOKENS
+    from mibspec.core.sidecars import MAX_SAFETENSORS_HEADER_TOKENS
 
     per_item = sum(item.count(c) for c in b'[{,:"') + 1  # with its comma
     count = (MAX_SAFETENSORS_HEADER_TOKENS - 20) // per_item
@@ -1024,7 +1024,7 @@ def test_a_header_at_the_token_limit_parses_within_its_memory_bound(tmp_path: Pa
 
 
 def test_an_npy_header_of_400000_dimensions_is_refused_unread(tmp_path: Path) -> None:
-    from mibspec.validator._sidecars import MAX_NPY_HEADER_BYTES
+    from mibspec.core.sidecars import MAX_NPY_HEADER_BYTES
 
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 400_000 + "), }"
     path = tmp_path / "x.npy"
@@ -1053,7 +1053,7 @@ SHAPES = st.lists(
 def test_tensor_limits_admit_only_shapes_numpy_can_hold(shape: list[int], itemsize: int) -> None:
     """Within the limits, numpy makes the shape (a broadcast view: nothing is allocated);
     the limits are the documented ones, counted here independently."""
-    from mibspec.validator._sidecars import (
+    from mibspec.core.sidecars import (
         MAX_TENSOR_BYTES,
         MAX_TENSOR_DIMS,
         MAX_TENSOR_ELEMENTS,

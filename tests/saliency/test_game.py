@@ -18,11 +18,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from mibspec.reference_impl.metrics.shapley import shapley_from_permutations  # noqa: E402
+from mibspec.reference_impl.threads import one_thread  # noqa: E402
 from mibspec.reference_impl.vision import (  # noqa: E402
     PixelGame,
     curve_scores,
     load_registry_model,
-    one_thread,
     shapley_ground_truth,
 )
 

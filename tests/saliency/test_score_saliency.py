@@ -14,7 +14,7 @@ import mibspec
 pytest.importorskip("torch")
 pytest.importorskip("captum")
 
-from mibspec.validator._sidecars import load_tensor, read_safetensors_header, safetensors_bytes
+from mibspec.core.sidecars import load_tensor, read_safetensors_header, safetensors_bytes
 
 pytestmark = pytest.mark.recompute
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from mibspec._conformance import discover_cases, run_case
-from mibspec._resources import spec_dir
+from mibspec.core.spec import spec_dir
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 

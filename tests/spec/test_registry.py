@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mibspec._conformance import discover_cases
-from mibspec._resources import spec_dir
-from mibspec.documents import KINDS
+from mibspec.core.spec import KINDS, spec_dir
 from mibspec.validator import catalogue
-from mibspec.validator._engine import _PARSE_CODES
+from mibspec.validator._catalogue import PARSE_CODES
 from mibspec.validator._recompute_stage import run_recompute
 from mibspec.validator._schema_stage import _KEYWORD_CODES
 from mibspec.validator.rules import RULES
@@ -44,7 +43,7 @@ def test_retired_codes_are_never_reused() -> None:
 
 
 def test_every_code_is_emitted_by_some_stage() -> None:
-    emitted = set(_PARSE_CODES.values()) | {"P108", "S101", "S102", "S103", "S104"}
+    emitted = set(PARSE_CODES.values()) | {"P108", "S101", "S102", "S103", "S104"}
     emitted |= set(_KEYWORD_CODES.values())
     for rule in RULES:
         emitted |= set(rule.codes)

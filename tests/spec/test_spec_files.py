@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mibspec._resources import spec_dir
+from mibspec.core.spec import spec_dir
 from mibspec.documents import KINDS, schema_names, schema_text
 
 SPEC = spec_dir()

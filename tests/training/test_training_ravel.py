@@ -126,10 +126,10 @@ def test_logit_differences_recompute() -> None:
 
 def test_every_city_fact_is_recalled_as_claimed() -> None:
     # The training set: every city of the lexicon, every attribute, the generator's query.
-    from mibspec.reference_impl.datasets import _lexicon
+    from mibspec.reference_impl.datasets import wordlists
     from mibspec.reference_impl.datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 
-    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in _lexicon.CITIES}
+    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in wordlists.CITIES}
     for split, claimed in _claims()["fact_accuracy"].items():
         prompts = [
             {"prompt": QUERY_TEMPLATES[a].format(city=c), "answer": f" {table[c][a]}"}

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from mibspec.core.spec import SPEC_VERSION
+
 __all__ = ["SPEC_VERSION", "Closed", "SchemaGenerator", "schema_id"]
 
-SPEC_VERSION = "1.0"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 

@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._outputs import Inputs, write_atomic
-from mibspec._version import __version__
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.sidecars import safetensors_bytes
+from mibspec.core.version import __version__
 from mibspec.reference_impl.producers.folder import artifact_entry
-from mibspec.validator import Finding, Limits, catalogue, load_json_file, safetensors_bytes
-from mibspec.validator._engine import _PARSE_CODES, make_finding
-from mibspec.validator._parse import escape_pointer_token
+from mibspec.validator import (
+    Finding,
+    Limits,
+    catalogue,
+    load_json_file,
+    make_finding,
+    parse_findings,
+)
 
 __all__ = ["ImportResult", "import_eap_ig"]
 
@@ -46,6 +53,12 @@ class _MalformedError(Exception):
         self.code, self.pointer, self.params = code, pointer, params
 
 
+def import_parse_findings(parsed: Any, cat: Any) -> list[Finding]:
+    """The findings of a source file's parse problems, at the file's start where a problem
+    has no position (an importer reports them without the validator's hints)."""
+    return [f.located(f.line or 1, f.column or 1) for f in parse_findings(parsed, cat, hints=False)]
+
+
 def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) -> ImportResult:
     """Convert ``source`` (EAP-IG ``.json`` or ``.pt``) into ``out_dir/circuit.json`` + sidecar.
 
@@ -65,12 +78,7 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
             default = Limits(max_bytes=2 * 1024**3, max_values=2 * 1024**3)
             parsed = load_json_file(source, limits or default)
             if parsed.problems:
-                for problem in parsed.problems:
-                    line, column = parsed.position_of(problem.offset)
-                    finding = make_finding(
-                        cat, None, _PARSE_CODES[problem.symbol], problem.pointer, detail=problem.message
-                    )
-                    result.findings.append(finding.located(line or 1, column or 1))
+                result.findings.extend(import_parse_findings(parsed, cat))
                 return result
             graph = _from_json(parsed.data)
         document, tensors = _convert(graph, source)
@@ -93,7 +101,7 @@ def _read_pt(source: Path) -> dict[str, Any]:
     try:
         import torch
     except ImportError as exc:
-        from mibspec._resources import install_hint
+        from mibspec.core.spec import install_hint
 
         raise _MalformedError(
             "I104", "", detail=f"reading .pt graphs needs torch: {install_hint('recompute')}"

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mibspec._version import __version__
-from mibspec.validator._parse import escape_pointer_token
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.version import __version__
 
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import folder_name, import_reports, source_created

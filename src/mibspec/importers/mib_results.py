@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._outputs import Inputs, write_atomic
-from mibspec._version import __version__
-from mibspec.validator import Limits, catalogue, load_json_file, load_profile
-from mibspec.validator._engine import _PARSE_CODES, make_finding
+from mibspec.core.version import __version__
+from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
-from .eap_ig import ImportResult, _MalformedError
+from .eap_ig import ImportResult, _MalformedError, import_parse_findings
 
 __all__ = ["KNOWN_MODELS", "folder_name", "import_mib_circuit_results", "import_reports", "source_created"]
 
@@ -66,12 +65,7 @@ def import_reports(
     result = ImportResult()
     parsed = load_json_file(source, Limits())
     if parsed.problems:
-        for problem in parsed.problems:
-            line, column = parsed.position_of(problem.offset)
-            finding = make_finding(
-                cat, None, _PARSE_CODES[problem.symbol], problem.pointer, detail=problem.message
-            )
-            result.findings.append(finding.located(line or 1, column or 1))
+        result.findings.extend(import_parse_findings(parsed, cat))
         return result
     try:
         reports = list(build(parsed.data, source))

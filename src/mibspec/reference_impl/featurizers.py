@@ -23,7 +23,7 @@ declares ``error: add_base_error`` (``0`` for ``discard``). SAE activations: ``r
 
 This module needs numpy only, so that the validator's rules can check featurizer
 documents without torch; the recomputation uses the torch twin in
-``reference_impl.engine._intervene``.
+``mibspec.reference_impl.engine``.
 """
 
 from __future__ import annotations

@@ -5,17 +5,14 @@ it wrote (without recomputation) and exit with the verdict."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 
 from mibspec._display import visible
-
-#: What a producer calls to report progress: ``progress(description, total)`` starts a
-#: task and returns ``advance(done)``, which takes the number of steps done so far.
-ProducerProgress = Callable[[str, int], Callable[[int], None]]
+from mibspec.core.progress import Progress
 
 
 def usage_error(message: str) -> NoReturn:
@@ -41,7 +38,7 @@ def check_output_folder(out_dir: Path, inputs: Iterable[Path | None]) -> None:
 
 
 @contextlib.contextmanager
-def producing(needs: str, extras: str) -> Iterator[ProducerProgress]:
+def producing(needs: str, extras: str) -> Iterator[Progress]:
     """A progress bar for the producer run inside the block; its bad-input errors
     (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
     (``ImportError``) become usage errors; the latter says ``needs`` (``"scoring needs"``)
@@ -49,21 +46,10 @@ def producing(needs: str, extras: str) -> Iterator[ProducerProgress]:
     from mibspec._progress import TerminalProgress
 
     with TerminalProgress() as bar:
-
-        def progress(description: str, total: int) -> Callable[[int], None]:
-            bar.start(description, total)
-            state = {"done": 0}
-
-            def advance(done: int) -> None:
-                bar.advance(done - state["done"])
-                state["done"] = done
-
-            return advance
-
         try:
-            yield progress
+            yield bar
         except ImportError as exc:
-            from mibspec._resources import install_hint
+            from mibspec.core.spec import install_hint
 
             usage_error(f"{needs} the {extras} extra ({exc}): {install_hint(extras)}")
         except (ValueError, FileExistsError, OSError) as exc:
@@ -72,7 +58,7 @@ def producing(needs: str, extras: str) -> Iterator[ProducerProgress]:
 
 def verify_written(report: Any) -> bool:
     """Verify the report a producer wrote (no recomputation); say so; return the verdict."""
-    from mibspec._api import verify
+    from mibspec import verify
 
     valid = verify(report, recompute=False).valid
     verdict = "conformant" if valid else "NOT conformant"

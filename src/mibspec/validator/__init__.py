@@ -1,26 +1,22 @@
-"""The mibspec validator: strict parsing, schema conformance, rules, recomputation."""
+"""The mibspec validator: strict parsing, schema conformance, rules, recomputation.
 
-from ._catalogue import Catalogue, RuleInfo, catalogue
-from ._engine import (
-    DocumentResult,
-    InternalError,
-    RuleContext,
-    Stage,
-    StageStatus,
-    VerificationResult,
-    VerifyOptions,
-    verify_paths,
-)
-from ._findings import Finding, Severity
-from ._parse import DEFAULT_LIMITS, Limits, load_json_file, parse_json_bytes
-from ._profiles import Profile, known_profiles, load_profile
-from ._sidecars import (
+The sidecar readers, profiles and :class:`Finding` live in :mod:`mibspec.core` (shared
+with the reference implementation) and are re-exported here."""
+
+from mibspec.core.findings import Finding, Severity
+from mibspec.core.profiles import Profile, known_profiles, load_profile
+from mibspec.core.sidecars import (
     SidecarError,
     read_npy_header,
     read_safetensors_header,
     safetensors_bytes,
     write_safetensors,
 )
+
+from ._catalogue import Catalogue, InternalError, RuleInfo, catalogue, make_finding, parse_findings
+from ._context import DocumentResult, RuleContext, Stage, StageStatus, VerificationResult, VerifyOptions
+from ._engine import verify_paths
+from ._parse import DEFAULT_LIMITS, Limits, load_json_file, parse_json_bytes
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -42,6 +38,8 @@ __all__ = [
     "known_profiles",
     "load_json_file",
     "load_profile",
+    "make_finding",
+    "parse_findings",
     "parse_json_bytes",
     "read_npy_header",
     "read_safetensors_header",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._parse import escape_pointer_token
+from mibspec.core.pointers import escape_pointer_token
 
 __all__ = ["iter_annotations", "normalize_numbers"]
 

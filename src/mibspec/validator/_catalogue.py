@@ -1,4 +1,5 @@
-"""The rule catalogue (``spec/v1/rules.json``): stable codes, symbols, messages."""
+"""The rule catalogue (``spec/v1/rules.json``): stable codes, symbols, messages; the
+findings built from it."""
 
 from __future__ import annotations
 
@@ -7,11 +8,24 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from mibspec._resources import load_spec_json
+from mibspec.core.findings import Finding, Severity
+from mibspec.core.spec import load_spec_json
 
-from ._findings import Severity
+from ._parse import PARSE_CODES, ParsedDocument
 
-__all__ = ["Catalogue", "RuleInfo", "catalogue"]
+__all__ = [
+    "PARSE_CODES",
+    "Catalogue",
+    "InternalError",
+    "RuleInfo",
+    "catalogue",
+    "make_finding",
+    "parse_findings",
+]
+
+
+class InternalError(RuntimeError):
+    """A defect in mibspec itself (exit code 3), never a property of the input."""
 
 
 @dataclass(frozen=True)
@@ -72,3 +86,54 @@ def catalogue(spec_version: str = "1.0") -> Catalogue:
         for entry in raw["rules"]
     )
     return Catalogue(raw["spec_version"], dict(raw["families"]), rules, tuple(raw["retired"]))
+
+
+def make_finding(
+    cat: Catalogue,
+    profile: Any,
+    code: str,
+    pointer: str = "",
+    /,
+    *,
+    hint: str | None = None,
+    data: dict[str, Any] | None = None,
+    **params: Any,
+) -> Finding:
+    """A finding for ``code`` with the catalogue's message and severity (or the profile's).
+
+    Raises:
+        InternalError: the code is not in the catalogue.
+    """
+    try:
+        info = cat.by_code[code]
+    except KeyError as exc:
+        raise InternalError(f"rule code {code} is not in the catalogue") from exc
+    severity = info.severity
+    override = getattr(profile, "severity", {}).get(code) if profile is not None else None
+    if override and override != "off":
+        severity = Severity(override)
+    return Finding(
+        code=code,
+        severity=severity,
+        message=info.format(params),
+        pointer=pointer,
+        hint=hint,
+        data=data or {},
+    )
+
+
+def parse_findings(parsed: ParsedDocument, cat: Catalogue, *, hints: bool = True) -> list[Finding]:
+    """A finding for each of a parsed file's problems, at the problem's line:column when
+    its offset is known (``None`` otherwise); with the parser's hint when ``hints``."""
+    findings = []
+    for problem in parsed.problems:
+        finding = make_finding(
+            cat,
+            None,
+            PARSE_CODES[problem.symbol],
+            problem.pointer,
+            hint=problem.hint if hints else None,
+            detail=problem.message,
+        )
+        findings.append(finding.located(*parsed.position_of(problem.offset)))
+    return findings

@@ -7,263 +7,35 @@ no stage failed and no error-level finding was reported.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._resources import KNOWN_SPEC_VERSIONS
-from mibspec._version import __version__
+from mibspec.core.findings import Finding, Severity
+from mibspec.core.profiles import known_profiles, load_profile
+from mibspec.core.progress import NULL_PROGRESS
+from mibspec.core.spec import KNOWN_SPEC_VERSIONS
 
-from ._catalogue import Catalogue, catalogue
-from ._findings import Finding, Severity
-from ._parse import DEFAULT_LIMITS, PARSE_CODES, Limits, ParsedDocument, load_json_file
-
-__all__ = [
-    "DocumentResult",
-    "InternalError",
-    "RuleContext",
-    "Stage",
-    "StageStatus",
-    "VerificationResult",
-    "VerifyOptions",
-    "record_internal_error",
-    "verify_paths",
-]
-
-KNOWN_KINDS = (
-    "report",
-    "circuit",
-    "featurizer",
-    "counterfactual_dataset",
-    "causal_model",
-    "shortcut_dataset",
-    "leaderboard",
+from ._annotations import normalize_numbers
+from ._catalogue import Catalogue, InternalError, catalogue, make_finding, parse_findings
+from ._context import (
+    RECOMPUTE_NOT_REQUESTED,
+    DocumentResult,
+    RuleContext,
+    Stage,
+    StageStatus,
+    VerificationResult,
+    VerifyOptions,
 )
+from ._parse import ParsedDocument, load_json_file
+from ._recompute_stage import run_recompute
+from ._schema_stage import check_schema, dispatch
+from .rules import run_rules
 
-_PARSE_CODES = PARSE_CODES  # the name the importers use
-
-
-class InternalError(RuntimeError):
-    """A defect in mibspec itself (exit code 3), never a property of the input."""
-
-
-class Stage(str, enum.Enum):
-    PARSE = "parse"
-    SCHEMA = "schema"
-    RULES = "rules"
-    RECOMPUTE = "recompute"
-
-
-class StageStatus(str, enum.Enum):
-    PASSED = "passed"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    NOT_RUN = "not_run"
-
-
-#: The recompute stage's detail when the caller asked for no recomputation.
-RECOMPUTE_NOT_REQUESTED = "not requested"
-
-
-@dataclass(frozen=True)
-class VerifyOptions:
-    """Options of one verification run.
-
-    Attributes:
-        recompute: run the recompute stage (needs the ``recompute`` extra).
-        profile: check every report under this profile instead of the one it declares.
-        limits: parse limits per document.
-        follow_references: also verify documents referenced as artifacts.
-        model_roots: extra folders in which local model paths are looked up.
-        progress: where the recompute stage reports progress (``None``: nowhere).
-        select: report only codes starting with one of these prefixes (empty: every code).
-        ignore: do not report codes starting with one of these prefixes. Rules-stage
-            codes filtered out this way are treated like a profile's ``off``: they do not
-            fail the rules stage, so recomputation still runs. Other stages' findings are
-            only hidden by the reporters; a stage that failed still fails its document.
-    """
-
-    recompute: bool = True
-    profile: str | None = None
-    limits: Limits = DEFAULT_LIMITS
-    follow_references: bool = True
-    model_roots: tuple[Path, ...] = ()
-    progress: Any = field(default=None, compare=False)
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-    def reports(self, code: str) -> bool:
-        """Whether ``code`` passes the ``select`` / ``ignore`` prefix filters."""
-        if self.select and not code.startswith(self.select):
-            return False
-        return not code.startswith(self.ignore) if self.ignore else True
-
-
-@dataclass
-class DocumentResult:
-    """Verdict and findings for one document."""
-
-    path: str
-    kind: str | None = None
-    spec_version: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-    stages: dict[Stage, tuple[StageStatus, str | None]] = field(
-        default_factory=lambda: dict.fromkeys(Stage, (StageStatus.NOT_RUN, None))
-    )
-    referenced_by: str | None = None
-    #: The recompute stage's claimed-vs-recomputed comparisons (``Comparison`` objects).
-    comparisons: list[Any] = field(default_factory=list)
-    #: The model files recomputation used (``ModelFile`` objects), for the receipt.
-    model_files: list[Any] = field(default_factory=list)
-    #: Set when mibspec itself failed on this document (see :func:`record_internal_error`).
-    internal_error: str | None = None
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity is Severity.ERROR]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity is Severity.WARNING]
-
-    @property
-    def valid(self) -> bool:
-        failed = any(status is StageStatus.FAILED for status, _ in self.stages.values())
-        return not failed and not self.errors
-
-    def set_stage(self, stage: Stage, status: StageStatus, detail: str | None = None) -> None:
-        self.stages[stage] = (status, detail)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "valid": self.valid,
-            "findings": [f.to_json() for f in self.findings],
-            "stages": [
-                {"name": stage.value, "status": status.value, **({"detail": detail} if detail else {})}
-                for stage, (status, detail) in self.stages.items()
-            ],
-            **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
-            **({"recomputed": [c.to_json() for c in self.comparisons]} if self.comparisons else {}),
-        }
-
-
-@dataclass
-class VerificationResult:
-    """The outcome of verifying one or more paths (and the documents they reference)."""
-
-    documents: list[DocumentResult]
-    spec_version: str = "1.0"
-    profile: str | None = None
-
-    @property
-    def valid(self) -> bool:
-        return bool(self.documents) and all(doc.valid for doc in self.documents)
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [finding for doc in self.documents for finding in doc.findings]
-
-    @property
-    def internal_errors(self) -> list[DocumentResult]:
-        """Documents on which mibspec itself failed (exit code 3); the others were verified."""
-        return [doc for doc in self.documents if doc.internal_error is not None]
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "valid": self.valid,
-            "spec_version": self.spec_version,
-            "tool": {"name": "mibspec", "version": __version__},
-        }
-        if self.profile:
-            out["profile"] = self.profile
-        out["documents"] = [doc.to_json() for doc in self.documents]
-        return out
-
-
-class RuleContext:
-    """What a rule sees: the document, where it lives, the profile, and a finding factory."""
-
-    def __init__(
-        self,
-        *,
-        path: Path,
-        data: dict[str, Any],
-        kind: str,
-        spec_version: str,
-        profile: Any,
-        options: VerifyOptions,
-        cat: Catalogue,
-    ) -> None:
-        self.path = path
-        self.folder = path.parent
-        self.data = data
-        self.kind = kind
-        self.spec_version = spec_version
-        self.profile = profile
-        self.options = options
-        self.catalogue = cat
-        #: The compiled JSON Schema validator of the document's kind.
-        from ._schema_stage import schema_for
-
-        self.schema = schema_for(kind, spec_version)
-        #: Filled by the artifact rule: artifact id → entry, for rules that read sidecars.
-        self.artifacts: dict[str, dict[str, Any]] = {}
-        #: Artifact ids whose file failed an integrity check (later rules skip them).
-        self.broken_artifacts: set[str] = set()
-        #: Filled by recomputation: the model files it used (``ModelFile``: resolved path,
-        #: SHA-256 and size of the bytes used), listed by the receipt.
-        self.model_files: list[Any] = []
-        #: Findings recomputation reports besides its result (R106), even when it fails later.
-        self.recompute_findings: list[Finding] = []
-
-    def finding(
-        self,
-        code: str,
-        pointer: str = "",
-        /,
-        *,
-        hint: str | None = None,
-        data: dict[str, Any] | None = None,
-        **params: Any,
-    ) -> Finding:
-        """Build a finding for ``code`` with the catalogue's message and severity."""
-        return make_finding(self.catalogue, self.profile, code, pointer, hint=hint, data=data, **params)
-
-
-def make_finding(
-    cat: Catalogue,
-    profile: Any,
-    code: str,
-    pointer: str = "",
-    /,
-    *,
-    hint: str | None = None,
-    data: dict[str, Any] | None = None,
-    **params: Any,
-) -> Finding:
-    try:
-        info = cat.by_code[code]
-    except KeyError as exc:
-        raise InternalError(f"rule code {code} is not in the catalogue") from exc
-    severity = info.severity
-    override = getattr(profile, "severity", {}).get(code) if profile is not None else None
-    if override and override != "off":
-        severity = Severity(override)
-    return Finding(
-        code=code,
-        severity=severity,
-        message=info.format(params),
-        pointer=pointer,
-        hint=hint,
-        data=data or {},
-    )
+__all__ = ["record_internal_error", "verify_paths"]
 
 
 def _suppressed(profile: Any, code: str, options: VerifyOptions | None = None) -> bool:
@@ -333,17 +105,7 @@ class _Runner:
     ) -> None:
         # Stage 1: parse.
         if parsed.problems:
-            for problem in parsed.problems:
-                finding = make_finding(
-                    cat,
-                    None,
-                    _PARSE_CODES[problem.symbol],
-                    problem.pointer,
-                    hint=problem.hint,
-                    detail=problem.message,
-                )
-                line, column = parsed.position_of(problem.offset)
-                result.findings.append(finding.located(line, column))
+            result.findings.extend(parse_findings(parsed, cat))
             kept = len(parsed.problems)
             result.set_stage(
                 Stage.PARSE, StageStatus.FAILED, _truncated(kept + 1, kept) if parsed.more_problems else None
@@ -357,8 +119,6 @@ class _Runner:
         result.set_stage(Stage.PARSE, StageStatus.PASSED)
 
         # Stage 2: version, kind, profile, schema.
-        from ._schema_stage import check_schema, dispatch
-
         header = list(dispatch(data, cat))
         result.kind = data.get("kind") if isinstance(data.get("kind"), str) else None
         version = data.get("spec_version")
@@ -384,8 +144,6 @@ class _Runner:
         result.set_stage(Stage.SCHEMA, StageStatus.PASSED)
 
         # Stage 3: rules.
-        from .rules import run_rules
-
         ctx = RuleContext(
             path=path,
             data=data,
@@ -395,8 +153,6 @@ class _Runner:
             options=self.options,
             cat=cat,
         )
-        from ._annotations import normalize_numbers
-
         normalize_numbers(ctx.schema, data)  # 1.0 where an integer is due becomes 1 (see there)
         # The rules run first: they fill ctx.artifacts, which the references walk reads.
         rule_findings = [*run_rules(ctx), *self._references(ctx, result, depth)]
@@ -418,8 +174,6 @@ class _Runner:
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:
-            from ._recompute_stage import NULL_PROGRESS, run_recompute
-
             status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
             result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
             result.comparisons = list(comparisons)
@@ -427,8 +181,6 @@ class _Runner:
             result.set_stage(Stage.RECOMPUTE, status, detail)
 
     def _profile(self, data: dict[str, Any], kind: str, cat: Catalogue) -> tuple[Any, list[Finding]]:
-        from ._profiles import known_profiles, load_profile
-
         name = self.options.profile or (data.get("profile") if kind == "report" else None) or "default"
         try:
             return load_profile(str(name)), []

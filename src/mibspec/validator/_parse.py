@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from mibspec.core.pointers import escape_pointer_token
+
 __all__ = [
     "DEFAULT_LIMITS",
     "PARSE_CODES",
@@ -32,7 +34,6 @@ __all__ = [
     "ParsedDocument",
     "SourceMap",
     "describe_problem",
-    "escape_pointer_token",
     "load_json_file",
     "parse_json_bytes",
     "read_json_lines",
@@ -98,10 +99,6 @@ PARSE_CODES = {
     "unpaired-surrogate": "P109",
     "too-many-values": "P110",
 }
-
-
-def escape_pointer_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
 
 
 _BLOCK = 1 << 16  # characters per block of the line index

@@ -2,8 +2,9 @@
 
 Each track plugs in a recomputer (``RECOMPUTERS``), imported only when the stage
 runs so that validation never imports torch. A recomputer is a function
-``recompute(ctx: RuleContext, progress: Progress) -> Recomputation``: it loads what
-the report declares, recomputes every claim it can and returns
+``recompute(ctx: RuleContext, progress: Progress) -> Recomputation`` (the last two from
+:mod:`mibspec.core`): it loads what the report declares, recomputes every claim it can
+and returns
 
 * the comparisons — one per claimed number: where the claim is, what it is, the
   claimed value, the recomputed value and the tolerance (:class:`Comparison`);
@@ -20,25 +21,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ._engine import RuleContext, StageStatus
-from ._findings import Finding
+from mibspec.core.comparisons import Comparison, Recomputation
+from mibspec.core.findings import Finding
+from mibspec.core.progress import NULL_PROGRESS, Progress
 
-__all__ = [
-    "NULL_PROGRESS",
-    "RECOMPUTERS",
-    "Comparison",
-    "Progress",
-    "Recomputation",
-    "compare",
-    "recompute_tolerance",
-    "run_recompute",
-]
+from ._context import RuleContext, StageStatus
+
+__all__ = ["RECOMPUTERS", "compare", "run_recompute"]
 
 #: track → (``module:function`` of the recomputer, the extra's modules it needs).
 RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -55,86 +48,6 @@ RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     # report's behaviour is a transformer (R104 if it is missing).
     "causal_bench": ("mibspec.reference_impl.recompute.causal_bench:recompute", ()),
 }
-
-
-class Progress(Protocol):
-    """Where a long recomputation reports how far it got (a progress bar, a log, nothing)."""
-
-    def start(self, description: str, total: int) -> None:
-        """Begin a task of ``total`` steps (replaces the previous task)."""
-
-    def advance(self, steps: int = 1) -> None:
-        """``steps`` more steps of the current task are done."""
-
-
-class _NullProgress:
-    def start(self, description: str, total: int) -> None:
-        pass
-
-    def advance(self, steps: int = 1) -> None:
-        pass
-
-
-NULL_PROGRESS: Progress = _NullProgress()
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One claimed number next to its recomputation.
-
-    Attributes:
-        pointer: JSON pointer of the claimed value in the report.
-        quantity: what the number is, for people (``"faithfulness, signed, k=0.01"``).
-        claimed: the value the report states (``None`` when the report states none and
-            the recomputed value is shown for information).
-        recomputed: the value recomputed from the declared artifacts.
-        abs_tol, rel_tol: the claim passes when
-            ``|claimed − recomputed| ≤ abs_tol + rel_tol·|recomputed|``.
-    """
-
-    pointer: str
-    quantity: str
-    claimed: float | None
-    recomputed: float
-    abs_tol: float
-    rel_tol: float
-
-    @property
-    def tolerance(self) -> float:
-        return self.abs_tol + self.rel_tol * abs(self.recomputed)
-
-    @property
-    def within(self) -> bool:
-        if self.claimed is None:
-            return True
-        if not (math.isfinite(self.claimed) and math.isfinite(self.recomputed)):
-            return self.claimed == self.recomputed
-        return abs(self.claimed - self.recomputed) <= self.tolerance
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "pointer": self.pointer,
-            "quantity": self.quantity,
-            "claimed": self.claimed,
-            "recomputed": self.recomputed,
-            "tolerance": self.tolerance,
-            "within": self.within,
-        }
-
-
-@dataclass
-class Recomputation:
-    """What a recomputer returns: comparisons and findings (see the module docstring)."""
-
-    comparisons: list[Comparison] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-
-
-def recompute_tolerance(profile: Any, dtype: str) -> tuple[float, float]:
-    """The profile's ``(abs, rel)`` recomputation tolerance for a model dtype."""
-    table = profile["recompute"]
-    entry = table.get(dtype) or table["float32"]
-    return float(entry["abs"]), float(entry["rel"])
 
 
 def compare(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
@@ -208,7 +121,7 @@ def run_recompute(
     target, needs = entry
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
-        from mibspec._resources import install_hint
+        from mibspec.core.spec import install_hint
 
         finding = ctx.finding(
             "R101",

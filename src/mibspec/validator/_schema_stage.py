@@ -6,12 +6,11 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from mibspec._resources import KNOWN_SPEC_VERSIONS, load_spec_json
+from mibspec.core.findings import Finding
+from mibspec.core.pointers import escape_pointer_token, join_pointer
+from mibspec.core.spec import KINDS, KNOWN_SPEC_VERSIONS, load_spec_json
 
-from ._catalogue import Catalogue
-from ._engine import KNOWN_KINDS, InternalError, make_finding
-from ._findings import Finding
-from ._parse import escape_pointer_token
+from ._catalogue import Catalogue, InternalError, make_finding
 
 __all__ = ["check_schema", "dispatch", "schema_for"]
 
@@ -57,7 +56,7 @@ def dispatch(data: dict[str, Any], cat: Catalogue) -> Iterator[Finding]:
             known=known_versions,
         )
     kind = data.get("kind")
-    if kind not in KNOWN_KINDS:
+    if kind not in KINDS:
         detail = 'missing "kind"' if "kind" not in data else f"unknown kind {_short(repr(kind))}"
         yield make_finding(
             cat,
@@ -65,7 +64,7 @@ def dispatch(data: dict[str, Any], cat: Catalogue) -> Iterator[Finding]:
             "S103",
             "" if "kind" not in data else "/kind",
             detail=detail,
-            known=", ".join(KNOWN_KINDS),
+            known=", ".join(KINDS),
         )
 
 
@@ -94,17 +93,13 @@ def check_schema(data: dict[str, Any], kind: str, spec_version: str, cat: Catalo
                 yield finding
 
 
-def _pointer(path: Any) -> str:
-    return "".join(f"/{escape_pointer_token(token)}" for token in path)
-
-
 def _short(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
 
 
 def _to_findings(error: Any, cat: Catalogue) -> Iterator[Finding]:
     keyword = error.validator
-    pointer = _pointer(error.absolute_path)
+    pointer = join_pointer(error.absolute_path)
     code = _KEYWORD_CODES.get(keyword)
     if code is None:  # the shipped schemas use only mapped keywords (tested)
         raise InternalError(f"schema keyword {keyword!r} has no rule code")

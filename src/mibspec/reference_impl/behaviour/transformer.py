@@ -31,37 +31,22 @@ This module imports torch; only the recompute stage and ``mibspec score`` import
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..engine import _forward, _ops
-from ..engine._evaluate import _check_answers, _gather_read, _metric, mean_node_outputs
-from ..engine._weights import ModelWeights
-from ..metrics._metric_checks import as_bool_array, describe
+from ..engine import ModelWeights, _forward, _ops, mean_node_outputs
+from ..engine._evaluate import _check_answers, _gather_read, _metric
 from ..metrics.causal_bench import DegenerateBehaviourError
+from ..metrics.checks import as_bool_array, describe
 from .planted import component_universe
 
-__all__ = ["TRANSFORMER_ABLATIONS", "TransformerBehaviour", "one_thread"]
+__all__ = ["TRANSFORMER_ABLATIONS", "TransformerBehaviour"]
 
 TRANSFORMER_ABLATIONS: tuple[str, ...] = ("counterfactual", "mean", "zero")
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block (restored on exit): the models are
-    tiny, thread hand-offs cost more than they save on a shared machine, and the values do
-    not depend on the machine's core count."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 class TransformerBehaviour:
@@ -102,12 +87,7 @@ class TransformerBehaviour:
             raise ValueError(f"ablation: expected one of {list(TRANSFORMER_ABLATIONS)}, got {ablation!r}")
         if model.post_norm_heads or model.parallel_attn_mlp:
             raise ValueError("model: only sequential blocks without post-attention norms are supported")
-        ids, mask = _forward.check_tokens(model, clean_ids, attention_mask, "clean_ids")
-        cids, _ = _forward.check_tokens(model, corrupted_ids, attention_mask, "corrupted_ids")
-        if cids.shape != ids.shape:
-            raise ValueError(
-                f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
-            )
+        ids, cids, mask = _forward.check_token_pair(model, clean_ids, corrupted_ids, attention_mask)
         n = ids.shape[0]
         self.model = model
         self.ablation = ablation

@@ -79,15 +79,15 @@ def lexicon() -> dict[str, tuple[str, ...]]:
     Keys: ``names``, ``places``, ``objects`` (IOI), ``colored_objects``, ``colors``
     (MCQA), ``cities`` (RAVEL-style).
     """
-    from . import _lexicon
+    from . import wordlists
 
     return {
-        "names": _lexicon.FIRST_NAMES,
-        "places": _lexicon.PLACES,
-        "objects": _lexicon.OBJECTS,
-        "colored_objects": tuple(o for o, _ in _lexicon.COLOURED_OBJECTS),
-        "colors": _lexicon.COLOURS,
-        "cities": tuple(c for c, *_ in _lexicon.CITIES),
+        "names": wordlists.FIRST_NAMES,
+        "places": wordlists.PLACES,
+        "objects": wordlists.OBJECTS,
+        "colored_objects": tuple(o for o, _ in wordlists.COLOURED_OBJECTS),
+        "colors": wordlists.COLOURS,
+        "cities": tuple(c for c, *_ in wordlists.CITIES),
     }
 
 

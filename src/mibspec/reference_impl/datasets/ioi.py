@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import _lexicon
+from . import wordlists
 from ._common import (
     Dataset,
     build_row,
@@ -96,9 +96,9 @@ VARIABLES: tuple[str, ...] = ("output_token", "output_position")
 def ioi_attributes(split: str) -> dict[str, tuple[str, ...]]:
     """Names, places and objects of a split (disjoint from the other splits)."""
     return {
-        "names": partition(_lexicon.FIRST_NAMES, split),
-        "places": partition(_lexicon.PLACES, split),
-        "objects": partition(_lexicon.OBJECTS, split),
+        "names": partition(wordlists.FIRST_NAMES, split),
+        "places": partition(wordlists.PLACES, split),
+        "objects": partition(wordlists.OBJECTS, split),
     }
 
 
@@ -213,5 +213,5 @@ def generate_ioi(split: str, n_rows: int, seed: int = 0) -> Dataset:
 def ioi_vocabulary_texts() -> tuple[str, ...]:
     """Texts containing every word an IOI prompt or answer of any split can contain."""
     blanks = {"name_a": "", "name_b": "", "name_c": "", "place": "", "object": ""}
-    fillers = (*_lexicon.FIRST_NAMES, *_lexicon.PLACES, *_lexicon.OBJECTS)
+    fillers = (*wordlists.FIRST_NAMES, *wordlists.PLACES, *wordlists.OBJECTS)
     return (*(t.format(**blanks) for t in TEMPLATES), *fillers)

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _lexicon
+from . import wordlists
 from ._common import (
     Dataset,
     build_row,
@@ -94,7 +94,7 @@ COUNTERFACTUAL_TYPES: tuple[str, ...] = (
 
 VARIABLES: tuple[str, ...] = ("answer_pointer", "answer")
 
-COLORS: tuple[str, ...] = _lexicon.COLOURS
+COLORS: tuple[str, ...] = wordlists.COLOURS
 _N_CHOICES = 4
 _LETTERS = tuple("ABCD")
 _SYMBOLS = tuple("1234")
@@ -103,7 +103,7 @@ _RANDOM_LETTER_POOL = tuple(c for c in string.ascii_uppercase if c not in _LETTE
 
 def mcqa_objects(split: str) -> tuple[tuple[str, str], ...]:
     """(object, prototypical colour) pairs of a split (objects disjoint between splits)."""
-    return partition(_lexicon.COLOURED_OBJECTS, split)
+    return partition(wordlists.COLOURED_OBJECTS, split)
 
 
 def run_mcqa_model(
@@ -238,7 +238,7 @@ def mcqa_vocabulary_texts() -> tuple[str, ...]:
     )
     return (
         *(t.format(**blanks) for t in TEMPLATES),
-        *(o for o, _ in _lexicon.COLOURED_OBJECTS),
+        *(o for o, _ in wordlists.COLOURED_OBJECTS),
         *COLORS,
         *string.ascii_uppercase,
         *_SYMBOLS,

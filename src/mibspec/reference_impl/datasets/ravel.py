@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import _lexicon
+from . import wordlists
 from ._common import (
     Dataset,
     build_row,
@@ -77,12 +77,12 @@ MENTION_TEMPLATES: tuple[str, ...] = (
 COUNTERFACTUAL_TYPES: tuple[str, ...] = ("attribute", "same_attribute", "mention")
 VARIABLES: tuple[str, ...] = (*ATTRIBUTES, "queried_attribute")
 
-_TABLE = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in _lexicon.CITIES}
+_TABLE = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in wordlists.CITIES}
 
 
 def ravel_cities(split: str) -> tuple[str, ...]:
     """Cities of a split (disjoint between splits)."""
-    return partition(tuple(city for city, *_ in _lexicon.CITIES), split)
+    return partition(tuple(city for city, *_ in wordlists.CITIES), split)
 
 
 def run_ravel_model(
@@ -179,5 +179,5 @@ def generate_ravel(split: str, n_rows: int, seed: int = 0) -> Dataset:
 
 def ravel_vocabulary_texts() -> tuple[str, ...]:
     """Texts containing every word a RAVEL-style prompt or answer can contain."""
-    words = [word for entry in _lexicon.CITIES for word in entry]
+    words = [word for entry in wordlists.CITIES for word in entry]
     return (*(t.format(city="") for t in (*QUERY_TEMPLATES.values(), *MENTION_TEMPLATES)), *words)

@@ -15,6 +15,7 @@ Normative text: ``spec/v1/metrics/engine.md`` (requirements ME-*).
 This is the only part of the reference implementation that imports torch.
 """
 
+from ._attribution import attribute_edges
 from ._evaluate import (
     ABLATIONS,
     Ablation,
@@ -25,6 +26,15 @@ from ._evaluate import (
     node_circuit_edges,
 )
 from ._forward import ForwardOutput, run_model
+from ._intervene import (
+    Site,
+    TorchFeaturizer,
+    check_site,
+    forward_sites,
+    greedy_tokens,
+    intervened_logits,
+    site_dim,
+)
 from ._load import (
     DTYPES,
     MAX_MODEL_TENSORS,
@@ -56,10 +66,17 @@ __all__ = [
     "ModelTooLargeError",
     "ModelWeights",
     "NormWeights",
+    "Site",
+    "TorchFeaturizer",
+    "attribute_edges",
     "check_model_size",
+    "check_site",
     "evaluate_circuits",
+    "forward_sites",
     "from_transformers",
     "graph_universe",
+    "greedy_tokens",
+    "intervened_logits",
     "load_model",
     "load_model_from_bytes",
     "mean_node_outputs",
@@ -69,4 +86,5 @@ __all__ = [
     "read_config",
     "run_model",
     "safetensors_parameters",
+    "site_dim",
 ]

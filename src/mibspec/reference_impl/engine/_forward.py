@@ -19,7 +19,7 @@ import torch
 from . import _ops
 from ._weights import LayerWeights, ModelWeights
 
-__all__ = ["ForwardOutput", "Trace", "check_tokens", "embed", "run_model", "trace"]
+__all__ = ["ForwardOutput", "Trace", "check_token_pair", "check_tokens", "embed", "run_model", "trace"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +109,24 @@ def check_tokens(
             f"{name}: sequence length {ids.shape[1]} exceeds the model's {model.w_pos.shape[0]} positions"
         )
     return ids, mask
+
+
+def check_token_pair(
+    model: ModelWeights, clean_ids: object, corrupted_ids: object, attention_mask: object
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Validate clean and corrupted token batches of one shape sharing ``attention_mask``;
+    return ``(ids, corrupted_ids, mask)`` as long tensors.
+
+    Raises:
+        ValueError: either batch fails :func:`check_tokens`, or their shapes differ.
+    """
+    ids, mask = check_tokens(model, clean_ids, attention_mask, "clean_ids")
+    cids, _ = check_tokens(model, corrupted_ids, attention_mask, "corrupted_ids")
+    if cids.shape != ids.shape:
+        raise ValueError(
+            f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
+        )
+    return ids, cids, mask
 
 
 def embed(model: ModelWeights, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

@@ -63,12 +63,7 @@ def check_examples(
         ``(clean_ids, corrupted_ids, mask, tokens)``: ``(N, T)`` long tensors, and
         ``(N, 2)`` token ids (correct, counterfactual).
     """
-    ids, mask = _forward.check_tokens(model, clean_ids, attention_mask, "clean_ids")
-    cids, _ = _forward.check_tokens(model, corrupted_ids, attention_mask, "corrupted_ids")
-    if cids.shape != ids.shape:
-        raise ValueError(
-            f"corrupted_ids: expected shape {tuple(ids.shape)} like clean_ids, got {tuple(cids.shape)}"
-        )
+    ids, cids, mask = _forward.check_token_pair(model, clean_ids, corrupted_ids, attention_mask)
     N = ids.shape[0]
     tokens = torch.stack(
         [

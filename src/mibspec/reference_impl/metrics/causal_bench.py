@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ._metric_checks import as_bool_array, check_choice, check_finite_scalar, check_int, describe
+from .checks import as_bool_array, check_choice, check_finite_scalar, check_int, describe
 
 __all__ = [
     "COMPOSITE_KEYS",

@@ -14,7 +14,7 @@ from typing import Literal, TypeVar, cast, overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._metric_checks import (
+from .checks import (
     as_bool_array,
     as_float_array,
     check_choice,

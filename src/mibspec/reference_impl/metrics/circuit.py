@@ -23,7 +23,8 @@ from typing import Any, Literal, overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._metric_checks import (
+from ._ranking import TieReport, descending_order, tie_report
+from .checks import (
     as_bool_array,
     as_float_array,
     check_choice,
@@ -31,7 +32,6 @@ from ._metric_checks import (
     check_int,
     describe,
 )
-from ._ranking import TieReport, descending_order, tie_report
 
 __all__ = [
     "DEFAULT_GRID",

@@ -17,7 +17,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._metric_checks import (
+from ._ranking import descending_order, tie_report
+from .checks import (
     as_bool_array,
     as_float_array,
     check_choice,
@@ -25,7 +26,6 @@ from ._metric_checks import (
     check_int,
     describe,
 )
-from ._ranking import descending_order, tie_report
 
 __all__ = [
     "WIOU_KS",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._metric_checks import check_int, describe
+from .checks import check_int, describe
 
 __all__ = [
     "MAX_EXACT_PLAYERS",

@@ -10,7 +10,7 @@ against its causal-model target (MSE variables), on training pairs built by the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..causal_models import ioi_logit_names
-from ..engine._intervene import Site, TorchFeaturizer, forward_sites, intervened_logits
+from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 
 __all__ = [
     "TrainingPairs",
@@ -247,7 +247,6 @@ def fit_sae(
     learning_rate: float,
     l1: float,
     generator: torch.Generator,
-    progress: Callable[[], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """A ReLU sparse autoencoder f = relu(x·W_enc + b_enc), x̂ = f·W_dec + b_dec, trained full-batch
     on ``‖x − x̂‖² + l1·‖f‖₁`` (per example means) from a seeded initialisation."""
@@ -270,6 +269,4 @@ def fit_sae(
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        if progress is not None:
-            progress()
     return {name: value.detach().numpy().astype(np.float32) for name, value in params.items()}

@@ -17,7 +17,7 @@ A transformer report also carries a copy of the dataset rows used (``dataset.jso
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from mibspec._outputs import input_files
+from mibspec.core.progress import Progress, start_task
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -56,7 +57,6 @@ __all__ = [
     "study_claims",
 ]
 
-Progress = Callable[[str, int], Callable[[int], None]]
 
 DEFAULT_SETTINGS: dict[str, Any] = {
     "weights": {"F": 1.0, "C": 1.0, "M": 1.0, "S": 1.0, "COS": 1.0},
@@ -135,18 +135,16 @@ def study_claims(
         scaling: planted sizes of the scaling study (needs ``behaviour``), or None.
         behaviour: the report's planted ``behaviour`` block (scaling study only).
         min_denominator: smallest accepted ``|β(C)|``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
     """
-
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
 
     universe = list(source.universe)
     weights = settings["weights"]
     cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
     beta = source.oracle(None)
     methods: list[dict[str, Any]] = []
-    done = tracker("localization methods and their seed runs", len(procedures) * (1 + len(run_seeds)))
+    n_runs = len(procedures) * (1 + len(run_seeds))
+    done = start_task(progress, "localization methods and their seed runs", n_runs)
     step = 0
     for name, procedure in procedures.items():
         main = ids(identify(procedure, beta, procedure.seed), universe)
@@ -189,7 +187,7 @@ def study_claims(
     claims["jaccard"] = {"methods": names, "matrix": cb.jaccard_matrix(sets).tolist()}
     if thresholds is not None and sensitivity_method in procedures:
         procedure = procedures[sensitivity_method]
-        tracker(f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
+        start_task(progress, f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
         point_sets, point_runs = threshold_sets(procedure, source, thresholds, run_seeds)
         points = []
         for tau, members, runs_at in zip(thresholds, point_sets, point_runs, strict=True):
@@ -226,7 +224,7 @@ def study_claims(
         if behaviour is None or behaviour.get("kind") != "planted":
             raise ValueError("scaling: the scaling study needs a planted behaviour block")
         configs = []
-        advance = tracker("scaling study over planted model sizes", len(scaling))
+        advance = start_task(progress, "scaling study over planted model sizes", len(scaling))
         for index, (n_layers, n_heads) in enumerate(scaling):
             run = scaled_sets(behaviour, procedures, n_layers, n_heads)
             entry_methods = []
@@ -306,7 +304,7 @@ def score_causal_bench(
         convergence_seed: seed of the convergence test.
         scaling: add the scaling study (planted only).
         overwrite: replace a report already in ``out_dir``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
@@ -387,9 +385,10 @@ def _score_transformer(
 ) -> CausalBenchRun:
     from mibspec.reference_impl.engine import load_model
 
-    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour, one_thread
-    from ..recompute._inputs import ModelSource, encode_function
-    from ..recompute.circuit import _tokenize
+    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
+    from ..recompute import ModelSource, encode_function
+    from ..recompute.circuit import tokenize_pairs
+    from ..threads import one_thread
     from .circuit import _dataset_input, _model_ref, _strict_rows
 
     if model_dir is None or dataset_path is None or counterfactual_type is None:
@@ -417,7 +416,7 @@ def _score_transformer(
     size = subsample_size if subsample_size is not None else max(1, len(rows) // 2)
     if not 1 <= size <= len(rows):
         raise ValueError(f"subsample_size: expected 1 to {len(rows)} examples, got {size}")
-    clean, corrupted, mask, correct, counter = _tokenize(rows, counterfactual_type, encode, "dataset")
+    clean, corrupted, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
     with one_thread():
         behaviour_model = TransformerBehaviour(
             model, clean, corrupted, mask, correct, counter, ablation=ablation
@@ -554,7 +553,7 @@ def _report(
 def _provenance(*, torch: bool) -> dict[str, Any]:
     import platform
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     libraries = {"numpy": np.__version__, "python": platform.python_version()}
     if torch:

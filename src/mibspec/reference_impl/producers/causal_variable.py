@@ -20,7 +20,7 @@ float32 weights, so that ``mibspec verify`` reproduces them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from mibspec._outputs import input_files
+from mibspec.core.progress import Progress, start_task
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
-from ..recompute._inputs import ModelSource
-from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer, one_thread
+from ..recompute import ModelSource
+from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer
+from ..threads import one_thread
 from ._featurizer_training import (
     collect_activations,
     fit_pca,
@@ -158,7 +160,7 @@ def _rescaled_ioi_fit(evaluator: Evaluator) -> dict[str, float]:
     mean logit difference logit(IO) − logit(S) on the training base prompts it answers correctly."""
     import torch
 
-    from ..engine._intervene import forward_sites
+    from ..engine import forward_sites
 
     rows = [r for r in range(len(evaluator.rows)) if evaluator.correct(r, "base")]
     diffs = []
@@ -201,7 +203,7 @@ def score_causal_variable(
     ioi_fit: str = "rescaled",
     profile: str = "default",
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> CausalVariableRun:
     """Learn a featurizer per unit, score it by interchange interventions and write a report folder.
 
@@ -226,14 +228,14 @@ def score_causal_variable(
         ioi_fit: ``paper`` (MIB's coefficients) or ``rescaled`` (their ratios, scaled to the
             model's mean logit difference on the train split).
         profile: the report's profile; its checker is the report's.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
     arguments = dict(locals())
-    from ..recompute._inputs import UnusableInputError
+    from ..recompute import UnusableInputError
 
     try:
         with one_thread():
@@ -266,15 +268,15 @@ def _score(
     ioi_fit: str,
     profile: str,
     overwrite: bool,
-    progress: Callable[[str, int], Callable[[int], None]] | None,
+    progress: Progress | None,
 ) -> CausalVariableRun:
     import torch
 
+    from mibspec.core.profiles import load_profile
     from mibspec.reference_impl.engine import load_model
-    from mibspec.validator._profiles import load_profile
 
-    from ..engine._intervene import Site, check_site, site_dim
-    from ..recompute._inputs import UnusableInputError
+    from ..engine import Site, check_site, site_dim
+    from ..recompute import UnusableInputError
 
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
@@ -317,9 +319,6 @@ def _score(
         if cf not in dataset.get("counterfactual_types", []):
             raise ValueError(f"counterfactuals: {cf!r} is not a counterfactual type of the dataset")
 
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
-
     tokenizer_name = model_dir.name
     train = _train_rows(task, train_rows, seed, codec, tokenizer_name)
     batch = int(batch_size)
@@ -354,7 +353,7 @@ def _score(
     provenance = _provenance(created)
     provenance["command"] = "mibspec score causal-variable"
     n_units = len(chosen_variables) * len(locations)
-    done = tracker(f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
+    done = start_task(progress, f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
     artifacts: list[dict[str, Any]] = []
     claims = []
     finished = 0
@@ -561,7 +560,7 @@ def _featurizer(
     batch_size: int,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One featurizer document (without description, artifacts, provenance) and its tensors."""
-    from ..engine._intervene import TorchFeaturizer
+    from ..engine import TorchFeaturizer
 
     doc: dict[str, Any] = {"spec_version": "1.0", "kind": "featurizer", "location": location, "input_dim": d}
     if method == "full_vector":

@@ -11,10 +11,9 @@ with the same engine and metric functions the recompute stage uses.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from mibspec._outputs import input_files
+from mibspec.core.files import sha256_file
+from mibspec.core.progress import Progress, start_task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
-from ..recompute._inputs import ModelSource, encode_function
-from ..recompute.circuit import _tokenize
+from ..recompute import ModelSource, encode_function
+from ..recompute.circuit import tokenize_pairs
 from .folder import OutputFolder, created_timestamp
 
 __all__ = ["METHODS", "CircuitRun", "grid_circuits", "score_circuit", "write_circuit_document"]
@@ -74,10 +75,6 @@ class CircuitRun:
     faithfulness: dict[str, list[float]]
     cpr: float
     cmd: float
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _load_scores(path: Path, n_edges: int) -> np.ndarray:
@@ -195,7 +192,7 @@ def score_circuit(
     batch_size: int = 20,
     grid: Sequence[float] = DEFAULT_GRID,
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> CircuitRun:
     """Score edges, build the circuits of the grid, evaluate them and write a report folder.
 
@@ -211,14 +208,13 @@ def score_circuit(
         seed: seed of the random method.
         batch_size: examples per pass.
         grid: the k-grid (the default profile's by default).
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model
-    from mibspec.reference_impl.engine._attribution import attribute_edges
+    from mibspec.reference_impl.engine import attribute_edges, evaluate_circuits, graph_universe, load_model
 
     if method not in METHODS:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
@@ -235,12 +231,9 @@ def score_circuit(
             f"{dataset.get('counterfactual_types')}"
         )
     rows = _strict_rows(rows_bytes)
-    ids, cids, mask, correct, counter = _tokenize(rows, counterfactual_type, encode, "dataset")
+    ids, cids, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
     n = ids.shape[0]
     universe = graph_universe(model)
-
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
 
     if method == "scores":
         assert scores_path is not None
@@ -257,7 +250,7 @@ def score_circuit(
             steps=steps,
             seed=seed,
             batch_size=batch_size,
-            progress=tracker(f"{METHODS[method]['name']} edge scores", n),
+            progress=start_task(progress, f"{METHODS[method]['name']} edge scores", n),
         )
     stored = scores.astype(np.float32)
     ranked = stored.astype(np.float64)
@@ -273,7 +266,7 @@ def score_circuit(
         counter,
         membership,
         batch_size=batch_size,
-        progress=tracker(f"evaluating {len(entries)} circuits", n),
+        progress=start_task(progress, f"evaluating {len(entries)} circuits", n),
     )
     m_circuits = result.circuits.mean(axis=1)
     m_full = float(result.clean.mean())
@@ -442,7 +435,9 @@ def _model_ref(model_dir: Path, model: Any) -> dict[str, Any]:
             "d_model": model.d_model,
             "vocab_size": model.vocab_size,
         },
-        "files": {name: _sha256(model_dir / name) for name in _MODEL_FILES if (model_dir / name).is_file()},
+        "files": {
+            name: sha256_file(model_dir / name) for name in _MODEL_FILES if (model_dir / name).is_file()
+        },
     }
 
 
@@ -453,7 +448,7 @@ def _provenance(created: str) -> dict[str, Any]:
     import torch
     import transformers
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     return {
         "tool": {"name": "mibspec", "version": __version__},

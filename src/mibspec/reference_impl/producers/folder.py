@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from mibspec._outputs import Inputs, write_atomic
-from mibspec.validator._sidecars import safetensors_bytes
+from mibspec.core.sidecars import safetensors_bytes
 
 __all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
 

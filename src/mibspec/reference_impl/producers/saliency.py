@@ -22,7 +22,7 @@ import json
 import math
 import platform
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mibspec._outputs import input_files
+from mibspec.core.progress import Progress, start_task
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, created_timestamp
@@ -65,7 +66,7 @@ def _metadata(path: Path) -> dict[str, str]:
 
 def _read_dataset(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """A shortcut dataset document and its four tensors."""
-    from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+    from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -99,7 +100,7 @@ def _provenance(created: str) -> dict[str, Any]:
     import captum
     import torch
 
-    from mibspec._version import __version__
+    from mibspec.core.version import __version__
 
     return {
         "tool": {"name": "mibspec", "version": __version__},
@@ -136,7 +137,7 @@ def score_saliency(
     threshold: float = 0.9,
     task_name: str = "shortcut",
     overwrite: bool = False,
-    progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Progress | None = None,
 ) -> SaliencyRun:
     """Evaluate saliency methods against the Shapley ground truth and write a report folder.
 
@@ -157,22 +158,24 @@ def score_saliency(
         auc_convention: ``normalised_trapezoid`` or ``unit_step_sum`` (MS-8).
         threshold: dominance threshold T.
         task_name: the report's ``task.name``.
-        progress: ``progress(description, total)`` returns a callable taking the steps done.
+        progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
     from mibspec.reference_impl.vision import (
+        METHODS,
         evaluate_dominance,
         ground_truth_maps,
         load_registry_model,
         map_curves,
         map_scores,
-        one_thread,
         read_weights,
+        saliency_maps,
     )
-    from mibspec.reference_impl.vision._maps import METHODS, saliency_maps
+
+    from ..threads import one_thread
 
     chosen = list(METHODS) if methods is None else list(methods)
     unknown = [m for m in chosen if m not in METHODS]
@@ -202,16 +205,13 @@ def score_saliency(
         class_masks.append(mask)
     steps = int(curve_steps or side * side)
 
-    def tracker(description: str, total: int) -> Callable[[int], None]:
-        return progress(description, total) if progress else (lambda done: None)
-
     with one_thread():
         result = evaluate_dominance(model, clean, perturbed, labels, threshold)
         dominant = result.dominant
         if len(dominant) == 0:
             raise ValueError("dataset_path: no image meets the dominance prerequisites; nothing to evaluate")
         areas = [class_masks[labels[i]] for i in dominant]
-        done = tracker(f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
+        done = start_task(progress, f"Shapley ground truth of {len(dominant)} dominant images", len(dominant))
         count = {"n": 0}
 
         def advance() -> None:
@@ -232,13 +232,13 @@ def score_saliency(
             advance=advance,
         )
         maps: dict[str, np.ndarray] = {}
-        done = tracker(f"maps of {len(chosen)} methods", len(chosen))
+        done = start_task(progress, f"maps of {len(chosen)} methods", len(chosen))
         for i, name in enumerate(chosen):
             maps[name] = saliency_maps(model, perturbed[dominant], labels[dominant], name, seed=maps_seed)
             done(i + 1)
         evaluated = {GROUND_TRUTH_METHOD: truth, **maps}
         rows: dict[str, dict[str, Any]] = {}
-        done = tracker("scores and deletion/addition curves", len(evaluated))
+        done = start_task(progress, "scores and deletion/addition curves", len(evaluated))
         for i, (name, values) in enumerate(evaluated.items()):
             as_stored = values.astype(np.float64)
             scores = map_scores(as_stored, truth, areas, WIOU_KS, WIOU_WEIGHTS)

@@ -1,5 +1,11 @@
 """Recomputers of the verify command's recompute stage, one module per track.
 
 Each module exposes ``recompute(ctx, progress) -> Recomputation`` (see
-``mibspec.validator._recompute_stage``) and is imported only when that stage runs.
+``mibspec.validator``'s recompute stage) and is imported only when that stage runs. What
+every model-based recomputer needs (the model, its tokenizer, referenced documents) is
+exported here for the producers too; this package itself imports no torch.
 """
+
+from ._inputs import ModelSource, UnusableInputError, encode_function
+
+__all__ = ["ModelSource", "UnusableInputError", "encode_function"]

@@ -33,7 +33,6 @@ from mibspec.validator._parse import (
     DEFAULT_LIMITS,
     JsonLinesError,
     Limits,
-    load_json_file,
     read_json_lines,
 )
 
@@ -371,13 +370,13 @@ def load_referenced_document(
     """The JSON document behind an artifact of the report, and its folder.
 
     The earlier stages verified the document (A107 otherwise); it is parsed again with the
-    same strict parser.
+    same strict parser (``ctx.load_json``).
     """
     artifact = ctx.artifacts.get(artifact_id)
     if artifact is None or artifact_id in ctx.broken_artifacts:
         raise UnusableInputError(pointer, f"artifact {artifact_id!r} is not available")
     path = ctx.folder / artifact["path"]
-    parsed = load_json_file(path, ctx.options.limits)
+    parsed = ctx.load_json(path)
     if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != kind:
         raise UnusableInputError(pointer, f"artifact {artifact_id!r} is not a readable {kind} document")
     return parsed.data, path.parent

@@ -29,8 +29,10 @@ import importlib.util
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from mibspec.validator._parse import escape_pointer_token
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.progress import Progress
+from mibspec.reference_impl.threads import one_thread
 
 from ..behaviour.localization import Procedure, identify, procedure_scores
 from ..behaviour.planted import component_universe, default_planted
@@ -105,15 +107,13 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         return Recomputation(comparisons=checks.items)
     missing = [name for name in _TRANSFORMER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
-        from mibspec._resources import install_hint
+        from mibspec.core.spec import install_hint
 
         raise UnusableInputError(
             "/behaviour",
             f"recomputing a transformer behaviour needs {', '.join(missing)}: {install_hint('recompute')}, "
             "or pass --no-recompute to check the report without it",
         )
-    from ..behaviour.transformer import one_thread
-
     dtype = (report.get("model") or {}).get("dtype", "float32")
     checks = _Comparisons(recompute_tolerance(ctx.profile, dtype), exact)
     with one_thread():
@@ -161,7 +161,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
 
     from ..behaviour.transformer import TransformerBehaviour
     from ._inputs import encode_function, load_referenced_document, open_model, read_rows
-    from .circuit import _tokenize
+    from .circuit import tokenize_pairs
 
     report = ctx.data
     behaviour, task = report["behaviour"], report["task"]
@@ -185,7 +185,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
     rows = read_rows(dataset, folder, "/task/dataset", ctx.options.limits)
-    tokens = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
+    tokens = tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset")
     try:
         behaviour_model = TransformerBehaviour(
             model,

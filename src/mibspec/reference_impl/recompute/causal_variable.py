@@ -11,7 +11,7 @@ Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-2, CV-*) and
    ``null`` has nothing to be right about);
 4. per variable, unit and counterfactual set: read the counterfactual's vector at the
    unit's site and position, write its selected features into the base run at the base's
-   position (:class:`~mibspec.reference_impl.engine._intervene.TorchFeaturizer`), and score
+   position (:class:`~mibspec.reference_impl.engine.TorchFeaturizer`), and score
    the intervened output against ``interventions[t][v]`` (IIA, exact tokens or the
    substring rule) or, for ``ioi_linear``, the logit difference against the MV-2 target
    (MSE);
@@ -23,18 +23,18 @@ The same :class:`Evaluator` produces the numbers of ``mibspec score causal-varia
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mibspec.validator._parse import escape_pointer_token
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
-from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
-from mibspec.validator.rules.causal_variable import missing_declarations
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.progress import Progress
+from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.reference_impl.threads import one_thread
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
@@ -47,13 +47,13 @@ from ._inputs import (
     open_model,
     read_rows,
 )
+from .declarations import missing_declarations
 
 __all__ = [
     "Evaluator",
     "TextCodec",
     "UnitResult",
     "build_featurizer",
-    "one_thread",
     "read_featurizer_weights",
     "recompute",
 ]
@@ -250,7 +250,7 @@ class Evaluator:
         return self._correct[key]
 
     def _fill_correct(self, keys: Sequence[tuple[int, str]]) -> None:
-        from ..engine._intervene import greedy_tokens
+        from ..engine import greedy_tokens
 
         todo = []
         for row, which in keys:
@@ -334,7 +334,7 @@ class Evaluator:
         """``(len(pairs), D)``: each pair's counterfactual vector at the site and its position."""
         import torch
 
-        from ..engine._intervene import forward_sites
+        from ..engine import forward_sites
 
         self.register_sites([site])
         if cf_type not in self._sources:
@@ -369,7 +369,7 @@ class Evaluator:
         """
         import torch
 
-        from ..engine._intervene import Site, greedy_tokens, intervened_logits
+        from ..engine import Site, greedy_tokens, intervened_logits
 
         site = Site.from_location(location)
         result = UnitResult()
@@ -428,21 +428,6 @@ class Evaluator:
 
 
 # --------------------------------------------------------------------------- recompute stage
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block (restored on exit): the models are
-    small, thread hand-offs cost more than they save on a shared machine, and the values do
-    not depend on the machine's core count."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def recompute(ctx: Any, progress: Progress) -> Recomputation:
@@ -510,8 +495,6 @@ def check_rows(rows: Sequence[Any], cf_types: Sequence[str], pointer: str = "/ta
 
 
 def _causal_model(ctx: Any, settings: Mapping[str, Any], dataset: Mapping[str, Any], folder: Path) -> Any:
-    from mibspec.validator._parse import load_json_file
-
     if settings.get("causal_model"):
         doc, _ = load_referenced_document(
             ctx, settings["causal_model"], "/settings/causal_model", "causal_model"
@@ -523,7 +506,7 @@ def _causal_model(ctx: Any, settings: Mapping[str, Any], dataset: Mapping[str, A
     entry = next((a for a in dataset.get("artifacts", []) if a["id"] == ident), None)
     if entry is None:
         raise UnusableInputError("/task/dataset", f"the dataset declares no artifact {ident!r}")
-    parsed = load_json_file(folder / entry["path"], ctx.options.limits)
+    parsed = ctx.load_json(folder / entry["path"])
     if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != "causal_model":
         raise UnusableInputError("/task/dataset", f"the dataset's causal model {ident!r} is not readable")
     return parsed.data
@@ -533,7 +516,7 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
     """A :class:`TorchFeaturizer` for a featurizer document, checked against the model's site."""
     import torch
 
-    from ..engine._intervene import Site, TorchFeaturizer, check_site, site_dim
+    from ..engine import Site, TorchFeaturizer, check_site, site_dim
 
     site = Site.from_location(doc["location"])
     try:
@@ -576,7 +559,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     for cf in cf_types:
         if cf not in dataset.get("counterfactual_types", []):
             raise UnusableInputError("/task/dataset", f"the dataset has no counterfactual type {cf!r}")
-    from ..engine._intervene import Site
+    from ..engine import Site
 
     evaluator.register_sites(
         sorted({Site.from_location(u["location"]) for v in claims["variables"] for u in v["units"]}, key=repr)

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
-from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.progress import Progress
+from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
 from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
 from ._inputs import (
@@ -39,7 +40,7 @@ from ._inputs import (
     read_rows,
 )
 
-__all__ = ["recompute"]
+__all__ = ["recompute", "tokenize_pairs"]
 
 
 def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
@@ -56,9 +57,16 @@ def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str
         raise UnusableInputError(pointer, f"cannot read {entry['path']!r}: {exc}") from exc
 
 
-def _tokenize(
+def tokenize_pairs(
     rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Dataset rows as right-padded ``(clean, corrupted, mask, correct, counterfactual)`` token
+    arrays for the ``cf_type`` counterfactuals, under the model's ``encode``.
+
+    Raises:
+        UnusableInputError: at ``pointer``, for a row without that counterfactual or an
+            answer, prompts of different token lengths, or no rows at all.
+    """
     clean, corrupted, correct, counter = [], [], [], []
     for i, row in enumerate(rows):
         cf = row.get("counterfactuals", {}).get(cf_type)
@@ -194,7 +202,9 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
     rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
-    ids, cids, mask, correct, counter = _tokenize(rows, task["counterfactual_type"], encode, "/task/dataset")
+    ids, cids, mask, correct, counter = tokenize_pairs(
+        rows, task["counterfactual_type"], encode, "/task/dataset"
+    )
     if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
         raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")
 

@@ -32,8 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.validator._recompute_stage import Comparison, Progress, Recomputation, recompute_tolerance
-from mibspec.validator._sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.progress import Progress
+from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.reference_impl.threads import one_thread
 
 from ._inputs import UnusableInputError, load_referenced_document
 
@@ -41,8 +43,6 @@ __all__ = ["recompute"]
 
 
 def recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.vision import one_thread
-
     try:
         with one_thread():
             return _recompute(ctx, progress)

@@ -30,13 +30,14 @@ from typing import Any
 from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
-from ..datasets import _lexicon, read_jsonl
-from ..datasets._common import SPLITS
+from mibspec.core.files import sha256_file
+
+from ..datasets import SPLITS, read_jsonl, wordlists
 from ..datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
 from .models import TinyModelSpec, init_model
-from .recipe import _libraries, _sha256
+from .recipe import _libraries
 from .tokenizer import load_word_tokenizer, tokenize_function
 
 __all__ = [
@@ -93,7 +94,7 @@ def fact_examples(cities: Sequence[str] | None = None) -> list[Example]:
     Args:
         cities: cities to include (default: every city of the lexicon, all splits).
     """
-    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in _lexicon.CITIES}
+    table = {city: dict(zip(ATTRIBUTES, values, strict=True)) for city, *values in wordlists.CITIES}
     chosen = list(table) if cities is None else list(cities)
     return [
         Example(QUERY_TEMPLATES[attribute].format(city=city), f" {table[city][attribute]}", "ravel")
@@ -168,13 +169,13 @@ def run_ravel(
         "training_data": {
             "description": "one base query per city and attribute, every city of the lexicon (all splits)",
             "examples": len(fact_examples()),
-            "cities": len(_lexicon.CITIES),
+            "cities": len(wordlists.CITIES),
             "attributes": list(ATTRIBUTES),
             "templates": dict(QUERY_TEMPLATES),
         },
         "tokenizer_from": f"examples/models/{tokenizer_from}",
         "vocab_size": tokenizer.get_vocab_size(),
-        "sha256": {name: _sha256(folder / name) for name in files},
+        "sha256": {name: sha256_file(folder / name) for name in files},
         "fact_accuracy": _fact_accuracy(model, tokenizer),
         "evaluation": {
             "split": "test",

@@ -30,7 +30,6 @@ the step budget, so it is off.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import string
@@ -46,6 +45,8 @@ import torch
 import transformers
 from tokenizers import Tokenizer
 from transformers import PreTrainedModel
+
+from mibspec.core.files import sha256_file
 
 from ..datasets import Dataset, equal_token_length_filter, generate, lexicon, vocabulary_texts, write_dataset
 from .evaluate import evaluate_rows
@@ -286,10 +287,6 @@ def train_one(
     return model, history, time.perf_counter() - start
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _libraries() -> dict[str, str]:
     return {
         "python": platform.python_version(),
@@ -345,8 +342,8 @@ def run(
             "recipe": recipe.as_dict(),
             "training_examples": task_counts,
             "vocab_size": tokenizer.get_vocab_size(),
-            "tokenizer_sha256": _sha256(folder / "tokenizer.json"),
-            "weights_sha256": _sha256(folder / "model.safetensors"),
+            "tokenizer_sha256": sha256_file(folder / "tokenizer.json"),
+            "weights_sha256": sha256_file(folder / "model.safetensors"),
             "evaluation": {
                 "split": "test",
                 "datasets": {task: f"examples/datasets/{task}/test.jsonl" for task in _TRAINED_TASKS},

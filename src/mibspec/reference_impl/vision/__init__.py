@@ -22,9 +22,9 @@ from ._evaluate import (
     Sampler,
     class_probabilities,
     curve_scores,
-    one_thread,
     shapley_ground_truth,
 )
+from ._maps import METHODS, saliency_maps
 from ._protocol import (
     DominanceResult,
     MapScores,
@@ -38,6 +38,7 @@ from ._registry import ARCHITECTURES, Architecture, TinyCNN, load_registry_model
 __all__ = [
     "ARCHITECTURES",
     "DEFAULT_BATCH",
+    "METHODS",
     "Architecture",
     "CurveScore",
     "DominanceResult",
@@ -53,7 +54,7 @@ __all__ = [
     "load_registry_model",
     "map_curves",
     "map_scores",
-    "one_thread",
     "read_weights",
+    "saliency_maps",
     "shapley_ground_truth",
 ]

@@ -19,8 +19,7 @@ Normative text: ``spec/v1/metrics/saliency.md`` (MS-2, MS-7, MS-9, MS-10). Conve
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +41,6 @@ __all__ = [
     "Sampler",
     "class_probabilities",
     "curve_scores",
-    "one_thread",
     "shapley_ground_truth",
 ]
 
@@ -51,21 +49,6 @@ CurveScore = Literal["probability", "accuracy"]
 
 DEFAULT_BATCH = 256
 """Images per forward pass (small batches keep a small CNN's activations in cache)."""
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block (restored on exit).
-
-    The track's models are tiny: one thread is the fastest on a shared machine, and the
-    values do not depend on how many cores the machine has.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _dtype(model: torch.nn.Module) -> torch.dtype:

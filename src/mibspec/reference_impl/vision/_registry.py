@@ -2,7 +2,7 @@
 
 A registry model is declared as data: an architecture name from :data:`ARCHITECTURES`
 and a safetensors file of weights. No submitted code runs: the architecture is built
-here, the weights are read as plain arrays (``validator._sidecars``, no pickle) and
+here, the weights are read as plain arrays (``mibspec.core.sidecars``, no pickle) and
 checked name by name and shape by shape before they are copied in.
 
 ``tiny-cnn-v1`` (input ``(N, C, H, W)``, H and W multiples of 4; logits ``(N, n_classes)``)::
@@ -100,7 +100,7 @@ def read_weights(path: Path) -> dict[str, np.ndarray]:
     Raises:
         ValueError: the file is not a readable safetensors file or holds an unreadable dtype.
     """
-    from mibspec.validator._sidecars import SidecarError, load_tensor, read_safetensors_header
+    from mibspec.core.sidecars import SidecarError, load_tensor, read_safetensors_header
 
     try:
         infos = read_safetensors_header(Path(path))

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .._annotations import iter_annotations
-from .._engine import RuleContext
-from .._findings import Finding
-from .._parse import JsonLinesError, describe_problem, load_json_file, read_json_lines
-from .._sidecars import (
+from mibspec.core.files import sha256_file
+from mibspec.core.findings import Finding
+from mibspec.core.sidecars import (
     ITEMSIZE,
     SidecarError,
     non_finite_values,
@@ -22,7 +19,11 @@ from .._sidecars import (
     shape_problem,
     tensor_infos,
 )
-from . import rule
+
+from .._annotations import iter_annotations
+from .._context import RuleContext
+from .._parse import JsonLinesError, describe_problem, load_json_file, read_json_lines
+from ._registry import rule
 
 _EXTENSIONS = {
     "application/json": (".json",),
@@ -32,7 +33,6 @@ _EXTENSIONS = {
 }
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 _MAX_JSONL_LINE = 16 * 1024 * 1024
-_CHUNK = 1024 * 1024
 
 
 def unsafe_reason(path: str) -> str | None:
@@ -58,14 +58,6 @@ def resolve_inside(folder: Path, path: str) -> Path | None:
     except ValueError:
         return None
     return target
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @rule("artifact-integrity", codes=("A101", "A102", "A103", "A104", "A105", "A106", "A108"))
@@ -150,7 +142,7 @@ def _check_one(artifact: dict[str, Any], pointer: str, ctx: RuleContext) -> Iter
     if size != artifact["bytes"]:
         yield ctx.finding("A104", f"{pointer}/bytes", path=declared, actual=size, declared=artifact["bytes"])
         return  # a size mismatch makes the hash mismatch too; do not read a file of unexpected size
-    actual = _sha256(target)
+    actual = sha256_file(target)
     if actual != artifact["sha256"]:
         yield ctx.finding(
             "A103", f"{pointer}/sha256", path=declared, actual=actual, declared=artifact["sha256"]

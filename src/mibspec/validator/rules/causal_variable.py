@@ -8,10 +8,26 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from .._parse import escape_pointer_token
-from . import compare, rule, with_defaults
+import numpy as np
+
+from mibspec.core.findings import Finding
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+from mibspec.reference_impl.featurizers import (
+    ORTHONORMAL_TOLERANCE,
+    expected_weights,
+    orthonormal_weights,
+    orthonormality_error,
+)
+from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
+from mibspec.reference_impl.recompute.declarations import missing_declarations
+
+from .._context import RuleContext
+from .._parse import JsonLinesError, load_json_file, read_json_lines
+from .._schema_stage import schema_for
+from ._registry import compare, rule, with_defaults
+from .artifacts import resolve_inside, unsafe_reason
 
 
 @rule("causal-variable-aggregates", codes=("C112",), kinds=("report",))
@@ -19,7 +35,6 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
     """Mean over counterfactual sets per unit, best unit per layer, then Average and Highest."""
     if doc.get("track") != "causal_variable":
         return
-    from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
@@ -69,10 +84,6 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
 def _read_document(ctx: RuleContext, folder: Path, path: Any, kind: str) -> dict[str, Any] | None:
     """The ``kind`` document at ``folder/path`` when it is a safe path to a file that parses
     and is valid against its schema, else None (the document's own verification says why)."""
-    from .._parse import load_json_file
-    from .._schema_stage import schema_for
-    from .artifacts import resolve_inside, unsafe_reason
-
     if not isinstance(path, str) or unsafe_reason(path):
         return None
     try:
@@ -102,8 +113,6 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
 
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
-    from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
-
     artifact = ctx.artifacts.get(ref["artifact"])
     if artifact is None or ref["artifact"] in ctx.broken_artifacts:
         return None
@@ -115,8 +124,6 @@ def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
         if non_finite_values(path, info) is not None:
             return None  # A110 reports NaN and infinity
         if info.dtype == "bfloat16":  # numpy has no bfloat16: widen the upper 16 bits of a float32
-            import numpy as np
-
             raw = np.memmap(path, dtype="<u2", mode="r", offset=info.data_offset, shape=info.shape)
             return (raw.astype(np.uint32) << 16).view(np.float32)
         return load_tensor(path, info)
@@ -165,13 +172,6 @@ def _location_problems(location: dict[str, Any]) -> list[tuple[str, str]]:
 def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Weights fit the type and dimensions, rotations are orthonormal, feature indices exist,
     and the location's token position is completely declared."""
-    from mibspec.reference_impl.featurizers import (
-        ORTHONORMAL_TOLERANCE,
-        expected_weights,
-        orthonormal_weights,
-        orthonormality_error,
-    )
-
     for pointer, detail in _location_problems(doc["location"]):
         yield ctx.finding("V104", f"/location{pointer}", detail=detail)
     _, problems = expected_weights(doc)
@@ -209,8 +209,6 @@ def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fi
 @rule("causal-model-mechanism", codes=("V106",), kinds=("causal_model",))
 def causal_model_mechanism(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The mechanism's variables and parameters are declared."""
-    from mibspec.reference_impl.causal_models import check_causal_model
-
     for pointer, detail in check_causal_model(doc):
         yield ctx.finding("V106", pointer, detail=detail)
 
@@ -221,10 +219,6 @@ _MAX_ROW_FINDINGS = 10
 @rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
 def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Every row's variables, answers and expected outputs follow from the declared causal model."""
-    from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
-
-    from .._parse import JsonLinesError, read_json_lines
-
     model = _document(ctx, doc.get("causal_model"), "causal_model")
     if model is None or check_causal_model(model):
         return
@@ -334,42 +328,6 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
                         detail=f"an example count for {cf_set!r}, which the unit has no score for",
                     )
             yield from _unit_location(ctx, unit, upointer, config)
-
-
-def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(pointer, detail)`` for every declaration recomputation needs and the report lacks.
-
-    Reports imported from result files record scores, not the means to recompute them: no
-    dataset, no featurizers, positions known only by name. All of it is reported at once, one
-    finding per kind of gap and variable, so that the reader sees the whole list. The rules
-    stage reports them as warnings (V110), the recompute stage as errors (R104).
-    """
-    missing = []
-    if report["task"].get("dataset") is None:
-        missing.append(("/task/dataset", "the report declares no counterfactual dataset to recompute on"))
-    for v, variable in enumerate(report["claims"]["variables"]):
-        base = f"/claims/variables/{v}/units"
-        units = variable["units"]
-        bare = [u for u, unit in enumerate(units) if unit.get("featurizer") is None]
-        if bare:
-            missing.append(
-                (
-                    f"{base}/{bare[0]}",
-                    f"{len(bare)} of {len(units)} units of {variable['name']!r} declare no featurizer "
-                    f"(first: unit {units[bare[0]]['id']!r})",
-                )
-            )
-        named = [u for u, unit in enumerate(units) if unit["location"]["position"].get("rule") == "named"]
-        if named:
-            names = sorted({str(units[u]["location"]["position"].get("name")) for u in named})
-            missing.append(
-                (
-                    f"{base}/{named[0]}/location/position",
-                    f"{len(named)} of {len(units)} units of {variable['name']!r} sit at positions known "
-                    f"only by name ({', '.join(names)}): declare each as a rule",
-                )
-            )
-    return missing
 
 
 @rule("causal-variable-recomputable", codes=("V110",), kinds=("report",))

@@ -8,10 +8,13 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from .._sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
-from . import compare, rule
+from mibspec.core.findings import Finding
+from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.reference_impl.graph import MAX_MATRIX_CELLS, GraphConfig, GraphUniverse
+from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+
+from .._context import RuleContext
+from ._registry import compare, rule
 
 
 def _edge_total(graph: dict[str, Any]) -> int:
@@ -31,8 +34,6 @@ def _cells(graph: dict[str, Any]) -> int:
 
 def _universe(doc: dict[str, Any]) -> Any:
     """The reference universe (only for configurations within ``MAX_MATRIX_CELLS``)."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
-
     graph = doc["graph"]
     return GraphUniverse(
         GraphConfig(
@@ -48,8 +49,6 @@ def _universe(doc: dict[str, Any]) -> Any:
 def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The declared edge total is the one the graph configuration implies; a universe too
     large to hold cannot have its membership rows checked."""
-    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
-
     expected = _edge_total(doc["graph"])
     if doc["graph"]["n_edges"] != expected:
         yield ctx.finding("K104", "/graph/n_edges", declared=doc["graph"]["n_edges"], expected=expected)
@@ -86,7 +85,6 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
     membership = _tensor(ctx, doc["membership"])
     if membership is None or membership.ndim != 2 or membership.dtype.kind != "b":
         return
-    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
 
     n_edges = _edge_total(doc["graph"])
     if membership.shape[1] != n_edges:
@@ -169,7 +167,6 @@ def circuit_ties(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     scores = _tensor(ctx, doc["scores"])
     if scores is None or scores.ndim != 1 or scores.dtype.kind != "f":
         return
-    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
 
     for ranking in ("signed", "absolute"):
         chosen = [(i, e) for i, e in entries if e["ranking"] == ranking and e["n_edges"] <= scores.shape[0]]

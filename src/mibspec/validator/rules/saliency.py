@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine import RuleContext
-from .._findings import Finding
-from . import compare, rule, with_defaults
+from mibspec.core.findings import Finding
+from mibspec.reference_impl.metrics.saliency import weighted_iou
+
+from .._context import RuleContext
+from ._registry import compare, rule, with_defaults
 
 
 def _saliency(doc: dict[str, Any]) -> bool:
@@ -37,7 +39,6 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
     """WIoU equals the weighted per-k IoUs; the dominance rate equals dominant / images."""
     if not _saliency(doc):
         return
-    from mibspec.reference_impl.metrics.saliency import weighted_iou
 
     settings, claims = doc["settings"], doc["claims"]
     ks, weights = settings["wiou_ks"], settings["wiou_weights"]

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from mibspec._resources import load_spec_json, spec_dir
+from .spec import load_spec_json, spec_dir
 
 __all__ = ["Profile", "known_profiles", "load_profile"]
 

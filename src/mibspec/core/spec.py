@@ -1,4 +1,5 @@
-"""Locating the spec files shipped with the package (or beside it in a source checkout)."""
+"""The spec's constants (version, document kinds) and its files, shipped with the package
+(or beside it in a source checkout)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,26 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KNOWN_SPEC_VERSIONS", "install_hint", "load_spec_json", "spec_dir"]
+__all__ = ["KINDS", "KNOWN_SPEC_VERSIONS", "SPEC_VERSION", "install_hint", "load_spec_json", "spec_dir"]
+
+#: The spec version this implementation writes.
+SPEC_VERSION = "1.0"
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
 KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1"}
 
-_PACKAGE = Path(__file__).resolve().parent
+#: The document kinds of the spec (the ``kind`` of every document), in the spec's order.
+KINDS = (
+    "report",
+    "circuit",
+    "featurizer",
+    "counterfactual_dataset",
+    "causal_model",
+    "shortcut_dataset",
+    "leaderboard",
+)
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/mibspec (this file is src/mibspec/core/spec.py)
 
 
 def _data_root(name: str) -> Path:

@@ -14,8 +14,14 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from mibspec.validator import DocumentResult, VerificationResult, VerifyOptions, verify_paths
-from mibspec.validator._engine import _printable, record_internal_error
+from mibspec.validator import (
+    DocumentResult,
+    VerificationResult,
+    VerifyOptions,
+    printable_path,
+    record_internal_error,
+    verify_paths,
+)
 
 __all__ = ["WATCHED_MODULES", "imported_versions", "verify_parallel"]
 
@@ -46,7 +52,7 @@ def verify_parallel(paths: list[str], options: VerifyOptions, jobs: int) -> Veri
             except (FileNotFoundError, IsADirectoryError, PermissionError):
                 raise  # an unreadable input: a usage error, as in the serial run
             except Exception as exc:  # the worker itself failed (killed, out of memory, ...)
-                failed = DocumentResult(path=_printable(path))
+                failed = DocumentResult(path=printable_path(path))
                 record_internal_error(failed, exc)
                 docs, imported = [failed], []
             _WORKER_IMPORTS.update(imported)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mibspec._conformance import discover_cases, run_case
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.core.version import __version__
 from mibspec.validator import Limits
 

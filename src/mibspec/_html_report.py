@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
 

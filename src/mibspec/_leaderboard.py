@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.validator import VerificationResult
 
 __all__ = [

@@ -190,7 +190,7 @@ def migrate_document(
 
 
 def write_json_atomic(path: str | os.PathLike[str], document: Any, *, mode_from: Path | None = None) -> None:
-    """Write ``document`` as indented UTF-8 JSON atomically (see :func:`mibspec._outputs.write_atomic`).
+    """Write ``document`` as indented UTF-8 JSON atomically (see :func:`mibspec.core.outputs.write_atomic`).
 
     Either the whole new file is in place or the old one is untouched.
 
@@ -199,7 +199,7 @@ def write_json_atomic(path: str | os.PathLike[str], document: Any, *, mode_from:
         document: any JSON value.
         mode_from: copy this file's permission bits onto the new file.
     """
-    from mibspec._outputs import write_atomic
+    from mibspec.core.outputs import write_atomic
 
     write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", mode_from=mode_from)
 
@@ -230,7 +230,7 @@ def migrate_file(
         UnreadableDocumentError: the file is not a JSON object with a string ``spec_version``.
         MigrationError: see :func:`migrate_document`.
     """
-    from mibspec._outputs import Inputs
+    from mibspec.core.outputs import Inputs
     from mibspec.validator import Stage, StageStatus, VerifyOptions, load_json_file, verify_paths
 
     src = Path(source)

@@ -6,7 +6,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 
 __all__ = ["TerminalProgress"]
 

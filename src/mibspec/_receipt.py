@@ -106,7 +106,7 @@ def build_receipt(
     """
     from mibspec._api import SPEC_VERSION, schema_bundle_hash
     from mibspec._batch import imported_versions
-    from mibspec._outputs import declared_files
+    from mibspec.core.outputs import declared_files
     from mibspec.core.version import __version__
     from mibspec.validator import DEFAULT_LIMITS
 
@@ -192,7 +192,7 @@ def write_receipt(
 ) -> dict[str, Any]:
     """Build the receipt, check it against its model, and write it atomically (UTF-8,
     two-space indent; missing folders are made)."""
-    from mibspec._outputs import write_atomic
+    from mibspec.core.outputs import write_atomic
     from mibspec.documents import Receipt
 
     receipt = build_receipt(result, receipt_path, options)

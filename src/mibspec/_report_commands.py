@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 
 __all__ = ["register"]
 
@@ -89,7 +89,7 @@ def report_command(
     except ModuleNotFoundError:
         _usage(f"figures need matplotlib: {install_hint('plots')}")
     from mibspec._html_report import build_report_page, render_html
-    from mibspec._outputs import OutputPathError, input_files, write_atomic
+    from mibspec.core.outputs import OutputPathError, input_files, write_atomic
 
     result = run_verify(found[0], recompute=recompute, profile=profile, model_roots=model_root or ())
     page = build_report_page(result, found[0], k_axis=k_axis.value)
@@ -140,8 +140,8 @@ def leaderboard_command(
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
     from mibspec._api import collect_paths
     from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
-    from mibspec._outputs import write_atomic
     from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
+    from mibspec.core.outputs import write_atomic
 
     renderer = render_markdown
     if output is not None:
@@ -218,7 +218,7 @@ def conformance_run_command(
     if output is None:
         sys.stdout.write(text)
     else:
-        from mibspec._outputs import write_atomic
+        from mibspec.core.outputs import write_atomic
 
         write_atomic(output, text)
     summary = f"{len(run.cases)} case(s): {run.passed} passed, {run.failed} failed"

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import IO, Any
 from urllib.parse import quote
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.validator import DocumentResult, Finding, Severity, StageStatus, VerificationResult
 
 __all__ = [
@@ -42,7 +42,7 @@ def render_json(result: VerificationResult, out: IO[str]) -> None:
 def render_text(result: VerificationResult, out: IO[str]) -> None:
     """Human-readable output (colour unless NO_COLOR is set or the stream is not a terminal).
 
-    Text from the documents is shown through :func:`mibspec._display.visible` and never
+    Text from the documents is shown through :func:`mibspec.core.display.visible` and never
     read as rich markup. The claimed-vs-recomputed table never cuts a number: a pipe or
     a file gets the table at its full width (``COLUMNS``, when set, is honoured); a
     narrower terminal wraps the quantity names, or shows one block per claim when even

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.core.version import __version__
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def check_outputs_or_exit(
 ) -> None:
     """Before a command's work: a usage error unless every output can be written and none
     is (or links to) one of the ``inputs``, the files those declare as artifacts included."""
-    from mibspec._outputs import OutputPathError, check_outputs, input_files
+    from mibspec.core.outputs import OutputPathError, check_outputs, input_files
 
     try:
         check_outputs(files, input_files(inputs, max_bytes=max_bytes), folders=folders)
@@ -255,7 +255,7 @@ def verify(
     if output is None:
         render(result, sys.stdout)
     else:
-        from mibspec._outputs import write_atomic
+        from mibspec.core.outputs import write_atomic
 
         buffer = io.StringIO()
         render(result, buffer)
@@ -374,7 +374,7 @@ def schema_export(
     directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into (made if missing).")],
 ) -> None:
     """Write the spec version's schema bundle into a folder (for editors and offline hooks)."""
-    from mibspec._outputs import write_atomic
+    from mibspec.core.outputs import write_atomic
 
     files = _schema_files()
     # The bundle's own folder is an input: exporting into it would overwrite the spec.
@@ -392,10 +392,15 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
     from mibspec._api import verify as run_verify
-    from mibspec._outputs import OutputPathError
     from mibspec._reporters import REPORTERS
-    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
-    from mibspec.validator._engine import RECOMPUTE_NOT_REQUESTED
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.validator import (
+        RECOMPUTE_NOT_REQUESTED,
+        DocumentResult,
+        Stage,
+        StageStatus,
+        VerificationResult,
+    )
 
     if not source.is_file():
         _fail_usage(f"{source}: no such file")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mibspec._outputs import Inputs, OutputPathError, check_writable, input_files, write_atomic
+from mibspec.core.outputs import Inputs, OutputPathError, check_writable, input_files, write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -669,7 +669,7 @@ def _hidden(char: str) -> bool:
 
 
 def test_visible_escapes_exactly_the_hidden_characters() -> None:
-    from mibspec._display import visible
+    from mibspec.core.display import visible
 
     for code in range(0x110000):
         char = chr(code)

@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mibspec.core.strict_json import _check_limits
 from mibspec.validator import Limits, parse_json_bytes
-from mibspec.validator._parse import _check_limits
 
 TRICKY_TEXT = st.text(alphabet='[]{},:"\\ aé\n\t\u2028😀', max_size=12)
 VALUES = st.recursive(

@@ -305,7 +305,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_import_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
-    from mibspec._outputs import OutputPathError
+    from mibspec.core.outputs import OutputPathError
 
     graph, _, _ = _graph_json(tmp_path)
     out = tmp_path / "out"

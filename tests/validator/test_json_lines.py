@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from mibspec.core.strict_json import JsonLinesError, read_json_lines
 from mibspec.reference_impl.datasets import read_jsonl
 from mibspec.reference_impl.producers.circuit import _strict_rows
 from mibspec.reference_impl.recompute._inputs import UnusableInputError, read_rows
 from mibspec.validator import Limits
-from mibspec.validator._parse import JsonLinesError, read_json_lines
 
 GOOD = '{"id": "a", "v": [1, 2.5, "x"]}'
 HOSTILE = [

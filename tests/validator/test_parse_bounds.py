@@ -9,8 +9,8 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mibspec.validator import _parse
-from mibspec.validator._parse import _check_limits
+from mibspec.core import strict_json as _parse
+from mibspec.core.strict_json import _check_limits
 
 
 class CountingPattern:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._outputs import Inputs, write_atomic
+from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.version import __version__
@@ -66,7 +66,7 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     The input is only read; files are written atomically.
 
     Raises:
-        mibspec._outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
+        mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
     """
     cat = catalogue()
     result = ImportResult()

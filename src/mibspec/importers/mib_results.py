@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mibspec._outputs import Inputs, write_atomic
+from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.version import __version__
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
@@ -59,7 +59,7 @@ def import_reports(
     become located findings; nothing is written unless the whole file converts.
 
     Raises:
-        mibspec._outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
+        mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
     """
     cat = catalogue()
     result = ImportResult()

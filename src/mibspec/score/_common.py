@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from mibspec._display import visible
+from mibspec.core.display import visible
 from mibspec.core.progress import Progress
 
 

@@ -12,14 +12,23 @@ from mibspec.core.sidecars import (
     safetensors_bytes,
     write_safetensors,
 )
+from mibspec.core.strict_json import DEFAULT_LIMITS, Limits, load_json_file, parse_json_bytes
 
 from ._catalogue import Catalogue, InternalError, RuleInfo, catalogue, make_finding, parse_findings
-from ._context import DocumentResult, RuleContext, Stage, StageStatus, VerificationResult, VerifyOptions
-from ._engine import verify_paths
-from ._parse import DEFAULT_LIMITS, Limits, load_json_file, parse_json_bytes
+from ._context import (
+    RECOMPUTE_NOT_REQUESTED,
+    DocumentResult,
+    RuleContext,
+    Stage,
+    StageStatus,
+    VerificationResult,
+    VerifyOptions,
+)
+from ._engine import printable_path, record_internal_error, verify_paths
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "RECOMPUTE_NOT_REQUESTED",
     "Catalogue",
     "DocumentResult",
     "Finding",
@@ -41,8 +50,10 @@ __all__ = [
     "make_finding",
     "parse_findings",
     "parse_json_bytes",
+    "printable_path",
     "read_npy_header",
     "read_safetensors_header",
+    "record_internal_error",
     "safetensors_bytes",
     "verify_paths",
     "write_safetensors",

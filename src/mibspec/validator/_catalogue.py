@@ -10,8 +10,7 @@ from typing import Any
 
 from mibspec.core.findings import Finding, Severity
 from mibspec.core.spec import load_spec_json
-
-from ._parse import PARSE_CODES, ParsedDocument
+from mibspec.core.strict_json import PARSE_CODES, ParsedDocument
 
 __all__ = [
     "PARSE_CODES",

@@ -11,10 +11,10 @@ from typing import Any
 from mibspec.core.comparisons import Comparison
 from mibspec.core.findings import Finding, Severity
 from mibspec.core.progress import Progress
+from mibspec.core.strict_json import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
 from mibspec.core.version import __version__
 
 from ._catalogue import Catalogue, make_finding
-from ._parse import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
 from ._schema_stage import schema_for
 
 __all__ = [

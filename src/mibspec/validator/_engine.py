@@ -18,6 +18,7 @@ from mibspec.core.findings import Finding, Severity
 from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.progress import NULL_PROGRESS
 from mibspec.core.spec import KNOWN_SPEC_VERSIONS
+from mibspec.core.strict_json import ParsedDocument, load_json_file
 
 from ._annotations import normalize_numbers
 from ._catalogue import Catalogue, InternalError, catalogue, make_finding, parse_findings
@@ -30,12 +31,11 @@ from ._context import (
     VerificationResult,
     VerifyOptions,
 )
-from ._parse import ParsedDocument, load_json_file
 from ._recompute_stage import run_recompute
 from ._schema_stage import check_schema, dispatch
 from .rules import run_rules
 
-__all__ = ["record_internal_error", "verify_paths"]
+__all__ = ["printable_path", "record_internal_error", "verify_paths"]
 
 
 def _suppressed(profile: Any, code: str, options: VerifyOptions | None = None) -> bool:
@@ -55,11 +55,11 @@ def verify_paths(paths: Iterable[str | os.PathLike[str]], options: VerifyOptions
     """
     runner = _Runner(options)
     for path in paths:
-        runner.verify_file(Path(path), display=_printable(str(path)))
+        runner.verify_file(Path(path), display=printable_path(str(path)))
     return VerificationResult(documents=runner.results, profile=options.profile)
 
 
-def _printable(path: str) -> str:
+def printable_path(path: str) -> str:
     """A path as shown in findings: bytes of a file name that are not UTF-8 (decoded by Python
     as lone surrogates) become U+FFFD, so every output format stays valid UTF-8."""
     return re.sub("[\ud800-\udfff]", "\ufffd", path)

@@ -28,6 +28,7 @@ from typing import Any
 from mibspec.core.comparisons import Comparison, Recomputation
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
+from mibspec.core.spec import install_hint
 
 from ._context import RuleContext, StageStatus
 
@@ -121,8 +122,6 @@ def run_recompute(
     target, needs = entry
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
-        from mibspec.core.spec import install_hint
-
         finding = ctx.finding(
             "R101",
             "",

@@ -243,7 +243,7 @@ def write_dataset(dataset: Dataset, folder: str | Path, stem: str | None = None)
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read rows written by :func:`write_dataset`, each parsed as strictly as a document
     (unique keys, finite numbers, no unpaired surrogates)."""
-    from mibspec.validator._parse import JsonLinesError, read_json_lines
+    from mibspec.core.strict_json import JsonLinesError, read_json_lines
 
     with Path(path).open("rb") as handle:
         try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from mibspec.validator._parse import DEFAULT_LIMITS
+from mibspec.core.strict_json import DEFAULT_LIMITS
 
 from ._weights import LayerWeights, ModelWeights, NormKind, NormWeights
 
@@ -147,7 +147,7 @@ def read_config(data: bytes, where: str) -> dict[str, Any]:
     Raises:
         ValueError: not strict JSON, not an object, remote code, unknown architecture.
     """
-    from mibspec.validator._parse import parse_json_bytes
+    from mibspec.core.strict_json import parse_json_bytes
 
     parsed = parse_json_bytes(data, path=where)
     if parsed.problems:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec._outputs import input_files
+from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify

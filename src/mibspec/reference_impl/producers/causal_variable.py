@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec._outputs import input_files
+from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from mibspec._outputs import input_files
 from mibspec.core.files import sha256_file
+from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
@@ -377,7 +377,7 @@ def score_circuit(
 
 def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:
     """A dataset's JSON Lines rows, each parsed as strictly as a document."""
-    from mibspec.validator._parse import JsonLinesError, read_json_lines
+    from mibspec.core.strict_json import JsonLinesError, read_json_lines
 
     try:
         return [row for _, row in read_json_lines(io.BytesIO(rows_bytes))]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec._outputs import Inputs, write_atomic
+from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.sidecars import safetensors_bytes
 
 __all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
@@ -76,11 +76,11 @@ class OutputFolder:
     """A folder being written. Refuses to overwrite an existing report unless told to, and
     never overwrites one of the producer's ``inputs`` (its model, dataset, ...).
 
-    Files are written atomically (:func:`mibspec._outputs.write_atomic`), so a file is
+    Files are written atomically (:func:`mibspec.core.outputs.write_atomic`), so a file is
     either complete or absent.
 
     Raises:
-        mibspec._outputs.OutputPathError: the folder is inside an input folder, or a file
+        mibspec.core.outputs.OutputPathError: the folder is inside an input folder, or a file
             written is (or links to) an input.
     """
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec._outputs import input_files
+from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS

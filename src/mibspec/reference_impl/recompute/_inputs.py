@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from mibspec.validator._parse import (
+from mibspec.core.strict_json import (
     DEFAULT_LIMITS,
     JsonLinesError,
     Limits,

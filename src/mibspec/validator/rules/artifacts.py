@@ -19,10 +19,10 @@ from mibspec.core.sidecars import (
     shape_problem,
     tensor_infos,
 )
+from mibspec.core.strict_json import JsonLinesError, describe_problem, load_json_file, read_json_lines
 
 from .._annotations import iter_annotations
 from .._context import RuleContext
-from .._parse import JsonLinesError, describe_problem, load_json_file, read_json_lines
 from ._registry import rule
 
 _EXTENSIONS = {

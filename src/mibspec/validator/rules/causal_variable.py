@@ -13,6 +13,7 @@ import numpy as np
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.core.strict_json import JsonLinesError, load_json_file, read_json_lines
 from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
 from mibspec.reference_impl.featurizers import (
     ORTHONORMAL_TOLERANCE,
@@ -24,7 +25,6 @@ from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_sc
 from mibspec.reference_impl.recompute.declarations import missing_declarations
 
 from .._context import RuleContext
-from .._parse import JsonLinesError, load_json_file, read_json_lines
 from .._schema_stage import schema_for
 from ._registry import compare, rule, with_defaults
 from .artifacts import resolve_inside, unsafe_reason

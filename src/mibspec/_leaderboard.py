@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mibspec.core.display import visible
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.validator import VerificationResult
 
 __all__ = [
@@ -269,7 +270,7 @@ def render_json(board: Leaderboard) -> str:
     left_out = [f"{item.path} ({', '.join(item.codes) or item.reason})" for item in board.rejected]
     left_out += [f"{item.path} ({item.reason})" for item in board.not_tabulated]
     document = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "leaderboard",
         "track": "circuit",
         "title": "Circuit localization leaderboard",

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .spec import load_spec_json, spec_dir
+from .spec import SPEC_VERSION, load_spec_json, spec_dir
 
 __all__ = ["Profile", "known_profiles", "load_profile"]
 
@@ -40,12 +40,12 @@ class Profile(Mapping[str, Any]):
         return f"Profile({self._data.get('name')!r})"
 
 
-def known_profiles(spec_version: str = "1.0") -> list[str]:
+def known_profiles(spec_version: str = SPEC_VERSION) -> list[str]:
     return sorted(path.stem for path in (spec_dir(spec_version) / "profiles").glob("*.json"))
 
 
 @functools.lru_cache(maxsize=8)
-def load_profile(name: str, spec_version: str = "1.0") -> Profile:
+def load_profile(name: str, spec_version: str = SPEC_VERSION) -> Profile:
     """Load a profile by name.
 
     Raises:

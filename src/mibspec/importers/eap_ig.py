@@ -15,6 +15,7 @@ from typing import Any
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.validator import (
@@ -155,7 +156,7 @@ def _convert(graph: dict[str, Any], source: Path) -> tuple[dict[str, Any], dict[
         scores, in_graph, neurons = _pt_edges(graph, universe)
     tensors: dict[str, Any] = {"scores": scores.astype(np.float32)}
     document: dict[str, Any] = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "circuit",
         "description": f"Imported from the EAP-IG graph {source.name} by mibspec {__version__}.",
         "graph": {

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 
 from .eap_ig import ImportResult, _MalformedError
@@ -174,7 +175,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
     )
     report = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "causal_variable",
         "profile": "mib-2025",

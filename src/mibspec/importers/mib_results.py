@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mibspec.core.outputs import Inputs, write_atomic
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
@@ -132,7 +133,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             forced = [*signed[:-1], 1.0] if math.isclose(ks[-1], 1.0) else signed
             forced_abs = [*absolute[:-1], 1.0] if math.isclose(ks[-1], 1.0) else absolute
             report = {
-                "spec_version": "1.0",
+                "spec_version": SPEC_VERSION,
                 "kind": "report",
                 "track": "circuit",
                 "profile": "mib-2025",

@@ -27,6 +27,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mibspec.core.spec import SPEC_VERSION
+
 __all__ = [
     "INTERVENED",
     "MECHANISMS",
@@ -380,7 +382,7 @@ def causal_model_document(task: str, parameters: Mapping[str, Any] | None = None
         "attribute_lookup": {},
     }
     return {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "causal_model",
         "description": _DESCRIPTIONS[mechanism],
         "task": task,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mibspec.core.findings import Finding, Severity
-from mibspec.core.spec import load_spec_json
+from mibspec.core.spec import SPEC_VERSION, load_spec_json
 from mibspec.core.strict_json import PARSE_CODES, ParsedDocument
 
 __all__ = [
@@ -70,7 +70,7 @@ class Catalogue:
 
 
 @functools.lru_cache(maxsize=4)
-def catalogue(spec_version: str = "1.0") -> Catalogue:
+def catalogue(spec_version: str = SPEC_VERSION) -> Catalogue:
     raw = load_spec_json(spec_version, "rules.json")
     rules = tuple(
         RuleInfo(

@@ -11,6 +11,7 @@ from typing import Any
 from mibspec.core.comparisons import Comparison
 from mibspec.core.findings import Finding, Severity
 from mibspec.core.progress import Progress
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
 from mibspec.core.version import __version__
 
@@ -135,7 +136,7 @@ class VerificationResult:
     """The outcome of verifying one or more paths (and the documents they reference)."""
 
     documents: list[DocumentResult]
-    spec_version: str = "1.0"
+    spec_version: str = SPEC_VERSION
     profile: str | None = None
 
     @property

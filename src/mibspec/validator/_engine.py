@@ -17,7 +17,7 @@ from typing import Any
 from mibspec.core.findings import Finding, Severity
 from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.progress import NULL_PROGRESS
-from mibspec.core.spec import KNOWN_SPEC_VERSIONS
+from mibspec.core.spec import KNOWN_SPEC_VERSIONS, SPEC_VERSION
 from mibspec.core.strict_json import ParsedDocument, load_json_file
 
 from ._annotations import normalize_numbers
@@ -89,7 +89,7 @@ class _Runner:
         result = DocumentResult(path=display, referenced_by=referenced_by)
         self.seen[resolved] = result
         self.results.append(result)
-        cat = catalogue("1.0")
+        cat = catalogue(SPEC_VERSION)
         parsed = load_json_file(path, self.options.limits)
         try:
             self._run(result, parsed, path, cat, depth)

@@ -26,6 +26,7 @@ import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.spec import SPEC_VERSION
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -523,7 +524,7 @@ def _report(
     artifacts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "causal_bench",
         "profile": "default",

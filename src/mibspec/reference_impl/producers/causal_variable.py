@@ -29,6 +29,7 @@ import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.spec import SPEC_VERSION
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better, CellKey, aggregate_scores
@@ -487,7 +488,7 @@ def _score(
         else ""
     )
     report = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "causal_variable",
         "profile": profile,
@@ -562,7 +563,12 @@ def _featurizer(
     """One featurizer document (without description, artifacts, provenance) and its tensors."""
     from ..engine import TorchFeaturizer
 
-    doc: dict[str, Any] = {"spec_version": "1.0", "kind": "featurizer", "location": location, "input_dim": d}
+    doc: dict[str, Any] = {
+        "spec_version": SPEC_VERSION,
+        "kind": "featurizer",
+        "location": location,
+        "input_dim": d,
+    }
     if method == "full_vector":
         doc |= {"type": "identity", "n_features": d, "error": "add_base_error"}
         return doc, {}

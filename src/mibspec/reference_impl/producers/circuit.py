@@ -23,6 +23,7 @@ import numpy as np
 from mibspec.core.files import sha256_file
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.spec import SPEC_VERSION
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
 from ..recompute import ModelSource, encode_function
@@ -145,7 +146,7 @@ def write_circuit_document(
     folder.json(
         "circuit.json",
         {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "circuit",
             "description": description,
             "model": model,
@@ -329,7 +330,7 @@ def score_circuit(
     if "citation" in info:
         method_block["citation"] = info["citation"]
     report = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "circuit",
         "profile": "default",
@@ -405,7 +406,7 @@ def _dataset_input(path: Path) -> tuple[dict[str, Any], bytes]:
     if path.name.endswith(".meta.json") and "task" in data:
         rows_path = path.with_name(path.name[: -len(".meta.json")] + ".jsonl")
         document = {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "counterfactual_dataset",
             "task": data["task"],
             **({"split": data["split"]} if "split" in data else {}),

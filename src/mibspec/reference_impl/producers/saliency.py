@@ -31,6 +31,7 @@ import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.spec import SPEC_VERSION
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, created_timestamp
@@ -329,7 +330,7 @@ def score_saliency(
     import captum
 
     report = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "saliency",
         "profile": "default",

@@ -181,7 +181,7 @@ def test_no_package_imports_another_packages_private_names() -> None:
 
 def test_validator_and_core_import_mibspec_at_module_level() -> None:
     # Their modules form no cycle, so nothing needs a deferred import; the reference
-    # implementation (torch) is reached only through the recompute stage's RECOMPUTERS.
+    # implementation (torch) is reached only through the recompute stage's track registry.
     bad = [imp for imp in INTERNAL if _package(imp.importer) in ("core", "validator") and imp.in_function]
     assert not bad, "\n".join(map(str, bad))
 

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mibspec.core.files import sha256_file
+from mibspec.core.tracks import TRACKS
 
 __all__ = [
     "FIGURE_KINDS",
@@ -72,12 +73,8 @@ _NO_METADATA: dict[ImageFormat, dict[str, None]] = {
 }
 
 #: Figure kinds per report track, in the order the HTML report shows them.
-FIGURE_KINDS: dict[str, tuple[str, ...]] = {
-    "circuit": ("faithfulness",),
-    "causal_bench": ("radar", "null", "jaccard"),
-    "causal_variable": ("layer_position",),
-    "saliency": ("saliency",),
-}
+#: The figure kinds of each track (declared in the track registry).
+FIGURE_KINDS: dict[str, tuple[str, ...]] = {name: track.figures for name, track in TRACKS.items()}
 
 _BENCH_METRICS = ("F", "C", "M", "S", "COS")
 _MAX_SALIENCY_IMAGES = 4

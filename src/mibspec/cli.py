@@ -83,6 +83,16 @@ def _root(
     """Verify interpretability benchmark reports against the mibspec standard."""
 
 
+def _explain_skipped_recompute(result: VerificationResult, detail: str) -> None:
+    """Say why the recompute stage did not run where the command knows better than the API's
+    "not requested" (the user passed --no-recompute; an import checks what it wrote)."""
+    from mibspec.validator import RECOMPUTE_NOT_REQUESTED, Stage, StageStatus
+
+    for doc in result.documents:
+        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
+            doc.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, detail)
+
+
 def exit_on_internal_errors(result: VerificationResult) -> None:
     """Exit 3 naming each document mibspec itself failed on, once the output is written
     (every other document was verified and reported)."""
@@ -251,6 +261,8 @@ def verify(
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         _fail_usage(str(exc))
         return
+    if no_recompute:
+        _explain_skipped_recompute(result, "disabled (--no-recompute)")
     render = REPORTERS[output_format.value]
     if output is None:
         render(result, sys.stdout)
@@ -395,7 +407,6 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
     from mibspec._reporters import REPORTERS
     from mibspec.core.outputs import OutputPathError
     from mibspec.validator import (
-        RECOMPUTE_NOT_REQUESTED,
         DocumentResult,
         Stage,
         StageStatus,
@@ -417,14 +428,10 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
         render(VerificationResult(documents=[failed]), sys.stdout)
         raise typer.Exit(EXIT_FINDINGS)
     verified = run_verify(*result.written, recompute=False)
-    for doc in verified.documents:
-        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
-            # Say what happened: the user passed no --no-recompute here.
-            doc.set_stage(
-                Stage.RECOMPUTE,
-                StageStatus.SKIPPED,
-                "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
-            )
+    _explain_skipped_recompute(
+        verified,
+        "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
+    )
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
@@ -488,10 +495,10 @@ def cite(output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = 
 def _register_score_commands() -> None:
     import importlib
 
-    from mibspec.score import TRACK_MODULES
+    from mibspec.core.tracks import TRACKS
 
-    for name in TRACK_MODULES:
-        importlib.import_module(f"mibspec.score.{name}").register(score_app)
+    for track in TRACKS.values():
+        importlib.import_module(track.score_command).register(score_app)
 
 
 _register_score_commands()

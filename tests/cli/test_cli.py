@@ -180,3 +180,13 @@ def test_python_api_mirrors_the_cli() -> None:
     assert result.documents[0].kind == "report"
     with pytest.raises(FileNotFoundError):
         mibspec.verify("/nonexistent/report.json")
+
+
+def test_the_skipped_recompute_stage_names_the_flag_that_skipped_it(mibspec_cli: CliRun) -> None:
+    """The API says "not requested"; the command says which of its flags turned it off."""
+    report = str(Path(__file__).resolve().parents[2] / "examples" / "circuit" / "report.json")
+    result = mibspec_cli("verify", report, "--no-recompute", "--format", "json")
+    documents = json.loads(result.stdout)["documents"]
+    stages = [s for d in documents for s in d["stages"] if s["name"] == "recompute"]
+    assert {s.get("detail") for s in stages if s["status"] == "skipped"} >= {"disabled (--no-recompute)"}
+    assert "not requested" not in result.stdout

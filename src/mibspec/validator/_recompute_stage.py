@@ -1,7 +1,7 @@
 """Stage 4: recompute a report's claims from its declared artifacts.
 
-Each track plugs in a recomputer (``RECOMPUTERS``), imported only when the stage
-runs so that validation never imports torch. A recomputer is a function
+Each track names its recomputer in the track registry (``mibspec.core.tracks``),
+imported only when the stage runs so that validation never imports torch. A recomputer is a function
 ``recompute(ctx: RuleContext, progress: Progress) -> Recomputation`` (the last two from
 :mod:`mibspec.core`): it loads what the report declares, recomputes every claim it can
 and returns
@@ -29,27 +29,11 @@ from mibspec.core.comparisons import Comparison, Recomputation
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
 from mibspec.core.spec import install_hint
+from mibspec.core.tracks import TRACKS
 
 from ._context import RuleContext, StageStatus
 
-__all__ = ["RECOMPUTERS", "compare", "run_recompute"]
-
-#: track → (``module:function`` of the recomputer, the extra's modules it needs).
-RECOMPUTERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "circuit": (
-        "mibspec.reference_impl.recompute.circuit:recompute",
-        ("torch", "safetensors", "transformers", "tokenizers"),
-    ),
-    "causal_variable": (
-        "mibspec.reference_impl.recompute.causal_variable:recompute",
-        ("torch", "safetensors", "transformers", "tokenizers"),
-    ),
-    "saliency": ("mibspec.reference_impl.recompute.saliency:recompute", ("torch",)),
-    # A planted behaviour needs numpy only; the recomputer checks for torch itself when the
-    # report's behaviour is a transformer (R104 if it is missing).
-    "causal_bench": ("mibspec.reference_impl.recompute.causal_bench:recompute", ()),
-}
-
+__all__ = ["compare", "run_recompute"]
 
 def compare(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
     """R103 for every comparison outside its tolerance."""
@@ -110,7 +94,7 @@ def run_recompute(
     ctx: RuleContext, progress: Progress = NULL_PROGRESS
 ) -> tuple[StageStatus, str | None, list[Finding], list[Comparison]]:
     track = ctx.data["track"]
-    entry = RECOMPUTERS.get(track)
+    entry = TRACKS.get(track)
     if entry is None:
         finding = ctx.finding(
             "R102",
@@ -119,7 +103,7 @@ def run_recompute(
             "the claims were checked for consistency only",
         )
         return StageStatus.SKIPPED, f"not available for the {track} track", [finding], []
-    target, needs = entry
+    target, needs = entry.recomputer, entry.recompute_needs
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
         finding = ctx.finding(

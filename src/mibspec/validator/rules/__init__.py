@@ -1,13 +1,16 @@
-"""The validator's rules, one module per family of documents; each registers its rules
-with :func:`rule` on import (see ``_registry.py``)."""
+"""The validator's rules: the artifact rules, then each track's rule modules as the track
+registry (``mibspec.core.tracks``) names them; each module registers its rules with
+:func:`rule` on import (see ``_registry.py``), and rules run in registration order."""
 
-# Registration happens on import: the order of these imports is the order rules run in.
-from . import artifacts as _artifacts  # noqa: F401
-from . import causal_bench as _causal_bench  # noqa: F401
-from . import causal_variable as _causal_variable  # noqa: F401
-from . import circuit as _circuit  # noqa: F401
-from . import circuit_document as _circuit_document  # noqa: F401
-from . import saliency as _saliency  # noqa: F401
+import importlib
+
+from mibspec.core.tracks import TRACKS
+
+from . import artifacts as _artifacts  # noqa: F401  (registers the A rules, which run first)
 from ._registry import RULES, Rule, compare, rule, run_rules, with_defaults
+
+for _track in TRACKS.values():
+    for _module in _track.rules:
+        importlib.import_module(_module)
 
 __all__ = ["RULES", "Rule", "compare", "rule", "run_rules", "with_defaults"]

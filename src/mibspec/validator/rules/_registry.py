@@ -1,8 +1,9 @@
 """The rule registry. Each rule is a small function ``(doc, ctx) -> Iterator[Finding]``.
 
-Rules register with :func:`rule`, declaring the codes they may emit and the
-document kinds they apply to; the registry test checks that every catalogue code
-of the rules stage is emitted by some rule.
+Rules register with :func:`rule`, declaring the codes they may emit, the document
+kinds they apply to and, for a report rule, the track (a rule never tests the track
+itself); the registry test checks that every catalogue code of the rules stage is
+emitted by some rule.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from mibspec.core.comparisons import within
 from mibspec.core.findings import Finding
+from mibspec.core.tracks import TRACKS
 
 from .._catalogue import InternalError
 from .._context import RuleContext
@@ -29,19 +31,38 @@ class Rule:
     codes: tuple[str, ...]
     kinds: frozenset[str] | None
     description: str
+    #: The report track the rule checks (``None``: every document of its kinds).
+    track: str | None = None
+
+    def applies_to(self, ctx: RuleContext) -> bool:
+        """Whether the document in ``ctx`` is of one of the rule's kinds (and its track)."""
+        if self.kinds is not None and ctx.kind not in self.kinds:
+            return False
+        return self.track is None or ctx.data.get("track") == self.track
 
 
 RULES: list[Rule] = []
 
 
 def rule(
-    name: str, *, codes: tuple[str, ...], kinds: tuple[str, ...] | None = None
+    name: str,
+    *,
+    codes: tuple[str, ...],
+    kinds: tuple[str, ...] | None = None,
+    track: str | None = None,
 ) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule function under ``name``."""
+    """Register a rule function under ``name``; with ``track``, it checks the reports of that
+    track only (``kinds`` is then ``("report",)``)."""
+    if track is not None and track not in TRACKS:
+        raise InternalError(f"rule {name!r} names an unknown track {track!r}")
+    if track is not None:
+        kinds = ("report",)
 
     def register(fn: RuleFn) -> RuleFn:
         doc = (fn.__doc__ or "").strip().splitlines()
-        RULES.append(Rule(name, fn, codes, frozenset(kinds) if kinds else None, doc[0] if doc else name))
+        RULES.append(
+            Rule(name, fn, codes, frozenset(kinds) if kinds else None, doc[0] if doc else name, track)
+        )
         return fn
 
     return register
@@ -76,10 +97,10 @@ def compare(
 
 
 def run_rules(ctx: RuleContext) -> list[Finding]:
-    """Run every rule that applies to the document's kind, in registration order."""
+    """Run every rule that applies to the document's kind and track, in registration order."""
     findings: list[Finding] = []
     for entry in RULES:
-        if entry.kinds is not None and ctx.kind not in entry.kinds:
+        if not entry.applies_to(ctx):
             continue
         try:
             produced = list(entry.fn(ctx.data, ctx))

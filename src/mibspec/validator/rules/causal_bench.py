@@ -20,11 +20,6 @@ from mibspec.reference_impl.metrics import causal_bench as cb
 from .._context import RuleContext
 from ._registry import compare, rule, with_defaults
 
-
-def _causal_bench(doc: dict[str, Any]) -> bool:
-    return doc.get("track") == "causal_bench"
-
-
 _COMPONENT = re.compile(r"L([0-9]{1,18})\.(?:attn_head\[([0-9]{1,18})\]|mlp)")
 
 
@@ -40,11 +35,9 @@ def _in_universe(component: str, n_layers: int, n_heads: int) -> bool:
     return int(head) < n_heads and component_id("attn_head", layer, int(head)) == component
 
 
-@rule("causal-bench-samples", codes=("D101", "D102", "D103"), kinds=("report",))
+@rule("causal-bench-samples", track="causal_bench", codes=("D101", "D102", "D103"))
 def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Enough distinct seed runs for stability, and enough permutations for the convergence test."""
-    if not _causal_bench(doc):
-        return
     minimum = ctx.profile.min_stability_runs
     for m, method in enumerate(doc["claims"]["methods"]):
         runs = method["runs"]
@@ -76,11 +69,9 @@ def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
             yield ctx.finding("D103", pointer, count=count, minimum=least, profile_name=ctx.profile.name)
 
 
-@rule("causal-bench-sets", codes=("C104", "C105", "C106", "C108", "C109", "C114"), kinds=("report",))
+@rule("causal-bench-sets", track="causal_bench", codes=("C104", "C105", "C106", "C108", "C109", "C114"))
 def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, P/R/F1, M, S, Jaccard matrix, consensus and majority follow from the declared sets."""
-    if not _causal_bench(doc):
-        return
 
     universe = doc["universe"]
     first: dict[str, int] = {}
@@ -267,12 +258,10 @@ def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[
                 yield f"{pointer}/{index}", component
 
 
-@rule("causal-bench-convergence", codes=("B101", "C107"), kinds=("report",))
+@rule("causal-bench-convergence", track="causal_bench", codes=("B101", "C107"))
 def causal_bench_convergence(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The convergence statistics agree with the sets, with each other and with B (the report's
     test and each scaling configuration's)."""
-    if not _causal_bench(doc):
-        return
     settings = with_defaults(ctx, doc["settings"], "CausalBenchSettings")
     for base, conv in _convergences(doc):
         if base == "/claims/convergence":
@@ -320,11 +309,9 @@ def _convergence(
         yield ctx.finding("B101", f"{base}/p", p=p, form=form, b=b)
 
 
-@rule("causal-bench-studies", codes=("C113",), kinds=("report",))
+@rule("causal-bench-studies", track="causal_bench", codes=("C113",))
 def causal_bench_studies(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Threshold sensitivity, weight configurations and scaling study refer to the report's methods."""
-    if not _causal_bench(doc):
-        return
 
     claims = doc["claims"]
     methods = {method["name"]: method for method in claims["methods"]}

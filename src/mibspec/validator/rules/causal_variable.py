@@ -30,11 +30,9 @@ from ._registry import compare, rule, with_defaults
 from .artifacts import resolve_inside, unsafe_reason
 
 
-@rule("causal-variable-aggregates", codes=("C112",), kinds=("report",))
+@rule("causal-variable-aggregates", track="causal_variable", codes=("C112",))
 def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Mean over counterfactual sets per unit, best unit per layer, then Average and Highest."""
-    if doc.get("track") != "causal_variable":
-        return
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
@@ -267,12 +265,10 @@ def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, An
     return {key: value for key, value in filled.items() if value is not None}
 
 
-@rule("causal-variable-declarations", codes=("V105", "V108", "V109"), kinds=("report",))
+@rule("causal-variable-declarations", track="causal_variable", codes=("V105", "V108", "V109"))
 def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Units sit inside the model where their featurizer reads; variables and counterfactual sets
     are the dataset's; the metric fits the causal model; the checker is the profile's."""
-    if doc.get("track") != "causal_variable":
-        return
     settings = with_defaults(ctx, doc.get("settings", {}), "CausalVariableSettings")
     if settings["checker"] != ctx.profile["checker"]:
         yield ctx.finding(
@@ -330,12 +326,10 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
             yield from _unit_location(ctx, unit, upointer, config)
 
 
-@rule("causal-variable-recomputable", codes=("V110",), kinds=("report",))
+@rule("causal-variable-recomputable", track="causal_variable", codes=("V110",))
 def causal_variable_recomputable(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """What recomputation will need and the report does not declare (a warning: the claims
     can still be checked against each other; recomputation fails with R104)."""
-    if doc.get("track") != "causal_variable":
-        return
     for pointer, detail in missing_declarations(doc):
         yield ctx.finding("V110", pointer, detail=detail)
 

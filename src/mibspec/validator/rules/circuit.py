@@ -13,18 +13,10 @@ from mibspec.reference_impl.metrics.circuit import cmd, cpr, edges_at, leaderboa
 from .._context import RuleContext
 from ._registry import compare, rule, with_defaults
 
-_TRACK = "circuit"
 
-
-def _circuit_report(doc: dict[str, Any]) -> bool:
-    return doc.get("track") == _TRACK
-
-
-@rule("circuit-grid", codes=("K101", "K102"), kinds=("report",))
+@rule("circuit-grid", track="circuit", codes=("K101", "K102"))
 def circuit_grid(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The declared grid is the profile's, and every curve is evaluated on it."""
-    if not _circuit_report(doc):
-        return
     grid = doc["settings"]["grid"]
     if grid != list(ctx.profile.grid):
         yield ctx.finding(
@@ -36,10 +28,10 @@ def circuit_grid(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
             yield ctx.finding("K102", f"/claims/curves/{index}", ranking=curve["ranking"], ks=ks, grid=grid)
 
 
-@rule("circuit-size", codes=("K103",), kinds=("report",))
+@rule("circuit-size", track="circuit", codes=("K103",))
 def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """No circuit is larger than its grid point allows (k·|E| weighted, ⌊k·|E|⌋ edges)."""
-    if not _circuit_report(doc) or not ctx.profile.check_circuit_size:
+    if not ctx.profile.check_circuit_size:
         return
 
     n_total = doc["claims"]["n_edges"]
@@ -70,11 +62,9 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
                 )
 
 
-@rule("circuit-areas", codes=("C101", "C102", "C103"), kinds=("report",))
+@rule("circuit-areas", track="circuit", codes=("C101", "C102", "C103"))
 def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
-    if not _circuit_report(doc):
-        return
 
     claims, settings = doc["claims"], doc["settings"]
     curves = {curve["ranking"]: (index, curve) for index, curve in enumerate(claims["curves"])}

@@ -13,15 +13,9 @@ from .._context import RuleContext
 from ._registry import compare, rule, with_defaults
 
 
-def _saliency(doc: dict[str, Any]) -> bool:
-    return doc.get("track") == "saliency"
-
-
-@rule("saliency-samples", codes=("D104",), kinds=("report",))
+@rule("saliency-samples", track="saliency", codes=("D104",))
 def saliency_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Monte-Carlo Shapley ground truth averages at least the profile's number of trials."""
-    if not _saliency(doc):
-        return
     settings = with_defaults(ctx, doc["settings"], "SaliencySettings")
     minimum = ctx.profile.min_shapley_trials
     if settings["shapley_sampler"] != "exact" and settings["shapley_trials"] < minimum:
@@ -34,11 +28,9 @@ def saliency_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]
         )
 
 
-@rule("saliency-aggregates", codes=("C110", "C111"), kinds=("report",))
+@rule("saliency-aggregates", track="saliency", codes=("C110", "C111"))
 def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """WIoU equals the weighted per-k IoUs; the dominance rate equals dominant / images."""
-    if not _saliency(doc):
-        return
 
     settings, claims = doc["settings"], doc["claims"]
     ks, weights = settings["wiou_ks"], settings["wiou_weights"]
@@ -79,11 +71,9 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
     yield from compare(ctx, "C111", "/claims/dominance/rate", dominance["rate"], rate)
 
 
-@rule("saliency-map-shape", codes=("C117",), kinds=("report",))
+@rule("saliency-map-shape", track="saliency", codes=("C117",))
 def saliency_map_shape(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The ground truth and every method's maps: one (H, W) map per dominant image, one shape."""
-    if not _saliency(doc):
-        return
     claims = doc["claims"]
     n_dominant = claims["dominance"]["n_dominant"]
     truth = claims["ground_truth"]["shape"]

@@ -1,0 +1,87 @@
+"""The report tracks: one descriptor per track, naming where each layer keeps its part.
+
+A track is a ``report``'s ``track`` value. Its rules, its recomputer, its ``mibspec score``
+command and its figures live in different layers (the validator, the reference
+implementation, the command line); each layer finds its part of a track here and imports
+it by name only when it needs it, so this module imports nothing and validating a report
+never imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TRACKS", "Track", "track_names"]
+
+
+@dataclass(frozen=True)
+class Track:
+    """Where one track's parts live.
+
+    Attributes:
+        name: the ``track`` value of its reports.
+        rules: modules whose ``@rule`` functions check the track's documents, in the order
+            they run (a rule declares the track it applies to, see ``rules._registry.rule``).
+        recomputer: ``module:function`` of the recompute stage's entry point for its reports.
+        recompute_needs: the optional packages the recomputer needs before it can run (a
+            missing one is R101); the recomputer may check further ones itself.
+        score_command: module under ``mibspec.score`` whose ``register(app)`` adds
+            ``mibspec score <command>``.
+        figures: the figure kinds ``mibspec report`` draws for its reports, in order.
+    """
+
+    name: str
+    rules: tuple[str, ...]
+    recomputer: str
+    recompute_needs: tuple[str, ...]
+    score_command: str
+    figures: tuple[str, ...]
+
+
+_MODEL_EXTRA = ("torch", "safetensors", "transformers", "tokenizers")
+
+#: Every track, in the order the command line lists them.
+TRACKS: dict[str, Track] = {
+    track.name: track
+    for track in (
+        Track(
+            name="circuit",
+            rules=("mibspec.validator.rules.circuit", "mibspec.validator.rules.circuit_document"),
+            recomputer="mibspec.reference_impl.recompute.circuit:recompute",
+            recompute_needs=_MODEL_EXTRA,
+            score_command="mibspec.score.circuit",
+            figures=("faithfulness",),
+        ),
+        Track(
+            name="causal_variable",
+            rules=("mibspec.validator.rules.causal_variable",),
+            recomputer="mibspec.reference_impl.recompute.causal_variable:recompute",
+            recompute_needs=_MODEL_EXTRA,
+            score_command="mibspec.score.causal_variable",
+            figures=("layer_position",),
+        ),
+        Track(
+            name="saliency",
+            rules=("mibspec.validator.rules.saliency",),
+            recomputer="mibspec.reference_impl.recompute.saliency:recompute",
+            recompute_needs=("torch",),
+            score_command="mibspec.score.saliency",
+            figures=("saliency",),
+        ),
+        Track(
+            name="causal_bench",
+            rules=("mibspec.validator.rules.causal_bench",),
+            # A planted behaviour needs numpy only; the recomputer checks for torch itself when
+            # the report's behaviour is a transformer (R104 if it is missing).
+            recomputer="mibspec.reference_impl.recompute.causal_bench:recompute",
+            recompute_needs=(),
+            score_command="mibspec.score.causal_bench",
+            figures=("radar", "null", "jaccard"),
+        ),
+    )
+}
+
+
+def track_names() -> tuple[str, ...]:
+    """The track names, in the registry's order."""
+    return tuple(TRACKS)

@@ -29,9 +29,10 @@ PACKAGES = ("core", "validator", "reference_impl", "documents", "importers", "sc
 #: (importing package, imported module) pairs allowed to cross a package boundary to an
 #: underscore-named module or name, each with the reason.
 UNDERSCORE_ALLOWED = {
-    # score/ holds the CLI's `mibspec score` commands; they share the CLI's progress bar,
-    # which stays private to the command-line layer (mibspec.cli uses it too).
+    # score/ holds the CLI's `mibspec score` commands; they share the CLI's progress bar and
+    # its exit codes and usage errors, which stay private to the command-line layer.
     ("score", "mibspec._progress"),
+    ("score", "mibspec._command_support"),
 }
 
 

@@ -16,6 +16,13 @@ from typing import Annotated
 
 import typer
 
+from mibspec._command_support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    check_outputs_or_exit,
+    exit_on_internal_errors,
+    usage_error,
+)
 from mibspec.core.display import visible
 
 __all__ = ["register"]
@@ -31,18 +38,11 @@ class ResultFormat(str, enum.Enum):
     junit = "junit"
 
 
-def _usage(message: str) -> None:
-    from mibspec.cli import EXIT_USAGE
-
-    typer.echo(f"mibspec: error: {visible(message)}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
 def _check_profile(profile: str | None) -> None:
     from mibspec.validator import known_profiles
 
     if profile is not None and profile not in known_profiles():
-        _usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+        usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
 
 
 def report_command(
@@ -70,24 +70,23 @@ def report_command(
     """Verify a report and summarise it in one self-contained HTML page with figures."""
     from mibspec._api import collect_paths
     from mibspec._api import verify as run_verify
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, exit_on_internal_errors
     from mibspec.core.spec import install_hint
 
     if output is None and png_dir is None:
-        _usage("nothing to write: pass -o OUT.html and/or --png-dir DIR")
+        usage_error("nothing to write: pass -o OUT.html and/or --png-dir DIR")
     _check_profile(profile)
     try:
         found = collect_paths([path])
     except FileNotFoundError as exc:
-        _usage(str(exc))
+        usage_error(str(exc))
         return
     if len(found) != 1:
-        _usage(f"{path} holds {len(found)} reports; pass one report file")
+        usage_error(f"{path} holds {len(found)} reports; pass one report file")
     check_outputs_or_exit([(output, "--output")], found, folders=[(png_dir, "--png-dir")])
     try:
         import matplotlib  # noqa: F401  (only to fail early with a clear message)
     except ModuleNotFoundError:
-        _usage(f"figures need matplotlib: {install_hint('plots')}")
+        usage_error(f"figures need matplotlib: {install_hint('plots')}")
     from mibspec._html_report import build_report_page, render_html
     from mibspec.core.outputs import OutputPathError, input_files, write_atomic
 
@@ -100,7 +99,7 @@ def report_command(
             for target, _ in pngs:
                 inputs.refuse(target, "--png-dir")
         except OutputPathError as exc:
-            _usage(str(exc))
+            usage_error(str(exc))
         for target, data in pngs:
             write_atomic(target, data)
             typer.echo(visible(str(target)))
@@ -140,7 +139,6 @@ def leaderboard_command(
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
     from mibspec._api import collect_paths
     from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
     from mibspec.core.outputs import write_atomic
 
     renderer = render_markdown
@@ -151,9 +149,9 @@ def leaderboard_command(
         elif suffix == ".json":
             renderer = render_json
         elif suffix not in (".md", ".markdown"):
-            _usage(f"{output}: the output must end in .md, .html or .json")
+            usage_error(f"{output}: the output must end in .md, .html or .json")
     if not directory.is_dir():
-        _usage(f"{directory}: no such folder")
+        usage_error(f"{directory}: no such folder")
     _check_profile(profile)
     try:
         check_outputs_or_exit([(output, "--output")], collect_paths([directory]))
@@ -161,7 +159,7 @@ def leaderboard_command(
             directory, recompute=recompute, profile=profile, model_roots=model_root or ()
         )
     except FileNotFoundError as exc:
-        _usage(str(exc))
+        usage_error(str(exc))
         return
     text = renderer(board)
     if output is None:
@@ -197,22 +195,21 @@ def conformance_run_command(
 ) -> None:
     """Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails)."""
     from mibspec._conformance_run import default_suite, run_suite, to_ctrf, to_junit
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit
 
     folder = suite if suite is not None else default_suite()
     if folder is None:
-        _usage(
+        usage_error(
             "no conformance/v1 folder here or above "
             "(the suite is not installed with the package); pass --suite"
         )
         return
     if not folder.is_dir():
-        _usage(f"{folder}: no such folder")
+        usage_error(f"{folder}: no such folder")
     check_outputs_or_exit([(output, "--output")], [folder])
     try:
         run = run_suite(folder, impl=impl, timeout=timeout)
     except ValueError as exc:
-        _usage(str(exc))
+        usage_error(str(exc))
         return
     text = json.dumps(to_ctrf(run), indent=2) + "\n" if result_format is ResultFormat.ctrf else to_junit(run)
     if output is None:
@@ -239,12 +236,11 @@ def migrate_command(
 ) -> None:
     """Migrate a document to another spec version (atomic write; the input is kept unless --in-place)."""
     from mibspec._migrate import MigrationError, UnreadableDocumentError, migrate_file
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
 
     if in_place and output is not None:
-        _usage("pass either -o OUT or --in-place, not both")
+        usage_error("pass either -o OUT or --in-place, not both")
     if not in_place and output is None:
-        _usage("pass -o OUT (the input is kept) or --in-place (the input is replaced)")
+        usage_error("pass -o OUT (the input is kept) or --in-place (the input is replaced)")
     try:
         result = migrate_file(source, output, to_version=to, in_place=in_place)
     except UnreadableDocumentError as exc:
@@ -258,7 +254,7 @@ def migrate_command(
             )
         raise typer.Exit(EXIT_FINDINGS) from None
     except (MigrationError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        _usage(str(exc))
+        usage_error(str(exc))
         return
     if result.already_current:
         typer.echo(

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import sys
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,7 +20,15 @@ from mibspec.core.version import __version__
 if TYPE_CHECKING:
     from mibspec.validator import VerificationResult
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from mibspec._command_support import (
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    check_outputs_or_exit,
+    exit_on_internal_errors,
+    usage_error,
+)
 
 app = typer.Typer(
     name="mibspec",
@@ -91,37 +97,6 @@ def _explain_skipped_recompute(result: VerificationResult, detail: str) -> None:
     for doc in result.documents:
         if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
             doc.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, detail)
-
-
-def exit_on_internal_errors(result: VerificationResult) -> None:
-    """Exit 3 naming each document mibspec itself failed on, once the output is written
-    (every other document was verified and reported)."""
-    for doc in result.internal_errors:
-        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
-    if result.internal_errors:
-        raise typer.Exit(EXIT_INTERNAL)
-
-
-def _fail_usage(message: str) -> None:
-    typer.echo(f"mibspec: error: {visible(message)}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
-def check_outputs_or_exit(
-    files: Sequence[tuple[Path | None, str]],
-    inputs: Iterable[str | os.PathLike[str]],
-    *,
-    folders: Sequence[tuple[Path | None, str]] = (),
-    max_bytes: int = 64 * 1024 * 1024,
-) -> None:
-    """Before a command's work: a usage error unless every output can be written and none
-    is (or links to) one of the ``inputs``, the files those declare as artifacts included."""
-    from mibspec.core.outputs import OutputPathError, check_outputs, input_files
-
-    try:
-        check_outputs(files, input_files(inputs, max_bytes=max_bytes), folders=folders)
-    except OutputPathError as exc:
-        _fail_usage(str(exc))
 
 
 @app.command()
@@ -210,7 +185,7 @@ def verify(
     from mibspec.validator import Limits, known_profiles
 
     if profile is not None and profile not in known_profiles():
-        _fail_usage(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+        usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
     try:
         selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
         # Before the verification: every output can be written and none is a file it reads.
@@ -218,7 +193,7 @@ def verify(
             [(output, "--output"), (receipt, "--receipt")], collect_paths(paths), max_bytes=max_bytes
         )
     except (ValueError, FileNotFoundError) as exc:
-        _fail_usage(str(exc))
+        usage_error(str(exc))
         return
     if receipt is not None:  # before verifying: a receipt names files inside its folder only
         from mibspec._api import collect_paths
@@ -230,10 +205,10 @@ def verify(
             roots = [] if no_recompute else [str(root) for root in (model_root or ())]
             outside = outside_folder([*collect_paths(paths), *roots], receipt)
         except FileNotFoundError as exc:
-            _fail_usage(str(exc))
+            usage_error(str(exc))
             return
         if outside is not None:
-            _fail_usage(
+            usage_error(
                 f"--receipt {receipt}: {outside} is outside the receipt's folder; a receipt names "
                 "only files inside its own folder, so write it into a folder that holds every input "
                 "and every --model-root"
@@ -259,7 +234,7 @@ def verify(
                 jobs=jobs,
             )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        _fail_usage(str(exc))
+        usage_error(str(exc))
         return
     if no_recompute:
         _explain_skipped_recompute(result, "disabled (--no-recompute)")
@@ -289,7 +264,7 @@ def verify(
                 },
             )
         except ReceiptError as exc:  # a referenced file outside the receipt's folder
-            _fail_usage(str(exc))
+            usage_error(str(exc))
     exit_on_internal_errors(result)
     warnings = sum(len(doc.warnings) for doc in result.documents)
     if result.valid and error_on_warning and warnings:
@@ -309,7 +284,7 @@ def verify_receipt(
     try:
         check = check_receipt(receipt)
     except ReceiptError as exc:
-        _fail_usage(str(exc))
+        usage_error(str(exc))
         return
     if output_format is OutputFormat.json:
         typer.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
@@ -332,7 +307,7 @@ def rules(
         try:
             info = cat.get(code)
         except KeyError:
-            _fail_usage(f"no rule {code!r}; run `mibspec rules` for the list")
+            usage_error(f"no rule {code!r}; run `mibspec rules` for the list")
             return
         if output_format is OutputFormat.json:
             typer.echo(json.dumps(info.__dict__ | {"severity": info.severity.value}, indent=2))
@@ -376,7 +351,7 @@ def schema_show(kind: Annotated[str, typer.Argument(help="Document kind or schem
     by_kind = {path.name.removesuffix(".schema.json"): path for path in _schema_files()}
     path = by_kind.get(kind.removesuffix(".schema.json"))
     if path is None:
-        _fail_usage(f"no schema {kind!r}; the kinds are {', '.join(by_kind)}")
+        usage_error(f"no schema {kind!r}; the kinds are {', '.join(by_kind)}")
         return
     typer.echo(path.read_text(encoding="utf-8"), nl=False)
 
@@ -414,13 +389,13 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
     )
 
     if not source.is_file():
-        _fail_usage(f"{source}: no such file")
+        usage_error(f"{source}: no such file")
     check_outputs_or_exit([], [source], folders=[(out_dir, "--output")])
     render = REPORTERS[output_format.value]
     try:
         result = getattr(importers, importer)(source, out_dir)
     except OutputPathError as exc:
-        _fail_usage(str(exc))
+        usage_error(str(exc))
         return
     if not result.ok:
         failed = DocumentResult(path=str(source), kind=None, findings=result.findings)

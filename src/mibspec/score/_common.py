@@ -11,15 +11,9 @@ from typing import Any, NoReturn
 
 import typer
 
+from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
 from mibspec.core.display import visible
 from mibspec.core.progress import Progress
-
-
-def usage_error(message: str) -> NoReturn:
-    from mibspec.cli import EXIT_USAGE
-
-    typer.echo(f"mibspec: error: {visible(message)}", err=True)
-    raise typer.Exit(EXIT_USAGE)
 
 
 def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> None:
@@ -32,7 +26,6 @@ def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> 
 def check_output_folder(out_dir: Path, inputs: Iterable[Path | None]) -> None:
     """Before the run: a usage error unless ``out_dir`` can be written and is neither an
     input file nor inside an input folder (the files written are checked as they are)."""
-    from mibspec.cli import check_outputs_or_exit
 
     check_outputs_or_exit([], [path for path in inputs if path is not None], folders=[(out_dir, "--output")])
 
@@ -67,6 +60,5 @@ def verify_written(report: Any) -> bool:
 
 
 def finish(valid: bool) -> NoReturn:
-    from mibspec.cli import EXIT_FINDINGS, EXIT_OK
 
     raise typer.Exit(EXIT_OK if valid else EXIT_FINDINGS)

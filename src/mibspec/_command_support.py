@@ -1,0 +1,65 @@
+"""What every ``mibspec`` command shares: the exit codes, usage errors, the check that
+outputs can be written and are not inputs, and the exit for documents mibspec failed on.
+
+The commands live in :mod:`mibspec.cli`, :mod:`mibspec._report_commands` and the
+``mibspec score`` modules (:mod:`mibspec.score`); they all import these from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+from mibspec.core.display import visible
+
+if TYPE_CHECKING:
+    from mibspec.validator import VerificationResult
+
+__all__ = [
+    "EXIT_FINDINGS",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "check_outputs_or_exit",
+    "exit_on_internal_errors",
+    "usage_error",
+]
+
+#: 0 conformant, 1 error-level findings, 2 usage error or unreadable path, 3 internal error.
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def usage_error(message: str) -> NoReturn:
+    """Print ``mibspec: error: MESSAGE`` (escaped) on stderr and exit 2."""
+    typer.echo(f"mibspec: error: {visible(message)}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def check_outputs_or_exit(
+    files: Sequence[tuple[Path | None, str]],
+    inputs: Iterable[str | os.PathLike[str]],
+    *,
+    folders: Sequence[tuple[Path | None, str]] = (),
+    max_bytes: int = 64 * 1024 * 1024,
+) -> None:
+    """Before a command's work: a usage error unless every output can be written and none
+    is (or links to) one of the ``inputs``, the files those declare as artifacts included."""
+    from mibspec.core.outputs import OutputPathError, check_outputs, input_files
+
+    try:
+        check_outputs(files, input_files(inputs, max_bytes=max_bytes), folders=folders)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+
+
+def exit_on_internal_errors(result: VerificationResult) -> None:
+    """Exit 3 naming each document mibspec itself failed on, once the output is written
+    (every other document was verified and reported)."""
+    for doc in result.internal_errors:
+        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
+    if result.internal_errors:
+        raise typer.Exit(EXIT_INTERNAL)

@@ -24,7 +24,7 @@ from ._context import (
     VerificationResult,
     VerifyOptions,
 )
-from ._engine import printable_path, record_internal_error, verify_paths
+from ._pipeline import printable_path, record_internal_error, verify_paths
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -8,7 +8,7 @@ and returns
 
 * the comparisons — one per claimed number: where the claim is, what it is, the
   claimed value, the recomputed value and the tolerance (:class:`Comparison`);
-  :func:`compare` turns the ones outside tolerance into R103 findings;
+  :func:`mismatch_findings` turns the ones outside tolerance into R103 findings;
 * findings for what could not be recomputed (R104 with the reason and the pointer
   of the declaration at fault).
 
@@ -33,9 +33,9 @@ from mibspec.core.tracks import TRACKS
 
 from ._context import RuleContext, StageStatus
 
-__all__ = ["compare", "run_recompute"]
+__all__ = ["mismatch_findings", "run_recompute"]
 
-def compare(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
+def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
     """R103 for every comparison outside its tolerance."""
     findings = []
     for c in comparisons:
@@ -131,7 +131,7 @@ def run_recompute(
             [*ctx.recompute_findings, finding],
             [],
         )
-    mismatches = compare(ctx, result.comparisons)
+    mismatches = mismatch_findings(ctx, result.comparisons)
     others = list(ctx.recompute_findings) + list(result.findings)
     findings = others + mismatches
     failed = any(f.severity.value == "error" for f in findings)

@@ -176,7 +176,9 @@ def test_mib_results_import_refuses_to_overwrite_its_source(mibspec_cli: CliRun,
 
 
 def test_schema_export_refuses_the_spec_folder(mibspec_cli: CliRun, tmp_path: Path) -> None:
-    schemas = REPO / "spec" / "v1" / "schemas"
+    from mibspec.core.spec import spec_dir
+
+    schemas = spec_dir() / "schemas"  # the bundle the command exports (installed or checkout)
     before = _snapshot(schemas)
     _usage_error(mibspec_cli("schema", "export", str(schemas)), "would overwrite the input")
     assert _snapshot(schemas) == before

@@ -16,9 +16,31 @@ import sys as _sys
 if _sys.argv[:1] == ["-m"] and _sys.path and _sys.path[0] in ("", _os.getcwd()):
     del _sys.path[0]
 
-from mibspec._api import SPEC_VERSION, schema_bundle_hash, verify
+from typing import TYPE_CHECKING, Any
+
+from mibspec.core.findings import Finding, Severity
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
-from mibspec.validator import Finding, Severity, VerificationResult
+
+if TYPE_CHECKING:
+    from mibspec._api import schema_bundle_hash, verify
+    from mibspec.validator import VerificationResult
+
+#: Names loaded on first use: the validator (and the numpy its rules use) is imported only
+#: when something is verified, so `mibspec --help` and `mibspec --version` start fast.
+_LAZY = {
+    "verify": "mibspec._api",
+    "schema_bundle_hash": "mibspec._api",
+    "VerificationResult": "mibspec.validator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mibspec' has no attribute {name!r}")
 
 __all__ = [
     "SPEC_VERSION",

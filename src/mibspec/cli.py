@@ -56,8 +56,8 @@ class OutputFormat(str, enum.Enum):
     json = "json"
 
 
-class ReportFormat(str, enum.Enum):
-    """Output formats of ``mibspec verify`` (see ``mibspec._reporters``)."""
+class VerifyFormat(str, enum.Enum):
+    """Output formats of ``mibspec verify`` (see ``mibspec._output_formats``)."""
 
     text = "text"
     json = "json"
@@ -103,14 +103,14 @@ def _explain_skipped_recompute(result: VerificationResult, detail: str) -> None:
 def verify(
     paths: Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")],
     output_format: Annotated[
-        ReportFormat,
+        VerifyFormat,
         typer.Option(
             "--format",
             "-f",
             help="text (for people), json (the stable contract), github (workflow annotations), "
             "sarif (SARIF 2.1.0), junit (JUnit XML).",
         ),
-    ] = ReportFormat.text,
+    ] = VerifyFormat.text,
     no_recompute: Annotated[
         bool, typer.Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
     ] = False,
@@ -180,8 +180,8 @@ def verify(
 
     from mibspec._api import collect_paths, resolve_codes
     from mibspec._api import verify as run_verify
+    from mibspec._output_formats import REPORTERS
     from mibspec._progress import TerminalProgress
-    from mibspec._reporters import REPORTERS
     from mibspec.validator import Limits, known_profiles
 
     if profile is not None and profile not in known_profiles():
@@ -379,7 +379,7 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
     from mibspec._api import verify as run_verify
-    from mibspec._reporters import REPORTERS
+    from mibspec._output_formats import REPORTERS
     from mibspec.core.outputs import OutputPathError
     from mibspec.validator import (
         DocumentResult,

@@ -723,7 +723,7 @@ def check_outcome(result: Any, catalogue: Any, *, recompute: bool = False) -> li
     recompute stage has compared at least one claim and every comparison is within its
     tolerance.
     """
-    from mibspec._reporters import REPORTERS
+    from mibspec._output_formats import REPORTERS
     from mibspec.validator import Severity, StageStatus
 
     problems: list[str] = []

@@ -19,7 +19,7 @@ from hardening_support import REPO
 
 import mibspec
 from mibspec._conformance import discover_cases
-from mibspec._reporters import REPORTERS
+from mibspec._output_formats import REPORTERS
 
 
 def _documents() -> list[Path]:

@@ -832,7 +832,7 @@ def _hostile_result() -> Any:
 def test_no_output_format_carries_a_hidden_character_raw(output_format: str) -> None:
     import io
 
-    from mibspec._reporters import REPORTERS
+    from mibspec._output_formats import REPORTERS
 
     out = io.StringIO()
     REPORTERS[output_format](_hostile_result(), out)

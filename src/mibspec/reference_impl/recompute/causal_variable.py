@@ -582,7 +582,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     progress.start(f"interchange interventions: {total} (unit, counterfactual set) scores", total)
     evaluator.prefilter(cf_types)
 
-    add = _Comparisons(abs_tol, rel_tol)
+    add = _ComparisonList(abs_tol, rel_tol)
     if task.get("n_examples") is not None:
         add("/task/n_examples", "dataset rows", task["n_examples"], float(len(rows)), exact=True)
     featurizers: dict[str, Any] = {}
@@ -597,7 +597,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 @dataclass
-class _Comparisons:
+class _ComparisonList:
     """The comparisons of a recomputation, each within the profile's tolerances unless exact."""
 
     abs_tol: float
@@ -624,7 +624,7 @@ def _score_units(
     base: str,
     variable: Mapping[str, Any],
     featurizers: dict[str, Any],
-    add: _Comparisons,
+    add: _ComparisonList,
     progress: Progress,
 ) -> list[tuple[str, int, dict[str, float]]]:
     """Score a variable's units, compare each claimed score and kept-pair count, and return
@@ -671,7 +671,7 @@ def _score_units(
 
 
 def _compare_aggregate(
-    base: str, variable: Mapping[str, Any], aggregate: VariableAggregate, add: _Comparisons
+    base: str, variable: Mapping[str, Any], aggregate: VariableAggregate, add: _ComparisonList
 ) -> None:
     """Compare a variable's claimed per-layer, Average and Highest values with the recomputed ones."""
     for layer, value in aggregate.per_layer.items():

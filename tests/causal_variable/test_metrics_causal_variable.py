@@ -190,6 +190,26 @@ def test_aggregate_min_versus_max() -> None:
     assert (low.average, low.highest, low.best_layer) == pytest.approx((0.35, 0.3, 0))
 
 
+def test_aggregate_units_reads_units_as_the_report_lists_them() -> None:
+    """Producer and recompute aggregate through aggregate_units: units as (id, layer, scores)."""
+    from mibspec.reference_impl.recompute.causal_variable import aggregate_units
+
+    units = [
+        ("last-0", 0, {"a": 0.2, "b": 0.4}),
+        ("entity-0", 0, {"a": 0.8, "b": 0.6}),
+        ("last-1", 1, {"a": 0.5, "b": 0.3}),
+        ("entity-1", 1, {"a": 0.4, "b": 0.6}),
+    ]
+    # unit means: last-0 0.3, entity-0 0.7, last-1 0.4, entity-1 0.5 (as in test_aggregate_min_versus_max)
+    high = aggregate_units(units, "higher")
+    assert dict(high.per_layer) == pytest.approx({0: 0.7, 1: 0.5})
+    assert dict(high.best_position) == {0: "entity-0", 1: "entity-1"}
+    assert (high.average, high.highest) == pytest.approx((0.6, 0.7))
+    low = aggregate_units(iter(units), "lower")
+    assert dict(low.per_layer) == pytest.approx({0: 0.3, 1: 0.4})
+    assert (low.average, low.highest) == pytest.approx((0.35, 0.3))
+
+
 def test_aggregate_int_positions_and_immutable_result() -> None:
     result = cv.aggregate_scores({("cf", 3, 7): 1.0, ("cf", 3, 2): 1.0})
     assert dict(result.best_position) == {3: 2}

@@ -91,9 +91,12 @@ def score_causal_variable_command(
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset))
     with producing("scoring needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.causal_variable import score_causal_variable
+        from mibspec.reference_impl.producers.causal_variable import (
+            CausalVariableOptions,
+            run_causal_variable,
+        )
 
-        run = score_causal_variable(
+        options = CausalVariableOptions(
             model,
             dataset,
             out_dir,
@@ -114,8 +117,8 @@ def score_causal_variable_command(
             ioi_fit=ioi_fit,
             profile=profile,
             overwrite=overwrite,
-            progress=progress,
         )
+        run = run_causal_variable(options, progress)
     valid = verify_written(run.report)
     for name in run.averages:
         typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Highest = {run.highest[name]:.6g}")

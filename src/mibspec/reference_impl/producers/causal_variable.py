@@ -20,8 +20,8 @@ float32 weights, so that ``mibspec verify`` reproduces them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,9 @@ from mibspec.core.progress import Progress, start_task
 from mibspec.core.spec import SPEC_VERSION
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
-from ..metrics.causal_variable import Better, CellKey, aggregate_scores
+from ..metrics.causal_variable import Better
 from ..recompute import ModelSource
-from ..recompute.causal_variable import Evaluator, TextCodec, build_featurizer
+from ..recompute.causal_variable import Evaluator, TextCodec, aggregate_units, build_featurizer
 from ..threads import one_thread
 from ._featurizer_training import (
     collect_activations,
@@ -47,7 +47,21 @@ from ._featurizer_training import (
 from .circuit import _dataset_input, _model_ref, _provenance, _strict_rows
 from .folder import OutputFolder, created_timestamp
 
-__all__ = ["DEFAULT_POSITIONS", "METHODS", "CausalVariableRun", "parse_position", "score_causal_variable"]
+__all__ = [
+    "DEFAULT_POSITIONS",
+    "METHODS",
+    "CausalVariableOptions",
+    "CausalVariableResult",
+    "CausalVariableRun",
+    "CausalVariableSetup",
+    "TrainedFeaturizer",
+    "build_report",
+    "compute_causal_variable",
+    "parse_position",
+    "prepare_causal_variable",
+    "run_causal_variable",
+    "score_causal_variable",
+]
 
 METHODS: dict[str, dict[str, Any]] = {
     "full_vector": {
@@ -180,35 +194,11 @@ def _rescaled_ioi_fit(evaluator: Evaluator) -> dict[str, float]:
     return {key: round(value * scale, 4) for key, value in paper.items()}
 
 
-def score_causal_variable(
-    model_dir: Path,
-    dataset_path: Path,
-    out_dir: Path,
-    *,
-    method: str = "das",
-    variables: Sequence[str] | None = None,
-    layers: Sequence[int] | None = None,
-    positions: Sequence[str] | None = None,
-    component: str = "residual_post",
-    heads: Sequence[int] | None = None,
-    counterfactuals: Sequence[str] | None = None,
-    n_features: int = 4,
-    steps: int = 150,
-    learning_rate: float = 0.02,
-    sparsity: float = 0.02,
-    pca_centring: str = "centred",
-    sae_latents: int | None = None,
-    train_rows: int = 320,
-    seed: int = 0,
-    batch_size: int = 64,
-    ioi_fit: str = "rescaled",
-    profile: str = "default",
-    overwrite: bool = False,
-    progress: Progress | None = None,
-) -> CausalVariableRun:
-    """Learn a featurizer per unit, score it by interchange interventions and write a report folder.
+@dataclass(frozen=True)
+class CausalVariableOptions:
+    """What a causal-variable run is asked to do (the command line's options).
 
-    Args:
+    Attributes:
         model_dir: a local model folder (config.json, model.safetensors, tokenizer.json); the
             report names it by its folder name, to be found with ``--model-root``.
         dataset_path: the test dataset: a counterfactual dataset document, or a ``.meta.json``.
@@ -229,212 +219,294 @@ def score_causal_variable(
         ioi_fit: ``paper`` (MIB's coefficients) or ``rescaled`` (their ratios, scaled to the
             model's mean logit difference on the train split).
         profile: the report's profile; its checker is the report's.
-        progress: where to report progress (``None``: nowhere).
+        overwrite: replace a report already in ``out_dir``.
+    """
+
+    model_dir: Path
+    dataset_path: Path
+    out_dir: Path
+    method: str = "das"
+    variables: Sequence[str] | None = None
+    layers: Sequence[int] | None = None
+    positions: Sequence[str] | None = None
+    component: str = "residual_post"
+    heads: Sequence[int] | None = None
+    counterfactuals: Sequence[str] | None = None
+    n_features: int = 4
+    steps: int = 150
+    learning_rate: float = 0.02
+    sparsity: float = 0.02
+    pca_centring: str = "centred"
+    sae_latents: int | None = None
+    train_rows: int = 320
+    seed: int = 0
+    batch_size: int = 64
+    ioi_fit: str = "rescaled"
+    profile: str = "default"
+    overwrite: bool = False
+
+    def checker(self) -> str:
+        """The answer checker of the options' profile, after checking the choices.
+
+        Raises:
+            ValueError: an unknown method, PCA centring, IOI fit or profile (naming it).
+        """
+        from mibspec.core.profiles import load_profile
+
+        if self.method not in METHODS:
+            raise ValueError(f"method: expected one of {sorted(METHODS)}, got {self.method!r}")
+        if self.pca_centring not in ("centred", "uncentred"):
+            raise ValueError(f"pca_centring: expected centred or uncentred, got {self.pca_centring!r}")
+        if self.ioi_fit not in ("paper", "rescaled"):
+            raise ValueError(f"ioi_fit: expected paper or rescaled, got {self.ioi_fit!r}")
+        try:
+            return str(load_profile(self.profile)["checker"])
+        except KeyError as exc:
+            raise ValueError(f"profile: unknown profile {self.profile!r}") from exc
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A site to train a featurizer at: its position text, its location and its engine site."""
+
+    spec: str
+    location: dict[str, Any]
+    site: Any
+
+
+@dataclass
+class CausalVariableSetup:
+    """The loaded and checked inputs of a run: model, rows, units, evaluators, causal model."""
+
+    model: Any
+    dataset: dict[str, Any]
+    rows_bytes: bytes
+    rows: list[Any]
+    task: str
+    checker: str
+    variables: list[str]
+    layers: list[int]
+    position_specs: list[str]
+    units: list[_Unit]
+    counterfactuals: list[str]
+    train: list[dict[str, Any]] = field(default_factory=list)
+    train_eval: Any = None
+    test_eval: Any = None
+    causal_doc: dict[str, Any] = field(default_factory=dict)
+    metric: str = "iia"
+    sets: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrainedFeaturizer:
+    """One unit's featurizer: the file stem, the artifact id, the document (without description,
+    weights, artifacts and provenance) and its tensors."""
+
+    variable: str
+    unit: _Unit
+    stem: str
+    ident: str
+    document: dict[str, Any]
+    tensors: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CausalVariableResult:
+    """What the compute step found: one claim per variable (units, per layer, Average, Highest)."""
+
+    claims: list[dict[str, Any]]
+
+
+def score_causal_variable(
+    model_dir: Path,
+    dataset_path: Path,
+    out_dir: Path,
+    *,
+    progress: Progress | None = None,
+    **settings: Any,
+) -> CausalVariableRun:
+    """Learn a featurizer per unit, score it by interchange interventions and write a report folder.
+
+    ``settings`` are the fields of :class:`CausalVariableOptions` after the three paths.
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
-    arguments = dict(locals())
+    options = CausalVariableOptions(Path(model_dir), Path(dataset_path), Path(out_dir), **settings)
+    return run_causal_variable(options, progress)
+
+
+def run_causal_variable(
+    options: CausalVariableOptions, progress: Progress | None = None
+) -> CausalVariableRun:
+    """:func:`score_causal_variable` for an options object: compute, build the documents, write.
+
+    Raises:
+        ValueError: unusable arguments or inputs, naming them.
+        FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
+    """
     from ..recompute import UnusableInputError
 
     try:
         with one_thread():
-            return _score(**arguments)
+            setup = prepare_causal_variable(options)
+            folder = OutputFolder(
+                options.out_dir,
+                overwrite=options.overwrite,
+                inputs=input_files([options.model_dir, options.dataset_path]),
+            )
+            provenance = _provenance(created_timestamp())
+            provenance["command"] = "mibspec score causal-variable"
+
+            artifacts: list[dict[str, Any]] = []
+
+            def write(trained: TrainedFeaturizer) -> None:
+                artifacts.append(_write_featurizer(folder, options, trained, provenance))
+
+            result = compute_causal_variable(options, setup, write, progress)
+            return _write_report(folder, options, setup, result, artifacts, provenance)
     except UnusableInputError as exc:  # a row or a position the method cannot use
         raise ValueError(f"dataset_path: {exc.detail}") from exc
 
 
-def _score(
-    model_dir: Path,
-    dataset_path: Path,
-    out_dir: Path,
-    *,
-    method: str,
-    variables: Sequence[str] | None,
-    layers: Sequence[int] | None,
-    positions: Sequence[str] | None,
-    component: str,
-    heads: Sequence[int] | None,
-    counterfactuals: Sequence[str] | None,
-    n_features: int,
-    steps: int,
-    learning_rate: float,
-    sparsity: float,
-    pca_centring: str,
-    sae_latents: int | None,
-    train_rows: int,
-    seed: int,
-    batch_size: int,
-    ioi_fit: str,
-    profile: str,
-    overwrite: bool,
-    progress: Progress | None,
-) -> CausalVariableRun:
-    import torch
+# --------------------------------------------------------------------------- inputs
 
-    from mibspec.core.profiles import load_profile
+
+def prepare_causal_variable(options: CausalVariableOptions) -> CausalVariableSetup:
+    """Load the model and the dataset, check the options against them, build the evaluators.
+
+    Raises:
+        ValueError: unusable arguments or inputs, naming them.
+    """
     from mibspec.reference_impl.engine import load_model
 
-    from ..engine import Site, check_site, site_dim
-    from ..recompute import UnusableInputError
-
-    if method not in METHODS:
-        raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
-    if pca_centring not in ("centred", "uncentred"):
-        raise ValueError(f"pca_centring: expected centred or uncentred, got {pca_centring!r}")
-    if ioi_fit not in ("paper", "rescaled"):
-        raise ValueError(f"ioi_fit: expected paper or rescaled, got {ioi_fit!r}")
-    try:
-        checker = load_profile(profile)["checker"]
-    except KeyError as exc:
-        raise ValueError(f"profile: unknown profile {profile!r}") from exc
-    model_dir = Path(model_dir)
-    model = load_model(model_dir)
-    codec = TextCodec(ModelSource(str(model_dir), None, local=True))
-    dataset, rows_bytes = _dataset_input(Path(dataset_path))
+    checker = options.checker()
+    model = load_model(options.model_dir)
+    codec = TextCodec(ModelSource(str(options.model_dir), None, local=True))
+    dataset, rows_bytes = _dataset_input(options.dataset_path)
     task = str(dataset.get("task"))
     if task not in TASK_MECHANISMS:
         raise ValueError(f"dataset_path: the task {task!r} has no built-in causal model")
     rows = _strict_rows(rows_bytes)
-    chosen_variables = list(variables or dataset.get("variables", []))
-    for name in chosen_variables:
-        if name not in dataset.get("variables", []):
-            raise ValueError(
-                f"variables: {name!r} is not a variable of the dataset {dataset.get('variables')}"
-            )
-    chosen_layers = list(range(model.n_layers)) if layers is None else list(layers)
-    position_specs = list(positions or DEFAULT_POSITIONS.get(task, ("last",)))
-    parsed_positions = [(spec, parse_position(spec)) for spec in position_specs]
-    locations = []
-    for layer in chosen_layers:
-        for spec, position in parsed_positions:
-            location: dict[str, Any] = {"layer": layer, "component": component, "position": position}
-            if component == "attention_heads":
-                location["heads"] = list(heads or [])
-            site = Site.from_location(location)
-            check_site(model, site)
-            locations.append((spec, location, site))
-    cf_candidates = list(counterfactuals or dataset.get("counterfactual_types", []))
-    for cf in cf_candidates:
+    variables = _chosen(options.variables, dataset.get("variables", []), "variables", "a variable")
+    layers = list(range(model.n_layers)) if options.layers is None else list(options.layers)
+    position_specs = list(options.positions or DEFAULT_POSITIONS.get(task, ("last",)))
+    units = _units(options, model, layers, position_specs)
+    counterfactuals = list(options.counterfactuals or dataset.get("counterfactual_types", []))
+    for cf in counterfactuals:
         if cf not in dataset.get("counterfactual_types", []):
             raise ValueError(f"counterfactuals: {cf!r} is not a counterfactual type of the dataset")
+    setup = CausalVariableSetup(
+        model,
+        dataset,
+        rows_bytes,
+        rows,
+        task,
+        checker,
+        variables,
+        layers,
+        position_specs,
+        units,
+        counterfactuals,
+    )
+    _evaluators(options, setup, codec)
+    return setup
 
-    tokenizer_name = model_dir.name
-    train = _train_rows(task, train_rows, seed, codec, tokenizer_name)
-    batch = int(batch_size)
-    train_eval = Evaluator(model, codec, train, None, checker=checker, batch_size=batch)
+
+def _chosen(asked: Sequence[str] | None, known: Sequence[str], option: str, what: str) -> list[str]:
+    chosen = list(asked or known)
+    for name in chosen:
+        if name not in known:
+            raise ValueError(f"{option}: {name!r} is not {what} of the dataset {known}")
+    return chosen
+
+
+def _units(
+    options: CausalVariableOptions, model: Any, layers: Sequence[int], position_specs: Sequence[str]
+) -> list[_Unit]:
+    from ..engine import Site, check_site
+
+    parsed_positions = [(spec, parse_position(spec)) for spec in position_specs]
+    units = []
+    for layer in layers:
+        for spec, position in parsed_positions:
+            location: dict[str, Any] = {"layer": layer, "component": options.component, "position": position}
+            if options.component == "attention_heads":
+                location["heads"] = list(options.heads or [])
+            site = Site.from_location(location)
+            check_site(model, site)
+            units.append(_Unit(spec, location, site))
+    return units
+
+
+def _evaluators(options: CausalVariableOptions, setup: CausalVariableSetup, codec: TextCodec) -> None:
+    """The train and test evaluators, the causal model, the metric and the counterfactual sets
+    with at least one kept pair per variable (the same for every unit)."""
+    task, batch = setup.task, int(options.batch_size)
+    setup.train = _train_rows(task, options.train_rows, options.seed, codec, options.model_dir.name)
+    train_eval = Evaluator(setup.model, codec, setup.train, None, checker=setup.checker, batch_size=batch)
     parameters = None
     if task == "ioi":
-        parameters = _rescaled_ioi_fit(train_eval) if ioi_fit == "rescaled" else None
+        parameters = _rescaled_ioi_fit(train_eval) if options.ioi_fit == "rescaled" else None
     causal_doc = causal_model_document(task, parameters)
-    if task == "ioi" and ioi_fit == "rescaled":
+    if task == "ioi" and options.ioi_fit == "rescaled":
         causal_doc["description"] += (
             " Coefficients: the MIB fit (0.069, 0.687, 2.018) scaled so that the unintervened prediction "
             "equals the model's mean logit difference on the correctly answered prompts of the train split."
         )
     assert not check_causal_model(causal_doc)
     train_eval.causal_model = causal_doc
-    test_eval = Evaluator(model, codec, rows, causal_doc, checker=checker, batch_size=batch)
-    metric = "mse" if TASK_MECHANISMS[task] == "ioi_linear" else "iia"
+    test_eval = Evaluator(setup.model, codec, setup.rows, causal_doc, checker=setup.checker, batch_size=batch)
+    setup.metric = "mse" if TASK_MECHANISMS[task] == "ioi_linear" else "iia"
     for evaluator in (train_eval, test_eval):
-        evaluator.register_sites([site for _, _, site in locations])
-        evaluator.prefilter(cf_candidates)
-
-    # counterfactual sets with at least one kept pair, per variable (same for every unit)
+        evaluator.register_sites([unit.site for unit in setup.units])
+        evaluator.prefilter(setup.counterfactuals)
+    setup.train_eval, setup.test_eval, setup.causal_doc = train_eval, test_eval, causal_doc
     probe = {"rule": "last"}
-    sets: dict[str, list[str]] = {}
-    for name in chosen_variables:
-        sets[name] = [cf for cf in cf_candidates if test_eval.pairs(name, metric, cf, probe, "probe")]
-        if not sets[name]:
+    for name in setup.variables:
+        setup.sets[name] = [
+            cf for cf in setup.counterfactuals if test_eval.pairs(name, setup.metric, cf, probe, "probe")
+        ]
+        if not setup.sets[name]:
             raise ValueError(f"variables: no counterfactual set keeps a pair for {name!r}")
 
-    folder = OutputFolder(Path(out_dir), overwrite=overwrite, inputs=input_files([model_dir, dataset_path]))
-    created = created_timestamp()
-    provenance = _provenance(created)
-    provenance["command"] = "mibspec score causal-variable"
-    n_units = len(chosen_variables) * len(locations)
-    done = start_task(progress, f"{METHODS[method]['name']}: training and scoring {n_units} units", n_units)
-    artifacts: list[dict[str, Any]] = []
+
+# --------------------------------------------------------------------------- compute
+
+
+def compute_causal_variable(
+    options: CausalVariableOptions,
+    setup: CausalVariableSetup,
+    on_featurizer: Callable[[TrainedFeaturizer], None],
+    progress: Progress | None = None,
+) -> CausalVariableResult:
+    """Train a featurizer per (variable, unit), hand it to ``on_featurizer`` (which writes it, so
+    that only one unit's tensors are held at a time), score it and aggregate each variable."""
+    import torch
+
+    n_units = len(setup.variables) * len(setup.units)
+    done = start_task(
+        progress, f"{METHODS[options.method]['name']}: training and scoring {n_units} units", n_units
+    )
     claims = []
     finished = 0
-    for v_index, name in enumerate(chosen_variables):
+    better: Better = "lower" if setup.metric == "mse" else "higher"
+    for v_index, name in enumerate(setup.variables):
         units: list[dict[str, Any]] = []
-        for l_index, (spec, location, site) in enumerate(locations):
-            unit_seed = seed * 1_000_003 + v_index * 10_007 + l_index
+        for l_index, unit in enumerate(setup.units):
+            unit_seed = options.seed * 1_000_003 + v_index * 10_007 + l_index
             generator = torch.Generator().manual_seed(unit_seed)
-            d = site_dim(model, site)
-            stem = f"{method}_{name}_l{location['layer']}_{_slug(spec)}".lower()
-            doc, tensors = _featurizer(
-                method,
-                d,
-                location,
-                train_eval,
-                name,
-                metric,
-                sets[name],
-                model,
-                site,
-                generator,
-                n_features=n_features,
-                steps=steps,
-                learning_rate=learning_rate,
-                sparsity=sparsity,
-                pca_centring=pca_centring,
-                sae_latents=sae_latents,
-                batch_size=min(batch, 32),
-            )
-            doc["description"] = (
-                f"{METHODS[method]['name']} featurizer for {name} at {_unit_id(location, spec)} "
-                f"on {model_dir.name}."
-            )
-            if tensors:
-                folder.safetensors(f"{stem}.safetensors", tensors)
-                doc["weights"] = {
-                    key: {
-                        "artifact": "weights",
-                        "tensor": key,
-                        "shape": list(value.shape),
-                        "dtype": "float32",
-                    }
-                    for key, value in sorted(tensors.items())
-                }
-                doc["artifacts"] = [
-                    folder.artifact("weights", "weights", f"{stem}.safetensors", "application/x-safetensors")
-                ]
-            doc["provenance"] = provenance
-            folder.json(f"{stem}.json", doc)
-            ident = stem.replace("_", "-")
-            artifacts.append(
-                folder.artifact(ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
-            )
-            try:
-                featurizer = build_featurizer(model, doc, tensors, "featurizer")
-                result = test_eval.score_unit(name, metric, location, featurizer, sets[name], "unit")
-            except UnusableInputError as exc:
-                raise ValueError(f"dataset_path: {exc.detail}") from exc
-            units.append(
-                {
-                    "id": _unit_id(location, spec),
-                    "location": location,
-                    "featurizer": ident,
-                    "scores": result.scores,
-                    "n_examples": result.n_examples,
-                }
-            )
+            trained = _train_unit(options, setup, name, unit, generator)
+            on_featurizer(trained)
+            units.append(_score_unit(setup, trained))
             finished += 1
             done(finished)
-        better: Better = "lower" if metric == "mse" else "higher"
-        table: dict[CellKey, float] = {
-            (cf, unit["location"]["layer"], unit["id"]): value
-            for unit in units
-            for cf, value in unit["scores"].items()
-        }
-        aggregate = aggregate_scores(table, better=better)
+        aggregate = aggregate_units(((u["id"], u["location"]["layer"], u["scores"]) for u in units), better)
         claims.append(
             {
                 "name": name,
-                "metric": metric,
+                "metric": setup.metric,
                 "better": better,
                 "units": units,
                 "per_layer": {str(layer): value for layer, value in aggregate.per_layer.items()},
@@ -442,65 +514,180 @@ def _score(
                 "highest": aggregate.highest,
             }
         )
+    return CausalVariableResult(claims)
 
-    folder.json("causal_model.json", {**causal_doc, "provenance": provenance})
+
+def _train_unit(
+    options: CausalVariableOptions, setup: CausalVariableSetup, variable: str, unit: _Unit, generator: Any
+) -> TrainedFeaturizer:
+    from ..engine import site_dim
+
+    stem = f"{options.method}_{variable}_l{unit.location['layer']}_{_slug(unit.spec)}".lower()
+    doc, tensors = _featurizer(options, setup, variable, unit, site_dim(setup.model, unit.site), generator)
+    return TrainedFeaturizer(variable, unit, stem, stem.replace("_", "-"), doc, tensors)
+
+
+def _score_unit(setup: CausalVariableSetup, trained: TrainedFeaturizer) -> dict[str, Any]:
+    """The claim's entry for a trained unit, scored on the test rows."""
+    from ..recompute import UnusableInputError
+
+    name, location = trained.variable, trained.unit.location
+    try:
+        featurizer = build_featurizer(setup.model, trained.document, trained.tensors, "featurizer")
+        result = setup.test_eval.score_unit(
+            name, setup.metric, location, featurizer, setup.sets[name], "unit"
+        )
+    except UnusableInputError as exc:
+        raise ValueError(f"dataset_path: {exc.detail}") from exc
+    return {
+        "id": _unit_id(location, trained.unit.spec),
+        "location": location,
+        "featurizer": trained.ident,
+        "scores": result.scores,
+        "n_examples": result.n_examples,
+    }
+
+
+# --------------------------------------------------------------------------- documents and writing
+
+
+def _write_featurizer(
+    folder: OutputFolder,
+    options: CausalVariableOptions,
+    trained: TrainedFeaturizer,
+    provenance: dict[str, Any],
+) -> dict[str, Any]:
+    """Write the featurizer document of a unit (and its safetensors file, if it has tensors);
+    return the report's artifact entry for it."""
+    doc, stem, tensors = trained.document, trained.stem, trained.tensors
+    doc["description"] = (
+        f"{METHODS[options.method]['name']} featurizer for {trained.variable} at "
+        f"{_unit_id(trained.unit.location, trained.unit.spec)} on {options.model_dir.name}."
+    )
+    if tensors:
+        folder.safetensors(f"{stem}.safetensors", tensors)
+        doc["weights"] = {
+            key: {"artifact": "weights", "tensor": key, "shape": list(value.shape), "dtype": "float32"}
+            for key, value in sorted(tensors.items())
+        }
+        doc["artifacts"] = [
+            folder.artifact("weights", "weights", f"{stem}.safetensors", "application/x-safetensors")
+        ]
+    doc["provenance"] = provenance
+    folder.json(f"{stem}.json", doc)
+    return folder.artifact(trained.ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
+
+
+def _write_report(
+    folder: OutputFolder,
+    options: CausalVariableOptions,
+    setup: CausalVariableSetup,
+    result: CausalVariableResult,
+    featurizers: list[dict[str, Any]],
+    provenance: dict[str, Any],
+) -> CausalVariableRun:
+    """Write the causal model, the dataset and the report; the featurizers are written already."""
+    folder.json("causal_model.json", {**setup.causal_doc, "provenance": provenance})
     causal_entry = folder.artifact(
         "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
     )
-    folder.write("dataset.jsonl", rows_bytes)
-    dataset_copy = dict(dataset)
-    dataset_copy["causal_model"] = "causal-model"
-    dataset_copy["artifacts"] = [
-        folder.artifact(dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=len(rows)),
+    folder.write("dataset.jsonl", setup.rows_bytes)
+    folder.json("dataset.json", _dataset_document(folder, setup, causal_entry, provenance))
+    artifacts = [
+        folder.artifact(
+            "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
+        ),
+        causal_entry,
+        *featurizers,
+    ]
+    report = build_report(options, setup, result, artifacts, provenance)
+    folder.json("report.json", report)
+    claims = result.claims
+    return CausalVariableRun(
+        folder.root / "report.json",
+        {c["name"]: c["average"] for c in claims},
+        {c["name"]: c["highest"] for c in claims},
+    )
+
+
+def _dataset_document(
+    folder: OutputFolder, setup: CausalVariableSetup, causal_entry: dict[str, Any], provenance: dict[str, Any]
+) -> dict[str, Any]:
+    """The dataset document written beside the report (``dataset.jsonl`` is written already)."""
+    dataset = setup.dataset
+    copy = dict(dataset)
+    copy["causal_model"] = "causal-model"
+    copy["artifacts"] = [
+        folder.artifact(
+            dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=len(setup.rows)
+        ),
         causal_entry,
     ]
-    dataset_copy.setdefault("provenance", provenance)
-    folder.json("dataset.json", dataset_copy)
-    info = METHODS[method]
+    copy.setdefault("provenance", provenance)
+    return copy
+
+
+def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) -> dict[str, Any]:
+    """The report's ``method``: name, description, citation and the hyperparameters that apply."""
+    method, steps, learning_rate = options.method, options.steps, options.learning_rate
     hyper: dict[str, Any] = {
-        "layers": chosen_layers,
-        "positions": position_specs,
-        "component": component,
-        "train_split_rows": len(train),
+        "layers": setup.layers,
+        "positions": setup.position_specs,
+        "component": options.component,
+        "train_split_rows": len(setup.train),
     }
-    if component == "attention_heads":
-        hyper["heads"] = list(heads or [])
+    if options.component == "attention_heads":
+        hyper["heads"] = list(options.heads or [])
     if method == "das":
-        hyper |= {"n_features": n_features, "steps": steps, "learning_rate": learning_rate}
+        hyper |= {"n_features": options.n_features, "steps": steps, "learning_rate": learning_rate}
     if method in ("dbm", "pca", "sae"):
-        hyper |= {"mask_steps": steps, "learning_rate": learning_rate, "sparsity": sparsity}
+        hyper |= {"mask_steps": steps, "learning_rate": learning_rate, "sparsity": options.sparsity}
     if method == "pca":
-        hyper["pca_centring"] = pca_centring
+        hyper["pca_centring"] = options.pca_centring
     if method == "sae":
-        hyper |= {"sae_latents": sae_latents or 4 * model.d_model, "sae_steps": steps}
-    method_block: dict[str, Any] = {
+        hyper |= {"sae_latents": options.sae_latents or 4 * setup.model.d_model, "sae_steps": steps}
+    info = METHODS[method]
+    block: dict[str, Any] = {
         "name": info["name"],
         "version": "1.0",
         "description": info["description"],
         "hyperparameters": hyper,
     }
     if "citation" in info:
-        method_block["citation"] = info["citation"]
+        block["citation"] = info["citation"]
+    return block
+
+
+def build_report(
+    options: CausalVariableOptions,
+    setup: CausalVariableSetup,
+    result: CausalVariableResult,
+    artifacts: list[dict[str, Any]],
+    provenance: dict[str, Any],
+) -> dict[str, Any]:
+    """The report document of a run, given the artifact entries of the files written beside it."""
+    dataset, seed, n_train = setup.dataset, options.seed, len(setup.train)
     mse_note = (
         " IOI is scored by the mean squared error of the logit difference against the causal model's target: "
         "lower is better, so per layer and Highest take the minimum."
-        if metric == "mse"
+        if setup.metric == "mse"
         else ""
     )
-    report = {
+    return {
         "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "causal_variable",
-        "profile": profile,
-        "title": f"{info['name']} featurizers for the {task} variables of {model_dir.name}",
-        "description": f"Featurizers trained on {len(train)} generated train rows (seed {seed}), scored by "
-        f"interchange interventions on the {dataset.get('split')} rows." + mse_note,
-        "method": method_block,
+        "profile": options.profile,
+        "title": f"{METHODS[options.method]['name']} featurizers for the {setup.task} variables of "
+        f"{options.model_dir.name}",
+        "description": f"Featurizers trained on {n_train} generated train rows (seed {seed}), scored "
+        f"by interchange interventions on the {dataset.get('split')} rows." + mse_note,
+        "method": _method_block(options, setup),
         "task": {
-            "name": task,
+            "name": setup.task,
             "dataset": "dataset",
             **({"split": dataset["split"]} if dataset.get("split") else {}),
-            "n_examples": len(rows),
+            "n_examples": len(setup.rows),
         },
         "seeds": [
             {"purpose": "train split generation", "value": seed},
@@ -510,30 +697,18 @@ def _score(
                 "value": seed,
             },
         ],
-        "model": _model_ref(model_dir, model),
+        "model": _model_ref(options.model_dir, setup.model),
         "settings": {
             "intervention": "interchange",
-            "checker": checker,
+            "checker": setup.checker,
             "example_filter": "model_correct_on_base_and_counterfactuals",
-            "batch_size": batch,
+            "batch_size": int(options.batch_size),
             "causal_model": "causal-model",
         },
-        "claims": {"variables": claims},
-        "artifacts": [
-            folder.artifact(
-                "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-            ),
-            causal_entry,
-            *artifacts,
-        ],
+        "claims": {"variables": result.claims},
+        "artifacts": artifacts,
         "provenance": provenance,
     }
-    folder.json("report.json", report)
-    return CausalVariableRun(
-        folder.root / "report.json",
-        {c["name"]: c["average"] for c in claims},
-        {c["name"]: c["highest"] for c in claims},
-    )
 
 
 def _slug(spec: str) -> str:
@@ -541,28 +716,17 @@ def _slug(spec: str) -> str:
 
 
 def _featurizer(
-    method: str,
-    d: int,
-    location: dict[str, Any],
-    evaluator: Evaluator,
+    options: CausalVariableOptions,
+    setup: CausalVariableSetup,
     variable: str,
-    metric: str,
-    cf_sets: Sequence[str],
-    model: Any,
-    site: Any,
+    unit: _Unit,
+    d: int,
     generator: Any,
-    *,
-    n_features: int,
-    steps: int,
-    learning_rate: float,
-    sparsity: float,
-    pca_centring: str,
-    sae_latents: int | None,
-    batch_size: int,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One featurizer document (without description, artifacts, provenance) and its tensors."""
     from ..engine import TorchFeaturizer
 
+    method, location, evaluator = options.method, unit.location, setup.train_eval
     doc: dict[str, Any] = {
         "spec_version": SPEC_VERSION,
         "kind": "featurizer",
@@ -572,15 +736,16 @@ def _featurizer(
     if method == "full_vector":
         doc |= {"type": "identity", "n_features": d, "error": "add_base_error"}
         return doc, {}
-    data = training_pairs(evaluator, variable, metric, location, cf_sets)
+    data = training_pairs(evaluator, variable, setup.metric, location, setup.sets[variable])
     common = {
-        "steps": steps,
-        "learning_rate": learning_rate,
-        "batch_size": batch_size,
+        "steps": options.steps,
+        "learning_rate": options.learning_rate,
+        "batch_size": min(int(options.batch_size), 32),
         "generator": generator,
     }
     if method == "das":
-        rotation = train_das(model, site, data, n_features=n_features, **common)
+        n_features = options.n_features
+        rotation = train_das(setup.model, unit.site, data, n_features=n_features, **common)
         doc |= {
             "type": "subspace",
             "n_features": n_features,
@@ -592,18 +757,32 @@ def _featurizer(
     if method == "dbm":
         doc |= {"type": "identity", "n_features": d, "error": "add_base_error"}
     else:
-        prompts = [(r, "base") for r in range(len(evaluator.rows))]
-        activations = collect_activations(evaluator, location, prompts)
+        tensors = _fit_basis(options, evaluator, location, d, generator)
         if method == "pca":
-            tensors = fit_pca(activations, d)
-            doc |= {"type": "pca", "n_features": d, "pca_centring": pca_centring, "error": "add_base_error"}
+            doc |= {"type": "pca", "n_features": d, "pca_centring": options.pca_centring}
         else:
-            latents = sae_latents or 4 * d
-            tensors = fit_sae(
-                activations, latents, steps=steps, learning_rate=learning_rate, l1=1e-3, generator=generator
-            )
-            doc |= {"type": "sae", "n_features": latents, "sae_activation": "relu", "error": "add_base_error"}
+            latents = options.sae_latents or 4 * d
+            doc |= {"type": "sae", "n_features": latents, "sae_activation": "relu"}
+        doc["error"] = "add_base_error"
     featurizer = TorchFeaturizer(doc, tensors)
-    indices = train_mask(model, site, data, featurizer, sparsity=sparsity, **common)
+    indices = train_mask(setup.model, unit.site, data, featurizer, sparsity=options.sparsity, **common)
     doc["feature_indices"] = indices
     return doc, tensors
+
+
+def _fit_basis(
+    options: CausalVariableOptions, evaluator: Evaluator, location: dict[str, Any], d: int, generator: Any
+) -> dict[str, np.ndarray]:
+    """The PCA or SAE tensors fitted on the train split's base activations at ``location``."""
+    prompts = [(r, "base") for r in range(len(evaluator.rows))]
+    activations = collect_activations(evaluator, location, prompts)
+    if options.method == "pca":
+        return fit_pca(activations, d)
+    return fit_sae(
+        activations,
+        options.sae_latents or 4 * d,
+        steps=options.steps,
+        learning_rate=options.learning_rate,
+        l1=1e-3,
+        generator=generator,
+    )

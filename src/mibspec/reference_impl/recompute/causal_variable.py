@@ -23,7 +23,7 @@ The same :class:`Evaluator` produces the numbers of ``mibspec score causal-varia
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
-from ..metrics.causal_variable import CellKey, aggregate_scores, iia, ioi_mse
+from ..metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
 from ..positions import PositionError, resolve_position
 from ._inputs import (
     ModelSource,
@@ -53,6 +53,7 @@ __all__ = [
     "Evaluator",
     "TextCodec",
     "UnitResult",
+    "aggregate_units",
     "build_featurizer",
     "read_featurizer_weights",
     "recompute",
@@ -531,6 +532,18 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
     return TorchFeaturizer(doc, weights, dtype=dtype)
 
 
+def aggregate_units(
+    units: Iterable[tuple[str, int, Mapping[str, float]]], better: Better
+) -> VariableAggregate:
+    """Per layer, Average and Highest of one variable from its units, each given as
+    ``(unit id, layer, score per counterfactual set)``: what a producer claims and what
+    recomputation compares the claim with (``metrics.causal_variable.aggregate_scores``)."""
+    table: dict[CellKey, float] = {
+        (cf, layer, ident): value for ident, layer, scores in units for cf, value in scores.items()
+    }
+    return aggregate_scores(table, better=better)
+
+
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
 
     report, profile = ctx.data, ctx.profile
@@ -569,64 +582,100 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     progress.start(f"interchange interventions: {total} (unit, counterfactual set) scores", total)
     evaluator.prefilter(cf_types)
 
-    comparisons: list[Comparison] = []
+    add = _ComparisonList(abs_tol, rel_tol)
+    if task.get("n_examples") is not None:
+        add("/task/n_examples", "dataset rows", task["n_examples"], float(len(rows)), exact=True)
+    featurizers: dict[str, Any] = {}
+    for v, variable in enumerate(claims["variables"]):
+        units = _score_units(
+            ctx, model, evaluator, f"/claims/variables/{v}", variable, featurizers, add, progress
+        )
+        _compare_aggregate(
+            f"/claims/variables/{v}", variable, aggregate_units(units, variable["better"]), add
+        )
+    return Recomputation(comparisons=add.comparisons)
 
-    def add(pointer: str, quantity: str, claimed: Any, value: float, exact: bool = False) -> None:
-        comparisons.append(
+
+@dataclass
+class _ComparisonList:
+    """The comparisons of a recomputation, each within the profile's tolerances unless exact."""
+
+    abs_tol: float
+    rel_tol: float
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    def __call__(self, pointer: str, quantity: str, claimed: Any, value: float, exact: bool = False) -> None:
+        self.comparisons.append(
             Comparison(
                 pointer,
                 quantity,
                 None if claimed is None else float(claimed),
                 float(value),
-                0.0 if exact else abs_tol,
-                0.0 if exact else rel_tol,
+                0.0 if exact else self.abs_tol,
+                0.0 if exact else self.rel_tol,
             )
         )
 
-    if task.get("n_examples") is not None:
-        add("/task/n_examples", "dataset rows", task["n_examples"], float(len(rows)), exact=True)
-    featurizers: dict[str, Any] = {}
-    for v, variable in enumerate(claims["variables"]):
-        base = f"/claims/variables/{v}"
-        table: dict[CellKey, float] = {}
-        for u, unit in enumerate(variable["units"]):
-            pointer = f"{base}/units/{u}"
-            ident = unit["featurizer"]
-            if ident not in featurizers:
-                doc, folder = load_referenced_document(ctx, ident, f"{pointer}/featurizer", "featurizer")
-                weights = read_featurizer_weights(doc, folder, f"{pointer}/featurizer")
-                featurizers[ident] = (doc, build_featurizer(model, doc, weights, f"{pointer}/featurizer"))
-            doc, featurizer = featurizers[ident]
-            result = evaluator.score_unit(
-                variable["name"],
-                variable["metric"],
-                unit["location"],
-                featurizer,
-                list(unit["scores"]),
-                pointer,
-                progress=lambda: progress.advance(),
+
+def _score_units(
+    ctx: Any,
+    model: Any,
+    evaluator: Evaluator,
+    base: str,
+    variable: Mapping[str, Any],
+    featurizers: dict[str, Any],
+    add: _ComparisonList,
+    progress: Progress,
+) -> list[tuple[str, int, dict[str, float]]]:
+    """Score a variable's units, compare each claimed score and kept-pair count, and return
+    ``(unit id, layer, scores)`` per unit for :func:`aggregate_units`."""
+    scored = []
+    for u, unit in enumerate(variable["units"]):
+        pointer = f"{base}/units/{u}"
+        ident = unit["featurizer"]
+        if ident not in featurizers:
+            doc, folder = load_referenced_document(ctx, ident, f"{pointer}/featurizer", "featurizer")
+            weights = read_featurizer_weights(doc, folder, f"{pointer}/featurizer")
+            featurizers[ident] = build_featurizer(model, doc, weights, f"{pointer}/featurizer")
+        result = evaluator.score_unit(
+            variable["name"],
+            variable["metric"],
+            unit["location"],
+            featurizers[ident],
+            list(unit["scores"]),
+            pointer,
+            progress=lambda: progress.advance(),
+        )
+        what = "IIA" if variable["metric"] == "iia" else "MSE"
+        for cf, claimed in unit["scores"].items():
+            token = escape_pointer_token(cf)
+            add(
+                f"{pointer}/scores/{token}",
+                f"{what} {variable['name']} {unit['id']} {cf}",
+                claimed,
+                result.scores[cf],
             )
-            what = "IIA" if variable["metric"] == "iia" else "MSE"
-            for cf, claimed in unit["scores"].items():
+            if unit.get("n_examples") and cf in unit["n_examples"]:
+                count = float(result.n_examples[cf])
                 add(
-                    f"{pointer}/scores/{escape_pointer_token(cf)}",
-                    f"{what} {variable['name']} {unit['id']} {cf}",
-                    claimed,
-                    result.scores[cf],
+                    f"{pointer}/n_examples/{token}",
+                    f"kept pairs {unit['id']} {cf}",
+                    unit["n_examples"][cf],
+                    count,
+                    exact=True,
                 )
-                table[(cf, unit["location"]["layer"], unit["id"])] = result.scores[cf]
-                if unit.get("n_examples") and cf in unit["n_examples"]:
-                    add(
-                        f"{pointer}/n_examples/{escape_pointer_token(cf)}",
-                        f"kept pairs {unit['id']} {cf}",
-                        unit["n_examples"][cf],
-                        float(result.n_examples[cf]),
-                        exact=True,
-                    )
-        aggregate = aggregate_scores(table, better=variable["better"])
-        for layer, value in aggregate.per_layer.items():
-            claimed_layer = (variable.get("per_layer") or {}).get(str(layer))
-            add(f"{base}/per_layer/{layer}", f"{variable['name']} layer {layer}", claimed_layer, value)
-        add(f"{base}/average", f"{variable['name']} Average", variable["average"], aggregate.average)
-        add(f"{base}/highest", f"{variable['name']} Highest", variable["highest"], aggregate.highest)
-    return Recomputation(comparisons=comparisons)
+        scored.append(
+            (unit["id"], unit["location"]["layer"], {cf: result.scores[cf] for cf in unit["scores"]})
+        )
+    return scored
+
+
+def _compare_aggregate(
+    base: str, variable: Mapping[str, Any], aggregate: VariableAggregate, add: _ComparisonList
+) -> None:
+    """Compare a variable's claimed per-layer, Average and Highest values with the recomputed ones."""
+    for layer, value in aggregate.per_layer.items():
+        claimed_layer = (variable.get("per_layer") or {}).get(str(layer))
+        add(f"{base}/per_layer/{layer}", f"{variable['name']} layer {layer}", claimed_layer, value)
+    add(f"{base}/average", f"{variable['name']} Average", variable["average"], aggregate.average)
+    add(f"{base}/highest", f"{variable['name']} Highest", variable["highest"], aggregate.highest)

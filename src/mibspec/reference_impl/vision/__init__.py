@@ -37,7 +37,6 @@ from ._protocol import (
     dominant_ground_truth,
     dominant_images,
     evaluate_dominance,
-    ground_truth_maps,
     map_curves,
     map_scores,
 )
@@ -65,7 +64,6 @@ __all__ = [
     "dominant_ground_truth",
     "dominant_images",
     "evaluate_dominance",
-    "ground_truth_maps",
     "load_registry_model",
     "map_curves",
     "map_scores",

@@ -44,7 +44,6 @@ __all__ = [
     "dominant_ground_truth",
     "dominant_images",
     "evaluate_dominance",
-    "ground_truth_maps",
     "map_curves",
     "map_scores",
 ]
@@ -93,46 +92,6 @@ def evaluate_dominance(
         clean_accuracy=float(np.mean(p_clean.argmax(axis=1) == labels)),
         perturbed_accuracy=float(np.mean(p_perturbed.argmax(axis=1) == labels)),
     )
-
-
-def ground_truth_maps(
-    model: torch.nn.Module,
-    clean: NDArray[np.generic],
-    perturbed: NDArray[np.generic],
-    labels: NDArray[np.integer],
-    areas: Sequence[NDArray[np.bool_]],
-    indices: Sequence[int],
-    *,
-    sampler: Sampler,
-    seed: int | None,
-    n_trials: int,
-    n_permutations: int | None,
-    advance: Callable[[], None] | None = None,
-) -> NDArray[np.float64]:
-    """Shapley ground truth ``(len(indices), H, W)`` of the images at dataset ``indices``.
-
-    ``areas[j]`` is the dominant area of image ``indices[j]``; the image's seed is
-    ``SeedSequence([seed, indices[j]])`` (MS-10).
-    """
-    maps = []
-    for j, index in enumerate(indices):
-        truth = shapley_ground_truth(
-            model,
-            clean[index],
-            perturbed[index],
-            int(labels[index]),
-            areas[j],
-            sampler=sampler,
-            seed=seed,
-            image_index=int(index),
-            n_trials=n_trials,
-            n_permutations=n_permutations,
-        )
-        maps.append(truth.values)
-        if advance is not None:
-            advance()
-    height, width = clean.shape[-2:]
-    return np.stack(maps) if maps else np.zeros((0, height, width), dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -63,12 +63,9 @@ def score_saliency_command(
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
     check_output_folder(out_dir, (weights, dataset))
     with producing("scoring needs", "recompute,saliency") as progress:
-        from mibspec.reference_impl.producers.saliency import score_saliency
+        from mibspec.reference_impl.producers.saliency import SaliencyOptions, score_saliency
 
-        run = score_saliency(
-            weights,
-            dataset,
-            out_dir,
+        options = SaliencyOptions(
             architecture=architecture,
             methods=method or None,
             sampler=sampler.value,
@@ -81,8 +78,8 @@ def score_saliency_command(
             threshold=threshold,
             task_name=task_name,
             overwrite=overwrite,
-            progress=progress,
         )
+        run = score_saliency(weights, dataset, out_dir, options, progress=progress)
     valid = verify_written(run.report)
     typer.echo(
         f"  {run.n_dominant}/{run.n_images} dominant images; accuracy clean {run.clean_accuracy:.4g}, "

@@ -27,8 +27,9 @@ consistency tolerance for hit accuracy, IoU and WIoU, which follow from the maps
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
 from ._inputs import UnusableInputError, load_referenced_document
+
+if TYPE_CHECKING:  # the vision module imports torch, which this module loads only when it runs
+    from mibspec.reference_impl.vision import CurveSettings, DominanceResult, DominantImages, ShapleySettings
 
 __all__ = ["recompute"]
 
@@ -85,6 +89,8 @@ def _dataset_tensor(doc: dict[str, Any], folder: Path, field: str) -> np.ndarray
 
 def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Clean and perturbed images (N, C, H, W), labels (N,) and each class's patch mask."""
+    from mibspec.reference_impl.vision import class_patch_masks
+
     task = ctx.data["task"]
     if task.get("dataset") is None:
         raise UnusableInputError("/task/dataset", "the report declares no shortcut dataset to recompute on")
@@ -103,7 +109,14 @@ def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndar
     n_classes = int(doc["n_classes"])
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         raise UnusableInputError("/task/dataset", f"labels must lie in [0, {n_classes - 1}]")
-    perturbation = doc["perturbation"]
+    height, width = clean.shape[-2:]
+    side = _patch_side(doc["perturbation"], n_classes, height, width)
+    masks = class_patch_masks(doc["perturbation"]["locations"], side, height, width)
+    return clean, perturbed, labels.astype(np.int64), masks
+
+
+def _patch_side(perturbation: dict[str, Any], n_classes: int, height: int, width: int) -> int:
+    """The side √D of the class patches, after checking that each patch fits the images."""
     side = math.isqrt(int(perturbation["patch_size"]))
     if side * side != perturbation["patch_size"]:
         raise UnusableInputError(
@@ -112,8 +125,6 @@ def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndar
     locations = perturbation["locations"]
     if len(locations) != n_classes:
         raise UnusableInputError("/task/dataset", f"{len(locations)} patch locations for {n_classes} classes")
-    height, width = clean.shape[-2:]
-    masks = []
     for c, location in enumerate(locations):
         if len(location) != 2:
             raise UnusableInputError("/task/dataset", f"the location of class {c} is not [row, col]")
@@ -123,10 +134,7 @@ def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndar
                 "/task/dataset",
                 f"the patch of class {c} at {location} does not fit the {height}x{width} images",
             )
-        mask = np.zeros((height, width), dtype=bool)
-        mask[row : row + side, col : col + side] = True
-        masks.append(mask)
-    return clean, perturbed, labels.astype(np.int64), masks
+    return side
 
 
 def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
@@ -202,169 +210,200 @@ def _worst(declared: np.ndarray, recomputed: np.ndarray, rel: float) -> tuple[in
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
 
 
+Tolerance = tuple[float, float]
+
+
+def _comparison(pointer: str, quantity: str, claimed: Any, value: float, tolerance: Tolerance) -> Comparison:
+    return Comparison(
+        pointer, quantity, None if claimed is None else float(claimed), float(value), *tolerance
+    )
+
+
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.vision import evaluate_dominance, ground_truth_maps, map_curves, map_scores
+    from mibspec.reference_impl.vision import ShapleySettings, dominant_images, evaluate_dominance
 
     report, profile = ctx.data, ctx.profile
-    settings, claims, task = report["settings"], report["claims"], report["task"]
-    abs_tol, rel_tol = recompute_tolerance(profile, report["model"].get("dtype", "float32"))
-    c_abs, c_rel = float(profile["consistency"]["abs"]), float(profile["consistency"]["rel"])
+    settings, claims = report["settings"], report["claims"]
+    model_tol = recompute_tolerance(profile, report["model"].get("dtype", "float32"))
+    map_tol = float(profile["consistency"]["abs"]), float(profile["consistency"]["rel"])
     clean, perturbed, labels, class_masks = _dataset(ctx)
     model = _model(ctx, tuple(clean.shape[1:]))
     n_players = int(class_masks[0].sum())
     _check_settings(settings, n_players)
 
-    comparisons: list[Comparison] = []
-
-    def add(pointer: str, quantity: str, claimed: Any, value: float, tolerance: tuple[float, float]) -> None:
-        comparisons.append(
-            Comparison(
-                pointer, quantity, None if claimed is None else float(claimed), float(value), *tolerance
-            )
-        )
-
-    model_tol, map_tol = (abs_tol, rel_tol), (c_abs, c_rel)
     progress.start(f"evaluating {clean.shape[0]} clean and perturbed images", 1)
     result = evaluate_dominance(
         model, clean, perturbed, labels, float(settings.get("dominance_threshold", 0.9))
     )
     progress.advance()
-    if "n_examples" in task:
-        add("/task/n_examples", "images", task["n_examples"], result.n_images, model_tol)
-    add(
-        "/claims/clean_accuracy",
-        "accuracy on clean images",
-        claims.get("clean_accuracy"),
-        result.clean_accuracy,
-        model_tol,
-    )
-    add(
-        "/claims/perturbed_accuracy",
-        "accuracy on perturbed images",
-        claims.get("perturbed_accuracy"),
-        result.perturbed_accuracy,
-        model_tol,
-    )
-    dominance = claims["dominance"]
-    add("/claims/dominance/n_images", "images", dominance["n_images"], result.n_images, model_tol)
-    add(
-        "/claims/dominance/n_dominant",
-        "dominant images",
-        dominance["n_dominant"],
-        len(result.dominant),
-        model_tol,
-    )
-    add("/claims/dominance/rate", "dominant rate", dominance["rate"], result.rate, model_tol)
-
-    dominant = result.dominant.tolist()
-    n_dominant = len(dominant)
-    height, width = clean.shape[-2:]
-    if n_dominant == 0:
+    comparisons = _dominance_comparisons(report["task"], claims, result, model_tol)
+    if len(result.dominant) == 0:
         raise UnusableInputError("/claims/dominance/n_dominant", "no image meets the dominance prerequisites")
-    declared_truth = _report_tensor(ctx, claims["ground_truth"], "/claims/ground_truth", "the ground truth")
+    images = dominant_images(model, clean, perturbed, labels, result.dominant.tolist(), class_masks)
+    ground_truth, ranked_truth = _ground_truth(
+        ctx, images, ShapleySettings.from_settings(settings), model_tol, progress
+    )
+    comparisons.append(ground_truth)
+    curves = _curve_settings(settings, n_players, clean.shape[-2:])
+    scoring = _MethodScoring(images, ranked_truth, settings["wiou_ks"], settings["wiou_weights"], curves)
+    methods = claims["methods"]
+    progress.start(f"scores and curves of {len(methods)} methods", len(methods))
+    for m, method in enumerate(methods):
+        comparisons += _method_comparisons(ctx, m, method, scoring, (model_tol, map_tol))
+        progress.advance()
+    return Recomputation(comparisons=comparisons)
+
+
+def _dominance_comparisons(
+    task: dict[str, Any], claims: dict[str, Any], result: DominanceResult, tolerance: Tolerance
+) -> list[Comparison]:
+    """The image count, the accuracies and the dominance claims against the evaluation."""
+    found = []
+    if "n_examples" in task:
+        found.append(
+            _comparison("/task/n_examples", "images", task["n_examples"], result.n_images, tolerance)
+        )
+    dominance = claims["dominance"]
+    for pointer, quantity, claimed, value in (
+        (
+            "/claims/clean_accuracy",
+            "accuracy on clean images",
+            claims.get("clean_accuracy"),
+            result.clean_accuracy,
+        ),
+        (
+            "/claims/perturbed_accuracy",
+            "accuracy on perturbed images",
+            claims.get("perturbed_accuracy"),
+            result.perturbed_accuracy,
+        ),
+        ("/claims/dominance/n_images", "images", dominance["n_images"], result.n_images),
+        ("/claims/dominance/n_dominant", "dominant images", dominance["n_dominant"], len(result.dominant)),
+        ("/claims/dominance/rate", "dominant rate", dominance["rate"], result.rate),
+    ):
+        found.append(_comparison(pointer, quantity, claimed, value, tolerance))
+    return found
+
+
+def _ground_truth(
+    ctx: Any, images: DominantImages, shapley: ShapleySettings, tolerance: Tolerance, progress: Progress
+) -> tuple[Comparison, np.ndarray]:
+    """The declared ground truth against the recomputed one, and the ground truth to rank.
+
+    The declared one is ranked when it agrees within tolerance (see the module's docstring).
+    """
+    from mibspec.reference_impl.vision import dominant_ground_truth
+
+    n_dominant = len(images.indices)
+    height, width = images.clean.shape[-2:]
+    claimed = ctx.data["claims"]["ground_truth"]
+    declared_truth = _report_tensor(ctx, claimed, "/claims/ground_truth", "the ground truth")
     if declared_truth.shape != (n_dominant, height, width):
         raise UnusableInputError(
             "/claims/ground_truth",
             f"the ground truth has shape {list(declared_truth.shape)}; the {n_dominant} recomputed dominant "
             f"images need [{n_dominant}, {height}, {width}]",
         )
-    areas = [class_masks[labels[i]] for i in dominant]
     progress.start(f"Shapley ground truth of {n_dominant} dominant images", n_dominant)
-    truth = ground_truth_maps(
-        model,
-        clean,
-        perturbed,
-        labels,
-        areas,
-        dominant,
-        sampler=settings["shapley_sampler"],
-        seed=settings.get("shapley_seed"),
-        n_trials=int(settings.get("shapley_trials", 1)),
-        n_permutations=settings.get("shapley_permutations"),
-        advance=progress.advance,
-    )
+    truth = dominant_ground_truth(images, shapley, progress.advance)
     declared = declared_truth.astype(np.float64)
+    abs_tol, rel_tol = tolerance
     j, r, c = _worst(declared, truth, rel_tol)
-    ground_truth = Comparison(
+    comparison = Comparison(
         "/claims/ground_truth",
-        f"Shapley value of image {dominant[j]}, pixel ({r}, {c}) "
+        f"Shapley value of image {images.indices[j]}, pixel ({r}, {c}) "
         f"(the largest deviation of {truth.size} values)",
         float(declared[j, r, c]),
         float(truth[j, r, c]),
         abs_tol,
         rel_tol,
     )
-    comparisons.append(ground_truth)
-    ranked_truth = declared if ground_truth.within else truth
+    return comparison, declared if comparison.within else truth
+
+
+def _curve_settings(settings: dict[str, Any], n_players: int, shape: tuple[int, ...]) -> CurveSettings:
+    """The declared curve settings, after checking the WIoU and curve settings against the images."""
+    from mibspec.reference_impl.vision import CurveSettings
 
     ks, weights = settings["wiou_ks"], settings["wiou_weights"]
     if len(ks) != len(weights):
         raise UnusableInputError("/settings/wiou_weights", f"{len(weights)} weights for {len(ks)} k values")
+    height, width = shape
     steps = settings.get("curve_steps") or n_players
     if steps > height * width:
         raise UnusableInputError("/settings/curve_steps", f"{steps} steps exceed the {height * width} pixels")
-    index = np.asarray(dominant)
-    methods = claims["methods"]
-    progress.start(f"scores and curves of {len(methods)} methods", len(methods))
-    for m, method in enumerate(methods):
-        pointer = f"/claims/methods/{m}"
-        maps = _report_tensor(ctx, method["maps"], f"{pointer}/maps", "the maps").astype(np.float64)
-        if maps.shape != (n_dominant, height, width):
-            raise UnusableInputError(
-                f"{pointer}/maps",
-                f"the maps have shape {list(maps.shape)}; the {n_dominant} dominant images need "
-                f"[{n_dominant}, {height}, {width}]",
-            )
-        if not np.isfinite(maps).all():
-            raise UnusableInputError(f"{pointer}/maps", "the maps hold NaN or infinite values")
-        try:
-            scores = map_scores(maps, ranked_truth, areas, ks, weights)
-        except ValueError as exc:
-            raise UnusableInputError("/settings/wiou_ks", str(exc)) from exc
-        name = method["name"]
-        add(
+    return CurveSettings(
+        steps=int(steps),
+        score=settings.get("curve_score", "probability"),
+        convention=settings.get("auc_convention", "normalised_trapezoid"),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _MethodScoring:
+    """What a method's maps are scored with: the dominant images, the ground truth ranked, the
+    WIoU's ks and weights, the curve settings."""
+
+    images: DominantImages
+    truth: np.ndarray
+    ks: list[int]
+    weights: list[float]
+    curves: CurveSettings
+
+
+def _method_comparisons(
+    ctx: Any, m: int, method: dict[str, Any], scoring: _MethodScoring, tolerances: tuple[Tolerance, Tolerance]
+) -> list[Comparison]:
+    """Method ``m``'s claimed scores and curve areas against those of its declared maps."""
+    from mibspec.reference_impl.vision import dominant_curves, map_scores
+
+    model_tol, map_tol = tolerances
+    pointer, name = f"/claims/methods/{m}", method["name"]
+    maps = _method_maps(ctx, method, pointer, scoring.truth.shape)
+    try:
+        scores = map_scores(maps, scoring.truth, scoring.images.areas, scoring.ks, scoring.weights)
+    except ValueError as exc:
+        raise UnusableInputError("/settings/wiou_ks", str(exc)) from exc
+    found = [
+        _comparison(
             f"{pointer}/hit_accuracy",
             f"{name}: hit accuracy",
             method["hit_accuracy"],
             scores.hit_accuracy,
             map_tol,
-        )
-        add(f"{pointer}/wiou", f"{name}: WIoU", method["wiou"], scores.wiou, map_tol)
-        if method.get("per_k_iou") is not None and len(method["per_k_iou"]) == len(ks):
-            for i, (k, value) in enumerate(zip(ks, scores.per_k_iou, strict=True)):
-                add(
-                    f"{pointer}/per_k_iou/{i}",
-                    f"{name}: mean IoU at k={k}",
-                    method["per_k_iou"][i],
-                    value,
-                    map_tol,
-                )
-        if method.get("deletion_auc") is not None or method.get("addition_auc") is not None:
-            deletion, addition = map_curves(
-                model,
-                clean[index],
-                perturbed[index],
-                labels[index],
-                maps,
-                int(steps),
-                score=settings.get("curve_score", "probability"),
-                convention=settings.get("auc_convention", "normalised_trapezoid"),
+        ),
+        _comparison(f"{pointer}/wiou", f"{name}: WIoU", method["wiou"], scores.wiou, map_tol),
+    ]
+    if method.get("per_k_iou") is not None and len(method["per_k_iou"]) == len(scoring.ks):
+        for i, (k, value) in enumerate(zip(scoring.ks, scores.per_k_iou, strict=True)):
+            claimed = method["per_k_iou"][i]
+            found.append(
+                _comparison(f"{pointer}/per_k_iou/{i}", f"{name}: mean IoU at k={k}", claimed, value, map_tol)
             )
-            if method.get("deletion_auc") is not None:
-                add(
-                    f"{pointer}/deletion_auc",
-                    f"{name}: deletion AUC",
-                    method["deletion_auc"],
-                    deletion,
-                    model_tol,
-                )
-            if method.get("addition_auc") is not None:
-                add(
-                    f"{pointer}/addition_auc",
-                    f"{name}: addition AUC",
-                    method["addition_auc"],
-                    addition,
-                    model_tol,
-                )
-        progress.advance()
-    return Recomputation(comparisons=comparisons)
+    if method.get("deletion_auc") is None and method.get("addition_auc") is None:
+        return found
+    deletion, addition = dominant_curves(scoring.images, maps, scoring.curves)
+    for field, label, value in (
+        ("deletion_auc", "deletion AUC", deletion),
+        ("addition_auc", "addition AUC", addition),
+    ):
+        if method.get(field) is not None:
+            found.append(
+                _comparison(f"{pointer}/{field}", f"{name}: {label}", method[field], value, model_tol)
+            )
+    return found
+
+
+def _method_maps(ctx: Any, method: dict[str, Any], pointer: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A method's declared maps as float64, checked to be finite and of the ground truth's shape."""
+    maps = _report_tensor(ctx, method["maps"], f"{pointer}/maps", "the maps").astype(np.float64)
+    if maps.shape != shape:
+        n_dominant, height, width = shape
+        raise UnusableInputError(
+            f"{pointer}/maps",
+            f"the maps have shape {list(maps.shape)}; the {n_dominant} dominant images need "
+            f"[{n_dominant}, {height}, {width}]",
+        )
+    if not np.isfinite(maps).all():
+        raise UnusableInputError(f"{pointer}/maps", "the maps hold NaN or infinite values")
+    return maps

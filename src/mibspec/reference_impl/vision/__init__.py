@@ -5,8 +5,9 @@
 * :mod:`._evaluate`: class probabilities, the Shapley game over a dominant area
   (:class:`PixelGame`, :func:`shapley_ground_truth`) and deletion/addition curves
   (:func:`curve_scores`);
-* :mod:`._protocol`: the report's numbers over a dataset (dominance, ground-truth maps,
-  per-method scores and curve areas), shared by the producer and the recompute stage;
+* :mod:`._protocol`: the report's numbers over a dataset (dominance, the dominant images,
+  their ground truth, per-method scores and curve areas), shared by the producer and the
+  recompute stage;
 * :mod:`._maps`: saliency maps of standard attribution methods through captum
   (imported on demand: captum is only needed to produce maps, not to check them).
 
@@ -26,10 +27,16 @@ from ._evaluate import (
 )
 from ._maps import METHODS, saliency_maps
 from ._protocol import (
+    CurveSettings,
     DominanceResult,
+    DominantImages,
     MapScores,
+    ShapleySettings,
+    class_patch_masks,
+    dominant_curves,
+    dominant_ground_truth,
+    dominant_images,
     evaluate_dominance,
-    ground_truth_maps,
     map_curves,
     map_scores,
 )
@@ -41,16 +48,22 @@ __all__ = [
     "METHODS",
     "Architecture",
     "CurveScore",
+    "CurveSettings",
     "DominanceResult",
+    "DominantImages",
     "GroundTruth",
     "MapScores",
     "PixelGame",
     "Sampler",
+    "ShapleySettings",
     "TinyCNN",
+    "class_patch_masks",
     "class_probabilities",
     "curve_scores",
+    "dominant_curves",
+    "dominant_ground_truth",
+    "dominant_images",
     "evaluate_dominance",
-    "ground_truth_maps",
     "load_registry_model",
     "map_curves",
     "map_scores",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,10 +34,16 @@ from ..metrics.saliency import (
 from ._evaluate import CurveScore, Sampler, class_probabilities, curve_scores, shapley_ground_truth
 
 __all__ = [
+    "CurveSettings",
     "DominanceResult",
+    "DominantImages",
     "MapScores",
+    "ShapleySettings",
+    "class_patch_masks",
+    "dominant_curves",
+    "dominant_ground_truth",
+    "dominant_images",
     "evaluate_dominance",
-    "ground_truth_maps",
     "map_curves",
     "map_scores",
 ]
@@ -87,46 +94,6 @@ def evaluate_dominance(
     )
 
 
-def ground_truth_maps(
-    model: torch.nn.Module,
-    clean: NDArray[np.generic],
-    perturbed: NDArray[np.generic],
-    labels: NDArray[np.integer],
-    areas: Sequence[NDArray[np.bool_]],
-    indices: Sequence[int],
-    *,
-    sampler: Sampler,
-    seed: int | None,
-    n_trials: int,
-    n_permutations: int | None,
-    advance: Callable[[], None] | None = None,
-) -> NDArray[np.float64]:
-    """Shapley ground truth ``(len(indices), H, W)`` of the images at dataset ``indices``.
-
-    ``areas[j]`` is the dominant area of image ``indices[j]``; the image's seed is
-    ``SeedSequence([seed, indices[j]])`` (MS-10).
-    """
-    maps = []
-    for j, index in enumerate(indices):
-        truth = shapley_ground_truth(
-            model,
-            clean[index],
-            perturbed[index],
-            int(labels[index]),
-            areas[j],
-            sampler=sampler,
-            seed=seed,
-            image_index=int(index),
-            n_trials=n_trials,
-            n_permutations=n_permutations,
-        )
-        maps.append(truth.values)
-        if advance is not None:
-            advance()
-    height, width = clean.shape[-2:]
-    return np.stack(maps) if maps else np.zeros((0, height, width), dtype=np.float64)
-
-
 @dataclass(frozen=True)
 class MapScores:
     """Hit accuracy, mean IoU per k and WIoU of one method's maps (MS-3, MS-6, MS-11)."""
@@ -167,3 +134,124 @@ def map_curves(
     """Deletion and addition AUC of the mean curves over the images (MS-7, MS-8, MS-11)."""
     deletion, addition = curve_scores(model, clean, perturbed, labels.tolist(), maps, n_steps, score=score)
     return curve_auc(deletion.mean(axis=0), convention), curve_auc(addition.mean(axis=0), convention)
+
+
+# --------------------------------------------------------------------------- the dominant images
+
+
+def class_patch_masks(
+    locations: Sequence[Sequence[int]], side: int, height: int, width: int
+) -> list[NDArray[np.bool_]]:
+    """Each class's patch: a ``side``×``side`` square at its ``[row, col]``, in an H×W mask."""
+    masks = []
+    for row, col in locations:
+        mask = np.zeros((height, width), dtype=bool)
+        mask[row : row + side, col : col + side] = True
+        masks.append(mask)
+    return masks
+
+
+@dataclass(frozen=True, eq=False)
+class DominantImages:
+    """The model, the dataset and its dominant images: what the ground truth and curves need.
+
+    Attributes:
+        clean, perturbed, labels: the whole dataset (N images).
+        indices: dataset indices of the dominant images, ascending.
+        areas: the dominant area (its class's patch) of each dominant image.
+    """
+
+    model: torch.nn.Module
+    clean: NDArray[np.generic]
+    perturbed: NDArray[np.generic]
+    labels: NDArray[np.integer]
+    indices: list[int]
+    areas: list[NDArray[np.bool_]]
+
+
+def dominant_images(
+    model: torch.nn.Module,
+    clean: NDArray[np.generic],
+    perturbed: NDArray[np.generic],
+    labels: NDArray[np.integer],
+    dominant: Sequence[int],
+    class_masks: Sequence[NDArray[np.bool_]],
+) -> DominantImages:
+    """The dominant images at dataset indices ``dominant``, each with its class's patch."""
+    indices = [int(i) for i in dominant]
+    areas = [class_masks[labels[i]] for i in indices]
+    return DominantImages(model, clean, perturbed, labels, indices, areas)
+
+
+@dataclass(frozen=True)
+class ShapleySettings:
+    """How the ground truth is estimated (MS-9, MS-10): the report's ``shapley_*`` settings."""
+
+    sampler: Sampler
+    seed: int | None
+    n_trials: int
+    n_permutations: int | None
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> ShapleySettings:
+        """The estimator a report's ``settings`` declare."""
+        return cls(
+            sampler=settings["shapley_sampler"],
+            seed=settings.get("shapley_seed"),
+            n_trials=int(settings.get("shapley_trials", 1)),
+            n_permutations=settings.get("shapley_permutations"),
+        )
+
+
+def dominant_ground_truth(
+    images: DominantImages, shapley: ShapleySettings, advance: Callable[[], None] | None = None
+) -> NDArray[np.float64]:
+    """Shapley ground truth ``(n_dominant, H, W)`` of the dominant images.
+
+    The seed of the image with dataset index i is ``SeedSequence([seed, i])`` (MS-10).
+    """
+    maps = []
+    for j, index in enumerate(images.indices):
+        truth = shapley_ground_truth(
+            images.model,
+            images.clean[index],
+            images.perturbed[index],
+            int(images.labels[index]),
+            images.areas[j],
+            sampler=shapley.sampler,
+            seed=shapley.seed,
+            image_index=int(index),
+            n_trials=shapley.n_trials,
+            n_permutations=shapley.n_permutations,
+        )
+        maps.append(truth.values)
+        if advance is not None:
+            advance()
+    height, width = images.clean.shape[-2:]
+    return np.stack(maps) if maps else np.zeros((0, height, width), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class CurveSettings:
+    """Deletion/addition curves: steps, curve value (MS-7) and AUC convention (MS-8)."""
+
+    steps: int
+    score: CurveScore
+    convention: CurveConvention
+
+
+def dominant_curves(
+    images: DominantImages, maps: NDArray[np.floating], curves: CurveSettings
+) -> tuple[float, float]:
+    """Deletion and addition AUC of ``maps`` ``(n_dominant, H, W)`` over the dominant images."""
+    index = np.asarray(images.indices)
+    return map_curves(
+        images.model,
+        images.clean[index],
+        images.perturbed[index],
+        images.labels[index],
+        maps,
+        curves.steps,
+        score=curves.score,
+        convention=curves.convention,
+    )

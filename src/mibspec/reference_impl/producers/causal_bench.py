@@ -463,7 +463,7 @@ def _compute_planted(options: CausalBenchOptions, progress: Progress | None) -> 
 
 
 def _compute_transformer(options: CausalBenchOptions, progress: Progress | None) -> CausalBenchResult:
-    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
+    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour  # torch
     from ..threads import one_thread
 
     if options.model_dir is None or options.dataset_path is None or options.counterfactual_type is None:

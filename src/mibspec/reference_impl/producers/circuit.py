@@ -137,7 +137,7 @@ def open_model_and_dataset(model_dir: Path, dataset_path: Path, counterfactual_t
     Raises:
         ValueError: the dataset is unusable or has no ``counterfactual_type`` counterfactuals.
     """
-    from mibspec.reference_impl.engine import load_model
+    from mibspec.reference_impl.engine import load_model  # torch: only when scoring
 
     model = load_model(model_dir)
     encode = encode_function(ModelSource(str(model_dir), None, local=True))
@@ -310,7 +310,7 @@ def score_circuit(options: CircuitOptions, progress: Progress | None = None) -> 
 
 def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitResult:
     """Edge scores, the grid's circuits, their faithfulness curves, CPR and CMD."""
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
+    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe  # torch: only when scoring
 
     options.check()
     inputs = open_model_and_dataset(
@@ -354,7 +354,7 @@ def _edge_scores(
     progress: Progress | None,
 ) -> np.ndarray:
     """The edge scores of the options' method (or file), in float64."""
-    from mibspec.reference_impl.engine import attribute_edges
+    from mibspec.reference_impl.engine import attribute_edges  # torch: only when scoring
 
     if options.method == "scores":
         assert options.scores_path is not None

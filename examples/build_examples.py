@@ -52,7 +52,7 @@ from mibspec.reference_impl.metrics import causal_bench as cb
 from mibspec.reference_impl.metrics import causal_variable as mv
 from mibspec.reference_impl.metrics import circuit as mc
 from mibspec.reference_impl.metrics import saliency as ms
-from mibspec.reference_impl.producers.circuit import grid_circuits, write_circuit_document
+from mibspec.reference_impl.producers.circuit import circuit_files, grid_circuits
 from mibspec.reference_impl.producers.folder import OutputFolder
 
 HERE = Path(__file__).resolve().parent
@@ -195,8 +195,7 @@ def build_circuit(folder: OutputFolder) -> None:
     universe = GraphUniverse(GraphConfig(n_layers=12, n_heads=12, parallel_attn_mlp=False, d_model=768))
     scores = edge_scores(universe, 1)
     entries, membership = grid_circuits(universe, scores.astype(np.float64), GRID)
-    write_circuit_document(
-        folder,
+    circuit = circuit_files(
         description="EAP-IG edge scores for IOI on GPT-2 small (synthetic values) and the circuits "
         "built from them: top ⌊k·n⌋ edges by signed score and by |score| at each grid point.",
         model=GPT2_SMALL,
@@ -206,6 +205,7 @@ def build_circuit(folder: OutputFolder) -> None:
         entries=entries,
         provenance=PROVENANCE,
     )
+    folder.write_all(circuit)
     ioi_dataset(folder, causal_model=False)
     curves: list[Json] = []
     for ranking, values in FAITHFULNESS.items():

@@ -336,11 +336,10 @@ def _causal_bench_study_claims() -> str:
     """Claims of the reference producer on the planted 4L/4H model (a small scaling study)."""
     from mibspec.reference_impl.behaviour.localization import PAPER_PROCEDURES
     from mibspec.reference_impl.behaviour.study import PlantedSource, planted_model
-    from mibspec.reference_impl.producers.causal_bench import study_claims
+    from mibspec.reference_impl.producers.causal_bench import StudyOptions, study_claims
 
     source = PlantedSource(planted_model(CB_BEHAVIOUR, 4, 4))
-    claims = study_claims(
-        source,
+    study = StudyOptions(
         procedures=PAPER_PROCEDURES,
         run_seeds=list(range(1, 11)),
         settings=CB_SETTINGS,
@@ -350,6 +349,7 @@ def _causal_bench_study_claims() -> str:
         scaling=((2, 2), (4, 4)),
         behaviour=CB_BEHAVIOUR,
     )
+    claims = study_claims(source, study)
     return json.dumps(claims)
 
 

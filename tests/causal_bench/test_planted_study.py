@@ -180,10 +180,10 @@ def test_paper_claims_that_hold_on_the_example() -> None:
 def test_producer_rewrites_the_example_up_to_float_rounding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mibspec.reference_impl.producers.causal_bench import score_causal_bench
+    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", CREATED_EPOCH)
-    run = score_causal_bench(tmp_path / "planted")
+    run = score_causal_bench(CausalBenchOptions(tmp_path / "planted"))
     fresh = _load(run.report)
     shipped = _load()
     for data in (fresh, shipped):  # the tool version moves with releases
@@ -192,7 +192,7 @@ def test_producer_rewrites_the_example_up_to_float_rounding(
     # Equal up to the last bits of a float: the shipped file was written on another machine.
     assert compare_values(shipped, fresh) == []
     with pytest.raises(FileExistsError):
-        score_causal_bench(tmp_path / "planted")
+        score_causal_bench(CausalBenchOptions(tmp_path / "planted"))
 
 
 def _tampered(tmp_path: Path, change: Any) -> Path:

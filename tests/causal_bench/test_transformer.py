@@ -131,18 +131,20 @@ def _codes(result: Any) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mibspec.reference_impl.producers.causal_bench import score_causal_bench
+    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
 
     folder = tmp_path_factory.mktemp("cb") / "tiny-gpt2"
     run = score_causal_bench(
-        folder,
-        behaviour="transformer",
-        model_dir=MODELS / "tiny-gpt2",
-        dataset_path=DATASET / "test.meta.json",
-        counterfactual_type="io_s2_flip",
-        n_examples=12,
-        subsample_size=6,
-        ablation="mean",
+        CausalBenchOptions(
+            folder,
+            behaviour="transformer",
+            model_dir=MODELS / "tiny-gpt2",
+            dataset_path=DATASET / "test.meta.json",
+            counterfactual_type="io_s2_flip",
+            n_examples=12,
+            subsample_size=6,
+            ablation="mean",
+        )
     )
     return run.report
 
@@ -193,20 +195,22 @@ def test_missing_model_or_torch_gives_r104(small_report: Path, monkeypatch: pyte
 def test_transformer_producer_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 
-    from mibspec.reference_impl.producers.causal_bench import score_causal_bench
+    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     digests = []
     for name in ("a", "b"):
         run = score_causal_bench(
-            tmp_path / name,
-            behaviour="transformer",
-            model_dir=MODELS / "tiny-llama",
-            dataset_path=DATASET / "test.meta.json",
-            counterfactual_type="io_s2_flip",
-            n_examples=8,
-            subsample_size=5,
-            n_runs=3,
+            CausalBenchOptions(
+                tmp_path / name,
+                behaviour="transformer",
+                model_dir=MODELS / "tiny-llama",
+                dataset_path=DATASET / "test.meta.json",
+                counterfactual_type="io_s2_flip",
+                n_examples=8,
+                subsample_size=5,
+                n_runs=3,
+            )
         )
         digests.append(
             {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.report.parent.iterdir()}
@@ -215,12 +219,14 @@ def test_transformer_producer_is_deterministic(tmp_path: Path, monkeypatch: pyte
     # io_s1_flip keeps the answer, so m(C) = m(∅) = 0: the normalisation is degenerate (MB-2)
     with pytest.raises(ValueError, match="denominator"):
         score_causal_bench(
-            tmp_path / "c",
-            behaviour="transformer",
-            model_dir=MODELS / "tiny-llama",
-            dataset_path=DATASET / "test.meta.json",
-            counterfactual_type="io_s1_flip",
-            n_examples=4,
+            CausalBenchOptions(
+                tmp_path / "c",
+                behaviour="transformer",
+                model_dir=MODELS / "tiny-llama",
+                dataset_path=DATASET / "test.meta.json",
+                counterfactual_type="io_s1_flip",
+                n_examples=4,
+            )
         )
 
 

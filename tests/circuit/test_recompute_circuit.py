@@ -165,19 +165,21 @@ def _small_dataset(tmp_path: Path, n: int) -> Path:
 
 
 def test_score_circuit_writes_reports_that_verify(tmp_path: Path) -> None:
-    from mibspec.reference_impl.producers.circuit import score_circuit
+    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
     dataset = _small_dataset(tmp_path, 24)
     runs = {}
     for method in ("eap-ig", "random"):
         runs[method] = score_circuit(
-            MODELS / "tiny-gpt2",
-            dataset,
-            tmp_path / method,
-            counterfactual_type="io_s2_flip",
-            method=method,
-            seed=3,
-            batch_size=8,
+            CircuitOptions(
+                MODELS / "tiny-gpt2",
+                dataset,
+                tmp_path / method,
+                counterfactual_type="io_s2_flip",
+                method=method,
+                seed=3,
+                batch_size=8,
+            )
         )
         result = mibspec.verify(runs[method].report, model_roots=[MODELS])
         assert result.valid, _codes(result)
@@ -186,18 +188,24 @@ def test_score_circuit_writes_reports_that_verify(tmp_path: Path) -> None:
     assert runs["eap-ig"].cpr > runs["random"].cpr + 0.3
     assert runs["eap-ig"].cmd < runs["random"].cmd
     with pytest.raises(FileExistsError):
-        score_circuit(MODELS / "tiny-gpt2", dataset, tmp_path / "random", counterfactual_type="io_s2_flip")
+        score_circuit(
+            CircuitOptions(
+                MODELS / "tiny-gpt2", dataset, tmp_path / "random", counterfactual_type="io_s2_flip"
+            )
+        )
 
 
 def test_score_circuit_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mibspec.reference_impl.producers.circuit import score_circuit
+    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     dataset = _small_dataset(tmp_path, 8)
     digests = []
     for name in ("a", "b"):
         score_circuit(
-            MODELS / "tiny-gpt2", dataset, tmp_path / name, counterfactual_type="io_s2_flip", steps=2
+            CircuitOptions(
+                MODELS / "tiny-gpt2", dataset, tmp_path / name, counterfactual_type="io_s2_flip", steps=2
+            )
         )
         digests.append(
             {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((tmp_path / name).iterdir())}

@@ -75,10 +75,10 @@ def score_causal_bench_command(
         usage_error("--model, --dataset and --counterfactual need --behaviour transformer")
     check_output_folder(out_dir, (model, dataset))
     with producing("a transformer behaviour needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.causal_bench import score_causal_bench
+        from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
 
-        run = score_causal_bench(
-            out_dir,
+        options = CausalBenchOptions(
+            out_dir=out_dir,
             behaviour=behaviour.value,
             n_layers=layers,
             n_heads=heads,
@@ -94,8 +94,8 @@ def score_causal_bench_command(
             convergence_seed=convergence_seed,
             scaling=scaling and not transformer,
             overwrite=overwrite,
-            progress=progress,
         )
+        run = score_causal_bench(options, progress)
     valid = verify_written(run.report)
     typer.echo(render_claims(run.claims))
     hint = f" --model-root {model.resolve().parent}" if transformer and model is not None else ""

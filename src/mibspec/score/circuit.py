@@ -45,12 +45,12 @@ def score_circuit_command(
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset, scores))
     with producing("scoring needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.circuit import score_circuit
+        from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
-        run = score_circuit(
-            model,
-            dataset,
-            out_dir,
+        options = CircuitOptions(
+            model_dir=model,
+            dataset_path=dataset,
+            out_dir=out_dir,
             counterfactual_type=counterfactual,
             method="scores" if scores is not None else method.value,
             scores_path=scores,
@@ -58,8 +58,8 @@ def score_circuit_command(
             seed=seed,
             batch_size=batch_size,
             overwrite=overwrite,
-            progress=progress,
         )
+        run = score_circuit(options, progress)
     valid = verify_written(run.report)
     typer.echo(
         f"  m(N) = {run.m_full:.6g}, m(∅) = {run.m_empty:.6g}, CPR = {run.cpr:.6g}, CMD = {run.cmd:.6g}"

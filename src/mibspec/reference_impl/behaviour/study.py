@@ -34,6 +34,7 @@ __all__ = [
     "planted_model",
     "ranking",
     "scaled_sets",
+    "scenario_composite",
     "set_metrics",
     "threshold_sets",
 ]
@@ -256,3 +257,12 @@ def threshold_sets(
     sets = [ids(main > tau, universe) for tau in thresholds]
     run_sets = [[ids(scores > tau, universe) for scores in runs] for tau in thresholds]
     return sets, run_sets
+
+
+def scenario_composite(metrics: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
+    """The composite of ``metrics`` under ``weights``, or None when a weighted part is
+    negative (the harmonic mean is undefined, MB-9)."""
+    parts = {key: metrics[key] for key in weights}
+    if any(value < 0.0 for value in parts.values()):
+        return None
+    return cb.composite(parts, weights)

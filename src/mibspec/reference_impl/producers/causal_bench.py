@@ -18,7 +18,7 @@ A transformer report also carries a copy of the dataset rows used (``dataset.jso
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +42,27 @@ from ..behaviour.study import (
     planted_model,
     ranking,
     scaled_sets,
+    scenario_composite,
     set_metrics,
     threshold_sets,
 )
 from ..metrics import causal_bench as cb
-from .folder import OutputFolder, created_timestamp
+from ..recompute.circuit import tokenize_pairs
+from .circuit import ModelAndDataset, _model_ref, dataset_artifact, dataset_files, open_model_and_dataset
+from .folder import OutputFolder, created_timestamp, json_bytes
 
 __all__ = [
     "DEFAULT_SETTINGS",
     "PLANTED_BEHAVIOUR",
     "TRANSFORMER_PROCEDURES",
     "TRANSFORMER_THRESHOLDS",
+    "CausalBenchOptions",
+    "CausalBenchResult",
     "CausalBenchRun",
+    "StudyOptions",
+    "TransformerRows",
+    "build_causal_bench_files",
+    "compute_causal_bench",
     "score_causal_bench",
     "study_claims",
 ]
@@ -96,35 +105,10 @@ METHOD_CITATION = {
 
 
 @dataclass(frozen=True)
-class CausalBenchRun:
-    """What :func:`score_causal_bench` wrote and computed."""
+class StudyOptions:
+    """What :func:`study_claims` runs (see the module docstring).
 
-    report: Path
-    claims: dict[str, Any]
-    universe: list[str]
-    evaluations: int | None
-
-
-def study_claims(
-    source: BehaviourSource,
-    *,
-    procedures: Mapping[str, Procedure],
-    run_seeds: Sequence[int],
-    settings: Mapping[str, Any],
-    convergence_seed: int,
-    truth: Sequence[str] | None,
-    thresholds: Sequence[float] | None,
-    sensitivity_method: str = "activation_patching",
-    scenarios: Mapping[str, Mapping[str, float]] = DEFAULT_WEIGHT_SCENARIOS,
-    scaling: Sequence[tuple[int, int]] | None = None,
-    behaviour: Mapping[str, Any] | None = None,
-    min_denominator: float = 1e-6,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
-    """The claims block of a CAUSAL-BENCH report (see the module docstring).
-
-    Args:
-        source: the behaviour of the main run and of each seed perturbation.
+    Attributes:
         procedures: method name → procedure, in report order.
         run_seeds: the K seeds of the stability runs.
         settings: the report's settings (weights, cos_threshold, n_permutations, ...).
@@ -136,37 +120,102 @@ def study_claims(
         scaling: planted sizes of the scaling study (needs ``behaviour``), or None.
         behaviour: the report's planted ``behaviour`` block (scaling study only).
         min_denominator: smallest accepted ``|β(C)|``.
-        progress: where to report progress (``None``: nowhere).
     """
 
+    procedures: Mapping[str, Procedure]
+    run_seeds: Sequence[int]
+    settings: Mapping[str, Any]
+    convergence_seed: int
+    truth: Sequence[str] | None
+    thresholds: Sequence[float] | None
+    sensitivity_method: str = "activation_patching"
+    scenarios: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: DEFAULT_WEIGHT_SCENARIOS)
+    scaling: Sequence[tuple[int, int]] | None = None
+    behaviour: Mapping[str, Any] | None = None
+    min_denominator: float = 1e-6
+
+    def metrics(
+        self, beta: Any, members: Sequence[str], runs: Sequence[Sequence[str]], universe: list[str]
+    ) -> dict[str, float]:
+        """F, C, M, S, COS, the composite (and P/R/F1 against the truth) of one set, in report order."""
+        metrics, _ = self.metrics_and_reduced(beta, members, runs, universe)
+        return metrics
+
+    def metrics_and_reduced(
+        self, beta: Any, members: Sequence[str], runs: Sequence[Sequence[str]], universe: list[str]
+    ) -> tuple[dict[str, float], list[str]]:
+        """:meth:`metrics` and the COS-reduced set."""
+        metrics, reduced = set_metrics(
+            beta,
+            members,
+            runs,
+            universe,
+            truth=self.truth,
+            weights=self.settings["weights"],
+            cos_threshold=self.settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD),
+            min_denominator=self.min_denominator,
+        )
+        return _composite_checked(metrics), reduced
+
+
+def study_claims(
+    source: BehaviourSource, study: StudyOptions, progress: Progress | None = None
+) -> dict[str, Any]:
+    """The claims block of a CAUSAL-BENCH report (see the module docstring).
+
+    Args:
+        source: the behaviour of the main run and of each seed perturbation.
+        study: the methods, seeds, settings and studies to run.
+        progress: where to report progress (``None``: nowhere).
+    """
     universe = list(source.universe)
-    weights = settings["weights"]
-    cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
     beta = source.oracle(None)
-    methods: list[dict[str, Any]] = []
-    n_runs = len(procedures) * (1 + len(run_seeds))
-    done = start_task(progress, "localization methods and their seed runs", n_runs)
+    methods = _method_claims(source, beta, study, progress)
+    sets = [m["components"] for m in methods]
+    names = [m["name"] for m in methods]
+    claims: dict[str, Any] = {"methods": methods}
+    if len(methods) >= 2:
+        claims["convergence"] = convergence_claims(
+            sets, len(universe), study.settings, study.convergence_seed
+        ).as_dict()
+    claims["consensus"] = ids(cb.consensus_set(sets), universe)
+    claims["majority"] = ids(cb.majority_set(sets), universe)
+    claims["jaccard"] = {"methods": names, "matrix": cb.jaccard_matrix(sets).tolist()}
+    if study.thresholds is not None and study.sensitivity_method in study.procedures:
+        claims["threshold_sensitivity"] = _sensitivity_claims(source, beta, study, progress)
+    claims["weight_robustness"] = [
+        _scenario_claims(label, scenario, methods) for label, scenario in study.scenarios.items()
+    ]
+    if study.scaling:
+        claims["scaling"] = _scaling_claims(study, progress)
+    return claims
+
+
+def _method_claims(
+    source: BehaviourSource, beta: Any, study: StudyOptions, progress: Progress | None
+) -> list[dict[str, Any]]:
+    """Each method's procedure, identified set, seed runs, COS-reduced set and metrics."""
+    universe = list(source.universe)
+    done = start_task(
+        progress,
+        "localization methods and their seed runs",
+        len(study.procedures) * (1 + len(study.run_seeds)),
+    )
     step = 0
-    for name, procedure in procedures.items():
+    methods: list[dict[str, Any]] = []
+    for name, procedure in study.procedures.items():
         main = ids(identify(procedure, beta, procedure.seed), universe)
         step += 1
         done(step)
         runs: list[dict[str, Any]] = []
-        for seed in run_seeds:
+        for seed in study.run_seeds:
             runs.append(
                 {"seed": seed, "components": ids(identify(procedure, source.oracle(seed), seed), universe)}
             )
             step += 1
             done(step)
-        metrics, reduced = set_metrics(
-            beta,
-            main,
-            [run["components"] for run in runs],
-            universe,
-            truth=truth,
-            weights=weights,
-            cos_threshold=cos_threshold,
-            min_denominator=min_denominator,
+        metrics, reduced = study.metrics_and_reduced(
+            beta, main, [run["components"] for run in runs], universe
         )
         methods.append(
             {
@@ -175,82 +224,71 @@ def study_claims(
                 "components": main,
                 "runs": runs,
                 "reduced": reduced,
-                "metrics": _composite_checked(metrics),
+                "metrics": metrics,
             }
         )
-    sets = [m["components"] for m in methods]
-    names = [m["name"] for m in methods]
-    claims: dict[str, Any] = {"methods": methods}
-    if len(methods) >= 2:
-        claims["convergence"] = convergence_claims(sets, len(universe), settings, convergence_seed).as_dict()
-    claims["consensus"] = ids(cb.consensus_set(sets), universe)
-    claims["majority"] = ids(cb.majority_set(sets), universe)
-    claims["jaccard"] = {"methods": names, "matrix": cb.jaccard_matrix(sets).tolist()}
-    if thresholds is not None and sensitivity_method in procedures:
-        procedure = procedures[sensitivity_method]
-        start_task(progress, f"threshold sensitivity of {sensitivity_method}", len(thresholds))(0)
-        point_sets, point_runs = threshold_sets(procedure, source, thresholds, run_seeds)
-        points = []
-        for tau, members, runs_at in zip(thresholds, point_sets, point_runs, strict=True):
-            metrics, _ = set_metrics(
-                beta,
-                members,
-                runs_at,
-                universe,
-                truth=truth,
-                weights=weights,
-                cos_threshold=cos_threshold,
-                min_denominator=min_denominator,
+    return methods
+
+
+def _sensitivity_claims(
+    source: BehaviourSource, beta: Any, study: StudyOptions, progress: Progress | None
+) -> dict[str, Any]:
+    """The sensitivity method's set and metrics at each threshold."""
+    assert study.thresholds is not None
+    method = study.sensitivity_method
+    start_task(progress, f"threshold sensitivity of {method}", len(study.thresholds))(0)
+    point_sets, point_runs = threshold_sets(
+        study.procedures[method], source, study.thresholds, study.run_seeds
+    )
+    universe = list(source.universe)
+    points = [
+        {"threshold": tau, "components": members, "metrics": study.metrics(beta, members, runs_at, universe)}
+        for tau, members, runs_at in zip(study.thresholds, point_sets, point_runs, strict=True)
+    ]
+    return {"method": method, "points": points}
+
+
+def _scenario_claims(
+    label: str, scenario: Mapping[str, float], methods: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The methods' composites and ranking under one weight configuration."""
+    composites = {}
+    for method in methods:
+        value = scenario_composite(method["metrics"], scenario)
+        if value is not None:
+            composites[method["name"]] = value
+    order = [method["name"] for method in methods if method["name"] in composites]
+    return {
+        "name": label,
+        "weights": dict(scenario),
+        "composites": composites,
+        "ranking": ranking(composites, order),
+    }
+
+
+def _scaling_claims(study: StudyOptions, progress: Progress | None) -> list[dict[str, Any]]:
+    """Sets, P/R/F1 and the convergence test of the methods on each planted size."""
+    assert study.scaling
+    if study.behaviour is None or study.behaviour.get("kind") != "planted":
+        raise ValueError("scaling: the scaling study needs a planted behaviour block")
+    configs = []
+    advance = start_task(progress, "scaling study over planted model sizes", len(study.scaling))
+    for index, (n_layers, n_heads) in enumerate(study.scaling):
+        run = scaled_sets(study.behaviour, study.procedures, n_layers, n_heads)
+        entry_methods = []
+        for name, members in run.sets.items():
+            precision, recall, f1 = cb.precision_recall_f1(set(members), run.truth)
+            entry_methods.append(
+                {"name": name, "components": members, "precision": precision, "recall": recall, "f1": f1}
             )
-            points.append({"threshold": tau, "components": members, "metrics": _composite_checked(metrics)})
-        claims["threshold_sensitivity"] = {"method": sensitivity_method, "points": points}
-    scenario_claims = []
-    for label, scenario in scenarios.items():
-        composites = {}
-        for method in methods:
-            value = _composite_or_none(method["metrics"], scenario)
-            if value is not None:
-                composites[method["name"]] = value
-        order = [name for name in names if name in composites]
-        scenario_claims.append(
-            {
-                "name": label,
-                "weights": dict(scenario),
-                "composites": composites,
-                "ranking": ranking(composites, order),
-            }
-        )
-    claims["weight_robustness"] = scenario_claims
-    if scaling:
-        if behaviour is None or behaviour.get("kind") != "planted":
-            raise ValueError("scaling: the scaling study needs a planted behaviour block")
-        configs = []
-        advance = start_task(progress, "scaling study over planted model sizes", len(scaling))
-        for index, (n_layers, n_heads) in enumerate(scaling):
-            run = scaled_sets(behaviour, procedures, n_layers, n_heads)
-            entry_methods = []
-            for name, members in run.sets.items():
-                precision, recall, f1 = cb.precision_recall_f1(set(members), run.truth)
-                entry_methods.append(
-                    {"name": name, "components": members, "precision": precision, "recall": recall, "f1": f1}
-                )
-            config: dict[str, Any] = {"n_layers": n_layers, "n_heads": n_heads, "methods": entry_methods}
-            if len(entry_methods) >= 2:
-                config["convergence"] = convergence_claims(
-                    list(run.sets.values()), len(run.universe), settings, convergence_seed
-                ).as_dict()
-            configs.append(config)
-            advance(index + 1)
-        claims["scaling"] = configs
-    return claims
-
-
-def _composite_or_none(metrics: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
-    """The composite, or None when a part is negative (the harmonic mean is undefined, MB-9)."""
-    parts = {key: metrics[key] for key in weights}
-    if any(value < 0.0 for value in parts.values()):
-        return None
-    return cb.composite(parts, weights)
+        config: dict[str, Any] = {"n_layers": n_layers, "n_heads": n_heads, "methods": entry_methods}
+        if len(entry_methods) >= 2:
+            config["convergence"] = convergence_claims(
+                list(run.sets.values()), len(run.universe), study.settings, study.convergence_seed
+            ).as_dict()
+        configs.append(config)
+        advance(index + 1)
+    return configs
 
 
 def _composite_checked(metrics: dict[str, float]) -> dict[str, float]:
@@ -264,32 +302,14 @@ def _composite_checked(metrics: dict[str, float]) -> dict[str, float]:
     return out
 
 
-# --------------------------------------------------------------------------- writing a report
+# --------------------------------------------------------------------------- options and compute
 
 
-def score_causal_bench(
-    out_dir: Path,
-    *,
-    behaviour: str = "planted",
-    n_layers: int = 4,
-    n_heads: int = 4,
-    seed: int = 42,
-    model_dir: Path | None = None,
-    dataset_path: Path | None = None,
-    counterfactual_type: str | None = None,
-    ablation: str = "counterfactual",
-    n_examples: int | None = None,
-    subsample_size: int | None = None,
-    n_runs: int = 10,
-    n_permutations: int = 1000,
-    convergence_seed: int = 0,
-    scaling: bool = True,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-) -> CausalBenchRun:
-    """Run the four methods, compute the study and write ``report.json`` (and the dataset copy).
+@dataclass(frozen=True)
+class CausalBenchOptions:
+    """What ``mibspec score causal-bench`` asks :func:`score_causal_bench` for.
 
-    Args:
+    Attributes:
         out_dir: the folder to write (must not hold a report unless ``overwrite``).
         behaviour: ``planted`` or ``transformer``.
         n_layers, n_heads, seed: the planted model's size and seed (planted only).
@@ -305,193 +325,252 @@ def score_causal_bench(
         convergence_seed: seed of the convergence test.
         scaling: add the scaling study (planted only).
         overwrite: replace a report already in ``out_dir``.
+    """
+
+    out_dir: Path
+    behaviour: str = "planted"
+    n_layers: int = 4
+    n_heads: int = 4
+    seed: int = 42
+    model_dir: Path | None = None
+    dataset_path: Path | None = None
+    counterfactual_type: str | None = None
+    ablation: str = "counterfactual"
+    n_examples: int | None = None
+    subsample_size: int | None = None
+    n_runs: int = 10
+    n_permutations: int = 1000
+    convergence_seed: int = 0
+    scaling: bool = True
+    overwrite: bool = False
+
+    def check(self) -> None:
+        """Raises ValueError for an unknown behaviour or fewer than two seed runs."""
+        if self.behaviour not in ("planted", "transformer"):
+            raise ValueError(f"behaviour: expected 'planted' or 'transformer', got {self.behaviour!r}")
+        if self.n_runs < 2:
+            raise ValueError(f"n_runs: expected at least 2 seed runs, got {self.n_runs}")
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The report's settings, without the perturbation."""
+        return {**DEFAULT_SETTINGS, "n_permutations": self.n_permutations}
+
+    @property
+    def run_seeds(self) -> list[int]:
+        return list(range(1, self.n_runs + 1))
+
+    def study(
+        self,
+        procedures: Mapping[str, Procedure],
+        truth: Sequence[str] | None,
+        thresholds: Sequence[float],
+        *,
+        scaling: Sequence[tuple[int, int]] | None = None,
+        behaviour: Mapping[str, Any] | None = None,
+    ) -> StudyOptions:
+        """The study of these options' seeds and settings."""
+        return StudyOptions(
+            procedures=procedures,
+            run_seeds=self.run_seeds,
+            settings=self.settings,
+            convergence_seed=self.convergence_seed,
+            truth=truth,
+            thresholds=thresholds,
+            scaling=scaling,
+            behaviour=behaviour,
+        )
+
+
+@dataclass(frozen=True)
+class TransformerRows:
+    """The model and the dataset rows a transformer study ran on."""
+
+    inputs: ModelAndDataset
+    rows: list[dict[str, Any]]  # the rows used
+    lines: list[str]  # the same rows, one JSON line each
+    total: int  # the dataset's rows
+    subsample_size: int
+
+
+@dataclass(frozen=True)
+class CausalBenchResult:
+    """What :func:`compute_causal_bench` computed."""
+
+    claims: dict[str, Any]
+    universe: list[str]
+    behaviour: dict[str, Any]  # the report's behaviour block
+    truth: list[str] | None
+    settings: dict[str, Any]  # the report's settings, with the perturbation
+    evaluations: int | None  # behaviour evaluations of a transformer
+    transformer: TransformerRows | None = None
+
+
+@dataclass(frozen=True)
+class CausalBenchRun:
+    """What :func:`score_causal_bench` wrote and computed."""
+
+    report: Path
+    claims: dict[str, Any]
+    universe: list[str]
+    evaluations: int | None
+
+
+def score_causal_bench(options: CausalBenchOptions, progress: Progress | None = None) -> CausalBenchRun:
+    """Run the four methods, compute the study and write ``report.json`` (and the dataset copy).
+
+    Args:
+        options: the behaviour, the study's sizes and seeds, and where to write.
         progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
-    if behaviour not in ("planted", "transformer"):
-        raise ValueError(f"behaviour: expected 'planted' or 'transformer', got {behaviour!r}")
-    if n_runs < 2:
-        raise ValueError(f"n_runs: expected at least 2 seed runs, got {n_runs}")
-    settings = {**DEFAULT_SETTINGS, "n_permutations": n_permutations}
-    run_seeds = list(range(1, n_runs + 1))
-    if behaviour == "planted":
-        if model_dir is not None or dataset_path is not None:
-            raise ValueError("model_dir: a planted behaviour takes no model or dataset")
-        block = {**PLANTED_BEHAVIOUR, "n_layers": n_layers, "n_heads": n_heads, "seed": seed}
-        model = planted_model(block, n_layers, n_heads)
-        source: BehaviourSource = PlantedSource(model)
-        truth = ids(model.planted, model.universe)
-        claims = study_claims(
-            source,
-            procedures=PAPER_PROCEDURES,
-            run_seeds=run_seeds,
-            settings=settings,
-            convergence_seed=convergence_seed,
-            truth=truth,
-            thresholds=PLANTED_THRESHOLDS,
-            scaling=SCALING_CONFIGS if scaling else None,
-            behaviour=block,
-            progress=progress,
-        )
-        folder = OutputFolder(Path(out_dir), overwrite=overwrite)
-        report = _report(
-            title=f"Four localization methods on the planted {n_layers}L/{n_heads}H circuit",
-            description="The four simulated localization methods of CAUSAL-BENCH §2.3 run on the "
-            "planted-circuit behaviour model (Eq. 1) with the declared seeds; every number is recomputable "
-            "from this file.",
-            task={"name": "planted-circuit"},
-            behaviour=block,
-            universe=list(model.universe),
-            truth=truth,
-            settings={**settings, "perturbation": source.perturbation},
-            claims=claims,
-            seeds=_seeds(block["seed"], convergence_seed, run_seeds),
-            provenance=_provenance(torch=False),
-        )
-        folder.json("report.json", report)
-        return CausalBenchRun(folder.root / "report.json", claims, list(model.universe), None)
-    return _score_transformer(
-        Path(out_dir),
-        model_dir=model_dir,
-        dataset_path=dataset_path,
-        counterfactual_type=counterfactual_type,
-        ablation=ablation,
-        n_examples=n_examples,
-        subsample_size=subsample_size,
-        settings=settings,
-        run_seeds=run_seeds,
-        convergence_seed=convergence_seed,
-        overwrite=overwrite,
-        progress=progress,
-    )
+    result = compute_causal_bench(options, progress)
+    files = build_causal_bench_files(options, result)
+    inputs = input_files([options.model_dir, options.dataset_path]) if result.transformer else None
+    folder = OutputFolder(Path(options.out_dir), overwrite=options.overwrite, inputs=inputs)
+    folder.write_all(files)
+    return CausalBenchRun(folder.root / "report.json", result.claims, result.universe, result.evaluations)
 
 
-def _score_transformer(
-    out_dir: Path,
-    *,
-    model_dir: Path | None,
-    dataset_path: Path | None,
-    counterfactual_type: str | None,
-    ablation: str,
-    n_examples: int | None,
-    subsample_size: int | None,
-    settings: dict[str, Any],
-    run_seeds: list[int],
-    convergence_seed: int,
-    overwrite: bool,
-    progress: Progress | None,
-) -> CausalBenchRun:
-    from mibspec.reference_impl.engine import load_model
+def compute_causal_bench(options: CausalBenchOptions, progress: Progress | None = None) -> CausalBenchResult:
+    """The study's claims on the options' planted model or transformer."""
+    options.check()
+    if options.behaviour == "planted":
+        return _compute_planted(options, progress)
+    return _compute_transformer(options, progress)
 
-    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour
-    from ..recompute import ModelSource, encode_function
-    from ..recompute.circuit import tokenize_pairs
+
+def _compute_planted(options: CausalBenchOptions, progress: Progress | None) -> CausalBenchResult:
+    if options.model_dir is not None or options.dataset_path is not None:
+        raise ValueError("model_dir: a planted behaviour takes no model or dataset")
+    block = {
+        **PLANTED_BEHAVIOUR,
+        "n_layers": options.n_layers,
+        "n_heads": options.n_heads,
+        "seed": options.seed,
+    }
+    model = planted_model(block, options.n_layers, options.n_heads)
+    source = PlantedSource(model)
+    truth = ids(model.planted, model.universe)
+    scaling = SCALING_CONFIGS if options.scaling else None
+    study = options.study(PAPER_PROCEDURES, truth, PLANTED_THRESHOLDS, scaling=scaling, behaviour=block)
+    claims = study_claims(source, study, progress)
+    settings = {**options.settings, "perturbation": source.perturbation}
+    return CausalBenchResult(claims, list(model.universe), block, truth, settings, None)
+
+
+def _compute_transformer(options: CausalBenchOptions, progress: Progress | None) -> CausalBenchResult:
+    from ..behaviour.transformer import TRANSFORMER_ABLATIONS, TransformerBehaviour  # torch
     from ..threads import one_thread
-    from .circuit import _dataset_input, _model_ref, _strict_rows
 
-    if model_dir is None or dataset_path is None or counterfactual_type is None:
+    if options.model_dir is None or options.dataset_path is None or options.counterfactual_type is None:
         raise ValueError(
             "model_dir: a transformer behaviour needs a model, a dataset and a counterfactual type"
         )
-    if ablation not in TRANSFORMER_ABLATIONS:
-        raise ValueError(f"ablation: expected one of {list(TRANSFORMER_ABLATIONS)}, got {ablation!r}")
-    model_dir = Path(model_dir)
-    model = load_model(model_dir)
-    encode = encode_function(ModelSource(str(model_dir), None, local=True))
-    dataset, rows_bytes = _dataset_input(Path(dataset_path))
-    if counterfactual_type not in dataset.get("counterfactual_types", []):
-        raise ValueError(
-            f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
-            f"{dataset.get('counterfactual_types')}"
-        )
-    rows = _strict_rows(rows_bytes)
-    lines = [line for line in rows_bytes.decode("utf-8").split("\n") if line.strip()]  # one per row
-    total = len(lines)
+    if options.ablation not in TRANSFORMER_ABLATIONS:
+        raise ValueError(f"ablation: expected one of {list(TRANSFORMER_ABLATIONS)}, got {options.ablation!r}")
+    inputs = open_model_and_dataset(
+        Path(options.model_dir), options.dataset_path, options.counterfactual_type
+    )
+    rows = _transformer_rows(inputs, options)
+    tokens = tokenize_pairs(rows.rows, options.counterfactual_type, inputs.encode, "dataset")
+    with one_thread():
+        behaviour_model = TransformerBehaviour(inputs.model, *tokens, ablation=options.ablation)
+        source = SubsampleSource(behaviour_model, rows.subsample_size)
+        study = options.study(TRANSFORMER_PROCEDURES, None, TRANSFORMER_THRESHOLDS)
+        claims = study_claims(source, study, progress)
+    block = {
+        "kind": "transformer",
+        "n_layers": inputs.model.n_layers,
+        "n_heads": inputs.model.n_heads,
+        "seed": 0,
+        "ablation": options.ablation,
+        "metric": "normalised_logit_difference",
+    }
+    settings = {**options.settings, "perturbation": source.perturbation}
+    universe = list(behaviour_model.universe)
+    return CausalBenchResult(claims, universe, block, None, settings, behaviour_model.evaluations, rows)
+
+
+def _transformer_rows(inputs: ModelAndDataset, options: CausalBenchOptions) -> TransformerRows:
+    """The first ``n_examples`` rows (all by default) and the seed runs' subsample size."""
+    lines = [line for line in inputs.rows_bytes.decode("utf-8").split("\n") if line.strip()]  # one per row
+    total, rows, n_examples = len(lines), inputs.rows, options.n_examples
     if n_examples is not None:
         if not 1 <= n_examples <= total:
             raise ValueError(f"n_examples: expected 1 to {total} rows, got {n_examples}")
         lines, rows = lines[:n_examples], rows[:n_examples]
-    size = subsample_size if subsample_size is not None else max(1, len(rows) // 2)
+    size = options.subsample_size if options.subsample_size is not None else max(1, len(rows) // 2)
     if not 1 <= size <= len(rows):
         raise ValueError(f"subsample_size: expected 1 to {len(rows)} examples, got {size}")
-    clean, corrupted, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
-    with one_thread():
-        behaviour_model = TransformerBehaviour(
-            model, clean, corrupted, mask, correct, counter, ablation=ablation
-        )
-        source = SubsampleSource(behaviour_model, size)
-        claims = study_claims(
-            source,
-            procedures=TRANSFORMER_PROCEDURES,
-            run_seeds=run_seeds,
-            settings=settings,
-            convergence_seed=convergence_seed,
-            truth=None,
-            thresholds=TRANSFORMER_THRESHOLDS,
-            progress=progress,
-        )
-    folder = OutputFolder(out_dir, overwrite=overwrite, inputs=input_files([model_dir, dataset_path]))
-    rows_data = ("\n".join(lines) + "\n").encode("utf-8")
-    folder.write("dataset.jsonl", rows_data)
+    return TransformerRows(inputs, rows, lines, total, size)
+
+
+# --------------------------------------------------------------------------- build the documents
+
+
+def build_causal_bench_files(options: CausalBenchOptions, result: CausalBenchResult) -> dict[str, bytes]:
+    """The report folder's files by name, in writing order: a transformer's dataset copy, then
+    ``report.json``."""
+    if result.transformer is not None:
+        return _transformer_files(options, result, result.transformer)
+    report = _report(
+        result,
+        title=f"Four localization methods on the planted {options.n_layers}L/{options.n_heads}H circuit",
+        description="The four simulated localization methods of CAUSAL-BENCH §2.3 run on the "
+        "planted-circuit behaviour model (Eq. 1) with the declared seeds; every number is recomputable "
+        "from this file.",
+        task={"name": "planted-circuit"},
+        seeds=_seeds(result.behaviour["seed"], options.convergence_seed, options.run_seeds),
+        provenance=_provenance(torch=False),
+    )
+    return {"report.json": json_bytes(report)}
+
+
+def _transformer_files(
+    options: CausalBenchOptions, result: CausalBenchResult, rows: TransformerRows
+) -> dict[str, bytes]:
+    dataset = rows.inputs.dataset
     document = dict(dataset)
-    if len(lines) < total:
+    n_lines = len(rows.lines)
+    if n_lines < rows.total:
         document["filters"] = [
             *document.get("filters", []),
             {
                 "name": "other",
-                "kept": len(lines),
-                "dropped": total - len(lines),
-                "detail": f"first {len(lines)} rows",
+                "kept": n_lines,
+                "dropped": rows.total - n_lines,
+                "detail": f"first {n_lines} rows",
             },
         ]
-    document["artifacts"] = [
-        folder.artifact(dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=len(lines))
-    ]
     provenance = _provenance(torch=True)
-    document.setdefault("provenance", provenance)
-    folder.json("dataset.json", document)
-    block = {
-        "kind": "transformer",
-        "n_layers": model.n_layers,
-        "n_heads": model.n_heads,
-        "seed": 0,
-        "ablation": ablation,
-        "metric": "normalised_logit_difference",
-    }
+    files = dataset_files(document, ("\n".join(rows.lines) + "\n").encode("utf-8"), n_lines, provenance)
+    model_name, n = Path(str(options.model_dir)).name, len(rows.rows)
+    task = f"{dataset.get('task')} ({options.counterfactual_type})"
     report = _report(
-        title=f"Four localization methods on {model_dir.name}, {dataset.get('task')} ({counterfactual_type})",
+        result,
+        title=f"Four localization methods on {model_name}, {task}",
         description="The four localization methods of CAUSAL-BENCH §2.3 on a trained transformer: components "
         "are its heads and MLPs, the behaviour of a set is the normalised logit difference with only that "
-        f"set active ({ablation} ablation of the rest); seed runs evaluate it on subsamples of "
-        f"{size} of the {len(rows)} examples. There is no ground truth, so no P/R/F1.",
+        f"set active ({options.ablation} ablation of the rest); seed runs evaluate it on subsamples of "
+        f"{rows.subsample_size} of the {n} examples. There is no ground truth, so no P/R/F1.",
         task={
             "name": dataset.get("task"),
             "dataset": "dataset",
             **({"split": dataset["split"]} if dataset.get("split") else {}),
-            "counterfactual_type": counterfactual_type,
-            "n_examples": len(rows),
+            "counterfactual_type": options.counterfactual_type,
+            "n_examples": n,
         },
-        behaviour=block,
-        universe=list(behaviour_model.universe),
-        truth=None,
-        settings={**settings, "perturbation": source.perturbation},
-        claims=claims,
-        seeds=_seeds(None, convergence_seed, run_seeds),
+        seeds=_seeds(None, options.convergence_seed, options.run_seeds),
         provenance=provenance,
-        model=_model_ref(model_dir, model),
-        artifacts=[
-            folder.artifact(
-                "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-            )
-        ],
+        model=_model_ref(Path(str(options.model_dir)), rows.inputs.model),
+        artifacts=[dataset_artifact(files)],
     )
-    folder.json("report.json", report)
-    return CausalBenchRun(
-        folder.root / "report.json", claims, list(behaviour_model.universe), behaviour_model.evaluations
-    )
+    files["report.json"] = json_bytes(report)
+    return files
 
 
 def _seeds(
@@ -509,15 +588,11 @@ def _seeds(
 
 
 def _report(
+    result: CausalBenchResult,
     *,
     title: str,
     description: str,
     task: dict[str, Any],
-    behaviour: dict[str, Any],
-    universe: list[str],
-    truth: list[str] | None,
-    settings: dict[str, Any],
-    claims: dict[str, Any],
     seeds: list[dict[str, Any]],
     provenance: dict[str, Any],
     model: dict[str, Any] | None = None,
@@ -537,14 +612,14 @@ def _report(
             "citation": METHOD_CITATION,
         },
         "task": task,
-        "behaviour": behaviour,
+        "behaviour": result.behaviour,
     }
     if model is not None:
         report["model"] = model
-    report["universe"] = universe
-    if truth is not None:
-        report["ground_truth"] = truth
-    report |= {"settings": settings, "claims": claims, "seeds": seeds}
+    report["universe"] = result.universe
+    if result.truth is not None:
+        report["ground_truth"] = result.truth
+    report |= {"settings": result.settings, "claims": result.claims, "seeds": seeds}
     if artifacts:
         report["artifacts"] = artifacts
     report["provenance"] = provenance

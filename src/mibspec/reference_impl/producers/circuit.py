@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,14 +23,29 @@ import numpy as np
 from mibspec.core.files import sha256_file
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import SPEC_VERSION
 
-from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, faithfulness, rank_edges
+from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, encode_function
-from ..recompute.circuit import tokenize_pairs
-from .folder import OutputFolder, created_timestamp
+from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
+from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
 
-__all__ = ["METHODS", "CircuitRun", "grid_circuits", "score_circuit", "write_circuit_document"]
+__all__ = [
+    "METHODS",
+    "CircuitOptions",
+    "CircuitResult",
+    "CircuitRun",
+    "ModelAndDataset",
+    "build_circuit_files",
+    "circuit_files",
+    "compute_circuit",
+    "dataset_artifact",
+    "dataset_files",
+    "grid_circuits",
+    "open_model_and_dataset",
+    "score_circuit",
+]
 
 METHODS: dict[str, dict[str, Any]] = {
     "eap": {
@@ -64,6 +79,93 @@ METHODS: dict[str, dict[str, Any]] = {
 }
 
 _MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+@dataclass(frozen=True)
+class CircuitOptions:
+    """What ``mibspec score circuit`` asks :func:`score_circuit` for.
+
+    Attributes:
+        model_dir: a local model folder (config.json, model.safetensors, tokenizer.json); the
+            report names it by its folder name, to be found with ``--model-root``.
+        dataset_path: a counterfactual dataset document (its rows file beside it).
+        out_dir: the folder to write (must not hold a report unless ``overwrite``).
+        counterfactual_type: the dataset's counterfactual type to patch from.
+        method: ``eap``, ``eap-ig``, ``random``, or ``scores`` with ``scores_path``.
+        scores_path: ``.npy`` or ``.safetensors`` (tensor ``scores``) edge scores.
+        steps: EAP-IG interpolation steps.
+        seed: seed of the random method.
+        batch_size: examples per pass.
+        grid: the k-grid (the default profile's by default).
+        overwrite: replace a report already in ``out_dir``.
+    """
+
+    model_dir: Path
+    dataset_path: Path
+    out_dir: Path
+    counterfactual_type: str
+    method: str = "eap-ig"
+    scores_path: Path | None = None
+    steps: int = 5
+    seed: int = 0
+    batch_size: int = 20
+    grid: Sequence[float] = DEFAULT_GRID
+    overwrite: bool = False
+
+    def check(self) -> None:
+        """Raises ValueError for a method the producer does not know or a misplaced scores file."""
+        if self.method not in METHODS:
+            raise ValueError(f"method: expected one of {sorted(METHODS)}, got {self.method!r}")
+        if (self.method == "scores") != (self.scores_path is not None):
+            raise ValueError("scores_path: required with method 'scores' and only accepted with it")
+
+
+@dataclass(frozen=True)
+class ModelAndDataset:
+    """A local model and the counterfactual dataset a producer scores it on."""
+
+    model: Any
+    encode: Any
+    dataset: dict[str, Any]
+    rows_bytes: bytes
+    rows: list[dict[str, Any]]
+
+
+def open_model_and_dataset(model_dir: Path, dataset_path: Path, counterfactual_type: str) -> ModelAndDataset:
+    """Load the model and its tokenizer, and read the dataset's document and rows.
+
+    Raises:
+        ValueError: the dataset is unusable or has no ``counterfactual_type`` counterfactuals.
+    """
+    from mibspec.reference_impl.engine import load_model  # torch: only when scoring
+
+    model = load_model(model_dir)
+    encode = encode_function(ModelSource(str(model_dir), None, local=True))
+    dataset, rows_bytes = _dataset_input(Path(dataset_path))
+    if counterfactual_type not in dataset.get("counterfactual_types", []):
+        raise ValueError(
+            f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
+            f"{dataset.get('counterfactual_types')}"
+        )
+    return ModelAndDataset(model, encode, dataset, rows_bytes, _strict_rows(rows_bytes))
+
+
+@dataclass(frozen=True)
+class CircuitResult:
+    """What :func:`compute_circuit` computed: the scored edges, the circuits and their curves."""
+
+    inputs: ModelAndDataset
+    n_examples: int
+    universe: Any
+    scores: np.ndarray  # float32, as stored; the circuits are ranked on these values
+    entries: list[dict[str, Any]]  # the circuit document's ``circuits``
+    membership: np.ndarray
+    m_full: float
+    m_empty: float
+    curves: list[dict[str, Any]]  # the report's ``claims.curves``
+    faithfulness: dict[str, list[float]]  # ranking → f at each grid point
+    cpr: float
+    cmd: float
 
 
 @dataclass(frozen=True)
@@ -129,8 +231,7 @@ def grid_circuits(
     return entries, np.stack(rows)
 
 
-def write_circuit_document(
-    folder: OutputFolder,
+def circuit_files(
     *,
     description: str,
     model: dict[str, Any],
@@ -139,241 +240,272 @@ def write_circuit_document(
     membership: np.ndarray,
     entries: list[dict[str, Any]],
     provenance: dict[str, Any],
-) -> None:
-    """Write ``circuit.safetensors`` (float32 scores, membership) and ``circuit.json``."""
-    folder.safetensors("circuit.safetensors", {"scores": scores, "membership": membership})
+) -> dict[str, bytes]:
+    """``circuit.safetensors`` (float32 scores, membership) and ``circuit.json``, by file name."""
+    tensors = safetensors_bytes({"scores": scores, "membership": membership})
     config = universe.cfg
-    folder.json(
-        "circuit.json",
-        {
-            "spec_version": SPEC_VERSION,
-            "kind": "circuit",
-            "description": description,
-            "model": model,
-            "graph": {
-                "convention": "eap-ig",
-                "n_layers": config.n_layers,
-                "n_heads": config.n_heads,
-                "parallel_attn_mlp": config.parallel_attn_mlp,
-                "d_model": config.d_model,
-                "n_edges": universe.n_edges,
-            },
-            "granularity": "edge",
-            "scores": {
-                "artifact": "tensors",
-                "tensor": "scores",
-                "shape": [universe.n_edges],
-                "dtype": "float32",
-            },
-            "membership": {
-                "artifact": "tensors",
-                "tensor": "membership",
-                "shape": list(membership.shape),
-                "dtype": "bool",
-            },
-            "circuits": entries,
-            "artifacts": [
-                folder.artifact("tensors", "scores", "circuit.safetensors", "application/x-safetensors")
-            ],
-            "provenance": provenance,
+    document = {
+        "spec_version": SPEC_VERSION,
+        "kind": "circuit",
+        "description": description,
+        "model": model,
+        "graph": {
+            "convention": "eap-ig",
+            "n_layers": config.n_layers,
+            "n_heads": config.n_heads,
+            "parallel_attn_mlp": config.parallel_attn_mlp,
+            "d_model": config.d_model,
+            "n_edges": universe.n_edges,
         },
-    )
+        "granularity": "edge",
+        "scores": {
+            "artifact": "tensors",
+            "tensor": "scores",
+            "shape": [universe.n_edges],
+            "dtype": "float32",
+        },
+        "membership": {
+            "artifact": "tensors",
+            "tensor": "membership",
+            "shape": list(membership.shape),
+            "dtype": "bool",
+        },
+        "circuits": entries,
+        "artifacts": [
+            artifact_entry(tensors, "tensors", "scores", "circuit.safetensors", "application/x-safetensors")
+        ],
+        "provenance": provenance,
+    }
+    return {"circuit.safetensors": tensors, "circuit.json": json_bytes(document)}
 
 
-def score_circuit(
-    model_dir: Path,
-    dataset_path: Path,
-    out_dir: Path,
-    *,
-    counterfactual_type: str,
-    method: str = "eap-ig",
-    scores_path: Path | None = None,
-    steps: int = 5,
-    seed: int = 0,
-    batch_size: int = 20,
-    grid: Sequence[float] = DEFAULT_GRID,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-) -> CircuitRun:
+def score_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitRun:
     """Score edges, build the circuits of the grid, evaluate them and write a report folder.
 
     Args:
-        model_dir: a local model folder (config.json, model.safetensors, tokenizer.json); the
-            report names it by its folder name, to be found with ``--model-root``.
-        dataset_path: a counterfactual dataset document (its rows file beside it).
-        out_dir: the folder to write (must not hold a report unless ``overwrite``).
-        counterfactual_type: the dataset's counterfactual type to patch from.
-        method: ``eap``, ``eap-ig``, ``random``, or ``scores`` with ``scores_path``.
-        scores_path: ``.npy`` or ``.safetensors`` (tensor ``scores``) edge scores.
-        steps: EAP-IG interpolation steps.
-        seed: seed of the random method.
-        batch_size: examples per pass.
-        grid: the k-grid (the default profile's by default).
+        options: what to score and where to write it.
         progress: where to report progress (``None``: nowhere).
 
     Raises:
         ValueError: unusable arguments or inputs, naming them.
         FileExistsError: ``out_dir`` holds a report and ``overwrite`` is false.
     """
-    from mibspec.reference_impl.engine import attribute_edges, evaluate_circuits, graph_universe, load_model
+    result = compute_circuit(options, progress)
+    files = build_circuit_files(options, result)
+    inputs = input_files([options.model_dir, options.dataset_path, options.scores_path])
+    folder = OutputFolder(Path(options.out_dir), overwrite=options.overwrite, inputs=inputs)
+    folder.write_all(files)
+    return CircuitRun(
+        folder.root / "report.json",
+        result.m_full,
+        result.m_empty,
+        result.faithfulness,
+        result.cpr,
+        result.cmd,
+    )
 
-    if method not in METHODS:
-        raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
-    if (method == "scores") != (scores_path is not None):
-        raise ValueError("scores_path: required with method 'scores' and only accepted with it")
-    model_dir = Path(model_dir)
-    model = load_model(model_dir)
-    source = ModelSource(str(model_dir), None, local=True)
-    encode = encode_function(source)
-    dataset, rows_bytes = _dataset_input(Path(dataset_path))
-    if counterfactual_type not in dataset.get("counterfactual_types", []):
-        raise ValueError(
-            f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
-            f"{dataset.get('counterfactual_types')}"
-        )
-    rows = _strict_rows(rows_bytes)
-    ids, cids, mask, correct, counter = tokenize_pairs(rows, counterfactual_type, encode, "dataset")
-    n = ids.shape[0]
-    universe = graph_universe(model)
 
-    if method == "scores":
-        assert scores_path is not None
-        scores = _load_scores(Path(scores_path), universe.n_edges)
-    else:
-        scores = attribute_edges(
-            model,
-            ids,
-            cids,
-            mask,
-            correct,
-            counter,
-            method=method,  # type: ignore[arg-type]
-            steps=steps,
-            seed=seed,
-            batch_size=batch_size,
-            progress=start_task(progress, f"{METHODS[method]['name']} edge scores", n),
-        )
-    stored = scores.astype(np.float32)
-    ranked = stored.astype(np.float64)
+# --------------------------------------------------------------------------- compute
 
-    entries, membership = grid_circuits(universe, ranked, grid)
 
-    result = evaluate_circuits(
-        model,
-        ids,
-        cids,
-        mask,
-        correct,
-        counter,
+def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitResult:
+    """Edge scores, the grid's circuits, their faithfulness curves, CPR and CMD."""
+    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe  # torch: only when scoring
+
+    options.check()
+    inputs = open_model_and_dataset(
+        Path(options.model_dir), options.dataset_path, options.counterfactual_type
+    )
+    tokens = tokenize_pairs(inputs.rows, options.counterfactual_type, inputs.encode, "dataset")
+    n = tokens[0].shape[0]
+    universe = graph_universe(inputs.model)
+    stored = _edge_scores(options, inputs.model, tokens, universe.n_edges, progress).astype(np.float32)
+    entries, membership = grid_circuits(universe, stored.astype(np.float64), options.grid)
+    evaluation = evaluate_circuits(
+        inputs.model,
+        *tokens,
         membership,
-        batch_size=batch_size,
+        batch_size=options.batch_size,
         progress=start_task(progress, f"evaluating {len(entries)} circuits", n),
     )
-    m_circuits = result.circuits.mean(axis=1)
-    m_full = float(result.clean.mean())
-    m_empty = float(result.empty.mean())
-    values = [faithfulness(float(m), m_full, m_empty) for m in m_circuits]
-
-    folder = OutputFolder(
-        Path(out_dir), overwrite=overwrite, inputs=input_files([model_dir, dataset_path, scores_path])
-    )
-    created = created_timestamp()
-    provenance = _provenance(created)
-    folder.write("dataset.jsonl", rows_bytes)
-    dataset_copy = dict(dataset)
-    dataset_copy["artifacts"] = [
-        folder.artifact(dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=len(rows))
-    ]
-    dataset_copy.setdefault("provenance", provenance)
-    folder.json("dataset.json", dataset_copy)
-    model_ref = _model_ref(model_dir, model)
-    write_circuit_document(
-        folder,
-        description=f"{METHODS[method]['name']} edge scores on {dataset.get('task')} "
-        f"({counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
-        "score and by |score| at each grid point.",
-        model=model_ref,
+    m_full, m_empty, values = circuit_faithfulness(evaluation)
+    curves, by_ranking = _curves(entries, values)
+    return CircuitResult(
+        inputs=inputs,
+        n_examples=n,
         universe=universe,
         scores=stored,
-        membership=membership,
         entries=entries,
-        provenance=provenance,
+        membership=membership,
+        m_full=m_full,
+        m_empty=m_empty,
+        curves=curves,
+        faithfulness=by_ranking,
+        cpr=cpr(list(options.grid), by_ranking["signed"]),
+        cmd=cmd(list(options.grid), by_ranking["absolute"]),
     )
+
+
+def _edge_scores(
+    options: CircuitOptions,
+    model: Any,
+    tokens: tuple[np.ndarray, ...],
+    n_edges: int,
+    progress: Progress | None,
+) -> np.ndarray:
+    """The edge scores of the options' method (or file), in float64."""
+    from mibspec.reference_impl.engine import attribute_edges  # torch: only when scoring
+
+    if options.method == "scores":
+        assert options.scores_path is not None
+        return _load_scores(Path(options.scores_path), n_edges)
+    return attribute_edges(
+        model,
+        *tokens,
+        method=options.method,  # type: ignore[arg-type]
+        steps=options.steps,
+        seed=options.seed,
+        batch_size=options.batch_size,
+        progress=start_task(progress, f"{METHODS[options.method]['name']} edge scores", tokens[0].shape[0]),
+    )
+
+
+def _curves(
+    entries: list[dict[str, Any]], values: list[float]
+) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+    """The report's curves (one per ranking) and f at each grid point by ranking."""
     curves: list[dict[str, Any]] = []
     by_ranking: dict[str, list[float]] = {}
     for ranking in ("signed", "absolute"):
-        points = []
-        for entry, value in zip(entries, values, strict=True):
-            if entry["ranking"] != ranking:
-                continue
-            points.append(
-                {
-                    "k": entry["k"],
-                    "circuit": entry["index"],
-                    "n_edges": entry["n_edges"],
-                    "weighted_size": entry["weighted_size"],
-                    "faithfulness": value,
-                }
-            )
+        points = [
+            {
+                "k": entry["k"],
+                "circuit": entry["index"],
+                "n_edges": entry["n_edges"],
+                "weighted_size": entry["weighted_size"],
+                "faithfulness": value,
+            }
+            for entry, value in zip(entries, values, strict=True)
+            if entry["ranking"] == ranking
+        ]
         by_ranking[ranking] = [p["faithfulness"] for p in points]
         curves.append({"ranking": ranking, "points": points})
-    cpr_value = cpr(list(grid), by_ranking["signed"])
-    cmd_value = cmd(list(grid), by_ranking["absolute"])
-    info = METHODS[method]
-    method_block: dict[str, Any] = {
-        "name": info["name"],
-        "version": "1.0",
-        "description": info["description"],
-    }
-    if method == "eap-ig":
-        method_block["hyperparameters"] = {"ig_steps": steps}
-    if "citation" in info:
-        method_block["citation"] = info["citation"]
-    report = {
+    return curves, by_ranking
+
+
+# --------------------------------------------------------------------------- build the documents
+
+
+def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[str, bytes]:
+    """The report folder's files by name, in writing order: the dataset copy, the circuit
+    document and its tensors, then ``report.json``."""
+    provenance = _provenance(created_timestamp())
+    inputs = result.inputs
+    dataset = inputs.dataset
+    files = dataset_files(dataset, inputs.rows_bytes, len(inputs.rows), provenance)
+    model_ref = _model_ref(Path(options.model_dir), inputs.model)
+    files |= circuit_files(
+        description=f"{METHODS[options.method]['name']} edge scores on {dataset.get('task')} "
+        f"({options.counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
+        "score and by |score| at each grid point.",
+        model=model_ref,
+        universe=result.universe,
+        scores=result.scores,
+        membership=result.membership,
+        entries=result.entries,
+        provenance=provenance,
+    )
+    artifacts = [
+        artifact_entry(
+            files["circuit.json"], "circuit", "circuit", "circuit.json", "application/json", kind="circuit"
+        ),
+        dataset_artifact(files),
+    ]
+    report = _circuit_report(options, result, model_ref)
+    files["report.json"] = json_bytes({**report, "artifacts": artifacts, "provenance": provenance})
+    return files
+
+
+def dataset_files(
+    dataset: dict[str, Any], rows_bytes: bytes, n_rows: int, provenance: dict[str, Any]
+) -> dict[str, bytes]:
+    """``dataset.jsonl`` and ``dataset.json``: a copy of the dataset document (without its
+    artifacts) with the rows used beside it; ``provenance`` where the document has none."""
+    document = dict(dataset)
+    document["artifacts"] = [
+        artifact_entry(
+            rows_bytes, dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=n_rows
+        )
+    ]
+    document.setdefault("provenance", provenance)
+    return {"dataset.jsonl": rows_bytes, "dataset.json": json_bytes(document)}
+
+
+def dataset_artifact(files: Mapping[str, bytes]) -> dict[str, Any]:
+    """A report's artifact entry of the ``dataset.json`` among ``files``."""
+    return artifact_entry(
+        files["dataset.json"],
+        "dataset",
+        "dataset",
+        "dataset.json",
+        "application/json",
+        kind="counterfactual_dataset",
+    )
+
+
+def _circuit_report(
+    options: CircuitOptions, result: CircuitResult, model_ref: dict[str, Any]
+) -> dict[str, Any]:
+    """The report without its artifacts and provenance."""
+    dataset, info = result.inputs.dataset, METHODS[options.method]
+    return {
         "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "circuit",
         "profile": "default",
-        "title": f"{info['name']} circuits for {dataset.get('task')} on {model_dir.name}",
-        "method": method_block,
+        "title": f"{info['name']} circuits for {dataset.get('task')} on {Path(options.model_dir).name}",
+        "method": _method_block(options),
         "task": {
             "name": dataset.get("task"),
             "dataset": "dataset",
             **({"split": dataset["split"]} if dataset.get("split") else {}),
-            "counterfactual_type": counterfactual_type,
-            "n_examples": n,
+            "counterfactual_type": options.counterfactual_type,
+            "n_examples": result.n_examples,
         },
-        "seeds": [{"purpose": "random edge scores", "value": seed}] if method == "random" else [],
+        "seeds": [{"purpose": "random edge scores", "value": options.seed}]
+        if options.method == "random"
+        else [],
         "model": model_ref,
         "settings": {
             "ablation": "counterfactual",
             "granularity": "edge",
-            "grid": list(grid),
+            "grid": list(options.grid),
             "ranking": {"cpr": "signed", "cmd": "absolute"},
             "edge_count_rounding": "floor",
             "metric": "logit_difference",
-            "batch_size": batch_size,
+            "batch_size": options.batch_size,
             "padding_side": "right",
         },
         "claims": {
             "circuit": "circuit",
-            "n_edges": universe.n_edges,
-            "m_full": m_full,
-            "m_empty": m_empty,
-            "curves": curves,
-            "cpr": {"value": cpr_value},
-            "cmd": {"value": cmd_value},
+            "n_edges": result.universe.n_edges,
+            "m_full": result.m_full,
+            "m_empty": result.m_empty,
+            "curves": result.curves,
+            "cpr": {"value": result.cpr},
+            "cmd": {"value": result.cmd},
         },
-        "artifacts": [
-            folder.artifact("circuit", "circuit", "circuit.json", "application/json", kind="circuit"),
-            folder.artifact(
-                "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-            ),
-        ],
-        "provenance": provenance,
     }
-    folder.json("report.json", report)
-    return CircuitRun(folder.root / "report.json", m_full, m_empty, by_ranking, cpr_value, cmd_value)
+
+
+def _method_block(options: CircuitOptions) -> dict[str, Any]:
+    info = METHODS[options.method]
+    block: dict[str, Any] = {"name": info["name"], "version": "1.0", "description": info["description"]}
+    if options.method == "eap-ig":
+        block["hyperparameters"] = {"ig_steps": options.steps}
+    if "citation" in info:
+        block["citation"] = info["citation"]
+    return block
 
 
 def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:

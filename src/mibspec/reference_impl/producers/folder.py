@@ -12,7 +12,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,11 @@ class OutputFolder:
         self.inputs.refuse(target, "output")
         write_atomic(target, data)
         return name
+
+    def write_all(self, files: Mapping[str, bytes]) -> None:
+        """Write each file of ``files`` (name → contents), in their order."""
+        for name, data in files.items():
+            self.write(name, data)
 
     def json(self, name: str, obj: Any) -> str:
         return self.write(name, json_bytes(obj))

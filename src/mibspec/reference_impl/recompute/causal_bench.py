@@ -43,6 +43,7 @@ from ..behaviour.study import (
     convergence_claims,
     ids,
     planted_model,
+    scenario_composite,
     set_metrics,
 )
 from ..metrics import causal_bench as cb
@@ -343,9 +344,7 @@ def _study(
     for s, scenario in enumerate(claims.get("weight_robustness") or []):
         for name, claimed in scenario["composites"].items():
             parts = recomputed.get(name)
-            value = None
-            if parts is not None and all(parts[key] >= 0.0 for key in scenario["weights"]):
-                value = cb.composite({key: parts[key] for key in scenario["weights"]}, scenario["weights"])
+            value = None if parts is None else scenario_composite(parts, scenario["weights"])
             checks.number(
                 f"/claims/weight_robustness/{s}/composites/{escape_pointer_token(name)}",
                 f"composite of {name} under weights {scenario['name']!r}",

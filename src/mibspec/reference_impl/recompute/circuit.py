@@ -40,7 +40,7 @@ from ._inputs import (
     read_rows,
 )
 
-__all__ = ["recompute", "tokenize_pairs"]
+__all__ = ["circuit_faithfulness", "recompute", "tokenize_pairs"]
 
 
 def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
@@ -101,6 +101,22 @@ def tokenize_pairs(
     for i, (a, b) in enumerate(zip(clean, corrupted, strict=True)):
         ids[i, : len(a)], cids[i, : len(b)], mask[i, : len(a)] = a, b, 1
     return ids, cids, mask, np.asarray(correct), np.asarray(counter)
+
+
+def circuit_faithfulness(evaluation: Any, min_denominator: float = 1e-6) -> tuple[float, float, list[float]]:
+    """m(N), m(∅) and each circuit's faithfulness from an ``evaluate_circuits`` result: the
+    per-example metrics averaged over the dataset in float64 (M-2).
+
+    Raises:
+        ValueError: faithfulness is undefined (``|m(N) − m(∅)|`` below ``min_denominator``).
+    """
+    m_full = float(evaluation.clean.mean())
+    m_empty = float(evaluation.empty.mean())
+    values = [
+        faithfulness(float(m), m_full, m_empty, min_denominator=min_denominator)
+        for m in evaluation.circuits.mean(axis=1)
+    ]
+    return m_full, m_empty, values
 
 
 def _circuits(
@@ -245,9 +261,12 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         batch_size=batch,
         progress=advance,
     )
-    m_circuits = result.circuits.mean(axis=1)
-    m_full = float(result.clean.mean())
-    m_empty = float(result.empty.mean())
+    try:
+        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    except ValueError as exc:
+        raise UnusableInputError(
+            "/claims/m_full", f"faithfulness is undefined on this model and dataset: {exc}"
+        ) from exc
 
     comparisons: list[Comparison] = []
 
@@ -262,15 +281,6 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         add("/task/n_examples", "examples", task["n_examples"], float(n))
     add("/claims/m_full", "m(N), full model", claims.get("m_full"), m_full)
     add("/claims/m_empty", "m(∅), empty circuit", claims.get("m_empty"), m_empty)
-    try:
-        values = [
-            faithfulness(float(m), m_full, m_empty, min_denominator=profile["faithfulness_min_denominator"])
-            for m in m_circuits
-        ]
-    except ValueError as exc:
-        raise UnusableInputError(
-            "/claims/m_full", f"faithfulness is undefined on this model and dataset: {exc}"
-        ) from exc
     curves: dict[str, tuple[list[float], list[float]]] = {}
     for (ci, pi), value in zip(where, values, strict=True):
         curve = claims["curves"][ci]

@@ -18,7 +18,7 @@ from .comparisons import Comparison, Recomputation, recompute_tolerance, toleran
 from .files import sha256_file
 from .findings import Finding, Severity
 from .pointers import escape_pointer_token, join_pointer
-from .profiles import Profile, known_profiles, load_profile
+from .profiles import LoadedProfile, known_profiles, load_profile
 from .progress import NULL_PROGRESS, Progress, start_task
 from .sidecars import SidecarError, TensorInfo, load_tensor, tensor_infos
 from .spec import KINDS, KNOWN_SPEC_VERSIONS, SPEC_VERSION, load_spec_json, spec_dir
@@ -30,7 +30,7 @@ __all__ = [
     "SPEC_VERSION",
     "Comparison",
     "Finding",
-    "Profile",
+    "LoadedProfile",
     "Progress",
     "Recomputation",
     "Severity",

@@ -12,11 +12,12 @@ from typing import Any
 
 from .spec import SPEC_VERSION, load_spec_json, spec_dir
 
-__all__ = ["Profile", "known_profiles", "load_profile"]
+__all__ = ["LoadedProfile", "known_profiles", "load_profile"]
 
 
-class Profile(Mapping[str, Any]):
-    """A read-only profile: ``profile["grid"]`` or ``profile.grid``."""
+class LoadedProfile(Mapping[str, Any]):
+    """A profile as loaded from the spec for checking, read-only: ``profile["grid"]`` or
+    ``profile.grid``. (The typed model of a profile document is ``mibspec.documents.Profile``.)"""
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = dict(data)
@@ -37,7 +38,7 @@ class Profile(Mapping[str, Any]):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return f"Profile({self._data.get('name')!r})"
+        return f"LoadedProfile({self._data.get('name')!r})"
 
 
 def known_profiles(spec_version: str = SPEC_VERSION) -> list[str]:
@@ -45,7 +46,7 @@ def known_profiles(spec_version: str = SPEC_VERSION) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def load_profile(name: str, spec_version: str = SPEC_VERSION) -> Profile:
+def load_profile(name: str, spec_version: str = SPEC_VERSION) -> LoadedProfile:
     """Load a profile by name.
 
     Raises:
@@ -53,4 +54,4 @@ def load_profile(name: str, spec_version: str = SPEC_VERSION) -> Profile:
     """
     if name not in known_profiles(spec_version):
         raise KeyError(name)
-    return Profile(load_spec_json(spec_version, f"profiles/{name}.json"))
+    return LoadedProfile(load_spec_json(spec_version, f"profiles/{name}.json"))

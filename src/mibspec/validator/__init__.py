@@ -4,7 +4,7 @@ The sidecar readers, profiles and :class:`Finding` live in :mod:`mibspec.core` (
 with the reference implementation) and are re-exported here."""
 
 from mibspec.core.findings import Finding, Severity
-from mibspec.core.profiles import Profile, known_profiles, load_profile
+from mibspec.core.profiles import LoadedProfile, known_profiles, load_profile
 from mibspec.core.sidecars import (
     SidecarError,
     read_npy_header,
@@ -34,7 +34,7 @@ __all__ = [
     "Finding",
     "InternalError",
     "Limits",
-    "Profile",
+    "LoadedProfile",
     "RuleContext",
     "RuleInfo",
     "Severity",

@@ -74,8 +74,9 @@ GPT2_SMALL: Json = {
     "config": {"n_layers": 12, "n_heads": 12, "d_model": 768, "vocab_size": 50257},
 }
 SYNTHETIC = (
-    "Example document: the measured inputs ({what}) are synthetic; every number derived from them follows "
-    "the definitions of spec 1.0."
+    "Structural example: the measured inputs ({what}) are synthetic, so recomputation does not reproduce "
+    "them (verify it with --no-recompute); every number derived from them follows the definitions of "
+    "spec 1.0."
 )
 
 

@@ -66,6 +66,8 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
         origin = f" (referenced by {shown(doc.referenced_by)})" if doc.referenced_by else ""
         console.print(f"[bold]{shown(doc.path)}[/] {shown(doc.kind or '?')}: {verdict}{origin}")
         stages = "  ".join(f"{stage.value}: {status.value}" for stage, (status, _) in doc.stages.items())
+        if doc.description:  # what the report says it is (an example, a synthetic run, ...)
+            console.print(f"  [dim]description: {shown(doc.description)}[/]")
         console.print(f"  [dim]{stages}[/]")
         for stage, (status, detail) in doc.stages.items():
             if detail and status.value in ("skipped", "not_run", "failed"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,24 @@ def test_structural_hub_examples_fail_at_once_with_one_r104(
         assert reason in doc["findings"][0]["message"]
         assert "--model-root" in doc["findings"][0]["message"]
     assert all(doc["valid"] for doc in output["documents"] if doc["kind"] != "report")
+
+
+@pytest.mark.parametrize("track", ["circuit", "causal_variable", "saliency"])
+def test_structural_examples_say_so_in_their_own_output(track: str) -> None:
+    """A synthetic example's text output names it structural; the JSON contract is unchanged."""
+    report = REPO / "examples" / track / "report.json"
+    text = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(report)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO.parent,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"},
+        timeout=600,
+    )
+    assert text.returncode == 1  # recomputation cannot reproduce synthetic numbers
+    assert "  description: Structural example: the measured inputs" in text.stdout
+    assert "verify it with --no-recompute" in text.stdout
+    result = mibspec.verify(report, recompute=False)
+    assert result.valid
+    assert all("description" not in doc.to_json() for doc in result.documents)

@@ -99,6 +99,8 @@ class DocumentResult:
     model_files: list[Any] = field(default_factory=list)
     #: Set when mibspec itself failed on this document (see ``record_internal_error``).
     internal_error: str | None = None
+    #: A report's own ``description``, shown by the text output (not part of the JSON contract).
+    description: str | None = None
 
     @property
     def errors(self) -> list[Finding]:

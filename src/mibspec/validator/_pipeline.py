@@ -121,6 +121,8 @@ class _Runner:
         # Stage 2: version, kind, profile, schema.
         header = list(dispatch(data, cat))
         result.kind = data.get("kind") if isinstance(data.get("kind"), str) else None
+        if result.kind == "report" and isinstance(data.get("description"), str):
+            result.description = data["description"]
         version = data.get("spec_version")
         known = isinstance(version, str) and version in KNOWN_SPEC_VERSIONS  # a dict is unhashable
         result.spec_version = version if known else None

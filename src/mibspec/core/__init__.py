@@ -8,7 +8,11 @@ the standard library (numpy only inside the sidecar functions that load data).
 * :mod:`.files`: file hashes;
 * :mod:`.sidecars`: reading safetensors and ``.npy`` sidecars;
 * :mod:`.spec`: the spec version, the document kinds and the spec's files;
-* :mod:`.profiles`: the profiles of the spec.
+* :mod:`.profiles`: the profiles of the spec;
+* :mod:`.strict_json`: strict JSON and JSON Lines parsing under the resource limits;
+* :mod:`.tracks`: one descriptor per report track;
+* :mod:`.outputs`: writing outputs atomically, never over an input;
+* :mod:`.display`: showing untrusted text without control characters.
 
 Dependency direction: ``core`` ← ``validator`` and ``core`` ← ``reference_impl``; this
 package imports nothing else of mibspec (``tests/test_architecture.py`` checks it).

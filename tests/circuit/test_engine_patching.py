@@ -28,7 +28,9 @@ from mibspec.reference_impl.engine import (
     node_circuit_edges,
     random_model,
 )
-from mibspec.reference_impl.engine._evaluate import _chunks
+from mibspec.reference_impl.engine._chunks import chunks
+from mibspec.reference_impl.engine._graph_index import graph_index, read_only
+from mibspec.reference_impl.engine._mixing import mix, sparse_is_cheaper
 from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
@@ -655,10 +657,10 @@ def test_circuits_are_stacked_by_reachable_set_and_budget() -> None:
     reach[3, :18] = True
     reach[4, :19] = True
     order = np.arange(5)
-    groups = [g.tolist() for g in _chunks(order, reach, lambda n: 10 * n, budget=10**6)]
+    groups = [g.tolist() for g in chunks(order, reach, lambda n: 10 * n, budget=10**6)]
     assert groups == [[0, 1, 2], [3, 4]]
     # the budget splits a group: 2 circuits × 10 bytes × 19 nodes > 300
-    groups = [g.tolist() for g in _chunks(order, reach, lambda n: 10 * n, budget=300)]
+    groups = [g.tolist() for g in chunks(order, reach, lambda n: 10 * n, budget=300)]
     assert groups == [[0, 1, 2], [3], [4]]
 
 
@@ -700,10 +702,10 @@ def test_mix_chooses_per_circuit() -> None:
     w[1, :, 0] = True  # one edge per slot: sums of rows
     w[1, 2] = False  # a slot without any edge is zero
     w[2] = rng.random((k, s)) < 0.05
-    choice = [_evaluate._sparse_is_cheaper(int(c.sum()), k, s) for c in w]
+    choice = [sparse_is_cheaper(int(c.sum()), k, s) for c in w]
     assert choice == [False, True, True]
     rows = torch.from_numpy(rng.standard_normal((3, s, n)))
-    got = _evaluate._mix(w, rows)
+    got = mix(w, rows)
     want = torch.einsum("cks,csn->ckn", torch.from_numpy(w.astype(np.float64)), rows)
     np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12, rtol=1e-12)
     assert not got[1, 2].any()
@@ -745,15 +747,15 @@ def _needed_everywhere_by_paths(universe: Any, circuit: np.ndarray) -> np.ndarra
 def test_read_only_nodes_follow_their_definition(models: dict[str, Any], family: str) -> None:
     weights, _, _ = models[family]
     universe = graph_universe(weights)
-    ix = _evaluate._index(weights, universe)
+    ix = graph_index(weights, universe)
     circuits = np.stack([universe.prune(c) for c in _random_circuits(universe, 40, DENSITIES)])
     reach = np.stack([universe.reachable_from_input(c) for c in circuits])
     everywhere = np.stack([_needed_everywhere_by_paths(universe, c) for c in circuits])
     for k in range(len(circuits)):
-        got = _evaluate._read_only(ix, circuits[k : k + 1], reach[k : k + 1])
+        got = read_only(ix, circuits[k : k + 1], reach[k : k + 1])
         np.testing.assert_array_equal(got[1:] & reach[k, 1:], ~everywhere[k, 1:] & reach[k, 1:])
     # a stack computes a node at every position when one of its circuits needs that
-    stacked = _evaluate._read_only(ix, circuits, reach)
+    stacked = read_only(ix, circuits, reach)
     np.testing.assert_array_equal(stacked[1:], ~everywhere.any(axis=0)[1:])
     assert (~everywhere[:, 1:] & reach[:, 1:]).any(), "the circuits should have read-only nodes"
 
@@ -765,7 +767,7 @@ def test_mlps_computed_at_read_positions_only_match_naive(
 ) -> None:
     weights, _, nv = models[family]
     universe = graph_universe(weights)
-    ix = _evaluate._index(weights, universe)
+    ix = graph_index(weights, universe)
     data = _data(64, 41)
     circuits = _random_circuits(universe, 42, (0.3, 0.6, 0.9))
     # in the second circuit the first MLP feeds no k or v slot: read only unless a q or MLP
@@ -778,7 +780,7 @@ def test_mlps_computed_at_read_positions_only_match_naive(
     pruned = np.stack([universe.prune(c) for c in circuits])
     reach = np.stack([universe.reachable_from_input(c) for c in pruned])
     read_only_mlps = [
-        int((_evaluate._read_only(ix, pruned[k : k + 1], reach[k : k + 1]) & reach[k])[ix.mlp].sum())
+        int((read_only(ix, pruned[k : k + 1], reach[k : k + 1]) & reach[k])[ix.mlp].sum())
         for k in range(len(circuits))
     ]
     assert all(n > 0 for n in read_only_mlps), read_only_mlps

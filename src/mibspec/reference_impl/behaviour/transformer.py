@@ -39,7 +39,7 @@ import torch
 from numpy.typing import NDArray
 
 from ..engine import ModelWeights, _forward, _ops, mean_node_outputs
-from ..engine._evaluate import _check_answers, _gather_read, _metric
+from ..engine._inputs import check_examples
 from ..metrics.causal_bench import DegenerateBehaviourError
 from ..metrics.checks import as_bool_array, describe
 from .planted import component_universe
@@ -87,7 +87,9 @@ class TransformerBehaviour:
             raise ValueError(f"ablation: expected one of {list(TRANSFORMER_ABLATIONS)}, got {ablation!r}")
         if model.post_norm_heads or model.parallel_attn_mlp:
             raise ValueError("model: only sequential blocks without post-attention norms are supported")
-        ids, cids, mask = _forward.check_token_pair(model, clean_ids, corrupted_ids, attention_mask)
+        ids, cids, mask, tokens = check_examples(
+            model, clean_ids, corrupted_ids, attention_mask, correct, counterfactual
+        )
         n = ids.shape[0]
         self.model = model
         self.ablation = ablation
@@ -95,13 +97,7 @@ class TransformerBehaviour:
         self.min_denominator = float(min_denominator)
         self.universe: tuple[str, ...] = component_universe(model.n_layers, model.n_heads)
         self._ids, self._mask = ids, mask
-        self._tokens = torch.stack(
-            [
-                _check_answers(model, correct, "correct", n),
-                _check_answers(model, counterfactual, "counterfactual", n),
-            ],
-            dim=1,
-        )
+        self._tokens = tokens
         positions = _ops.positions_from_mask(mask)
         self._positions = positions
         self._read = mask.sum(1) - 1
@@ -160,7 +156,7 @@ class TransformerBehaviour:
         """One stacked pass over K coalitions; returns ``(K, n)``."""
         with torch.inference_mode():
             hidden, rows = self._run(active, offsets=None)
-            metric = _metric(self.model, hidden[torch.from_numpy(rows)], self._tokens)
+            metric = _ops.logit_difference(self.model, hidden[torch.from_numpy(rows)], self._tokens)
         return metric.numpy().copy()
 
     def _run(
@@ -214,7 +210,7 @@ class TransformerBehaviour:
                 mixed = torch.where(keep, heads[parent], a_heads.transpose(0, 1).unsqueeze(0).to(heads.dtype))
                 x = x[parent] + mixed.sum(2)
                 if last:
-                    x = _gather_read(x, read)
+                    x = _ops.gather_read(x, read)
             groups, first, row_of = _regroup(row_of, active[:, base + H : base + H + 1])
             parent_np = np.ascontiguousarray(groups[:, 0])
             keep_mlp = active[first, base + H]
@@ -228,7 +224,7 @@ class TransformerBehaviour:
                 m = _ops.mlp(_ops.norm(x[source], layer.norm_mlp), layer, model.activation)
                 if offsets is not None:
                     offset = offsets[base + H]
-                    m = m + (_gather_read(offset, read) if last else offset).unsqueeze(0)
+                    m = m + (_ops.gather_read(offset, read) if last else offset).unsqueeze(0)
                 out[torch.from_numpy(needed)] += m
             dropped = np.flatnonzero(~keep_mlp)
             if dropped.size:
@@ -323,7 +319,7 @@ class TransformerBehaviour:
                 torch.zeros(self._clean_input.shape, dtype=model.dtype, requires_grad=True) for _ in range(N)
             ]
             hidden, _ = self._run(np.ones((1, N), dtype=np.bool_), offsets)
-            metric = _metric(model, hidden[0], self._tokens)
+            metric = _ops.logit_difference(model, hidden[0], self._tokens)
             grads = torch.autograd.grad(metric.sum(), offsets)
         grad = torch.stack(grads).to(torch.float64)  # (N, n, T, d)
         return torch.einsum("cntd,cntd->cn", diff, grad).numpy().copy()

@@ -52,16 +52,15 @@ from ._ablation import (
 )
 from ._arena import Arena
 from ._chunks import CircuitPlan, batches, bytes_per_circuit, chunks, plan_circuits
-from ._graph_index import graph_index, read_only
+from ._graph_index import graph_index
 from ._inputs import (
     check_ablation,
-    check_answers,
     check_circuits,
     check_examples,
     check_neurons,
     check_positive_int,
 )
-from ._mixing import Mixing, mix, sparse_is_cheaper
+from ._mixing import Mixing
 from ._ops import gather_read, logit_difference
 from ._patched_forward import BatchContext, HeadWeights, PassSetup, PatchedPass
 from ._weights import ModelWeights
@@ -282,13 +281,3 @@ def _stacked_passes(
         run = PatchedPass(setup, ref, clean_input, plan.pruned[group], plan.reach[group], neurons, batch)
         yield group, run.metrics()
 
-
-# Internal names that the tests and the transformer behaviour reach through this module.
-_check_answers = check_answers
-_gather_read = gather_read
-_metric = logit_difference
-_chunks = chunks
-_index = graph_index
-_read_only = read_only
-_mix = mix
-_sparse_is_cheaper = sparse_is_cheaper

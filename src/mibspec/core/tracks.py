@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TRACKS", "Track", "track_names"]
+__all__ = ["TRACKS", "Track"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,3 @@ TRACKS: dict[str, Track] = {
     )
 }
 
-
-def track_names() -> tuple[str, ...]:
-    """The track names, in the registry's order."""
-    return tuple(TRACKS)

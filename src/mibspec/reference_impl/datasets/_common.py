@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from mibspec.core.strict_json import JsonLinesError, read_json_lines
+
 __all__: list[str] = []
 
 T = TypeVar("T")
@@ -243,8 +245,6 @@ def write_dataset(dataset: Dataset, folder: str | Path, stem: str | None = None)
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Read rows written by :func:`write_dataset`, each parsed as strictly as a document
     (unique keys, finite numbers, no unpaired surrogates)."""
-    from mibspec.core.strict_json import JsonLinesError, read_json_lines
-
     with Path(path).open("rb") as handle:
         try:
             rows = [row for _, row in read_json_lines(handle)]

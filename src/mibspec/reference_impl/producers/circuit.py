@@ -25,6 +25,7 @@ from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import SPEC_VERSION
+from mibspec.core.strict_json import JsonLinesError, read_json_lines
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, encode_function
@@ -510,8 +511,6 @@ def _method_block(options: CircuitOptions) -> dict[str, Any]:
 
 def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:
     """A dataset's JSON Lines rows, each parsed as strictly as a document."""
-    from mibspec.core.strict_json import JsonLinesError, read_json_lines
-
     try:
         return [row for _, row in read_json_lines(io.BytesIO(rows_bytes))]
     except JsonLinesError as exc:

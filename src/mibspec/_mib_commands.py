@@ -1,0 +1,115 @@
+"""``mibspec import mib-dataset``, ``mibspec import mib-cv-submission`` and ``mibspec export
+mib-cv-submission``: MIB's released datasets and causal-variable submission folders.
+
+Each import writes its documents, then verifies them (recomputation is left to ``mibspec
+verify``); the import's own warnings (for example the units whose token positions are still
+undeclared) are reported with the verification, under the source's path.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mibspec._command_support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    check_outputs_or_exit,
+    exit_on_internal_errors,
+    usage_error,
+)
+
+if TYPE_CHECKING:
+    from mibspec.importers import ImportResult
+
+__all__ = ["register"]
+
+
+class _Format(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+_FormatOption = Annotated[_Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+def _report(sources: list[Path], result: ImportResult, output_format: _Format) -> None:
+    """Render the import's findings, or verify and render what it wrote (with its warnings)."""
+    from mibspec._api import verify as run_verify
+    from mibspec._output_formats import REPORTERS
+    from mibspec.validator import (
+        RECOMPUTE_NOT_REQUESTED,
+        DocumentResult,
+        Stage,
+        StageStatus,
+        VerificationResult,
+    )
+
+    render = REPORTERS[output_format.value]
+    where = str(sources[0]) if len(sources) == 1 else ", ".join(str(s) for s in sources)
+    source_result = DocumentResult(path=where, kind=None, findings=list(result.findings))
+    if any(f.severity.value == "error" for f in result.findings):
+        source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "the input could not be imported")
+        render(VerificationResult(documents=[source_result]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    verified = run_verify(*result.written, recompute=False)
+    for doc in verified.documents:
+        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
+            doc.set_stage(
+                Stage.RECOMPUTE,
+                StageStatus.SKIPPED,
+                "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
+            )
+    if result.findings:
+        source_result.set_stage(Stage.PARSE, StageStatus.PASSED, "imported, with warnings")
+        verified = VerificationResult(documents=[source_result, *verified.documents])
+    render(verified, sys.stdout)
+    exit_on_internal_errors(verified)
+    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+
+
+def import_mib_dataset_command(
+    sources: Annotated[
+        list[Path],
+        typer.Argument(help="Released dataset files: parquet (needs the mib extra) or JSON Lines."),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
+    ],
+    task: Annotated[
+        str | None, typer.Option(help="ioi, mcqa, arc_easy, arithmetic or ravel (default: from the columns).")
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="train, validation, test or private_test (default: from the file name)."),
+    ] = None,
+    hub_id: Annotated[
+        str | None, typer.Option("--hub-id", help="The dataset repository, e.g. mib-bench/ioi.")
+    ] = None,
+    revision: Annotated[str | None, typer.Option(help="The repository's full commit hash.")] = None,
+    output_format: _FormatOption = _Format.text,
+) -> None:
+    """Import MIB's released dataset files as counterfactual datasets, then verify them."""
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import import_mib_dataset
+
+    for source in sources:
+        if not source.is_file():
+            usage_error(f"{source}: no such file")
+    check_outputs_or_exit([], sources, folders=[(out_dir, "--output")])
+    try:
+        result = import_mib_dataset(
+            sources, out_dir, task=task, split=split, hub_id=hub_id, revision=revision
+        )
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    _report(sources, result, output_format)
+
+
+def register(import_app: typer.Typer, app: typer.Typer) -> None:
+    """Add the commands to ``mibspec import`` and to a ``mibspec export`` group on ``app``."""
+    import_app.command("mib-dataset")(import_mib_dataset_command)

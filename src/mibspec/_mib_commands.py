@@ -110,6 +110,96 @@ def import_mib_dataset_command(
     _report(sources, result, output_format)
 
 
+def import_mib_cv_submission_command(
+    source: Annotated[Path, typer.Argument(help="A MIB causal-variable submission folder.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
+    ],
+    positions: Annotated[
+        Path | None,
+        typer.Option(
+            "--positions",
+            help="JSON object mapping the submission's token-position names to declared rules, "
+            'e.g. {"last_token": {"rule": "last"}}.',
+        ),
+    ] = None,
+    output_format: _FormatOption = _Format.text,
+) -> None:
+    """Import a causal-variable submission's featurizers (never its code), then verify them."""
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import import_mib_cv_submission
+
+    if not source.is_dir():
+        usage_error(f"{source}: no such folder")
+    if positions is not None and not positions.is_file():
+        usage_error(f"{positions}: no such file")
+    check_outputs_or_exit([], [], folders=[(out_dir, "--output")])
+    try:
+        result = import_mib_cv_submission(source, out_dir, positions=positions)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    _report([source], result, output_format)
+
+
+def export_mib_cv_submission_command(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="Causal-variable reports (or featurizers imported from a submission) to write."),
+    ],
+    out_dir: Annotated[Path, typer.Option("--output", "-o", help="The submission folder to write.")],
+    output_format: _FormatOption = _Format.text,
+) -> None:
+    """Write the featurizers of causal-variable reports as a MIB submission folder.
+
+    Token positions are written as declared rules (token_positions.json), not as code.
+    """
+    import json
+
+    from mibspec._api import verify as run_verify
+    from mibspec._output_formats import REPORTERS
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import export_mib_cv_submission
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    for report in reports:
+        if not report.is_file():
+            usage_error(f"{report}: no such file")
+    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
+    render = REPORTERS[output_format.value]
+    verified = run_verify(*reports, recompute=False)
+    if not verified.valid:  # only verified declarations are written out
+        render(verified, sys.stdout)
+        exit_on_internal_errors(verified)
+        raise typer.Exit(EXIT_FINDINGS)
+    try:
+        result = export_mib_cv_submission(reports, out_dir)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    if result.findings:
+        failed = DocumentResult(path=", ".join(map(str, reports)), kind=None, findings=result.findings)
+        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the reports could not be exported")
+        render(VerificationResult(documents=[failed]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    written = [str(path) for path in result.written]
+    if output_format is _Format.json:
+        typer.echo(json.dumps({"written": written}, indent=2))
+    else:
+        for path in written:
+            typer.echo(path)
+        typer.echo(
+            "token positions are written as declared rules (token_positions.json), not as code: "
+            "MIB's evaluator needs a token_position.py, which mibspec does not write"
+        )
+    raise typer.Exit(EXIT_OK)
+
+
 def register(import_app: typer.Typer, app: typer.Typer) -> None:
     """Add the commands to ``mibspec import`` and to a ``mibspec export`` group on ``app``."""
     import_app.command("mib-dataset")(import_mib_dataset_command)
+    import_app.command("mib-cv-submission")(import_mib_cv_submission_command)
+    export_app = typer.Typer(
+        help="Write mibspec documents in the formats of other tools.", no_args_is_help=True
+    )
+    export_app.command("mib-cv-submission")(export_mib_cv_submission_command)
+    app.add_typer(export_app, name="export")

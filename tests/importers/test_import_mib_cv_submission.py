@@ -334,9 +334,7 @@ def test_exporting_the_bundled_report_gives_the_public_layout(tmp_path: Path) ->
     )
     assert indices == doc["feature_indices"]
     # the same files as the submission written independently above, read back
-    import_mib_cv_submission(
-        tmp_path / "exported", tmp_path / "a", positions=_positions(tmp_path, POSITIONS)
-    )
+    import_mib_cv_submission(tmp_path / "exported", tmp_path / "a", positions=_positions(tmp_path, POSITIONS))
     import_mib_cv_submission(
         write_submission(tmp_path / "submission"), tmp_path / "b", positions=_positions(tmp_path, POSITIONS)
     )
@@ -435,3 +433,24 @@ def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rul
     assert "token_position.py" in exported.stdout
     # no rule declared: nothing to write but the listing says so
     assert json.loads((tmp_path / "e" / "token_positions.json").read_text(encoding="utf-8")) == {}
+
+
+def test_the_export_never_overwrites_what_it_reads(tmp_path: Path) -> None:
+    from mibspec.core.outputs import OutputPathError
+
+    source = write_submission(tmp_path / "submission")
+    [path, *_] = import_mib_cv_submission(
+        source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
+    ).written
+    # a featurizer whose weights sit where the export writes its listing
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    sidecar = path.parent / doc["artifacts"][0]["path"]
+    clashing = tmp_path / "exported" / "mibspec_submission.json"
+    clashing.parent.mkdir()
+    shutil.copy(sidecar, clashing)
+    doc["artifacts"][0]["path"] = "../../exported/mibspec_submission.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    before = clashing.read_bytes()
+    with pytest.raises(OutputPathError):
+        export_mib_cv_submission([path], tmp_path / "exported")
+    assert clashing.read_bytes() == before

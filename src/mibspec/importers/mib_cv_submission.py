@@ -490,9 +490,10 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
     times: dict[Path, float] = {}
     positions: dict[str, dict[str, Any]] = {}
     listing: list[dict[str, Any]] = []
+    reads: list[Path] = []
     for report_path in reports:
         try:
-            _export_report(report_path, out_dir, files, times, positions, listing)
+            _export_report(report_path, out_dir, files, times, positions, listing, reads)
         except _UnitError as exc:
             result.findings.append(
                 make_finding(cat, None, exc.code, exc.pointer, detail=exc.detail).located(1, 1)
@@ -512,7 +513,7 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
         "units": listing,
     }
     files[out_dir / _LISTING] = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
-    inputs = Inputs(list(reports))
+    inputs = Inputs([*reports, *reads])
     for path in files:
         inputs.refuse(path, "output")
     for path, data in files.items():
@@ -532,6 +533,7 @@ class _Export:
     times: dict[Path, float]
     positions: dict[str, dict[str, Any]]
     listing: list[dict[str, Any]]
+    reads: list[Path]
 
 
 def _export_report(
@@ -541,8 +543,9 @@ def _export_report(
     times: dict[Path, float],
     positions: dict[str, dict[str, Any]],
     listing: list[dict[str, Any]],
+    reads: list[Path],
 ) -> None:
-    export = _Export(out_dir, files, times, positions, listing)
+    export = _Export(out_dir, files, times, positions, listing, reads)
     name = source.name
     parsed = load_json_file(source, Limits())
     document = parsed.data
@@ -597,6 +600,8 @@ def _export_featurizer(
     import torch
 
     unit_id, position_name = _unit_id(doc, pointer)
+    export.reads.append(doc_path)
+    export.reads.extend(doc_path.parent / a["path"] for a in doc.get("artifacts", []))
     rule = doc["location"]["position"]
     if position_name in export.positions and export.positions[position_name] != rule:
         raise _UnitError("I125", pointer, f"position name {position_name!r} stands for two rules")

@@ -333,6 +333,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     has = ("_featurizer" in unit.files, "_inverse_featurizer" in unit.files)
     folder, model, variable = _cell(unit.cell) or ("", "", "")
     tensors: dict[str, Any] = {}
+    n_features: Any
     if has == (False, False):  # indices only: the public evaluator keeps its default (identity)
         featurizer_class = "IdentityFeaturizerModule"
         n_features = input_dim = _width(model, location, pointer)
@@ -347,14 +348,15 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, 
             "inverse featurizer",
             pointer,
         )
-        featurizer_class = forward.get("featurizer_class")
-        if featurizer_class not in _CLASSES:
+        declared = forward.get("featurizer_class")
+        if not isinstance(declared, str) or declared not in _CLASSES:
             raise _UnitError(
                 "I119",
                 f"{pointer}_featurizer",
-                f"featurizer class {featurizer_class!r} has no declared featurizer type "
+                f"featurizer class {declared!r} has no declared featurizer type "
                 f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
             )
+        featurizer_class = declared
         expected_inverse = _CLASSES[featurizer_class][1]
         if inverse.get("inverse_featurizer_class") != expected_inverse or (
             inverse.get("featurizer_class") not in (None, featurizer_class)

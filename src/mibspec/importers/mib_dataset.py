@@ -90,6 +90,14 @@ _SPLIT_WORDS = (
 )
 
 
+class _LineError(_MalformedError):
+    """A problem on a line of a JSON Lines file: the finding is located there."""
+
+    def __init__(self, code: str, line: int, **params: Any) -> None:
+        super().__init__(code, "", **params)
+        self.line = line
+
+
 class _RowError(Exception):
     def __init__(self, field_name: str, detail: str) -> None:
         super().__init__(detail)
@@ -283,9 +291,7 @@ def _jsonl_rows(source: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             for index, (_, row) in enumerate(read_json_lines(handle, limits)):
                 yield index, row
         except JsonLinesError as exc:
-            error = _MalformedError("I116", "", detail=f"{source.name}: {exc}")
-            error.line = exc.number
-            raise error from None
+            raise _LineError("I116", exc.number, detail=f"{source.name}: {exc}") from None
 
 
 def _file_hash(path: Path) -> tuple[str, int]:
@@ -330,6 +336,7 @@ def _convert(
                 raise _MalformedError("I116", "/0", detail=f"no column ends in {_SUFFIX!r}")
             cf_types = [c.removesuffix(_SUFFIX) for c in columns]
             task = task or _task_from(row, hub_id)
+        convert = _CONVERTERS[str(task)]
         missing = [t for t in cf_types if not isinstance(row.get(t + _SUFFIX), Mapping)]
         if missing:
             counts.incomplete += 1
@@ -337,7 +344,7 @@ def _convert(
                 counts.first_incomplete.append(f"row {index} lacks {missing[0]}{_SUFFIX}")
             continue
         try:
-            converted = _CONVERTERS[task](row, cf_types)
+            converted = convert(row, cf_types)
         except _RowError as exc:
             raise _MalformedError(
                 "I116", f"/{index}/{exc.field}", detail=f"row {index}: {exc.detail}"
@@ -438,9 +445,10 @@ def _ioi_names(prompt: Mapping[str, Any], where: str) -> tuple[str, list[str], i
     meta = prompt.get("metadata")
     if not isinstance(meta, Mapping):
         raise _RowError(f"{where}metadata", "'metadata' must be an object")
-    io, subject = meta.get("indirect_object"), meta.get("subject")
-    text = prompt.get("prompt")
-    if not all(isinstance(v, str) and v for v in (io, subject, text)) or io == subject:
+    io, subject, text = meta.get("indirect_object"), meta.get("subject"), prompt.get("prompt")
+    if not (isinstance(io, str) and isinstance(subject, str) and isinstance(text, str)):
+        return None
+    if not io or not subject or io == subject:
         return None
     first = {}
     for name in (io, subject):
@@ -463,7 +471,8 @@ def _ioi(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
     base = _prompt(
         text, f" {io}", {"output_token": f" {io}", "output_position": position}, row.get("template")
     )
-    counterfactuals, interventions = {}, {}
+    counterfactuals: dict[str, Any] = {}
+    interventions: dict[str, dict[str, str]] = {}
     for cf_type in cf_types:
         cf = row[cf_type + _SUFFIX]
         cf_text = _text(cf, "prompt") if isinstance(cf.get("prompt"), str) else ""
@@ -504,7 +513,8 @@ def _multiple_choice(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, A
     labels, texts, key = _choice(row, "")
     answer = f" {labels[key]}"
     base = _prompt(text, answer, {"answer_pointer": key, "answer": answer}, row.get("template"))
-    counterfactuals, interventions = {}, {}
+    counterfactuals: dict[str, Any] = {}
+    interventions: dict[str, dict[str, str]] = {}
     for cf_type in cf_types:
         cf = row[cf_type + _SUFFIX]
         where = f"{cf_type}{_SUFFIX}/"
@@ -560,7 +570,8 @@ def _arithmetic(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
 
     base_vars = variables(x, y, total)
     base = _prompt(text, f" {total}", base_vars, row.get("template"))
-    counterfactuals, interventions = {}, {}
+    counterfactuals: dict[str, Any] = {}
+    interventions: dict[str, dict[str, str]] = {}
     for cf_type in cf_types:
         cf = row[cf_type + _SUFFIX]
         ops = _operands(cf, f"{cf_type}{_SUFFIX}/")
@@ -594,7 +605,8 @@ def _ravel(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
     base, answer, attribute = _ravel_prompt(row, "")
     if answer is None:
         raise _RowError("label", "the base row needs its expected answer ('label')")
-    counterfactuals, interventions = {}, {}
+    counterfactuals: dict[str, Any] = {}
+    interventions: dict[str, dict[str, str]] = {}
     for cf_type in cf_types:
         cf = row[cf_type + _SUFFIX]
         counterfactuals[cf_type], cf_answer, cf_attribute = _ravel_prompt(cf, f"{cf_type}{_SUFFIX}/")

@@ -181,6 +181,20 @@ def test_submitted_code_is_listed_and_never_run(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def _first_imported(tmp_path: Path) -> Path:
+    """The first featurizer document imported from the bundled submission."""
+    source = write_submission(tmp_path / "submission")
+    return import_mib_cv_submission(
+        source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
+    ).written[0]
+
+
+def _mibspec(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mibspec", *args], capture_output=True, text=True, check=False
+    )
+
+
 def _first_unit(source: Path) -> Path:
     return source / CELL / "ResidualStream(Layer:0,Token:last_token)"
 
@@ -342,10 +356,7 @@ def test_exporting_the_bundled_report_gives_the_public_layout(tmp_path: Path) ->
 
 
 def test_a_featurizer_mib_cannot_hold_is_refused_on_export(tmp_path: Path) -> None:
-    source = write_submission(tmp_path / "submission")
-    [path, *_] = import_mib_cv_submission(
-        source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
-    ).written
+    path = _first_imported(tmp_path)
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["error"] = "discard"
     path.write_text(json.dumps(doc), encoding="utf-8")
@@ -397,38 +408,12 @@ def test_an_imported_submission_recomputes_in_the_bundled_report(tmp_path: Path)
 
 def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rules(tmp_path: Path) -> None:
     source = write_submission(tmp_path / "submission")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mibspec",
-            "import",
-            "mib-cv-submission",
-            str(source),
-            "-o",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = _mibspec("import", "mib-cv-submission", str(source), "-o", str(tmp_path / "out"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("I121") == 8
     assert "I122" in done.stdout
     documents = sorted((tmp_path / "out" / CELL).glob("*.json"))
-    exported = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mibspec",
-            "export",
-            "mib-cv-submission",
-            *map(str, documents),
-            "-o",
-            str(tmp_path / "e"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    exported = _mibspec("export", "mib-cv-submission", *map(str, documents), "-o", str(tmp_path / "e"))
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "token_position.py" in exported.stdout
     # no rule declared: nothing to write but the listing says so
@@ -438,10 +423,7 @@ def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rul
 def test_the_export_never_overwrites_what_it_reads(tmp_path: Path) -> None:
     from mibspec.core.outputs import OutputPathError
 
-    source = write_submission(tmp_path / "submission")
-    [path, *_] = import_mib_cv_submission(
-        source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
-    ).written
+    path = _first_imported(tmp_path)
     # a featurizer whose weights sit where the export writes its listing
     doc = json.loads(path.read_text(encoding="utf-8"))
     sidecar = path.parent / doc["artifacts"][0]["path"]

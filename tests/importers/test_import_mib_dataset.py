@@ -64,11 +64,13 @@ def mib_rows(task: str) -> list[dict[str, Any]]:
                 **_ioi_prompt("Mary", "John", "John", "Mary"),
                 "s1_io_flip_counterfactual": _ioi_prompt("John", "Mary", "John", "Mary"),
                 "s2_io_flip_counterfactual": _ioi_prompt("Mary", "John", "Mary", "John"),
+                "abc_counterfactual": _ioi_prompt("Mary", "John", "Paul", "Mary"),
             },
             {
                 **_ioi_prompt("Anna", "Lisa", "Anna", "Lisa"),
                 "s1_io_flip_counterfactual": _ioi_prompt("Lisa", "Anna", "Anna", "Lisa"),
                 "s2_io_flip_counterfactual": _ioi_prompt("Anna", "Lisa", "Lisa", "Anna"),
+                "abc_counterfactual": _ioi_prompt("Anna", "Lisa", "Paul", "Lisa"),
             },
         ]
     if task == "mcqa":
@@ -125,6 +127,8 @@ _EXPECTED = {
             "s1_io_flip": {"output_token": " Mary", "output_position": " John"},
             # s2_io_flip: the indirect object is John, first mentioned second (position 1).
             "s2_io_flip": {"output_token": " John", "output_position": " John"},
+            # abc: the third name is neither of the first two; no output is defined (DS-3, DS-6).
+            "abc": {},
         },
     ),
     "mcqa": (
@@ -182,6 +186,9 @@ def test_ioi_slots_come_from_the_row_template(tmp_path: Path) -> None:
         "object": "drink",
     }
     assert row["base"]["variables"] == {"output_token": " Mary", "output_position": 0}
+    abc = row["counterfactuals"]["abc"]
+    assert (abc["answer"], abc["variables"]["output_position"]) == (None, None)
+    assert abc["slots"]["name_C"] == "Paul"
 
 
 def test_parquet_and_jsonl_give_the_same_rows(tmp_path: Path) -> None:
@@ -233,6 +240,17 @@ def test_the_source_is_pinned_by_hash_hub_id_and_revision(tmp_path: Path) -> Non
     }
     # the hub id names the task
     assert document["task"] == "ioi"
+
+
+def test_a_tampered_pin_fails_the_schema(tmp_path: Path) -> None:
+    source = write_jsonl(mib_rows("ioi"), tmp_path / "test.jsonl")
+    [path] = import_mib_dataset([source], tmp_path / "out", hub_id="mib-bench/ioi").written
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["source"]["revision"] = "main"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = _verify(path)
+    assert not result.valid
+    assert [f.pointer for f in result.findings] == ["/source/revision"]
 
 
 @pytest.mark.parametrize(

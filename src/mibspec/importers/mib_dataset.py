@@ -441,7 +441,8 @@ def _prompt(text: str, answer: str | None, variables: dict[str, Any], template: 
 
 def _ioi_names(prompt: Mapping[str, Any], where: str) -> tuple[str, list[str], int] | None:
     """(indirect object, the two names in order of first mention, position of the indirect
-    object among them), or None when the metadata does not name two names of the prompt."""
+    object among them), or None when the metadata does not name an indirect object and a
+    subject mentioned twice in the prompt."""
     meta = prompt.get("metadata")
     if not isinstance(meta, Mapping):
         raise _RowError(f"{where}metadata", "'metadata' must be an object")
@@ -451,11 +452,13 @@ def _ioi_names(prompt: Mapping[str, Any], where: str) -> tuple[str, list[str], i
     if not io or not subject or io == subject:
         return None
     first = {}
-    for name in (io, subject):
-        found = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text)
-        if found is None:
+    for name, times in ((io, 1), (subject, 2)):
+        # The subject is named twice (S1, S2), the indirect object once: an ``abc`` prompt,
+        # whose third name is neither, has no output position.
+        mentions = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text)]
+        if len(mentions) < times:
             return None
-        first[name] = found.start()
+        first[name] = mentions[0]
     order = sorted((io, subject), key=lambda n: first[n])
     return io, order, order.index(io)
 

@@ -436,3 +436,17 @@ def test_the_export_never_overwrites_what_it_reads(tmp_path: Path) -> None:
     with pytest.raises(OutputPathError):
         export_mib_cv_submission([path], tmp_path / "exported")
     assert clashing.read_bytes() == before
+
+
+def test_only_model_info_is_read_from_the_pt_files(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    unit = _first_unit(source)
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        checkpoint = torch.load(Path(f"{unit}{suffix}"), weights_only=True)
+        # the later library layout: one dict with both state dicts and no 'state_dict'
+        torch.save(
+            {"model_info": checkpoint["model_info"], "featurizer_state_dict": {}}, Path(f"{unit}{suffix}")
+        )
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert result.findings == []
+    assert len(result.written) == 8

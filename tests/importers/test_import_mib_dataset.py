@@ -280,6 +280,16 @@ def test_ambiguous_columns_and_unnamed_split_are_coded(tmp_path: Path) -> None:
     assert [f.code for f in import_mib_dataset([unnamed], tmp_path / "o2").findings] == ["I117"]
 
 
+def test_two_files_with_one_name_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    (tmp_path / "ioi").mkdir()
+    (tmp_path / "mcqa").mkdir()
+    ioi = write_jsonl(mib_rows("ioi"), tmp_path / "ioi" / "test.jsonl")
+    mcqa = write_jsonl(mib_rows("mcqa"), tmp_path / "mcqa" / "test.jsonl")
+    result = import_mib_dataset([ioi, mcqa], tmp_path / "out")
+    assert [f.code for f in result.findings] == ["I117"]
+    assert not (tmp_path / "out").exists()
+
+
 def test_rows_lacking_a_counterfactual_are_dropped_and_declared(tmp_path: Path) -> None:
     rows = [*mib_rows("arithmetic"), {**_sum_prompt(5, 6), "random_counterfactual": None}]
     source = write_jsonl(rows, tmp_path / "test.jsonl")

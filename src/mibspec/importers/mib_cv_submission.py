@@ -285,10 +285,10 @@ def _load(path: Path, pointer: str) -> Any:
 
 
 def _info(checkpoint: Any, name: str, pointer: str) -> dict[str, Any]:
+    # Only model_info is read: the state dict holds the modules' parameters under names of the
+    # submitter's classes, and the rotation is in model_info's additional_config.
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model_info"), dict):
-        raise _UnitError("I120", pointer, f"{name} is not a dict with 'model_info' and 'state_dict'")
-    if not isinstance(checkpoint.get("state_dict"), dict):
-        raise _UnitError("I120", pointer, f"{name} has no 'state_dict' dict")
+        raise _UnitError("I120", pointer, f"{name} is not a dict with 'model_info'")
     return checkpoint["model_info"]
 
 

@@ -132,6 +132,14 @@ def import_mib_dataset(
     cat = catalogue()
     result = ImportResult()
     inputs = Inputs(list(sources))
+    stems: dict[str, Path] = {}
+    for source in sources:
+        stem = _stem(source)
+        if stem in stems:
+            detail = f"{stems[stem]} and {source} would both be written as {stem}.json; import them apart"
+            result.findings.append(make_finding(cat, None, "I117", "", detail=detail).located(1, 1))
+            return result
+        stems[stem] = source
     for source in sources:
         try:
             written = _import_one(source, out_dir, inputs, task, split, hub_id, revision)
@@ -163,7 +171,7 @@ def _import_one(
         raise _MalformedError("I117", "", detail=f"--split {split!r} is not one of {', '.join(_SPLITS)}")
     fmt = _format(source)
     rows = _parquet_rows(source) if fmt == "parquet" else _jsonl_rows(source)
-    stem = source.name.split(".")[0] or "dataset"
+    stem = _stem(source)
     split = split or _split_from_name(source.name)
     document_path, rows_path = out_dir / f"{stem}.json", out_dir / f"{stem}.jsonl"
     for path in (document_path, rows_path):
@@ -301,6 +309,10 @@ def _file_hash(path: Path) -> tuple[str, int]:
             digest.update(chunk)
             size += len(chunk)
     return digest.hexdigest(), size
+
+
+def _stem(source: Path) -> str:
+    return source.name.split(".")[0] or "dataset"
 
 
 def _split_from_name(name: str) -> str:

@@ -52,10 +52,12 @@ def _report(sources: list[Path], result: ImportResult, output_format: _Format) -
     render = REPORTERS[output_format.value]
     where = str(sources[0]) if len(sources) == 1 else ", ".join(str(s) for s in sources)
     source_result = DocumentResult(path=where, kind=None, findings=list(result.findings))
-    if any(f.severity.value == "error" for f in result.findings):
+    failed = any(f.severity.value == "error" for f in result.findings)
+    if failed and not result.written:
         source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "the input could not be imported")
         render(VerificationResult(documents=[source_result]), sys.stdout)
         raise typer.Exit(EXIT_FINDINGS)
+    # Several files import one by one: those that converted are written and verified.
     verified = run_verify(*result.written, recompute=False)
     for doc in verified.documents:
         if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
@@ -65,11 +67,14 @@ def _report(sources: list[Path], result: ImportResult, output_format: _Format) -
                 "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
             )
     if result.findings:
-        source_result.set_stage(Stage.PARSE, StageStatus.PASSED, "imported, with warnings")
+        if failed:
+            source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "some inputs could not be imported")
+        else:
+            source_result.set_stage(Stage.PARSE, StageStatus.PASSED, "imported, with warnings")
         verified = VerificationResult(documents=[source_result, *verified.documents])
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
-    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+    raise typer.Exit(EXIT_OK if verified.valid and not failed else EXIT_FINDINGS)
 
 
 def import_mib_dataset_command(

@@ -377,4 +377,29 @@ def test_cli_imports_several_files_and_verifies(tmp_path: Path) -> None:
         [*command, "-o", str(tmp_path / "o2"), "--revision", "main"], capture_output=True, text=True
     )
     assert bad.returncode == 1
+    # one file that converts, one that does not: the first is written and verified, exit 1
+    broken = tmp_path / "validation.jsonl"
+    broken.write_text("{}\n", encoding="utf-8")
+    mixed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mibspec",
+            "import",
+            "mib-dataset",
+            str(train),
+            str(broken),
+            "-o",
+            str(tmp_path / "o3"),
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert mixed.returncode == 1
+    assert (tmp_path / "o3" / "train.json").is_file()
+    documents = json.loads(mixed.stdout)["documents"]
+    assert [d["valid"] for d in documents if Path(d["path"]).name == "train.json"] == [True]
+    assert [f["code"] for d in documents for f in d["findings"]] == ["I116"]
     assert "I117" in bad.stdout

@@ -23,9 +23,10 @@ Unit ids in both forms the public code writes parse (``Layer-3`` and ``Layer:3``
 the listed heads' outputs, ``MLP`` units the MLP output (as for imported results).
 
 The export writes the same layout from causal-variable reports: plain tensors in the two
-``.pt`` files, the indices as JSON, the declared position rules in ``token_positions.json``
-(the public evaluator needs a token-position function, which mibspec does not write as code)
-and a listing of what was written in ``mibspec_submission.json``.
+``.pt`` files (``model_info`` with the rotation; the state dict left empty, as its keys are the
+internals of the submitter's modules), the indices as JSON, the declared position rules in
+``token_positions.json`` (the public evaluator needs a token-position function, which mibspec
+does not write as code) and a listing of what was written in ``mibspec_submission.json``.
 """
 
 from __future__ import annotations
@@ -625,10 +626,12 @@ def _export_featurizer(
         "n_features": doc["n_features"],
         "additional_config": config,
     }
-    state = {"rotate.parametrizations.weight.original": config["rotation_matrix"]} if config else {}
     for suffix in ("_featurizer", "_inverse_featurizer"):
         buffer = io.BytesIO()
-        torch.save({"model_info": info, "state_dict": state}, buffer)
+        # The state dict stays empty: its keys are the internals of the submitter's modules
+        # (for a subspace, torch's orthogonal parametrization), which are not reproduced here;
+        # the rotation itself is additional_config's rotation_matrix.
+        torch.save({"model_info": info, "state_dict": {}}, buffer)
         export.files[Path(f"{base}{suffix}")] = buffer.getvalue()
     export.files[Path(f"{base}_indices")] = json.dumps(doc.get("feature_indices")).encode()
     created = (doc.get("provenance") or {}).get("created")

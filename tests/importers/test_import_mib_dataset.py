@@ -316,7 +316,7 @@ def test_a_malformed_row_is_located(tmp_path: Path, change: dict[str, Any], poin
     source = write_jsonl(rows, tmp_path / "test.jsonl")
     result = import_mib_dataset([source], tmp_path / "out")
     assert [(f.code, f.pointer) for f in result.findings] == [("I116", pointer)]
-    assert not (tmp_path / "out" / "test.jsonl").exists()
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_line_that_is_not_json_gives_its_line(tmp_path: Path) -> None:
@@ -403,3 +403,22 @@ def test_cli_imports_several_files_and_verifies(tmp_path: Path) -> None:
     assert [d["valid"] for d in documents if Path(d["path"]).name == "train.json"] == [True]
     assert [f["code"] for d in documents for f in d["findings"]] == ["I116"]
     assert "I117" in bad.stdout
+
+
+def test_a_file_that_changes_while_it_is_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.importers import mib_dataset
+
+    source = write_jsonl(mib_rows("ioi"), tmp_path / "test.jsonl")
+    convert = mib_dataset._CONVERTERS["ioi"]
+
+    def convert_then_append(row: Any, cf_types: list[str]) -> Any:
+        with source.open("a", encoding="utf-8") as handle:  # another writer, mid-read
+            handle.write("\n")
+        return convert(row, cf_types)
+
+    monkeypatch.setitem(mib_dataset._CONVERTERS, "ioi", convert_then_append)
+    result = import_mib_dataset([source], tmp_path / "out")
+    assert [f.code for f in result.findings] == ["I101"]
+    assert not (tmp_path / "out").exists()

@@ -176,6 +176,8 @@ def _import_one(
     document_path, rows_path = out_dir / f"{stem}.json", out_dir / f"{stem}.jsonl"
     for path in (document_path, rows_path):
         inputs.refuse(path, "output")
+    source_hash, source_bytes = _file_hash(source)
+    made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = _Counts()
     fd, temporary = tempfile.mkstemp(dir=out_dir, prefix=f".{rows_path.name[:64]}.", suffix=".tmp")
@@ -186,11 +188,15 @@ def _import_one(
             size = handle.tell()
             handle.flush()
             os.fsync(handle.fileno())
+        if _file_hash(source) != (source_hash, source_bytes):
+            # The pin must be of the bytes the rows were read from.
+            raise _MalformedError("I101", "", detail=f"{source.name} changed while it was read")
         os.replace(temporary, rows_path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
+        if made and not any(out_dir.iterdir()):
+            out_dir.rmdir()
         raise
-    source_hash, source_bytes = _file_hash(source)
     filters = []
     if counts.incomplete:
         filters.append(
@@ -288,6 +294,8 @@ def _parquet_rows(source: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise _MalformedError(
                 "I101", f"/{index}", detail=f"{source.name}: row {index} cannot be read: {exc}"
             ) from None
+        finally:
+            handle.close()
 
     return rows()
 

@@ -96,19 +96,26 @@ def import_mib_dataset_command(
         str | None, typer.Option("--hub-id", help="The dataset repository, e.g. mib-bench/ioi.")
     ] = None,
     revision: Annotated[str | None, typer.Option(help="The repository's full commit hash.")] = None,
+    attributes: Annotated[
+        Path | None,
+        typer.Option(
+            "--attributes",
+            help="RAVEL's attribute table (entity → {attribute: value}), from which RAVEL's answers come.",
+        ),
+    ] = None,
     output_format: _FormatOption = _Format.text,
 ) -> None:
     """Import MIB's released dataset files as counterfactual datasets, then verify them."""
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import import_mib_dataset
 
-    for source in sources:
+    for source in [*sources, *([attributes] if attributes else [])]:
         if not source.is_file():
             usage_error(f"{source}: no such file")
     check_outputs_or_exit([], sources, folders=[(out_dir, "--output")])
     try:
         result = import_mib_dataset(
-            sources, out_dir, task=task, split=split, hub_id=hub_id, revision=revision
+            sources, out_dir, task=task, split=split, hub_id=hub_id, revision=revision, attributes=attributes
         )
     except OutputPathError as exc:
         usage_error(str(exc))

@@ -174,6 +174,79 @@ def test_each_task_imports_as_a_valid_dataset_with_derived_interventions(tmp_pat
     assert source.read_bytes() == before
 
 
+_CITIES = {
+    "Paris": {"Country": "France", "Continent": "Europe", "Language": "French", "Timezone": "Europe/Paris"},
+    "Tokyo": {"Country": "Japan", "Continent": "Asia", "Language": "Japanese"},
+}
+
+
+def _ravel_row(entity: str, attribute: str) -> dict[str, Any]:
+    """A RAVEL row as released: no answer column, the answer comes from the attribute table."""
+    return {"prompt": f"{entity} is in the {attribute.lower()} of", "entity": entity, "attribute": attribute}
+
+
+def test_ravel_answers_come_from_the_attribute_table(tmp_path: Path) -> None:
+    rows = [
+        {
+            **_ravel_row("Paris", "Country"),
+            "entity_counterfactual": _ravel_row("Tokyo", "Continent"),
+            "wikipedia_counterfactual": {
+                **_ravel_row("Tokyo", "wikipedia"),
+                "prompt": "Tokyo hosted the games.",
+            },
+        },
+        {  # an entity the table does not list: no answer, dropped and declared
+            **_ravel_row("Atlantis", "Country"),
+            "entity_counterfactual": _ravel_row("Paris", "Country"),
+            "wikipedia_counterfactual": _ravel_row("Paris", "wikipedia"),
+        },
+    ]
+    source = write_jsonl(rows, tmp_path / "test.jsonl")
+    table = tmp_path / "ravel_city_entity.json"
+    table.write_text(json.dumps(_CITIES), encoding="utf-8")
+    result = import_mib_dataset([source], tmp_path / "out", attributes=table)
+    assert result.findings == []
+    [path] = result.written
+    assert _verify(path).valid
+    [row] = _rows(tmp_path / "out" / "test.jsonl")
+    assert row["base"]["answer"] == " France"
+    assert row["base"]["variables"] == {
+        "Country": " France",
+        "Continent": " Europe",
+        "Language": " French",
+        "queried_attribute": "Country",
+    }
+    # the queried attribute takes Tokyo's value whatever the counterfactual queries
+    assert row["interventions"]["entity"] == {
+        "Country": " Japan",
+        "Continent": " France",
+        "Language": " France",
+    }
+    assert row["interventions"]["wikipedia"] == {
+        "Country": " Japan",
+        "Continent": " France",
+        "Language": " France",
+    }
+    assert row["counterfactuals"]["wikipedia"]["answer"] is None
+    document = json.loads(path.read_text(encoding="utf-8"))
+    [dropped] = document["filters"]
+    assert (dropped["kept"], dropped["dropped"]) == (1, 1)
+    [attributes] = [a for a in document["artifacts"] if a["id"] == "attributes"]
+    assert (tmp_path / "out" / attributes["path"]).read_bytes() == table.read_bytes()
+    # without the table no row has an answer
+    without_table = import_mib_dataset([source], tmp_path / "no-table")
+    assert [f.code for f in without_table.findings] == ["I116"]
+
+
+def test_a_malformed_attribute_table_is_coded(tmp_path: Path) -> None:
+    source = write_jsonl(mib_rows("ravel"), tmp_path / "test.jsonl")
+    table = tmp_path / "table.json"
+    table.write_text('{"Paris": "France"}', encoding="utf-8")
+    result = import_mib_dataset([source], tmp_path / "out", attributes=table)
+    assert [f.code for f in result.findings] == ["I117"]
+    assert not result.written
+
+
 def test_ioi_slots_come_from_the_row_template(tmp_path: Path) -> None:
     source = write_jsonl(mib_rows("ioi"), tmp_path / "train.jsonl")
     import_mib_dataset([source], tmp_path / "out")

@@ -12,18 +12,19 @@ task           base columns
 ``mcqa``       ``prompt``, ``choices`` (``label``, ``text``), ``answerKey`` (an index)
 ``arc_easy``   as ``mcqa``
 ``arithmetic`` ``prompt``, ``label`` (the sum), ``operator``
-``ravel``      ``prompt``, ``entity``, ``attribute``, ``label`` (the expected answer)
+``ravel``      ``prompt``, ``entity``, ``attribute``; the answer from the attribute table
 =============  ============================================================================
 
-Each row becomes a row of ``spec/v1/datasets.md`` (DS-2, DS-3): answers with their leading
-space, the causal variables of the task (DS-7) computed from the columns, and the expected
-output of every interchange intervention the columns determine (DS-6). RAVEL rows carry
-no attribute table: an intervention on the queried attribute is known only when the
-counterfactual queries the same attribute, and is left out otherwise. Rows whose
-counterfactual columns are not all present are dropped and the drop is declared as a
-filter. Rows are streamed (parquet in record batches, JSON Lines line by line), so memory
-does not grow with the file. Parquet needs pyarrow (the ``mib`` extra); JSON Lines needs
-nothing.
+Each row becomes a row of ``spec/v1/datasets.md`` (DS-2, DS-3, DS-14): answers with their
+leading space, the causal variables of the task (DS-7) computed from the columns, and the
+expected output of every interchange intervention the columns determine (DS-6). RAVEL's
+answers come, as in the public loader, from an attribute table (entity → attribute → value)
+given to the import; without one, from a ``label`` column, and an intervention on the
+queried attribute is then known only when the counterfactual queries the same attribute.
+Rows whose counterfactual columns are not all present, and rows whose base prompt has no
+answer, are dropped and the drops are declared as filters. Rows are streamed (parquet in
+record batches, JSON Lines line by line), so memory does not grow with the file. Parquet
+needs pyarrow (the ``mib`` extra); JSON Lines needs nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -43,7 +45,7 @@ from mibspec.core.spec import SPEC_VERSION, install_hint
 from mibspec.core.strict_json import JsonLinesError, Limits, read_json_lines
 from mibspec.core.version import __version__
 from mibspec.documents import CounterfactualDataset
-from mibspec.validator import catalogue, make_finding
+from mibspec.validator import catalogue, load_json_file, make_finding
 
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import source_created
@@ -52,6 +54,7 @@ __all__ = ["DATASET_TASKS", "MAX_ROW_BYTES", "import_mib_dataset"]
 
 #: Longest JSON Lines row read (bytes); a longer line is refused (I116), never read whole.
 MAX_ROW_BYTES = 16 * 1024 * 1024
+_ATTRIBUTES = "attributes.json"
 #: Rows per parquet record batch: what is held in memory at once.
 _BATCH_ROWS = 256
 _SUFFIX = "_counterfactual"
@@ -98,6 +101,10 @@ class _LineError(_MalformedError):
         self.line = line
 
 
+class _UnansweredRowError(Exception):
+    """A row the task's causal model gives no output for: dropped and declared as a filter."""
+
+
 class _RowError(Exception):
     def __init__(self, field_name: str, detail: str) -> None:
         super().__init__(detail)
@@ -110,6 +117,8 @@ class _Counts:
     kept: int = 0
     incomplete: int = 0
     first_incomplete: list[str] = field(default_factory=list)
+    unanswered: int = 0
+    first_unanswered: list[str] = field(default_factory=list)
 
 
 def import_mib_dataset(
@@ -120,8 +129,13 @@ def import_mib_dataset(
     split: str | None = None,
     hub_id: str | None = None,
     revision: str | None = None,
+    attributes: Path | None = None,
 ) -> ImportResult:
     """Write ``out_dir/<stem>.json`` and ``out_dir/<stem>.jsonl`` for every released file.
+
+    ``attributes`` is RAVEL's attribute table (a JSON object: entity → {attribute: value}, the
+    layout of the public ``ravel_city_entity.json``), from which the public loader takes RAVEL's
+    answers; it is copied beside the documents as ``attributes.json`` and pinned as an artifact.
 
     Never raises for bad input: problems come back as findings with codes. Nothing is
     written for a file that does not convert whole; the inputs are only read.
@@ -140,9 +154,17 @@ def import_mib_dataset(
             result.findings.append(make_finding(cat, None, "I117", "", detail=detail).located(1, 1))
             return result
         stems[stem] = source
+    table: dict[str, dict[str, str]] | None = None
+    if attributes is not None:
+        try:
+            table = _attribute_table(attributes)
+        except _MalformedError as exc:
+            result.findings.append(make_finding(cat, None, exc.code, exc.pointer, **exc.params).located(1, 1))
+            return result
+        inputs.add(attributes)
     for source in sources:
         try:
-            written = _import_one(source, out_dir, inputs, task, split, hub_id, revision)
+            written = _import_one(source, out_dir, inputs, task, split, hub_id, revision, table, attributes)
         except _MalformedError as exc:
             finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
             result.findings.append(finding.located(getattr(exc, "line", 1), 1))
@@ -160,6 +182,8 @@ def _import_one(
     split: str | None,
     hub_id: str | None,
     revision: str | None,
+    table: Mapping[str, Mapping[str, str]] | None,
+    attributes: Path | None,
 ) -> tuple[Path, Path]:
     if hub_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?", hub_id):
         raise _MalformedError("I117", "", detail=f"--hub-id {hub_id!r} is not a hub repository id")
@@ -184,7 +208,7 @@ def _import_one(
     digest, size = hashlib.sha256(), 0
     try:
         with os.fdopen(fd, "wb") as handle:
-            cf_types, task = _convert(rows, task, hub_id, split, counts, handle, digest)
+            cf_types, task = _convert(rows, task, hub_id, split, counts, handle, digest, table)
             size = handle.tell()
             handle.flush()
             os.fsync(handle.fileno())
@@ -202,10 +226,20 @@ def _import_one(
         filters.append(
             {
                 "name": "other",
-                "kept": counts.kept,
+                "kept": counts.read - counts.incomplete,
                 "dropped": counts.incomplete,
                 "detail": "rows lacking a counterfactual column were dropped "
                 f"(first: {', '.join(counts.first_incomplete)})",
+            }
+        )
+    if counts.unanswered:
+        filters.append(
+            {
+                "name": "other",
+                "kept": counts.kept,
+                "dropped": counts.unanswered,
+                "detail": "rows without an answer were dropped "
+                f"(first: {'; '.join(counts.first_unanswered)})",
             }
         )
     pinned = f"{hub_id}@{revision}" if hub_id and revision else hub_id or "an unnamed repository"
@@ -250,6 +284,21 @@ def _import_one(
             "command": f"mibspec import mib-dataset {source.name}",
         },
     }
+    if task == "ravel" and attributes is not None:
+        data = attributes.read_bytes()
+        copy = out_dir / _ATTRIBUTES
+        inputs.refuse(copy, "output")
+        write_atomic(copy, data)
+        document["artifacts"].append(
+            {
+                "id": "attributes",
+                "role": "attributes",
+                "path": _ATTRIBUTES,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+                "media_type": "application/json",
+            }
+        )
     model = CounterfactualDataset.model_validate(document)
     write_atomic(document_path, json.dumps(model.model_dump(mode="json", exclude_none=True), indent=2) + "\n")
     return document_path, rows_path
@@ -319,6 +368,21 @@ def _file_hash(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def _attribute_table(path: Path) -> dict[str, dict[str, str]]:
+    parsed = load_json_file(path, Limits())
+    data = parsed.data
+    if parsed.problems or not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise _MalformedError(
+            "I117",
+            "",
+            detail=f"--attributes {path.name} is not a JSON object of entity → {{attribute: value}}",
+        )
+    return {
+        entity: {k: v for k, v in values.items() if isinstance(v, str) and v}
+        for entity, values in data.items()
+    }
+
+
 def _stem(source: Path) -> str:
     return source.name.split(".")[0] or "dataset"
 
@@ -345,6 +409,7 @@ def _convert(
     counts: _Counts,
     handle: BinaryIO,
     digest: Any,
+    table: Mapping[str, Mapping[str, str]] | None,
 ) -> tuple[list[str], str]:
     cf_types: list[str] | None = None
     for index, row in rows:
@@ -356,7 +421,7 @@ def _convert(
                 raise _MalformedError("I116", "/0", detail=f"no column ends in {_SUFFIX!r}")
             cf_types = [c.removesuffix(_SUFFIX) for c in columns]
             task = task or _task_from(row, hub_id)
-        convert = _CONVERTERS[str(task)]
+        convert = partial(_ravel, table=table) if task == "ravel" else _CONVERTERS[str(task)]
         missing = [t for t in cf_types if not isinstance(row.get(t + _SUFFIX), Mapping)]
         if missing:
             counts.incomplete += 1
@@ -365,6 +430,11 @@ def _convert(
             continue
         try:
             converted = convert(row, cf_types)
+        except _UnansweredRowError as exc:
+            counts.unanswered += 1
+            if len(counts.first_unanswered) < 3:
+                counts.first_unanswered.append(f"row {index}: {exc}")
+            continue
         except _RowError as exc:
             raise _MalformedError(
                 "I116", f"/{index}/{exc.field}", detail=f"row {index}: {exc.detail}"
@@ -380,7 +450,15 @@ def _convert(
     if cf_types is None or task is None:
         raise _MalformedError("I116", "", detail="the file holds no rows")
     if counts.kept == 0:
-        raise _MalformedError("I116", "", detail="no row has every counterfactual column")
+        raise _MalformedError(
+            "I116",
+            "",
+            detail=f"no row was kept: {counts.incomplete} lack a counterfactual column, "
+            f"{counts.unanswered} have no answer"
+            + (
+                " (RAVEL answers come from the attribute table: pass --attributes)" if task == "ravel" else ""
+            ),
+        )
     return cf_types, task
 
 
@@ -612,29 +690,53 @@ def _arithmetic(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
 _RAVEL_ATTRIBUTES = ("Country", "Continent", "Language")
 
 
-def _ravel_prompt(prompt: Mapping[str, Any], where: str) -> tuple[dict[str, Any], str | None, Any]:
+def _ravel_prompt(
+    prompt: Mapping[str, Any], where: str, table: Mapping[str, Mapping[str, str]] | None
+) -> tuple[dict[str, Any], str | None, Any, Mapping[str, str] | None]:
+    """The prompt object, its answer, its queried attribute and its entity's attribute values
+    (from the attribute table; None without one or for an entity it does not list)."""
     text = prompt.get("prompt")
     if not isinstance(text, str) or not text:
         raise _RowError(f"{where}prompt", "'prompt' must be a non-empty string")
-    label = prompt.get("label", prompt.get("answer"))
-    answer = None if not isinstance(label, str) or not label else label if label[0].isspace() else f" {label}"
-    attribute = prompt.get("attribute")
-    variables: dict[str, Any] = {a: (answer if a == attribute else None) for a in _RAVEL_ATTRIBUTES}
+    attribute, entity = prompt.get("attribute"), prompt.get("entity")
+    values = table.get(entity) if table is not None and isinstance(entity, str) else None
+    if values is not None:
+        found = values.get(attribute) if attribute in _RAVEL_ATTRIBUTES else None
+        answer = f" {found}" if found else None
+        variables: dict[str, Any] = {
+            a: (f" {values[a]}" if values.get(a) else None) for a in _RAVEL_ATTRIBUTES
+        }
+    else:
+        label = prompt.get("label", prompt.get("answer"))
+        answer = (
+            None if not isinstance(label, str) or not label else label if label[0].isspace() else f" {label}"
+        )
+        variables = {a: (answer if a == attribute else None) for a in _RAVEL_ATTRIBUTES}
     variables["queried_attribute"] = attribute if isinstance(attribute, str) else None
-    return _prompt(text, answer, variables, prompt.get("template")), answer, attribute
+    return _prompt(text, answer, variables, prompt.get("template")), answer, attribute, values
 
 
-def _ravel(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
-    base, answer, attribute = _ravel_prompt(row, "")
+def _ravel(
+    row: Mapping[str, Any], cf_types: list[str], table: Mapping[str, Mapping[str, str]] | None = None
+) -> dict[str, Any]:
+    base, answer, attribute, _ = _ravel_prompt(row, "", table)
     if answer is None:
-        raise _RowError("label", "the base row needs its expected answer ('label')")
+        raise _UnansweredRowError(
+            "the base prompt has no answer (no label, or its entity and attribute are not in the table)"
+        )
     counterfactuals: dict[str, Any] = {}
     interventions: dict[str, dict[str, str]] = {}
     for cf_type in cf_types:
         cf = row[cf_type + _SUFFIX]
-        counterfactuals[cf_type], cf_answer, cf_attribute = _ravel_prompt(cf, f"{cf_type}{_SUFFIX}/")
+        counterfactuals[cf_type], cf_answer, cf_attribute, cf_values = _ravel_prompt(
+            cf, f"{cf_type}{_SUFFIX}/", table
+        )
+        # Interchanging another attribute than the queried one leaves the output unchanged;
+        # the queried one gives the counterfactual entity's value of it (DS-7).
         expected = {a: answer for a in _RAVEL_ATTRIBUTES if a != attribute}
-        if attribute in _RAVEL_ATTRIBUTES and cf_attribute == attribute and cf_answer is not None:
+        if cf_values is not None and attribute in _RAVEL_ATTRIBUTES and cf_values.get(attribute):
+            expected[attribute] = f" {cf_values[attribute]}"
+        elif attribute in _RAVEL_ATTRIBUTES and cf_attribute == attribute and cf_answer is not None:
             expected[attribute] = cf_answer
         interventions[cf_type] = expected
     return {"base": base, "counterfactuals": counterfactuals, "interventions": interventions}

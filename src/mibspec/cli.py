@@ -489,6 +489,16 @@ def _register_report_commands() -> None:
 _register_report_commands()
 
 
+def _register_mib_commands() -> None:
+    # MIB datasets and causal-variable submissions: implemented in mibspec._mib_commands.
+    from mibspec._mib_commands import register
+
+    register(import_app, app)
+
+
+_register_mib_commands()
+
+
 def main() -> None:
     """Console entry point: maps every failure to a documented exit code, never a traceback."""
     from mibspec.validator import InternalError

@@ -322,3 +322,51 @@ def test_cli_imports_and_verifies(tmp_path: Path) -> None:
     assert "A111" in done.stdout
     assert "V110" in done.stdout
     assert (tmp_path / "o" / "arithmetic_gpt2_DAS" / "report.json").is_file()
+
+
+@pytest.mark.parametrize("separator", ["-", ":"])
+@pytest.mark.parametrize("with_metadata", [True, False], ids=["metadata", "no-metadata"])
+@pytest.mark.parametrize(
+    ("unit", "location"),
+    [
+        (
+            "ResidualStream(Layer{s}1,Token{s}last_token)",
+            {"layer": 1, "component": "residual_post", "position": {"rule": "last"}},
+        ),
+        (
+            "AttentionHead(Layer{s}2,Head{s}3,Token{s}all)",
+            {
+                "layer": 2,
+                "component": "attention_heads",
+                "heads": [3],
+                "position": {"rule": "named", "name": "all"},
+            },
+        ),
+    ],
+    ids=["residual", "head"],
+)
+def test_unit_ids_parse_in_both_separator_forms(
+    tmp_path: Path, separator: str, with_metadata: bool, unit: str, location: dict[str, Any]
+) -> None:
+    unit_id = unit.format(s=separator)
+    entry: dict[str, Any] = {"ones_carry": {"average_score": 0.5}}
+    if with_metadata:
+        name = location["position"].get("name", "last_token")
+        entry["metadata"] = {"layer": location["layer"], "position": name}
+    for key in (f"[[AtomicModelUnit(id='{unit_id}')]]", unit_id):
+        source = tmp_path / "results.json"
+        payload = _payload(dataset={"a_test": {"model_unit": {key: entry}}})
+        source.write_text(json.dumps(payload), encoding="utf-8")
+        result = import_mib_causal_results(source, tmp_path / "out")
+        assert result.findings == []
+        [path] = result.written
+        [variable] = json.loads(path.read_text(encoding="utf-8"))["claims"]["variables"]
+        assert variable["units"][0]["location"] == location
+
+
+def test_a_unit_id_without_its_layer_is_still_refused(tmp_path: Path) -> None:
+    key = "ResidualStream(Layer;1,Token:last_token)"
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(_payload(dataset={"a": {"model_unit": {key: {"x": {"average_score": 1}}}}})))
+    result = import_mib_causal_results(source, tmp_path / "out")
+    assert [(f.code, f.pointer) for f in result.findings] == [("I101", f"/dataset/a/model_unit/{key}")]

@@ -18,6 +18,7 @@ from .common import (
     PosInt,
     Provenance,
     Seed,
+    Sha256,
 )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "CircuitEntry",
     "CounterfactualDataset",
     "DatasetFilter",
+    "DatasetSource",
     "Featurizer",
     "GraphSpec",
     "Leaderboard",
@@ -130,6 +132,25 @@ class Generator(Closed):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
+class DatasetSource(Closed):
+    """The released file imported rows were read from, pinned by its hash (and its hub repository,
+    when named), so that anyone can check they hold the same file."""
+
+    file: str = Field(min_length=1, max_length=1024, description="the file's name as it was read")
+    format: Literal["parquet", "jsonl"]
+    sha256: Sha256
+    bytes: NonNegInt
+    rows: NonNegInt = Field(description="rows in the file, before any filter")
+    hub_id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$",
+        description="the dataset repository on the hub, e.g. `mib-bench/ioi`",
+    )
+    revision: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{40}$", description="the repository's full commit hash"
+    )
+
+
 class CounterfactualDataset(_Document):
     """Base inputs paired with counterfactual inputs (rows in a JSON Lines sidecar)."""
 
@@ -142,6 +163,9 @@ class CounterfactualDataset(_Document):
     causal_model: CausalModelRef | None = None
     generator: Generator | None = None
     filters: list[DatasetFilter] = Field(default_factory=list)
+    source: DatasetSource | None = Field(
+        default=None, description="for rows imported from a released file: that file, pinned"
+    )
 
 
 class CausalVariable(Closed):

@@ -2,6 +2,16 @@
 
 from .eap_ig import ImportResult, import_eap_ig
 from .mib_causal_results import import_mib_causal_results
+from .mib_cv_submission import export_mib_cv_submission, import_mib_cv_submission
+from .mib_dataset import import_mib_dataset
 from .mib_results import import_mib_circuit_results
 
-__all__ = ["ImportResult", "import_eap_ig", "import_mib_causal_results", "import_mib_circuit_results"]
+__all__ = [
+    "ImportResult",
+    "export_mib_cv_submission",
+    "import_eap_ig",
+    "import_mib_causal_results",
+    "import_mib_circuit_results",
+    "import_mib_cv_submission",
+    "import_mib_dataset",
+]

@@ -9,7 +9,9 @@ dataset and model unit::
              "metadata": {"layer": 3, "position": "last_token"},
              "<variable>": {"average_score": 0.81, ...}}}}}}
 
-Joint targets appear as their variable names joined by ``-``. The files record scores
+Unit ids come in both forms the public code writes, ``ResidualStream(Layer-3,Token-last_token)``
+and ``ResidualStream(Layer:3,Token:last_token)``, with or without ``metadata``. Joint targets
+appear as their variable names joined by ``-``. The files record scores
 only: not the featurizers (the public evaluator imports them as submitted Python), not the
 token positions (functions of the submission, known here by name), not the dataset rows,
 not the model revision. The imported report says so and keeps every unit's scores; the
@@ -40,7 +42,7 @@ from mibspec.core.version import __version__
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import folder_name, import_reports, source_created
 
-__all__ = ["CAUSAL_MODELS", "import_mib_causal_results"]
+__all__ = ["CAUSAL_MODELS", "import_mib_causal_results", "parse_unit_id"]
 
 #: MIB model names (hub ids, short ids and class names) → (hub id, architecture, config).
 _GPT2 = ("gpt2", "GPT2LMHeadModel", {"n_layers": 12, "n_heads": 12, "d_model": 768, "vocab_size": 50257})
@@ -68,6 +70,9 @@ CAUSAL_MODELS: dict[str, tuple[str, str, dict[str, int]]] = {
 
 _ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
 _UNIT = re.compile(r"^(?P<kind>[A-Za-z_]+)\((?P<params>[^()]*)\)$")
+# A parameter is a name, then ``-`` or ``:`` (both forms are written by the public code), then
+# the value; the first separator after the name splits, so a value may itself hold either.
+_PARAM = re.compile(r"^(?P<name>[A-Za-z_]+)[-:](?P<value>.*)$")
 _COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
 _LAST_TOKEN_NAMES = {"last_token", "last"}
 _RESERVED = {"metadata", "feature_indices"}
@@ -201,6 +206,28 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     yield folder_name(task, model_name, method), report
 
 
+def parse_unit_id(unit_id: str) -> tuple[str, dict[str, str]] | None:
+    """The kind and parameters of a model-unit id in either form the public code writes,
+    ``ResidualStream(Layer-3,Token-last_token)`` or ``ResidualStream(Layer:3,Token:last_token)``;
+    None when ``unit_id`` has neither form.
+
+    Example:
+        >>> parse_unit_id("AttentionHead(Layer:2,Head:5,Token:all)")
+        ('AttentionHead', {'Layer': '2', 'Head': '5', 'Token': 'all'})
+    """
+    match = _UNIT.match(unit_id)
+    return None if match is None else (match["kind"], _params(match["params"]))
+
+
+def _params(text: str) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for part in text.split(","):
+        found = _PARAM.match(part.strip())
+        if found is not None:
+            params[found["name"]] = found["value"]
+    return params
+
+
 def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> dict[str, Any]:
     """A ``Location`` from a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
     Token-last_token)')]]``, with the layer and position of ``metadata`` taking precedence."""
@@ -215,7 +242,7 @@ def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> 
                 detail=f"unit {atom!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
             )
         kinds.add(match["kind"])
-        params = dict(p.split("-", 1) for p in match["params"].split(",") if "-" in p)
+        params = _params(match["params"])
         if "Layer" in params:
             layers.add(params["Layer"])
         if "Head" in params:

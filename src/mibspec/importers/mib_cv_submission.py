@@ -1,0 +1,682 @@
+"""MIB causal-variable submission folders: import as featurizer documents, export back.
+
+A submission folder holds, per task, model and variable, a folder
+``<TASK>_<MODEL>_<VARIABLE>`` (for example ``4_answer_MCQA_Qwen2ForCausalLM_answer_pointer``),
+possibly one level deeper, with three files per model unit, named after the unit's id::
+
+    ResidualStream(Layer:3,Token:last_token)_featurizer          torch.save of a dict
+    ResidualStream(Layer:3,Token:last_token)_inverse_featurizer  torch.save of a dict
+    ResidualStream(Layer:3,Token:last_token)_indices             JSON: a list of ints, or null
+
+The two ``.pt`` files hold ``{"model_info": {"featurizer_class", "inverse_featurizer_class",
+"n_features", "additional_config": {"rotation_matrix": (d_model × n_features)}}, "state_dict"}``
+(a subspace featurizer: f = x·R; an identity featurizer has no configuration). They are read
+with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt, never
+code. A featurizer class and a ``token_position.py`` may come with the submission as Python;
+mibspec never imports or runs them. Token positions come instead from a declared mapping of
+the position names the submission uses to token-position rules (``--positions``); a unit
+whose name is not mapped keeps the ``named`` rule, which cannot be recomputed, and the import
+lists every such unit.
+
+Unit ids in both forms the public code writes parse (``Layer-3`` and ``Layer:3``):
+``ResidualStream`` units read the residual stream leaving their layer, ``AttentionHead`` units
+the listed heads' outputs, ``MLP`` units the MLP output (as for imported results).
+
+The export writes the same layout from causal-variable reports: plain tensors in the two
+``.pt`` files (``model_info`` with the rotation; the state dict left empty, as its keys are the
+internals of the submitter's modules), the indices as JSON, the declared position rules in
+``token_positions.json`` (the public evaluator needs a token-position function, which mibspec
+does not write as code) and a listing of what was written in ``mibspec_submission.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mibspec.core.outputs import Inputs, write_atomic
+from mibspec.core.pointers import escape_pointer_token
+from mibspec.core.sidecars import safetensors_bytes
+from mibspec.core.spec import SPEC_VERSION, install_hint
+from mibspec.core.version import __version__
+from mibspec.documents.kinds import Featurizer, TokenPosition
+from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
+
+from .eap_ig import ImportResult
+from .mib_causal_results import CAUSAL_MODELS, parse_unit_id
+from .mib_results import source_created
+
+__all__ = [
+    "MAX_PT_BYTES",
+    "MIB_TASKS",
+    "export_mib_cv_submission",
+    "import_mib_cv_submission",
+]
+
+#: Largest featurizer file read (bytes): a subspace of Llama-3.1-8B's residual stream at half
+#: its width takes 32 MiB in float32.
+MAX_PT_BYTES = 1024**3
+
+#: MIB's task folder names → (mibspec task, variables of the task).
+MIB_TASKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ioi_task": ("ioi", ("output_token", "output_position")),
+    "4_answer_MCQA": ("mcqa", ("answer_pointer", "answer")),
+    "ARC_easy": ("arc_easy", ("answer_pointer", "answer")),
+    "arithmetic": ("arithmetic", ("ones_carry",)),
+    "ravel_task": ("ravel", ("Country", "Continent", "Language")),
+}
+_TASK_FOLDERS = {task: folder for folder, (task, _) in MIB_TASKS.items()}
+_COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
+_UNIT_KINDS = {component: kind for kind, component in _COMPONENTS.items()}
+_CLASSES = {
+    "SubspaceFeaturizerModule": ("subspace", "SubspaceInverseFeaturizerModule"),
+    "IdentityFeaturizerModule": ("identity", "IdentityInverseFeaturizerModule"),
+}
+_TYPES = {kind: (cls, inverse) for cls, (kind, inverse) in _CLASSES.items()}
+_SUFFIXES = ("_inverse_featurizer", "_featurizer", "_indices")
+_LISTING = "mibspec_submission.json"
+_POSITIONS = "token_positions.json"
+_EXTENSION = "org.mibspec:mib_unit"
+_DTYPES = {"torch.float32": "float32", "torch.float64": "float64", "torch.float16": "float16"}
+
+
+class _UnitError(Exception):
+    def __init__(self, code: str, pointer: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code, self.pointer, self.detail = code, pointer, detail
+
+
+@dataclass
+class _Unit:
+    cell: str
+    folder: Path  # where the unit's files are
+    unit_id: str
+    files: dict[str, Path]  # suffix → path
+
+
+# --------------------------------------------------------------------------- import
+
+
+def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | None = None) -> ImportResult:
+    """Write ``out_dir/<TASK>_<MODEL>_<VARIABLE>/<unit>.json`` (+ ``.safetensors``) for every
+    unit of the submission folder ``source``.
+
+    Nothing is written when any unit cannot be imported (error findings); warnings (units
+    whose token positions are undeclared, folders and code that were not imported) come back
+    with what was written. Nothing from the submission is executed.
+
+    Raises:
+        mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
+    """
+    cat = catalogue()
+    result = ImportResult()
+    findings: list[Finding] = []
+
+    def report(code: str, pointer: str, detail: str) -> None:
+        findings.append(make_finding(cat, None, code, pointer, detail=detail).located(1, 1))
+
+    rules = _read_positions(positions, report) if positions is not None else {}
+    units = list(_units(source, report))
+    if not units and not any(f.severity.value == "error" for f in findings):
+        report("I120", "", f"{source.name} holds no <TASK>_<MODEL>_<VARIABLE> folder with unit files")
+    documents: list[tuple[Path, dict[str, Any], bytes | None]] = []
+    undeclared: list[str] = []
+    stems: dict[Path, str] = {}
+    for unit in units:
+        try:
+            document, tensors = _document(unit, rules)
+        except _UnitError as exc:
+            report(exc.code, exc.pointer, exc.detail)
+            continue
+        position = document["location"]["position"]
+        pointer = f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}"
+        if position["rule"] == "named":
+            undeclared.append(f"{unit.cell}/{unit.unit_id}")
+            report(
+                "I121",
+                pointer,
+                f"unit {unit.unit_id!r} of {unit.cell}: no declared rule for token position "
+                f"{position['name']!r} (map it in --positions); the unit keeps the 'named' rule",
+            )
+        stem = _stem(unit.unit_id)
+        target = out_dir / unit.cell / f"{stem}.json"
+        if target in stems:
+            report("I120", pointer, f"units {stems[target]!r} and {unit.unit_id!r} are the same unit")
+            continue
+        stems[target] = unit.unit_id
+        data = None
+        if tensors:
+            data = safetensors_bytes(tensors)
+            document["artifacts"] = [_artifact(data, f"{stem}.safetensors")]
+        documents.append((target, document, data))
+    if undeclared:
+        shown = ", ".join(undeclared[:20]) + (
+            f" and {len(undeclared) - 20} more" if len(undeclared) > 20 else ""
+        )
+        report(
+            "I122",
+            "",
+            f"{len(undeclared)} of {len(documents)} unit(s) lack a declared token position: {shown}",
+        )
+    result.findings = findings
+    if any(f.severity.value == "error" for f in findings):
+        return result
+    inputs = Inputs([source, *([positions] if positions else [])])
+    for target, _, data in documents:
+        inputs.refuse(target, "output")
+        if data is not None:
+            inputs.refuse(target.with_suffix(".safetensors"), "output")
+    for target, document, data in documents:
+        if data is not None:
+            sidecar = target.with_suffix(".safetensors")
+            write_atomic(sidecar, data)
+            result.sidecars.append(sidecar)
+        write_atomic(target, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        result.written.append(target)
+    return result
+
+
+def _read_positions(path: Path, report: Any) -> dict[str, dict[str, Any]]:
+    parsed = load_json_file(path, Limits())
+    if parsed.problems or not isinstance(parsed.data, dict):
+        report("I123", "", f"{path.name} is not a strict JSON object of position names → rules")
+        return {}
+    rules: dict[str, dict[str, Any]] = {}
+    for name, rule in parsed.data.items():
+        pointer = f"/{escape_pointer_token(name)}"
+        try:
+            TokenPosition.model_validate(rule)
+        except ValueError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else "invalid"
+            report("I123", pointer, f"{path.name}: position {name!r} is not a token-position rule ({first})")
+            continue
+        if rule.get("rule") == "named":
+            report("I123", pointer, f"{path.name}: position {name!r} maps to 'named', which declares nothing")
+            continue
+        rules[name] = rule
+    return rules
+
+
+def _cell(name: str) -> tuple[str, str, str] | None:
+    """(MIB task, model, variable) of a ``<TASK>_<MODEL>_<VARIABLE>`` folder name."""
+    for folder, (_, variables) in MIB_TASKS.items():
+        if not name.startswith(folder + "_"):
+            continue
+        rest = name[len(folder) + 1 :]
+        for variable in sorted(variables, key=len, reverse=True):
+            if rest.endswith("_" + variable) and len(rest) > len(variable) + 1:
+                return folder, rest[: -len(variable) - 1], variable
+    return None
+
+
+def _unit_files(folder: Path) -> dict[str, dict[str, Path]]:
+    found: dict[str, dict[str, Path]] = {}
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        for suffix in _SUFFIXES:
+            if path.name.endswith(suffix) and len(path.name) > len(suffix):
+                found.setdefault(path.name[: -len(suffix)], {})[suffix] = path
+                break
+    return found
+
+
+def _units(source: Path, report: Any) -> Iterator[_Unit]:
+    try:
+        entries = sorted(source.iterdir())
+    except OSError as exc:
+        report("I101", "", f"{source} cannot be listed: {exc.strerror}")
+        return
+    for entry in entries:
+        pointer = f"/{escape_pointer_token(entry.name)}"
+        if entry.is_file():
+            if entry.suffix == ".py":
+                report("I124", pointer, f"{entry.name} is submitted code; mibspec never imports or runs it")
+            continue
+        if _cell(entry.name) is None:
+            report("I124", pointer, f"{entry.name} is not a <TASK>_<MODEL>_<VARIABLE> folder; skipped")
+            continue
+        files = _unit_files(entry)
+        folder = entry
+        if not files:  # the public verifier also looks one level deeper
+            for sub in sorted(p for p in entry.iterdir() if p.is_dir()):
+                files = _unit_files(sub)
+                if files:
+                    folder = sub
+                    break
+        for unit_id, unit_files in sorted(files.items()):
+            yield _Unit(entry.name, folder, unit_id, unit_files)
+
+
+def _load(path: Path, pointer: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise _UnitError(
+            "I104", pointer, f"reading .pt files needs torch: {install_hint('recompute')}"
+        ) from None
+    size = path.stat().st_size
+    if size > MAX_PT_BYTES:
+        raise _UnitError("I101", pointer, f"{path.name} has {size} bytes, more than the {MAX_PT_BYTES} read")
+    try:
+        # weights_only=True: the unpickler rebuilds tensors and plain containers, never code.
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # any failure to load is a property of the input
+        message = str(exc)
+        # The weights-only unpickler names what it refused: a global (a function or class).
+        refused = [line.strip() for line in message.splitlines() if re.search(r"global", line, re.IGNORECASE)]
+        if refused:
+            raise _UnitError(
+                "I118",
+                pointer,
+                f"{path.name} holds more than tensors and plain data; refused, nothing in it was run "
+                f"({refused[0][:300]})",
+            ) from None
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        text = f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:300]
+        raise _UnitError(
+            "I101", pointer, f"{path.name} is not a loadable weights-only .pt file ({text})"
+        ) from None
+
+
+def _info(checkpoint: Any, name: str, pointer: str) -> dict[str, Any]:
+    # Only model_info is read: the state dict holds the modules' parameters under names of the
+    # submitter's classes, and the rotation is in model_info's additional_config.
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model_info"), dict):
+        raise _UnitError("I120", pointer, f"{name} is not a dict with 'model_info'")
+    return checkpoint["model_info"]
+
+
+def _rotation(info: dict[str, Any], name: str, pointer: str) -> Any:
+    import torch
+
+    config = info.get("additional_config")
+    matrix = config.get("rotation_matrix") if isinstance(config, dict) else None
+    if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2 or 0 in matrix.shape:
+        raise _UnitError(
+            "I119", pointer, f"{name}: a subspace featurizer needs additional_config.rotation_matrix"
+        )
+    if str(matrix.dtype) not in _DTYPES and matrix.dtype != torch.bfloat16:
+        raise _UnitError("I119", pointer, f"{name}: rotation_matrix has dtype {matrix.dtype}, not a float")
+    return matrix
+
+
+def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    cell_pointer = f"/{escape_pointer_token(unit.cell)}"
+    pointer = f"{cell_pointer}/{escape_pointer_token(unit.unit_id)}"
+    parsed = parse_unit_id(unit.unit_id)
+    if parsed is None or parsed[0] not in _COMPONENTS:
+        raise _UnitError(
+            "I101",
+            pointer,
+            f"unit {unit.unit_id!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
+        )
+    kind, params = parsed
+    layer, token = params.get("Layer", ""), params.get("Token", "")
+    if not layer.isdigit() or not token:
+        raise _UnitError("I101", pointer, f"unit {unit.unit_id!r} needs Layer (a number) and Token")
+    location: dict[str, Any] = {"layer": int(layer), "component": _COMPONENTS[kind]}
+    if kind == "AttentionHead":
+        heads = params.get("Head", "")
+        if not heads.isdigit():
+            raise _UnitError("I101", pointer, f"unit {unit.unit_id!r} needs Head (a number)")
+        location["heads"] = [int(heads)]
+    location["position"] = dict(rules[token]) if token in rules else {"rule": "named", "name": token}
+    if "_indices" not in unit.files:
+        raise _UnitError("I120", f"{pointer}_indices", f"unit {unit.unit_id!r} has no indices file")
+    indices = _indices(unit.files["_indices"], f"{pointer}_indices")
+    has = ("_featurizer" in unit.files, "_inverse_featurizer" in unit.files)
+    folder, model, variable = _cell(unit.cell) or ("", "", "")
+    tensors: dict[str, Any] = {}
+    n_features: Any
+    if has == (False, False):  # indices only: the public evaluator keeps its default (identity)
+        featurizer_class = "IdentityFeaturizerModule"
+        n_features = input_dim = _width(model, location, pointer)
+        created = unit.files["_indices"]
+    elif has != (True, True):
+        missing = "_inverse_featurizer" if has[0] else "_featurizer"
+        raise _UnitError("I120", f"{pointer}{missing}", f"unit {unit.unit_id!r} has no {missing[1:]} file")
+    else:
+        forward = _info(_load(unit.files["_featurizer"], f"{pointer}_featurizer"), "featurizer", pointer)
+        inverse = _info(
+            _load(unit.files["_inverse_featurizer"], f"{pointer}_inverse_featurizer"),
+            "inverse featurizer",
+            pointer,
+        )
+        declared = forward.get("featurizer_class")
+        if not isinstance(declared, str) or declared not in _CLASSES:
+            raise _UnitError(
+                "I119",
+                f"{pointer}_featurizer",
+                f"featurizer class {declared!r} has no declared featurizer type "
+                f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
+            )
+        featurizer_class = declared
+        expected_inverse = _CLASSES[featurizer_class][1]
+        if inverse.get("inverse_featurizer_class") != expected_inverse or (
+            inverse.get("featurizer_class") not in (None, featurizer_class)
+        ):
+            raise _UnitError(
+                "I120",
+                f"{pointer}_inverse_featurizer",
+                f"the inverse of a {featurizer_class} is a {expected_inverse}, "
+                f"got {inverse.get('inverse_featurizer_class')!r}",
+            )
+        n_features = forward.get("n_features")
+        if featurizer_class == "SubspaceFeaturizerModule":
+            import torch
+
+            matrix = _rotation(forward, "featurizer", f"{pointer}_featurizer")
+            inverse_matrix = _rotation(inverse, "inverse featurizer", f"{pointer}_inverse_featurizer")
+            if inverse_matrix.shape != matrix.shape or not torch.equal(inverse_matrix, matrix):
+                raise _UnitError(
+                    "I120", f"{pointer}_inverse_featurizer", "the inverse featurizer holds another rotation"
+                )
+            input_dim = int(matrix.shape[0])
+            if n_features != matrix.shape[1]:
+                raise _UnitError(
+                    "I120",
+                    f"{pointer}_featurizer",
+                    f"n_features {n_features!r} but the rotation has {matrix.shape[1]} columns",
+                )
+            dtype = _DTYPES.get(str(matrix.dtype), "float32")  # bfloat16 widens exactly to float32
+            array = matrix.detach().to(torch.float32 if dtype == "float32" else matrix.dtype).T.contiguous()
+            tensors["rotation"] = array.numpy()
+        else:
+            input_dim = _width(model, location, pointer)
+            if n_features not in (None, input_dim):
+                raise _UnitError(
+                    "I120",
+                    f"{pointer}_featurizer",
+                    f"an identity featurizer of {input_dim} values has {n_features}",
+                )
+            n_features = input_dim
+        created = unit.files["_featurizer"]
+    document: dict[str, Any] = {
+        "spec_version": SPEC_VERSION,
+        "kind": "featurizer",
+        "type": _CLASSES[featurizer_class][0],
+        "location": location,
+        "input_dim": int(input_dim),
+        "n_features": int(n_features),
+        **({"feature_indices": indices} if indices is not None else {}),
+        "error": "add_base_error",
+        "description": (
+            f"Imported by mibspec {__version__} from the MIB causal-variable submission unit "
+            f"{unit.unit_id} ({featurizer_class}) of {unit.cell}: {variable} of {folder} on {model}."
+        ),
+        "extensions": {_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
+        "provenance": {
+            "tool": {"name": "mibspec", "version": __version__},
+            "created": source_created(created),
+            "command": "mibspec import mib-cv-submission",
+        },
+    }
+    if tensors:
+        array = tensors["rotation"]
+        document["weights"] = {
+            "rotation": {
+                "artifact": "weights",
+                "tensor": "rotation",
+                "shape": list(array.shape),
+                "dtype": str(array.dtype),
+            }
+        }
+    Featurizer.model_validate(document)  # built to the typed model; written as the dict it validated
+    return document, tensors
+
+
+def _indices(path: Path, pointer: str) -> list[int] | None:
+    parsed = load_json_file(path, Limits(max_bytes=64 * 1024 * 1024))
+    data = parsed.data
+    if parsed.problems or not (
+        data is None or (isinstance(data, list) and all(type(i) is int and i >= 0 for i in data))
+    ):
+        raise _UnitError("I101", pointer, f"{path.name} is not JSON null or a list of non-negative integers")
+    return data
+
+
+def _width(model: str, location: dict[str, Any], pointer: str) -> int:
+    if model not in CAUSAL_MODELS:
+        raise _UnitError(
+            "I120", pointer, f"an identity featurizer's width needs a known MIB model, not {model!r}"
+        )
+    config = CAUSAL_MODELS[model][2]
+    if location["component"] == "attention_heads":
+        return len(location["heads"]) * config["d_model"] // config["n_heads"]
+    return config["d_model"]
+
+
+def _stem(unit_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", unit_id).strip("-.") or "unit"
+
+
+def _artifact(data: bytes, path: str) -> dict[str, Any]:
+    import hashlib
+
+    return {
+        "id": "weights",
+        "role": "weights",
+        "path": path,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "media_type": "application/x-safetensors",
+    }
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult:
+    """Write the featurizers of causal-variable ``reports`` as a MIB submission folder.
+
+    ``reports`` are causal-variable reports, or featurizer documents imported from a
+    submission (which name their folder). They are expected to verify (``mibspec export
+    mib-cv-submission`` verifies them first): featurizer documents and weights are read as
+    declared. A report's task, model architecture and variables name the folders; each unit's
+    featurizer becomes the three unit files. A unit without a featurizer, a featurizer type
+    other than ``subspace`` or ``identity``, or a location the layout cannot name is refused
+    (I125) and nothing is written. ``written`` lists the files written.
+
+    Raises:
+        mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
+    """
+    cat = catalogue()
+    result = ImportResult()
+    files: dict[Path, bytes] = {}
+    times: dict[Path, float] = {}
+    positions: dict[str, dict[str, Any]] = {}
+    listing: list[dict[str, Any]] = []
+    reads: list[Path] = []
+    for report_path in reports:
+        try:
+            _export_report(report_path, out_dir, files, times, positions, listing, reads)
+        except _UnitError as exc:
+            result.findings.append(
+                make_finding(cat, None, exc.code, exc.pointer, detail=exc.detail).located(1, 1)
+            )
+    if result.findings:
+        return result
+    files[out_dir / _POSITIONS] = (json.dumps(positions, indent=2, sort_keys=True) + "\n").encode()
+    summary = {
+        "format": "MIB causal-variable submission, written by mibspec",
+        "mibspec_version": __version__,
+        "token_positions": _POSITIONS,
+        "note": (
+            "Token positions are declared rules (token_positions.json), not code: the public "
+            "evaluator needs a token_position.py, which mibspec does not write. `mibspec import "
+            "mib-cv-submission DIR --positions token_positions.json` reads this folder back."
+        ),
+        "units": listing,
+    }
+    files[out_dir / _LISTING] = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
+    inputs = Inputs([*reports, *reads])
+    for path in files:
+        inputs.refuse(path, "output")
+    for path, data in files.items():
+        write_atomic(path, data)
+        if path in times:  # the unit files keep the featurizer's creation time
+            os.utime(path, (times[path], times[path]))
+        result.written.append(path)
+    return result
+
+
+@dataclass
+class _Export:
+    """What an export collects before anything is written."""
+
+    out_dir: Path
+    files: dict[Path, bytes]
+    times: dict[Path, float]
+    positions: dict[str, dict[str, Any]]
+    listing: list[dict[str, Any]]
+    reads: list[Path]
+
+
+def _export_report(
+    source: Path,
+    out_dir: Path,
+    files: dict[Path, bytes],
+    times: dict[Path, float],
+    positions: dict[str, dict[str, Any]],
+    listing: list[dict[str, Any]],
+    reads: list[Path],
+) -> None:
+    export = _Export(out_dir, files, times, positions, listing, reads)
+    name = source.name
+    parsed = load_json_file(source, Limits())
+    document = parsed.data
+    if parsed.problems or not isinstance(document, dict):
+        raise _UnitError("I125", "", f"{name} is not a strict JSON document")
+    if document.get("kind") == "featurizer":
+        cell = document.get("extensions", {}).get(_EXTENSION, {}).get("folder")
+        if not isinstance(cell, str) or _cell(cell) is None:
+            raise _UnitError(
+                "I125",
+                "/extensions",
+                f"{name} does not name its <TASK>_<MODEL>_<VARIABLE> folder (it was not imported from a "
+                "submission); export the report that uses it",
+            )
+        _export_featurizer(export, source, document, cell, "", name)
+        return
+    if document.get("kind") != "report" or document.get("track") != "causal_variable":
+        raise _UnitError("I125", "/kind", f"{name} is neither a causal-variable report nor a featurizer")
+    task = document["task"]["name"]
+    folder = _TASK_FOLDERS.get(task, task if task in MIB_TASKS else None)
+    if folder is None:
+        raise _UnitError(
+            "I125", "/task/name", f"task {task!r} is not one of MIB's ({', '.join(_TASK_FOLDERS)})"
+        )
+    model = document["model"].get("architecture")
+    if not isinstance(model, str) or not re.fullmatch(r"[A-Za-z0-9]+", model):
+        raise _UnitError(
+            "I125", "/model/architecture", "the MIB layout names the model by its architecture class"
+        )
+    artifacts = {a["id"]: a for a in document.get("artifacts", [])}
+    for v, variable in enumerate(document["claims"]["variables"]):
+        cell = f"{folder}_{model}_{variable['name']}"
+        for u, unit in enumerate(variable["units"]):
+            pointer = f"/claims/variables/{v}/units/{u}/featurizer"
+            entry = artifacts.get(unit.get("featurizer"))
+            if entry is None:
+                raise _UnitError("I125", pointer, "a unit without a featurizer has no MIB files")
+            doc_path = source.parent / entry["path"]
+            doc = load_json_file(doc_path, Limits()).data
+            imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("folder", cell)
+            if imported != cell:
+                raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
+            _export_featurizer(export, doc_path, doc, cell, pointer, name)
+
+
+def _export_featurizer(
+    export: _Export, doc_path: Path, doc: dict[str, Any], cell: str, pointer: str, source: str
+) -> None:
+    """Collect the three unit files of one featurizer document."""
+    import io
+
+    import torch
+
+    unit_id, position_name = _unit_id(doc, pointer)
+    export.reads.append(doc_path)
+    export.reads.extend(doc_path.parent / a["path"] for a in doc.get("artifacts", []))
+    rule = doc["location"]["position"]
+    if position_name in export.positions and export.positions[position_name] != rule:
+        raise _UnitError("I125", pointer, f"position name {position_name!r} stands for two rules")
+    if rule.get("rule") != "named":
+        export.positions[position_name] = rule
+    if doc["type"] not in _TYPES or doc.get("error", "add_base_error") != "add_base_error":
+        raise _UnitError("I125", pointer, f"a {doc['type']} featurizer has no MIB featurizer class")
+    base = export.out_dir / cell / unit_id
+    if Path(f"{base}_indices") in export.files:
+        raise _UnitError("I125", pointer, f"two featurizers are written as {cell}/{unit_id}")
+    featurizer_class, inverse_class = _TYPES[doc["type"]]
+    config: dict[str, Any] = {}
+    if doc["type"] == "subspace":
+        rotation = _weights(doc_path.parent, doc, "rotation")
+        config = {"rotation_matrix": torch.from_numpy(rotation.T.copy()), "requires_grad": False}
+    info = {
+        "featurizer_class": featurizer_class,
+        "inverse_featurizer_class": inverse_class,
+        "n_features": doc["n_features"],
+        "additional_config": config,
+    }
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        buffer = io.BytesIO()
+        # The state dict stays empty: its keys are the internals of the submitter's modules
+        # (for a subspace, torch's orthogonal parametrization), which are not reproduced here;
+        # the rotation itself is additional_config's rotation_matrix.
+        torch.save({"model_info": info, "state_dict": {}}, buffer)
+        export.files[Path(f"{base}{suffix}")] = buffer.getvalue()
+    export.files[Path(f"{base}_indices")] = json.dumps(doc.get("feature_indices")).encode()
+    created = (doc.get("provenance") or {}).get("created")
+    if created:  # the unit files keep the featurizer's creation time (read back on import)
+        stamp = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+        for suffix in ("_featurizer", "_inverse_featurizer", "_indices"):
+            export.times[Path(f"{base}{suffix}")] = stamp
+    export.listing.append({"folder": cell, "unit": unit_id, "position": position_name, "source": source})
+
+
+def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
+    """The unit id the files are named after and its position name: the imported one when the
+    featurizer came from a submission, else built from the location."""
+    location = doc["location"]
+    imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("unit")
+    if isinstance(imported, str):
+        parsed = parse_unit_id(imported)
+        if parsed is not None and parsed[1].get("Token"):
+            return imported, parsed[1]["Token"]
+    kind = _UNIT_KINDS.get(location["component"])
+    heads = location.get("heads") or []
+    if kind is None or (kind == "AttentionHead" and len(heads) != 1):
+        raise _UnitError("I125", pointer, f"a {location['component']} location has no MIB unit id")
+    rule = location["position"]
+    name = {
+        "last": "last_token",
+        "named": rule.get("name"),
+        "index": f"index_{rule.get('index')}",
+        "slot": f"slot_{rule.get('slot')}",
+    }.get(rule["rule"], f"{rule['rule']}_{rule.get('token')}")
+    if rule["rule"] == "slot" and rule.get("occurrence") is not None:
+        name += f"_{rule['occurrence']}"
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.{}-]+", name):
+        raise _UnitError("I125", pointer, f"position {name!r} cannot name a file")
+    head = f"Head:{heads[0]}," if kind == "AttentionHead" else ""
+    return f"{kind}(Layer:{location['layer']},{head}Token:{name})", name
+
+
+def _weights(folder: Path, doc: dict[str, Any], name: str) -> Any:
+    import numpy as np
+
+    from mibspec.core.sidecars import load_tensor, tensor_infos
+
+    ref = doc["weights"][name]
+    artifact = next(a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"])
+    path = folder / artifact["path"]
+    info = tensor_infos(path, artifact["media_type"])[ref.get("tensor")]
+    return np.array(load_tensor(path, info))

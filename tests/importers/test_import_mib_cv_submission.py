@@ -1,0 +1,452 @@
+"""``mibspec import mib-cv-submission`` and ``mibspec export mib-cv-submission``.
+
+The submission folders are written here in the public layout (``<TASK>_<MODEL>_<VARIABLE>/
+<unit>_featurizer``, ``_inverse_featurizer``, ``_indices``; the two ``.pt`` files hold
+``model_info`` with the rotation as ``d_model × n_features``) from the featurizers of the
+bundled arithmetic report on the shipped tiny model, so an imported submission can be put back
+into that report and recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mibspec
+from mibspec.importers import export_mib_cv_submission, import_mib_cv_submission
+
+torch = pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "causal-variable-arithmetic"
+MODELS = REPO / "examples" / "models"
+CELL = "arithmetic_GPT2LMHeadModel_ones_carry"
+POSITIONS = {"last_token": {"rule": "last"}, "slot_operand_2": {"rule": "slot", "slot": "operand_2"}}
+
+
+def _example_units() -> list[tuple[dict[str, Any], dict[str, Any], Path]]:
+    """(report unit, featurizer document, featurizer path) of the bundled arithmetic report."""
+    report = json.loads((EXAMPLE / "report.json").read_text(encoding="utf-8"))
+    paths = {a["id"]: EXAMPLE / a["path"] for a in report["artifacts"]}
+    units = []
+    for unit in report["claims"]["variables"][0]["units"]:
+        path = paths[unit["featurizer"]]
+        units.append((unit, json.loads(path.read_text(encoding="utf-8")), path))
+    return units
+
+
+def _rotation(doc: dict[str, Any], path: Path) -> np.ndarray:
+    from safetensors.numpy import load_file
+
+    return load_file(path.parent / doc["artifacts"][0]["path"])["rotation"]
+
+
+def _position_name(position: dict[str, Any]) -> str:
+    return "last_token" if position["rule"] == "last" else f"slot_{position['slot']}"
+
+
+def write_submission(folder: Path, *, separator: str = ":") -> Path:
+    """The bundled arithmetic featurizers as a public submission folder (unit ids written
+    with ``separator``), each file dated as its featurizer."""
+    cell = folder / CELL
+    cell.mkdir(parents=True)
+    for _, doc, path in _example_units():
+        location = doc["location"]
+        name = _position_name(location["position"])
+        unit_id = f"ResidualStream(Layer{separator}{location['layer']},Token{separator}{name})"
+        matrix = torch.from_numpy(_rotation(doc, path).T.copy())  # d_model × n_features, as saved publicly
+        info = {
+            "featurizer_class": "SubspaceFeaturizerModule",
+            "inverse_featurizer_class": "SubspaceInverseFeaturizerModule",
+            "n_features": doc["n_features"],
+            "additional_config": {"rotation_matrix": matrix, "requires_grad": True},
+        }
+        torch.save({"model_info": info, "state_dict": {}}, cell / f"{unit_id}_featurizer")
+        torch.save({"model_info": info, "state_dict": {}}, cell / f"{unit_id}_inverse_featurizer")
+        (cell / f"{unit_id}_indices").write_text(json.dumps(doc["feature_indices"]), encoding="utf-8")
+        stamp = datetime.fromisoformat(doc["provenance"]["created"].replace("Z", "+00:00")).timestamp()
+        for suffix in ("_featurizer", "_inverse_featurizer", "_indices"):
+            os.utime(cell / f"{unit_id}{suffix}", (stamp, stamp))
+    return folder
+
+
+def _positions(tmp_path: Path, mapping: dict[str, Any]) -> Path:
+    path = tmp_path / "positions.json"
+    path.write_text(json.dumps(mapping), encoding="utf-8")
+    return path
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("separator", [":", "-"])
+def test_imported_featurizers_are_the_originals(tmp_path: Path, separator: str) -> None:
+    source = write_submission(tmp_path / "submission", separator=separator)
+    before = _tree(source)
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert result.findings == []
+    assert len(result.written) == 8
+    verified = mibspec.verify(*result.written, recompute=False)
+    assert verified.valid, [str(f) for f in verified.findings]
+    by_location = {json.dumps(d["location"], sort_keys=True): (d, p) for _, d, p in _example_units()}
+    for path in result.written:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        original, original_path = by_location[json.dumps(doc["location"], sort_keys=True)]
+        for key in ("type", "input_dim", "n_features", "feature_indices", "weights", "error"):
+            assert doc[key] == original[key], key
+        imported_sidecar = path.parent / doc["artifacts"][0]["path"]
+        assert (
+            imported_sidecar.read_bytes()
+            == (original_path.parent / original["artifacts"][0]["path"]).read_bytes()
+        )
+        assert doc["provenance"]["created"] == original["provenance"]["created"]
+    assert _tree(source) == before
+
+
+def test_units_without_a_declared_position_are_listed(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    result = import_mib_cv_submission(
+        source, tmp_path / "out", positions=_positions(tmp_path, {"last_token": {"rule": "last"}})
+    )
+    codes = [f.code for f in result.findings]
+    assert codes.count("I121") == 4
+    assert codes.count("I122") == 1
+    expected = {f"/{CELL}/ResidualStream(Layer:{layer},Token:slot_operand_2)" for layer in range(4)}
+    assert {f.pointer for f in result.findings if f.code == "I121"} == expected
+    [summary] = [f for f in result.findings if f.code == "I122"]
+    assert "4 of 8" in summary.message
+    assert all(f.severity.value == "warning" for f in result.findings)
+    named = [json.loads(p.read_text(encoding="utf-8"))["location"]["position"] for p in result.written]
+    assert sorted(p["rule"] for p in named) == ["last"] * 4 + ["named"] * 4
+    assert mibspec.verify(*result.written, recompute=False).valid
+
+
+def test_without_positions_every_unit_is_listed(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    result = import_mib_cv_submission(source, tmp_path / "out")
+    assert [f.code for f in result.findings].count("I121") == 8
+    assert len(result.written) == 8
+
+
+def _malicious(path: Path, marker: Path) -> None:
+    class Payload:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (os.mkdir, (str(marker),))
+
+    torch.save({"model_info": {"featurizer_class": Payload()}, "state_dict": {}}, path)
+
+
+def test_a_pickle_with_a_callable_is_refused_and_never_runs(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    marker = tmp_path / "ran"
+    [featurizer] = sorted((source / CELL).glob("ResidualStream(Layer:0,Token:last_token)_featurizer"))
+    _malicious(featurizer, marker)
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert [(f.code, f.pointer) for f in result.findings] == [
+        ("I118", f"/{CELL}/ResidualStream(Layer:0,Token:last_token)_featurizer")
+    ]
+    assert not marker.exists()
+    assert not result.written
+    assert not (tmp_path / "out").exists()
+    # The payload is live: an unrestricted load would have run it.
+    torch.load(featurizer, weights_only=False)
+    assert marker.exists()
+
+
+def test_submitted_code_is_listed_and_never_run(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    marker = tmp_path / "ran"
+    for name in ("featurizer.py", "token_position.py"):
+        (source / name).write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    (source / "notes").mkdir()
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert sorted((f.code, f.pointer) for f in result.findings) == [
+        ("I124", "/featurizer.py"),
+        ("I124", "/notes"),
+        ("I124", "/token_position.py"),
+    ]
+    assert len(result.written) == 8
+    assert not marker.exists()
+
+
+def _first_imported(tmp_path: Path) -> Path:
+    """The first featurizer document imported from the bundled submission."""
+    source = write_submission(tmp_path / "submission")
+    return import_mib_cv_submission(
+        source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
+    ).written[0]
+
+
+def _mibspec(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mibspec", *args], capture_output=True, text=True, check=False
+    )
+
+
+def _first_unit(source: Path) -> Path:
+    return source / CELL / "ResidualStream(Layer:0,Token:last_token)"
+
+
+def _save(path: Path, info: dict[str, Any]) -> None:
+    torch.save({"model_info": info, "state_dict": {}}, path)
+
+
+def _subspace_info(matrix: Any) -> dict[str, Any]:
+    return {
+        "featurizer_class": "SubspaceFeaturizerModule",
+        "inverse_featurizer_class": "SubspaceInverseFeaturizerModule",
+        "n_features": matrix.shape[1],
+        "additional_config": {"rotation_matrix": matrix},
+    }
+
+
+def _break_class(unit: Path) -> str:
+    _save(Path(f"{unit}_featurizer"), {"featurizer_class": "MyFeaturizerModule", "n_features": 4})
+    return "_featurizer"
+
+
+def _break_inverse_class(unit: Path) -> str:
+    _save(
+        Path(f"{unit}_inverse_featurizer"),
+        {**_subspace_info(torch.eye(64, 4)), "inverse_featurizer_class": "X"},
+    )
+    return "_inverse_featurizer"
+
+
+def _break_inverse_rotation(unit: Path) -> str:
+    _save(Path(f"{unit}_inverse_featurizer"), _subspace_info(torch.eye(64, 4)))
+    return "_inverse_featurizer"
+
+
+def _drop_inverse(unit: Path) -> str:
+    Path(f"{unit}_inverse_featurizer").unlink()
+    return "_inverse_featurizer"
+
+
+def _break_indices(unit: Path) -> str:
+    Path(f"{unit}_indices").write_text("[0, -1]", encoding="utf-8")
+    return "_indices"
+
+
+def _not_a_pt(unit: Path) -> str:
+    Path(f"{unit}_featurizer").write_bytes(b"not a zip file")
+    return "_featurizer"
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (_break_class, "I119"),
+        (_break_inverse_class, "I120"),
+        (_break_inverse_rotation, "I120"),
+        (_drop_inverse, "I120"),
+        (_break_indices, "I101"),
+        (_not_a_pt, "I101"),
+    ],
+    ids=["custom-class", "inverse-class", "inverse-rotation", "no-inverse", "bad-indices", "not-a-pt"],
+)
+def test_a_damaged_unit_is_located_and_nothing_is_written(tmp_path: Path, damage: Any, code: str) -> None:
+    source = write_submission(tmp_path / "submission")
+    suffix = damage(_first_unit(source))
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert [(f.code, f.pointer) for f in result.findings] == [
+        (code, f"/{CELL}/ResidualStream(Layer:0,Token:last_token){suffix}")
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("mapping", "pointer"),
+    [
+        ([], ""),
+        ({"last_token": {"rule": "somewhere"}}, "/last_token"),
+        ({"last_token": {"rule": "named", "name": "last_token"}}, "/last_token"),
+    ],
+    ids=["not-an-object", "unknown-rule", "named-declares-nothing"],
+)
+def test_a_malformed_positions_file_is_coded(tmp_path: Path, mapping: Any, pointer: str) -> None:
+    source = write_submission(tmp_path / "submission")
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, mapping))
+    assert ("I123", pointer) in [(f.code, f.pointer) for f in result.findings]
+    assert not result.written
+
+
+def test_indices_only_units_are_identity_featurizers_of_the_model_width(tmp_path: Path) -> None:
+    cell = tmp_path / "submission" / "4_answer_MCQA_Qwen2ForCausalLM_answer_pointer"
+    cell.mkdir(parents=True)
+    (cell / "ResidualStream(Layer-3,Token-correct_symbol)_indices").write_text("null", encoding="utf-8")
+    (cell / "AttentionHead(Layer:2,Head:5,Token:last_token)_indices").write_text("[0, 1]", encoding="utf-8")
+    result = import_mib_cv_submission(
+        tmp_path / "submission", tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
+    )
+    docs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in result.written}
+    head = docs["AttentionHead-Layer-2-Head-5-Token-last_token"]
+    # Qwen2.5-0.5B: d_model 896, 14 heads of 64 values
+    assert (head["type"], head["input_dim"], head["n_features"], head["feature_indices"]) == (
+        "identity",
+        64,
+        64,
+        [0, 1],
+    )
+    assert head["location"] == {
+        "layer": 2,
+        "component": "attention_heads",
+        "heads": [5],
+        "position": {"rule": "last"},
+    }
+    residual = docs["ResidualStream-Layer-3-Token-correct_symbol"]
+    assert (residual["input_dim"], "feature_indices" in residual) == (896, False)
+    assert [f.code for f in result.findings] == ["I121", "I122"]
+
+
+def test_import_export_import_gives_identical_documents(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    positions = _positions(tmp_path, POSITIONS)
+    first = import_mib_cv_submission(source, tmp_path / "first", positions=positions)
+    exported = export_mib_cv_submission(first.written, tmp_path / "exported")
+    assert exported.findings == []
+    assert (
+        json.loads((tmp_path / "exported" / "token_positions.json").read_text(encoding="utf-8")) == POSITIONS
+    )
+    second = import_mib_cv_submission(tmp_path / "exported", tmp_path / "second", positions=positions)
+    assert second.findings == []
+    assert _tree(tmp_path / "first") == _tree(tmp_path / "second")
+
+
+def test_exporting_the_bundled_report_gives_the_public_layout(tmp_path: Path) -> None:
+    exported = export_mib_cv_submission([EXAMPLE / "report.json"], tmp_path / "exported")
+    assert exported.findings == []
+    names = sorted(p.name for p in (tmp_path / "exported" / CELL).iterdir())
+    assert len(names) == 24
+    assert "ResidualStream(Layer:2,Token:slot_operand_2)_inverse_featurizer" in names
+    checkpoint = torch.load(
+        tmp_path / "exported" / CELL / "ResidualStream(Layer:2,Token:slot_operand_2)_featurizer",
+        weights_only=True,
+    )
+    [(_, doc, path)] = [
+        u
+        for u in _example_units()
+        if u[1]["location"]["layer"] == 2 and u[1]["location"]["position"]["rule"] == "slot"
+    ]
+    matrix = checkpoint["model_info"]["additional_config"]["rotation_matrix"]
+    assert np.array_equal(matrix.numpy(), _rotation(doc, path).T)
+    assert checkpoint["model_info"]["featurizer_class"] == "SubspaceFeaturizerModule"
+    indices = json.loads(
+        (tmp_path / "exported" / CELL / "ResidualStream(Layer:2,Token:slot_operand_2)_indices").read_text()
+    )
+    assert indices == doc["feature_indices"]
+    # the same files as the submission written independently above, read back
+    import_mib_cv_submission(tmp_path / "exported", tmp_path / "a", positions=_positions(tmp_path, POSITIONS))
+    import_mib_cv_submission(
+        write_submission(tmp_path / "submission"), tmp_path / "b", positions=_positions(tmp_path, POSITIONS)
+    )
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+def test_a_featurizer_mib_cannot_hold_is_refused_on_export(tmp_path: Path) -> None:
+    path = _first_imported(tmp_path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["error"] = "discard"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    result = export_mib_cv_submission([path], tmp_path / "exported")
+    assert [f.code for f in result.findings] == ["I125"]
+    assert not (tmp_path / "exported").exists()
+    unnamed = tmp_path / "plain.json"
+    shutil.copy(EXAMPLE / "das_ones_carry_l0_last.json", unnamed)
+    assert [f.code for f in export_mib_cv_submission([unnamed], tmp_path / "e2").findings] == ["I125"]
+
+
+@pytest.mark.recompute
+def test_an_imported_submission_recomputes_in_the_bundled_report(tmp_path: Path) -> None:
+    folder = tmp_path / "report"
+    shutil.copytree(EXAMPLE, folder)
+    source = write_submission(tmp_path / "submission")
+    imported = import_mib_cv_submission(
+        source, folder / "imported", positions=_positions(tmp_path, POSITIONS)
+    )
+    assert imported.findings == []
+    # Point every unit of the report at the imported featurizer of its location.
+    by_location = {}
+    for path in imported.written:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        by_location[json.dumps(doc["location"], sort_keys=True)] = path
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    artifacts = {a["id"]: a for a in report["artifacts"]}
+    import hashlib
+
+    for unit in report["claims"]["variables"][0]["units"]:
+        path = by_location.pop(json.dumps(unit["location"], sort_keys=True))
+        entry = artifacts[unit["featurizer"]]
+        entry["path"] = path.relative_to(folder).as_posix()
+        entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        entry["bytes"] = path.stat().st_size
+    assert by_location == {}
+    for _, _, original in _example_units():
+        original_in_copy = folder / original.name
+        original_in_copy.unlink()
+        (original_in_copy.with_suffix(".safetensors")).unlink()
+    (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
+    assert result.valid, [str(f) for f in result.findings]
+    report_result = result.documents[0]
+    assert report_result.stages[mibspec.validator.Stage.RECOMPUTE][0].value == "passed"
+    assert report_result.comparisons
+    assert all(c.within for c in report_result.comparisons)
+
+
+def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rules(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    done = _mibspec("import", "mib-cv-submission", str(source), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("I121") == 8
+    assert "I122" in done.stdout
+    documents = sorted((tmp_path / "out" / CELL).glob("*.json"))
+    exported = _mibspec("export", "mib-cv-submission", *map(str, documents), "-o", str(tmp_path / "e"))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert "token_position.py" in exported.stdout
+    # no rule declared: nothing to write but the listing says so
+    assert json.loads((tmp_path / "e" / "token_positions.json").read_text(encoding="utf-8")) == {}
+
+
+def test_the_export_never_overwrites_what_it_reads(tmp_path: Path) -> None:
+    from mibspec.core.outputs import OutputPathError
+
+    path = _first_imported(tmp_path)
+    # a featurizer whose weights sit where the export writes its listing
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    sidecar = path.parent / doc["artifacts"][0]["path"]
+    clashing = tmp_path / "exported" / "mibspec_submission.json"
+    clashing.parent.mkdir()
+    shutil.copy(sidecar, clashing)
+    doc["artifacts"][0]["path"] = "../../exported/mibspec_submission.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    before = clashing.read_bytes()
+    with pytest.raises(OutputPathError):
+        export_mib_cv_submission([path], tmp_path / "exported")
+    assert clashing.read_bytes() == before
+
+
+def test_only_model_info_is_read_from_the_pt_files(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    unit = _first_unit(source)
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        checkpoint = torch.load(Path(f"{unit}{suffix}"), weights_only=True)
+        # the later library layout: one dict with both state dicts and no 'state_dict'
+        torch.save(
+            {"model_info": checkpoint["model_info"], "featurizer_state_dict": {}}, Path(f"{unit}{suffix}")
+        )
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert result.findings == []
+    assert len(result.written) == 8

@@ -198,6 +198,18 @@ def causal_variable_mib_2025_substring(folder: Folder) -> None:
 
 @case(
     "report",
+    "CV-6 PR-3",
+    "A mib-2025 report that names no checker: its profile's substring checker applies.",
+)
+def causal_variable_mib_2025_checker_from_profile(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["profile"] = "mib-2025"
+    doc["settings"].pop("checker", None)
+    save(folder, doc)
+
+
+@case(
+    "report",
     "CV-6",
     "Scores on a counterfactual set the dataset does not have, a count for an unscored set, "
     "and an MSE claimed under the answer-pointer causal model.",

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.reference_impl.behaviour.planted import component_id, default_planted
@@ -300,7 +301,7 @@ def _convergence(
         yield from compare(ctx, "C107", f"{base}/z", conv["z"], z, statistic="z")
     # A permutation p-value is a count over B draws: (count + 1)/(B + 1) or count/B.
     b, p = conv["n_permutations"], conv["p"]
-    plus_one = settings["p_convention"] == "plus_one"
+    plus_one = convention(ctx.profile, ctx.data, "p_convention").value == "plus_one"
     denominator = b + 1 if plus_one else b
     count = p * denominator - (1 if plus_one else 0)
     nearest = round(count)

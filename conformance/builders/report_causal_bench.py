@@ -206,6 +206,18 @@ def causal_bench_p_convention_not_profile(folder: Folder) -> None:
 
 @case(
     "report",
+    "C-3 MB-8",
+    "Circuit discovery claims its COS without the reduced set the reduction left.",
+    ("C123", "/claims/methods/3"),
+)
+def causal_bench_reduced_set_missing(folder: Folder) -> None:
+    doc = causal_bench_report()
+    del doc["claims"]["methods"][3]["reduced"]
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-3",
     "Gradient attribution's composite is the arithmetic, not the harmonic, mean of its parts.",
     ("C104", "/claims/methods/1/metrics/composite"),

@@ -70,6 +70,14 @@ def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
             yield ctx.finding("D103", pointer, count=count, minimum=least, profile_name=ctx.profile.name)
 
 
+@rule("causal-bench-declarations", track="causal_bench", codes=("C123",))
+def causal_bench_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Every method carries the set its COS reduction left (metrics/causal_bench.md MB-8, MB-16)."""
+    for m, method in enumerate(doc["claims"]["methods"]):
+        if method.get("reduced") is None:
+            yield ctx.finding("C123", f"/claims/methods/{m}", method=method["name"])
+
+
 @rule("causal-bench-sets", track="causal_bench", codes=("C104", "C105", "C106", "C108", "C109", "C114"))
 def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, P/R/F1, M, S, Jaccard matrix, consensus and majority follow from the declared sets."""

@@ -25,7 +25,7 @@ SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "json": (3, 16),
     "report/circuit": (4, 26),
     "report/causal_variable": (5, 15),
-    "report/causal_bench": (5, 29),
+    "report/causal_bench": (5, 30),
     "report/saliency": (2, 14),
     "circuit": (6, 19),
     "featurizer": (6, 20),

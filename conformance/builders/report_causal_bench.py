@@ -218,6 +218,23 @@ def causal_bench_reduced_set_missing(folder: Folder) -> None:
 
 @case(
     "report",
+    "C-5 MB-1",
+    "Activation patching lists its identified set in reverse canonical order, and one seed run "
+    "of gradient attribution names a component twice.",
+    ("C124", "/claims/methods/0/components/1"),
+    ("C124", "/claims/methods/1/runs/0/components/1"),
+)
+def causal_bench_set_not_canonical(folder: Folder) -> None:
+    doc = causal_bench_report()
+    method = doc["claims"]["methods"][0]
+    method["components"] = list(reversed(method["components"]))
+    run = doc["claims"]["methods"][1]["runs"][0]
+    run["components"] = [run["components"][0], *run["components"]]
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-3",
     "Gradient attribution's composite is the arithmetic, not the harmonic, mean of its parts.",
     ("C104", "/claims/methods/1/metrics/composite"),

@@ -24,8 +24,8 @@ CONFORMANCE = REPO / "conformance" / "v1"
 SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "json": (3, 16),
     "report/circuit": (4, 26),
-    "report/causal_variable": (4, 15),
-    "report/causal_bench": (4, 27),
+    "report/causal_variable": (5, 16),
+    "report/causal_bench": (5, 30),
     "report/saliency": (2, 14),
     "circuit": (6, 19),
     "featurizer": (6, 20),

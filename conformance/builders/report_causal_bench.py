@@ -174,6 +174,67 @@ def causal_bench_p_not_a_count(folder: Folder) -> None:
 
 @case(
     "report",
+    "PR-3 B-1",
+    "A mib-2025 report that states no p-value convention: its profile's count/B applies (no null "
+    "draw reached J_obs, so p = 0/1000), not the schema's default (count + 1)/(B + 1).",
+)
+def causal_bench_mib_2025_p_convention_from_profile(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["profile"] = "mib-2025"
+    doc["settings"] = {key: value for key, value in doc["settings"].items() if key != "p_convention"}
+    convergence = doc["claims"]["convergence"]
+    b = convergence["n_permutations"]
+    count = round(convergence["p"] * (b + 1)) - 1  # the base report's p is (count + 1)/(B + 1)
+    convergence["p"] = count / b
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "PR-3 B-1",
+    "A default-profile report that declares the paper's count/B convention to claim p = 0; the "
+    "default profile binds p_convention to plus_one, under which p never reaches zero.",
+    ("C122", "/settings/p_convention"),
+    ("B101", "/claims/convergence/p"),
+)
+def causal_bench_p_convention_not_profile(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["settings"] = {**doc["settings"], "p_convention": "paper"}
+    doc["claims"]["convergence"]["p"] = 0.0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-3 MB-8",
+    "Circuit discovery claims its COS without the reduced set the reduction left.",
+    ("C123", "/claims/methods/3"),
+)
+def causal_bench_reduced_set_missing(folder: Folder) -> None:
+    doc = causal_bench_report()
+    del doc["claims"]["methods"][3]["reduced"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-5 MB-1",
+    "Activation patching lists its identified set in reverse canonical order, and one seed run "
+    "of gradient attribution names a component twice.",
+    ("C124", "/claims/methods/0/components/1"),
+    ("C124", "/claims/methods/1/runs/0/components/1"),
+)
+def causal_bench_set_not_canonical(folder: Folder) -> None:
+    doc = causal_bench_report()
+    method = doc["claims"]["methods"][0]
+    method["components"] = list(reversed(method["components"]))
+    run = doc["claims"]["methods"][1]["runs"][0]
+    run["components"] = [run["components"][0], *run["components"]]
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-3",
     "Gradient attribution's composite is the arithmetic, not the harmonic, mean of its parts.",
     ("C104", "/claims/methods/1/metrics/composite"),

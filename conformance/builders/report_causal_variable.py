@@ -48,6 +48,21 @@ def causal_variable_highest_takes_max_for_mse(folder: Folder) -> None:
 
 @case(
     "report",
+    "C-7 MV-5",
+    "One unit is scored on the symbol counterfactuals only; its mean would be taken over the sets "
+    "that happen to have it.",
+    ("C112", "/claims/variables/0/units"),
+)
+def causal_variable_unit_missing_a_set(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    unit = doc["claims"]["variables"][0]["units"][1]
+    unit["scores"].pop("answer_position")
+    unit.get("n_examples", {}).pop("answer_position", None)
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-7",
     "A per-layer score that is not the best unit of its layer.",
     ("C112", "/claims/variables/0/per_layer/3"),
@@ -193,6 +208,18 @@ def causal_variable_mib_2025_substring(folder: Folder) -> None:
     doc = mcqa_report(folder)
     doc["profile"] = "mib-2025"
     doc["settings"]["checker"] = "substring"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "CV-6 PR-3",
+    "A mib-2025 report that names no checker: its profile's substring checker applies.",
+)
+def causal_variable_mib_2025_checker_from_profile(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    doc["profile"] = "mib-2025"
+    doc["settings"].pop("checker", None)
     save(folder, doc)
 
 

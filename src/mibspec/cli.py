@@ -298,10 +298,35 @@ def verify_receipt(
 def rules(
     code: Annotated[str | None, typer.Argument(help="A rule code or symbol to explain.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    coverage: Annotated[
+        bool,
+        typer.Option(
+            "--coverage",
+            help="Print each MUST of the spec with the rules, schema constraints or stated reason "
+            "covering it.",
+        ),
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="With --coverage: exit 1 when a MUST is not covered or SPEC.md's coverage section "
+            "is out of date.",
+        ),
+    ] = False,
+    update_spec: Annotated[
+        bool, typer.Option("--update-spec", help="With --coverage: rewrite SPEC.md's coverage section.")
+    ] = False,
 ) -> None:
-    """List the rule catalogue, or explain one rule."""
+    """List the rule catalogue, or explain one rule, or show the spec's requirement coverage."""
     from mibspec.validator import catalogue
 
+    if check or update_spec or coverage:
+        if code is not None or not coverage:
+            usage_error("--check and --update-spec go with --coverage, without a rule code")
+            return
+        _rules_coverage(output_format, check=check, update_spec=update_spec)
+        return
     cat = catalogue()
     if code is not None:
         try:
@@ -316,6 +341,8 @@ def rules(
         typer.echo(f"  {info.summary}")
         typer.echo(f"  family: {cat.families[info.code[0]]}")
         typer.echo(f"  requirement: {info.requirement} in spec/v1/SPEC.md")
+        if info.enforces:
+            typer.echo(f"  also checks: {', '.join(info.enforces)} (see `mibspec rules --coverage`)")
         typer.echo(f"  message: {info.message}")
         return
     if output_format is OutputFormat.json:
@@ -323,6 +350,32 @@ def rules(
         return
     for info in cat.rules:
         typer.echo(f"{info.code}  {info.symbol:<30} {info.severity.value:<8} {info.summary}")
+
+
+def _rules_coverage(output_format: OutputFormat, *, check: bool, update_spec: bool) -> None:
+    from mibspec._coverage import coverage, coverage_problems, markdown_table, spec_path, spec_with_section
+
+    rows = coverage()
+    if output_format is OutputFormat.json:
+        typer.echo(json.dumps([row.to_json() for row in rows], indent=2, ensure_ascii=False))
+    else:
+        typer.echo(markdown_table(rows), nl=False)
+    path = spec_path()
+    text = path.read_text(encoding="utf-8")
+    fresh = spec_with_section(text)
+    if update_spec and fresh != text:
+        path.write_text(fresh, encoding="utf-8")
+        text = fresh
+    if not check:
+        return
+    problems = coverage_problems()
+    if fresh != text:
+        problems.append(
+            f"{path}: the coverage section is out of date; run `mibspec rules --coverage --update-spec`"
+        )
+    for problem in problems:
+        typer.echo(f"error: {visible(problem)}", err=True)
+    raise typer.Exit(EXIT_FINDINGS if problems else EXIT_OK)
 
 
 def _schema_files() -> list[Path]:

@@ -9,6 +9,7 @@ the standard library (numpy only inside the sidecar functions that load data).
 * :mod:`.sidecars`: reading safetensors and ``.npy`` sidecars;
 * :mod:`.spec`: the spec version, the document kinds and the spec's files;
 * :mod:`.profiles`: the profiles of the spec;
+* :mod:`.conventions`: the conventions a report is checked under (its own, else its profile's);
 * :mod:`.strict_json`: strict JSON and JSON Lines parsing under the resource limits;
 * :mod:`.tracks`: one descriptor per report track;
 * :mod:`.outputs`: writing outputs atomically, never over an input;
@@ -19,6 +20,7 @@ package imports nothing else of mibspec (``tests/test_architecture.py`` checks i
 """
 
 from .comparisons import Comparison, Recomputation, recompute_tolerance, tolerance, within
+from .conventions import Convention, convention, conventions
 from .files import sha256_file
 from .findings import Finding, Severity
 from .pointers import escape_pointer_token, join_pointer
@@ -33,6 +35,7 @@ __all__ = [
     "NULL_PROGRESS",
     "SPEC_VERSION",
     "Comparison",
+    "Convention",
     "Finding",
     "LoadedProfile",
     "Progress",
@@ -40,6 +43,8 @@ __all__ = [
     "Severity",
     "SidecarError",
     "TensorInfo",
+    "convention",
+    "conventions",
     "escape_pointer_token",
     "join_pointer",
     "known_profiles",

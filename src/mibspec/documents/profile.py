@@ -44,6 +44,11 @@ class Profile(Closed):
     min_shapley_trials: int = Field(ge=1)
     p_convention: Literal["plus_one", "paper"]
     checker: Literal["exact_token", "substring"]
+    binding: list[Literal["edge_count_rounding", "ranking", "auroc_convention", "p_convention"]] = Field(
+        default_factory=list,
+        description="conventions whose profile value applies whatever a report declares; a report "
+        "declaring another value is an error (C122). grid and checker are always binding (K101, V108)",
+    )
     severity: dict[
         Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]
     ] = Field(default_factory=dict, description="per-code severity overrides")

@@ -36,6 +36,8 @@ class RuleInfo:
     requirement: str
     summary: str
     message: str
+    #: Further requirements the rule checks (metrics/*.md, datasets.md, SPEC.md), besides ``requirement``.
+    enforces: tuple[str, ...] = ()
 
     def format(self, params: dict[str, Any]) -> str:
         """Fill the message template; a missing parameter is shown, never an exception."""
@@ -81,6 +83,7 @@ def catalogue(spec_version: str = SPEC_VERSION) -> Catalogue:
             requirement=entry["requirement"],
             summary=entry["summary"],
             message=entry["message"],
+            enforces=tuple(entry.get("enforces", ())),
         )
         for entry in raw["rules"]
     )

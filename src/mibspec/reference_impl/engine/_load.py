@@ -172,6 +172,51 @@ def _dim(raw: dict[str, Any], key: str, default: int | None) -> int:
     return value
 
 
+# transformers' defaults for absent fields: vocab_size, hidden_size, intermediate_size,
+# num_hidden_layers, num_attention_heads, tie_word_embeddings.
+_FAMILY_DEFAULTS: dict[str, tuple[int, int, int, int, int, bool]] = {
+    "llama": (32000, 4096, 11008, 32, 32, False),
+    "qwen2": (151936, 4096, 22016, 32, 32, False),
+    "gemma2": (256000, 2304, 9216, 26, 8, True),
+}
+
+
+def config_summary(raw: dict[str, Any]) -> dict[str, Any]:
+    """The architecture and the numbers a report declares (``model.config``) as a checked
+    configuration gives them (transformers' defaults for absent fields).
+
+    Returns:
+        ``architecture``, ``n_layers``, ``n_heads``, ``n_kv_heads``, ``d_model``,
+        ``vocab_size`` and ``parallel_attn_mlp`` (no supported architecture has it).
+
+    Raises:
+        ValueError: unknown architecture, or a width or count that is not a positive integer.
+    """
+    arch = _check_config(raw, "the config")
+    family = SUPPORTED_ARCHITECTURES[arch]
+    if family == "gpt2":
+        heads = _dim(raw, "n_head", 12)
+        numbers = (
+            _dim(raw, "n_layer", 12),
+            heads,
+            heads,
+            _dim(raw, "n_embd", 768),
+            _dim(raw, "vocab_size", 50257),
+        )
+    else:
+        defaults = _FAMILY_DEFAULTS[family]
+        heads = _dim(raw, "num_attention_heads", defaults[4])
+        numbers = (
+            _dim(raw, "num_hidden_layers", defaults[3]),
+            heads,
+            _dim(raw, "num_key_value_heads", heads),
+            _dim(raw, "hidden_size", defaults[1]),
+            _dim(raw, "vocab_size", defaults[0]),
+        )
+    keys = ("n_layers", "n_heads", "n_kv_heads", "d_model", "vocab_size")
+    return {"architecture": arch, **dict(zip(keys, numbers, strict=True)), "parallel_attn_mlp": False}
+
+
 def model_size(raw: dict[str, Any]) -> ModelSize:
     """The parameters and tensors a checked configuration implies (transformers' defaults
     for absent fields), computed from its numbers alone.
@@ -194,11 +239,7 @@ def model_size(raw: dict[str, Any]) -> ModelSize:
             flag("tie_word_embeddings", True),
         )
     else:
-        defaults = {
-            "llama": (32000, 4096, 11008, 32, 32, False),
-            "qwen2": (151936, 4096, 22016, 32, 32, False),
-            "gemma2": (256000, 2304, 9216, 26, 8, True),
-        }[family]
+        defaults = _FAMILY_DEFAULTS[family]
         V, d = _dim(raw, "vocab_size", defaults[0]), _dim(raw, "hidden_size", defaults[1])
         inner, L = _dim(raw, "intermediate_size", defaults[2]), _dim(raw, "num_hidden_layers", defaults[3])
         H = _dim(raw, "num_attention_heads", defaults[4])

@@ -38,6 +38,7 @@ from mibspec.core.strict_json import (
 
 __all__ = [
     "ModelFile",
+    "ModelMismatchError",
     "ModelSource",
     "ModelTooLargeInputError",
     "UnusableInputError",
@@ -75,6 +76,61 @@ class ModelTooLargeInputError(UnusableInputError):
     """The declared model is over ``Limits.max_model_bytes`` (R107); nothing was read or built."""
 
     code = "R107"
+
+
+class ModelMismatchError(UnusableInputError):
+    """The declared model is not the loaded one (R108 architecture, R109 dimensions, R110
+    vocabulary): nothing is recomputed on it, so no claim is reported as reproduced."""
+
+    def __init__(self, code: str, pointer: str, detail: str) -> None:
+        super().__init__(pointer, detail)
+        self.code = code
+
+
+#: Each field of a model declaration compared with the loaded config.json, and its code.
+_DECLARED_FIELDS = {
+    "architecture": ("R108", "the architecture"),
+    "n_layers": ("R109", "the number of layers"),
+    "n_heads": ("R109", "the number of attention heads"),
+    "n_kv_heads": ("R109", "the number of key-value heads"),
+    "d_model": ("R109", "the model width d_model"),
+    "parallel_attn_mlp": ("R109", "parallel attention and MLP"),
+    "vocab_size": ("R110", "the vocabulary size"),
+}
+
+
+def check_declared_model(
+    ctx: Any, declaration: dict[str, Any], config: dict[str, Any], where: str, pointer: str = "/model"
+) -> None:
+    """Compare the declared architecture, dimensions and vocabulary with the loaded config.
+
+    Every mismatch is a finding at the declared field (R108–R110); the first is raised, the
+    others are recorded on ``ctx`` first, so that all of them are reported.
+
+    Raises:
+        ModelMismatchError: the declaration differs from the config in any field it states.
+        UnusableInputError: the config's numbers cannot be read (R104).
+    """
+    from ..engine import config_summary
+
+    try:
+        loaded = config_summary(config)
+    except ValueError as exc:
+        raise UnusableInputError(pointer, str(exc)) from exc
+    declared = {"architecture": declaration.get("architecture"), **(declaration.get("config") or {})}
+    problems = []
+    for key, (code, what) in _DECLARED_FIELDS.items():
+        if declared.get(key) is None or declared[key] == loaded[key]:
+            continue
+        at = f"{pointer}/architecture" if key == "architecture" else f"{pointer}/config/{key}"
+        detail = (
+            f"the report declares {what} {declared[key]!r}, the config.json of {where} gives "
+            f"{loaded[key]!r}; the claims were not recomputed on a model other than the declared one"
+        )
+        problems.append(ModelMismatchError(code, at, detail))
+    if problems:
+        ctx.recompute_findings.extend(ctx.finding(p.code, p.pointer, detail=p.detail) for p in problems[1:])
+        raise problems[0]
 
 
 @dataclass(frozen=True)
@@ -307,6 +363,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
         raise UnusableInputError(pointer, f"config.json holds {config_size} bytes, over the document limit")
     progress.start(f"reading the config of {source.display}", config_size)
     config = vet(reader.read(_CONFIG, config_path, config_size))
+    check_declared_model(ctx, declaration, config, source.display, pointer)
 
     if (Path(source.location) / _WEIGHTS).is_file() or not (Path(source.location) / _INDEX).is_file():
         weight_names, index = [_WEIGHTS], None

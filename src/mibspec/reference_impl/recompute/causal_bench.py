@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.conventions import effective_settings
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
 from mibspec.reference_impl.threads import one_thread
@@ -97,7 +98,8 @@ class _Comparisons:
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    report = ctx.data
+    # The p-value convention is the report's, else its profile's (a binding profile's always).
+    report = {**ctx.data, "settings": effective_settings(ctx.profile, ctx.data)}
     behaviour = report["behaviour"]
     consistency = ctx.profile["consistency"]
     exact = (float(consistency["abs"]), float(consistency["rel"]))

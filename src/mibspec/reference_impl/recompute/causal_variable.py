@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.conventions import convention
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
@@ -445,9 +446,10 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 def _settings(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's settings with the schema's defaults; its checker is read through
+    ``mibspec.core.conventions`` (the report's, else the profile's)."""
     settings = {
         "intervention": "interchange",
-        "checker": "exact_token",
         "example_filter": "model_correct_on_base_and_counterfactuals",
         "batch_size": None,
         "causal_model": None,
@@ -564,7 +566,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         codec,
         rows,
         causal_model,
-        checker=settings["checker"],
+        checker=convention(profile, report, "checker").value,
         example_filter=settings["example_filter"],
         batch_size=int(settings.get("batch_size") or _DEFAULT_BATCH),
     )

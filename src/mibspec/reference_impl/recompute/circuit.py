@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.conventions import convention
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
@@ -142,7 +143,7 @@ def _circuits(
     rows: list[np.ndarray] = []
     neuron_rows: list[np.ndarray] = []
     where: list[tuple[int, int]] = []
-    rounding = report["settings"].get("edge_count_rounding", profile["edge_count_rounding"])
+    rounding = convention(profile, report, "edge_count_rounding").value
     for ci, curve in enumerate(claims["curves"]):
         order = None
         for pi, point in enumerate(curve["points"]):
@@ -296,8 +297,9 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             point["faithfulness"],
             value,
         )
+    rankings = convention(profile, report, "ranking").value
     for metric, compute in (("cpr", cpr), ("cmd", cmd)):
-        ranking = settings.get("ranking", {}).get(metric)
+        ranking = rankings.get(metric)
         if ranking in curves:
             add(
                 f"/claims/{metric}/value",

@@ -7,6 +7,7 @@ import importlib
 from mibspec.core.tracks import TRACKS
 
 from . import artifacts as _artifacts  # noqa: F401  (registers the A rules, which run first)
+from . import conventions as _conventions  # noqa: F401  (registers the report-convention rule)
 from ._registry import RULES, Rule, compare, rule, run_rules, with_defaults
 
 for _track in TRACKS.values():

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.reference_impl.behaviour.planted import component_id, default_planted
@@ -67,6 +68,14 @@ def causal_bench_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
     for pointer, count in pointers:
         if count < least:
             yield ctx.finding("D103", pointer, count=count, minimum=least, profile_name=ctx.profile.name)
+
+
+@rule("causal-bench-declarations", track="causal_bench", codes=("C123",))
+def causal_bench_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Every method carries the set its COS reduction left (metrics/causal_bench.md MB-8, MB-16)."""
+    for m, method in enumerate(doc["claims"]["methods"]):
+        if method.get("reduced") is None:
+            yield ctx.finding("C123", f"/claims/methods/{m}", method=method["name"])
 
 
 @rule("causal-bench-sets", track="causal_bench", codes=("C104", "C105", "C106", "C108", "C109", "C114"))
@@ -239,7 +248,8 @@ def _convergences(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"/claims/scaling/{c}/convergence", config["convergence"]
 
 
-def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[str, str]]:
+def _component_sets(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Every component set of the report's universe, with its pointer."""
     claims = doc["claims"]
     candidates: list[tuple[str, list[str]]] = [("/ground_truth", doc.get("ground_truth") or [])]
     for m, method in enumerate(claims["methods"]):
@@ -252,10 +262,34 @@ def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[
     sensitivity = claims.get("threshold_sensitivity")
     for p, point in enumerate(sensitivity["points"] if sensitivity else []):
         candidates.append((f"/claims/threshold_sensitivity/points/{p}/components", point["components"]))
-    for pointer, components in candidates:
+    return candidates
+
+
+def _unknown_components(doc: dict[str, Any], known: set[str]) -> Iterator[tuple[str, str]]:
+    for pointer, components in _component_sets(doc):
         for index, component in enumerate(components):
             if component not in known:
                 yield f"{pointer}/{index}", component
+
+
+@rule("causal-bench-set-order", track="causal_bench", codes=("C124",))
+def causal_bench_set_order(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Each set lists its members once and in the universe's canonical order (MB-1)."""
+    position = {component: i for i, component in enumerate(doc["universe"])}
+    if len(position) != len(doc["universe"]):
+        return  # C114: the canonical order is undefined
+    for pointer, components in _component_sets(doc):
+        previous = -1
+        for index, component in enumerate(components):
+            at = position.get(component)
+            if at is None:
+                continue  # C109
+            if at <= previous:  # one finding per set: after it the order has no reference point
+                repeated = component in components[:index]
+                detail = "repeats an earlier member" if repeated else "comes before an earlier member"
+                yield ctx.finding("C124", f"{pointer}/{index}", component=component, detail=detail)
+                break
+            previous = at
 
 
 @rule("causal-bench-convergence", track="causal_bench", codes=("B101", "C107"))
@@ -300,7 +334,7 @@ def _convergence(
         yield from compare(ctx, "C107", f"{base}/z", conv["z"], z, statistic="z")
     # A permutation p-value is a count over B draws: (count + 1)/(B + 1) or count/B.
     b, p = conv["n_permutations"], conv["p"]
-    plus_one = settings["p_convention"] == "plus_one"
+    plus_one = convention(ctx.profile, ctx.data, "p_convention").value == "plus_one"
     denominator = b + 1 if plus_one else b
     count = p * denominator - (1 if plus_one else 0)
     nearest = round(count)

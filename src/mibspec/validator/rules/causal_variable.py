@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
@@ -270,12 +271,13 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
     """Units sit inside the model where their featurizer reads; variables and counterfactual sets
     are the dataset's; the metric fits the causal model; the checker is the profile's."""
     settings = with_defaults(ctx, doc.get("settings", {}), "CausalVariableSettings")
-    if settings["checker"] != ctx.profile["checker"]:
+    # A report that names no checker uses its profile's; one that names another is refused.
+    for pointer, declared, required in convention(ctx.profile, doc, "checker").conflicts():
         yield ctx.finding(
             "V108",
-            "/settings/checker",
-            detail=f"the report checks answers with {settings['checker']!r}, its profile "
-            f"{ctx.profile['name']!r} with {ctx.profile['checker']!r}",
+            pointer,
+            detail=f"the report checks answers with {declared!r}, its profile "
+            f"{ctx.profile['name']!r} with {required!r}",
         )
     config = doc["model"].get("config") or {}
     dataset = _document(ctx, doc["task"].get("dataset"), "counterfactual_dataset")

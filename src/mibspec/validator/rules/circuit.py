@@ -7,20 +7,21 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.reference_impl.metrics.circuit import cmd, cpr, edges_at, leaderboard_average, leaderboard_score
 
 from .._context import RuleContext
-from ._registry import compare, rule, with_defaults
+from ._registry import compare, rule
 
 
 @rule("circuit-grid", track="circuit", codes=("K101", "K102"))
 def circuit_grid(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The declared grid is the profile's, and every curve is evaluated on it."""
     grid = doc["settings"]["grid"]
-    if grid != list(ctx.profile.grid):
+    for pointer, declared, required in convention(ctx.profile, doc, "grid").conflicts():
         yield ctx.finding(
-            "K101", "/settings/grid", declared=grid, expected=list(ctx.profile.grid), profile=ctx.profile.name
+            "K101", pointer, declared=declared, expected=list(required), profile=ctx.profile.name
         )
     for index, curve in enumerate(doc["claims"]["curves"]):
         ks = [point["k"] for point in curve["points"]]
@@ -35,7 +36,7 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         return
 
     n_total = doc["claims"]["n_edges"]
-    rounding = with_defaults(ctx, doc["settings"], "CircuitSettings")["edge_count_rounding"]
+    rounding = convention(ctx.profile, doc, "edge_count_rounding").value
     for c, curve in enumerate(doc["claims"]["curves"]):
         for p, point in enumerate(curve["points"]):
             allowed = edges_at(point["k"], n_total, rounding)
@@ -67,9 +68,10 @@ def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
 
     claims, settings = doc["claims"], doc["settings"]
+    rankings = convention(ctx.profile, doc, "ranking")
     curves = {curve["ranking"]: (index, curve) for index, curve in enumerate(claims["curves"])}
     for metric, code, compute in (("cpr", "C101", cpr), ("cmd", "C102", cmd)):
-        ranking = settings["ranking"].get(metric)
+        ranking = rankings.value.get(metric) if metric in rankings.declared else None
         if ranking is None:
             yield ctx.finding(
                 "C103", "/settings/ranking", metric=metric.upper(), detail="declares no ranking for it"

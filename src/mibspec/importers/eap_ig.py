@@ -32,6 +32,7 @@ from mibspec.validator import (
 )
 
 from ._eap_ig_json import ReadProblemError, read_graph_json
+from ._options import ImportOptions, OptionError, hub_model
 
 __all__ = ["EapIgGraph", "ImportResult", "graph_document", "import_eap_ig", "read_eap_ig"]
 
@@ -136,12 +137,13 @@ def import_eap_ig(
         graph = read_eap_ig(source, limits)
         document, tensors = graph_document(graph, f"the EAP-IG graph {source.name}")
         if model is not None:
-            from ._options import hub_model
-
-            document = {**document, "model": hub_model(model, model_revision)}
-            document = _reorder(document)
+            ImportOptions(model_revision=model_revision).check()
+            document = _reorder({**document, "model": hub_model(model, model_revision)})
     except _MalformedError as exc:
         result.findings.append(malformed_finding(cat, exc, source))
+        return result
+    except OptionError as exc:
+        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
         return result
     result.written, result.sidecars = write_circuit(document, tensors, out_dir, [source])
     return result

@@ -493,6 +493,12 @@ def import_mib_submission_command(
     method: Annotated[
         str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
     ] = None,
+    model_files: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."
+        ),
+    ] = None,
     output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import MIB submission folders as circuit documents (and reports where results are present),
@@ -506,6 +512,7 @@ def import_mib_submission_command(
         counterfactual_type=counterfactual_type,
         architecture=architecture,
         method=method,
+        model_files=model_files,
     )
     _import_and_verify(source, out_dir, output_format, "import_mib_submission", options=options)
 

@@ -11,7 +11,9 @@ curve over the whole ``mib-2025`` grid, the results file MIB's evaluator writes
 from __future__ import annotations
 
 import json
+import os
 import pickle
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,14 @@ def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
     return files
 
 
+def _timestamp(report: dict[str, Any]) -> float | None:
+    created = report.get("provenance", {}).get("created")
+    try:
+        return datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() if created else None
+    except ValueError:
+        return None
+
+
 def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
     """Write the submission folders of ``reports`` under ``out_dir``; return the files written.
 
@@ -88,7 +98,7 @@ def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
     """
     from mibspec._api import verify
 
-    planned: dict[str, dict[str, bytes | str]] = {}
+    planned: dict[str, tuple[dict[str, bytes | str], float | None]] = {}
     inputs = Inputs(reports)
     for path in reports:
         result = verify(path, recompute=False)
@@ -103,14 +113,17 @@ def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
         name = submission_folder_name(report)
         if name in planned:
             raise ExportError(f"{path}: a second report for the folder {name}")
-        planned[name] = _files(path, report)
+        planned[name] = (_files(path, report), _timestamp(report))
         for artifact in report.get("artifacts", []):
             inputs.add(path.parent / artifact["path"])
     written = []
-    for name, files in planned.items():
+    for name, (files, created) in planned.items():
         for file, data in files.items():
             target = out_dir / name / file
             inputs.refuse(target, "--output")
             write_atomic(target, data)
+            if file.endswith(".pkl") and created is not None:
+                # The import dates a report by its results file: the round trip keeps the date.
+                os.utime(target, (created, created))
             written.append(target)
     return written

@@ -43,6 +43,8 @@ class SubmissionOptions(ImportOptions):
     #: Architecture of a model outside MIB's five (``--architecture``).
     architecture: str | None = None
     method: str | None = None
+    #: A local copy of the model whose files (config, weights, tokenizer) are pinned by hash.
+    model_files: Path | None = None
 
 
 @dataclass
@@ -178,6 +180,8 @@ def _convert(
     report = _report(folder, document, points, options) if folder.results else None
     if report is not None:
         report = options.apply(report, dataset)
+        if options.model_files is not None:
+            report["model"]["files"] = _pinned_files(options.model_files)
     return name, document, tensors, report
 
 
@@ -390,6 +394,24 @@ def _report(
             "command": f"mibspec import mib-submission {folder.path.name}",
         },
     }
+
+
+_MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json")
+
+
+def _pinned_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of the model files recomputation reads (SPEC.md M-4), by name.
+
+    Raises:
+        OptionError: the folder holds no config.json.
+    """
+    from mibspec.core.files import sha256_file
+
+    if not (folder / "config.json").is_file():
+        raise OptionError(f"--model-files {folder}: no config.json there")
+    names = [n for n in _MODEL_FILES if (folder / n).is_file()]
+    names += sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
+    return {name: sha256_file(folder / name) for name in sorted(names)}
 
 
 def _created(folder: _Folder) -> str:

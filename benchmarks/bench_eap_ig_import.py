@@ -24,16 +24,13 @@ SIZES = {"llama3": (32, 32, 4096), "gpt2": (12, 12, 768), "tiny": (2, 2, 8)}
 
 def write_graph(path: Path, layers: int, heads: int, d_model: int, seed: int) -> int:
     """Write an EAP-IG-style graph JSON (edges in EAP-IG's order); return its edge count."""
+    from mibspec.exporters.eap_ig import eap_ig_edge_order
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
     rng = np.random.default_rng(seed)
-    names: list[str] = []
-    residual = ["input"]
-    for layer in range(layers):
-        attn = [f"a{layer}.h{h}" for h in range(heads)]
-        names += [f"{src}->{a}<{x}>" for src in residual for a in attn for x in "qkv"]
-        residual += attn
-        names += [f"{src}->m{layer}" for src in residual]
-        residual.append(f"m{layer}")
-    names += [f"{src}->logits" for src in residual]
+    universe = GraphUniverse(GraphConfig(layers, heads, False, d_model))
+    names = eap_ig_edge_order(universe)
+    residual = list(universe.forward_names)
     scores = rng.standard_normal(len(names)).astype(np.float32).astype(np.float64).tolist()
     chosen = rng.random(len(names)) < 0.001
     with path.open("w", encoding="utf-8") as out:

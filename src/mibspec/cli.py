@@ -399,6 +399,8 @@ def _import_and_verify(
     except OutputPathError as exc:
         usage_error(str(exc))
         return
+    for note in getattr(result, "notes", ()):
+        typer.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
         failed = DocumentResult(path=str(source), kind=None, findings=result.findings)
         failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
@@ -551,8 +553,8 @@ def import_mib_causal_results_command(
 
 
 def _register_export_commands() -> None:
-    # export eap-ig, export mib-submission: implemented in mibspec.exporters._commands.
-    from mibspec.exporters._commands import register
+    # export eap-ig, export mib-submission: implemented in mibspec._export_commands.
+    from mibspec._export_commands import register
 
     register(app)
 

@@ -100,6 +100,9 @@ def test_nine_circuits_are_placed_on_the_grid_by_size(tmp_path: Path) -> None:
     folder = _nine_folder(tmp_path / "method", sizes)
     result = import_mib_submission(folder, tmp_path / "out", _options())
     assert result.ok, [str(f) for f in result.findings]
+    assert not (tmp_path / "out" / "ioi_tiny" / "report.json").exists()
+    assert len(result.notes) == 1
+    assert "no results file" in result.notes[0]
     document = json.loads((tmp_path / "out" / "ioi_tiny" / "circuit.json").read_text())
     assert [c["k"] for c in document["circuits"]] == GRID
     assert [c["n_edges"] for c in document["circuits"]] == [*limits, 479]

@@ -17,11 +17,36 @@ from typing import Any
 
 from mibspec.core.outputs import Inputs, write_atomic
 
-__all__ = ["ExportError", "eap_ig_edge_order", "eap_ig_text", "export_eap_ig", "read_circuit"]
+__all__ = [
+    "ExportError",
+    "eap_ig_edge_order",
+    "eap_ig_text",
+    "export_eap_ig",
+    "read_circuit",
+    "read_conformant",
+]
 
 
 class ExportError(Exception):
     """The document cannot be exported: what is wrong, for the user."""
+
+
+def read_conformant(path: Path) -> dict[str, Any]:
+    """The document at ``path``, once it verifies (without recomputation).
+
+    Raises:
+        ExportError: it does not verify.
+    """
+    from mibspec import verify
+
+    result = verify(path, recompute=False)
+    if not result.valid:
+        codes = sorted({f.code for f in result.findings if f.severity.value == "error"})
+        raise ExportError(
+            f"{path}: not a conformant document ({', '.join(codes)}); run `mibspec verify` on it"
+        )
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
 
 
 def read_circuit(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -30,16 +55,9 @@ def read_circuit(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     Raises:
         ExportError: the document does not verify, or is not a circuit document.
     """
-    from mibspec._api import verify
     from mibspec.core.sidecars import load_tensor, tensor_infos
 
-    result = verify(path, recompute=False)
-    if not result.valid:
-        codes = sorted({f.code for f in result.findings if f.severity.value == "error"})
-        raise ExportError(
-            f"{path}: not a conformant document ({', '.join(codes)}); run `mibspec verify` on it"
-        )
-    document = json.loads(path.read_text(encoding="utf-8"))
+    document = read_conformant(path)
     if document.get("kind") != "circuit":
         raise ExportError(f"{path}: a {document.get('kind')} document, not a circuit document")
     artifacts = {a["id"]: a for a in document.get("artifacts", [])}

@@ -10,7 +10,6 @@ curve over the whole ``mib-2025`` grid, the results file MIB's evaluator writes
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 from datetime import datetime
@@ -19,7 +18,7 @@ from typing import Any
 
 from mibspec.core.outputs import Inputs, write_atomic
 
-from .eap_ig import ExportError, eap_ig_text, read_circuit
+from .eap_ig import ExportError, eap_ig_text, read_circuit, read_conformant
 
 __all__ = ["export_mib_submission", "submission_folder_name"]
 
@@ -96,18 +95,10 @@ def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
         ExportError: a report is not a conformant circuit report, or two reports need one folder.
         mibspec.core.outputs.OutputPathError: a file to be written is an input.
     """
-    from mibspec._api import verify
-
     planned: dict[str, tuple[dict[str, bytes | str], float | None]] = {}
     inputs = Inputs(reports)
     for path in reports:
-        result = verify(path, recompute=False)
-        if not result.valid:
-            codes = sorted({f.code for f in result.findings if f.severity.value == "error"})
-            raise ExportError(
-                f"{path}: not a conformant document ({', '.join(codes)}); run `mibspec verify` on it"
-            )
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = read_conformant(path)
         if report.get("kind") != "report" or report.get("track") != "circuit":
             raise ExportError(f"{path}: not a circuit-track report")
         name = submission_folder_name(report)

@@ -112,7 +112,7 @@ class ImportOptions:
 
 
 def _dataset_copy(path: Path) -> DatasetCopy:
-    from mibspec._api import verify
+    from mibspec import verify
     from mibspec.validator.rules.artifacts import unsafe_reason
 
     result = verify(path, recompute=False)

@@ -51,6 +51,8 @@ class ImportResult:
     written: list[Path] = field(default_factory=list)
     #: Their sidecar files.
     sidecars: list[Path] = field(default_factory=list)
+    #: What the import could not write, and why (not a failure: what was written verifies).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

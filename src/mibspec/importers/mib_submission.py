@@ -115,6 +115,11 @@ def import_mib_submission(
         result.written += circuit_paths
         result.sidecars += sidecars
         if report is None:
+            result.notes.append(
+                f"{name.name}: no report, since the folder holds no results file "
+                f"({name.name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
+                "the circuit document alone was written"
+            )
             continue
         from mibspec.reference_impl.producers.folder import artifact_entry
 

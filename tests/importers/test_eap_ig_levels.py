@@ -112,6 +112,10 @@ def test_infinite_node_score_is_refused(tmp_path: Path) -> None:
     result = import_eap_ig(write(tmp_path / "graph.json", data), tmp_path / "out")
     assert _codes(result) == ["I105"]
     assert result.findings[0].pointer == "/nodes/m0/score"
+    text = (tmp_path / "graph.json").read_text()
+    line, column = result.findings[0].line, result.findings[0].column
+    assert line is not None and column is not None
+    assert text.splitlines()[line - 1][column - 1 :].startswith('"score": Infinity')
 
 
 @pytest.mark.parametrize(

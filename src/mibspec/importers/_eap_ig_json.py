@@ -70,10 +70,19 @@ class GraphText:
     seen: Any
     text: str
 
-    def locate(self, offset: int | None) -> tuple[int, int]:
-        """Line and column (1-based) of a character offset (1:1 when unknown)."""
+    def locate(self, offset: int | None, pointer: str = "") -> tuple[int, int]:
+        """Line and column (1-based) of a character offset, else of the last key of ``pointer``
+        found in order in the text (1:1 when neither is known)."""
         if offset is None:
-            return 1, 1
+            offset = 0
+            for token in pointer.split("/")[1:]:
+                if token.isdigit():
+                    continue  # an array index: its key is the one before
+                key = json.dumps(token.replace("~1", "/").replace("~0", "~"))
+                found = self.text.find(key, offset)
+                if found < 0:
+                    break
+                offset = found
         line = self.text.count("\n", 0, offset) + 1
         return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 

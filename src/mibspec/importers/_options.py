@@ -101,6 +101,17 @@ class ImportOptions:
             report["artifacts"] = [*report.get("artifacts", []), entry]
         elif dataset is not None:
             report["task"]["hub_dataset"] = dataset
+        given = [
+            what
+            for what, value in (
+                ("the model revision", self.model_revision),
+                ("the dataset", dataset),
+                ("the split", self.split),
+            )
+            if value is not None
+        ]
+        if given and "description" in report:
+            report["description"] += f" Given at import: {', '.join(given)}."
         return report
 
     @staticmethod

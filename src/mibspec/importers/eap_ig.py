@@ -110,7 +110,7 @@ def read_eap_ig(source: Path, limits: Limits | None = None) -> EapIgGraph:
 def _located(exc: ReadProblemError, text: Any) -> _MalformedError:
     error = _MalformedError(exc.code, exc.pointer, **exc.params)
     if text is not None:
-        error.params["_at"] = text.locate(exc.offset)
+        error.params["_at"] = text.locate(exc.offset, exc.pointer)
     elif exc.offset is not None:
         error.params["_offset"] = exc.offset
     return error

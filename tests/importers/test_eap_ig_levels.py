@@ -114,7 +114,8 @@ def test_infinite_node_score_is_refused(tmp_path: Path) -> None:
     assert result.findings[0].pointer == "/nodes/m0/score"
     text = (tmp_path / "graph.json").read_text()
     line, column = result.findings[0].line, result.findings[0].column
-    assert line is not None and column is not None
+    assert line is not None
+    assert column is not None
     assert text.splitlines()[line - 1][column - 1 :].startswith('"score": Infinity')
 
 

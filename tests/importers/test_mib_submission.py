@@ -79,8 +79,7 @@ def test_importance_folder_with_results_gives_a_pinned_report_that_verifies(tmp_
     assert report["model"]["revision"] == REVISION
     assert report["task"]["hub_dataset"] == {"id": "mib-bench/ioi", "revision": "a" * 40}
     assert report["task"]["split"] == "validation"
-    signed = pickle.loads((folder / "ioi_tiny_validation_abs-False.pkl").read_bytes())
-    absolute = pickle.loads((folder / "ioi_tiny_validation_abs-True.pkl").read_bytes())
+    signed, absolute = _results(1), _results(2)  # what _importance_folder pickled
     assert report["claims"]["cpr"]["value"] == signed["area_under"]
     assert report["claims"]["cmd"]["value"] == absolute["area_from_1"]
     curves = {c["ranking"]: [p["faithfulness"] for p in c["points"]] for c in report["claims"]["curves"]}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import tracemalloc
 from pathlib import Path
@@ -94,8 +95,17 @@ def test_binary_form_is_a_circuit_without_scores(tmp_path: Path) -> None:
         ),
         (lambda text: text.replace('"score": ', '"skore": ', 1), "I106"),
         (lambda text: text[:-5], "P101"),
+        (lambda text: re.sub(r'"score": [^,]+', '"score": 1e400', text, count=1), "I105"),
     ],
-    ids=["infinity", "nan-edge-score", "repeated-edge", "unknown-edge", "partial-scores", "truncated"],
+    ids=[
+        "infinity",
+        "nan-edge-score",
+        "repeated-edge",
+        "unknown-edge",
+        "partial-scores",
+        "truncated",
+        "overflow",
+    ],
 )
 def test_bad_graphs_are_refused_with_a_code(tmp_path: Path, edit: Any, code: str) -> None:
     source = tmp_path / "graph.json"

@@ -250,6 +250,13 @@ def _from_json(text: Any) -> EapIgGraph:
         raise ReadProblemError(
             "I106", "/edges/" + escape_pointer_token(first), None, scored=n_scored, total=universe.n_edges
         )
+    infinite = np.flatnonzero(~np.isfinite(text.scores))
+    if infinite.size:  # a literal such as 1e400 overflows to infinity
+        name = universe.edge_name(int(infinite[0]))
+        value = str(text.scores[infinite[0]])
+        raise ReadProblemError(
+            "I105", "/edges/" + escape_pointer_token(name) + "/score", None, what="edge", value=value
+        )
     graph = EapIgGraph(universe, text.scores if n_scored else None, text.in_graph)
     nodes = text.nodes
     if nodes is None:

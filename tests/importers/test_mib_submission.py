@@ -269,3 +269,19 @@ def test_shipped_tiny_model_as_a_mib_folder_recomputes(tmp_path: Path) -> None:
     stage = verified.documents[0].stages[mibspec.validator.Stage.RECOMPUTE]
     assert stage[0].value == "passed", (stage, [str(f) for f in verified.findings])
     assert verified.valid, [str(f) for f in verified.findings]
+
+
+def test_nine_circuits_of_different_graphs_are_refused(tmp_path: Path) -> None:
+    folder = _nine_folder(tmp_path / "method", [0] * 9)
+    write(folder / "circuit_8.json", graph(3, 4, 16, seed=8, scores=False, chosen=0.0))
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I112"]
+    assert "circuit_8.json" in result.findings[0].message
+
+
+def test_results_of_another_grid_are_refused(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    short = {**_results(1), "faithfulnesses": _results(1)["faithfulnesses"][:9]}
+    (folder / "ioi_tiny_validation_abs-False.pkl").write_bytes(pickle.dumps(short))
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I112"]

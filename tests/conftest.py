@@ -27,7 +27,7 @@ SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "report/causal_variable": (5, 16),
     "report/causal_bench": (5, 30),
     "report/saliency": (2, 14),
-    "circuit": (6, 19),
+    "circuit": (7, 22),
     "featurizer": (6, 20),
     "counterfactual_dataset": (3, 17),
     "causal_model": (3, 9),

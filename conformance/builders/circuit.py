@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._common import GRID, PROVENANCE, Folder, Json, case, document, fresh, rehash, save
@@ -402,3 +404,92 @@ def tensor_reference_to_jsonl(folder: Folder) -> None:
     )
     doc["scores"]["artifact"] = "edge-list"
     save(folder, doc)
+
+
+def _node_scored(folder: Folder, *, edit: Any = None, drop: tuple[str, ...] = ()) -> None:
+    """A 2-layer, 2-head graph imported from EAP-IG with node scores: nodes 1 and 4 unscored
+    (NaN in the source), so false in ``node_scored`` and 0 in ``node_scores``."""
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    universe = GraphUniverse(GraphConfig(2, 2, False, 8))
+    n, n_forward = universe.n_edges, universe.n_forward
+    rng = np.random.default_rng(23)
+    scored = np.ones(n_forward, dtype=bool)
+    scored[[1, 4]] = False
+    tensors = {
+        "scores": rng.standard_normal(n).astype(np.float32),
+        "membership": (rng.random(n) < 0.2)[None, :],
+        "node_membership": (rng.random(n_forward) < 0.5)[None, :],
+        "node_scores": np.where(scored, rng.standard_normal(n_forward), 0.0).astype(np.float32),
+        "node_scored": scored,
+    }
+    if edit is not None:
+        edit(tensors)
+    tensors = {k: v for k, v in tensors.items() if k not in drop}
+    folder.safetensors("circuit.safetensors", tensors)
+
+    def ref(name: str) -> Json:
+        array = tensors[name]
+        dtype = "bool" if array.dtype == np.bool_ else "float32"
+        return {"artifact": "tensors", "tensor": name, "shape": list(array.shape), "dtype": dtype}
+
+    row = tensors["membership"][0]
+    fields: Json = {
+        "description": "An EAP-IG graph with node scores; two nodes the source left unscored (NaN).",
+        "graph": {"convention": "eap-ig", "n_layers": 2, "n_heads": 2, "d_model": 8, "n_edges": n},
+        "granularity": "node",
+        **{name: ref(name) for name in tensors},
+        "circuits": [
+            {"index": 0, "n_edges": int(row.sum()), "weighted_size": universe.weighted_edge_count(row)}
+        ],
+        "artifacts": [
+            folder.artifact("tensors", "circuit", "circuit.safetensors", "application/x-safetensors")
+        ],
+        "provenance": PROVENANCE,
+    }
+    save(folder, document("circuit", fields))
+
+
+@case(
+    "circuit",
+    "I-2",
+    "Node scores imported from an EAP-IG graph: the nodes the source left unscored (NaN) are false "
+    "in node_scored and hold 0 in node_scores; the node in_graph flags are in node_membership.",
+)
+def eap_ig_node_scores_unscored(folder: Folder) -> None:
+    _node_scored(folder)
+
+
+@case(
+    "circuit",
+    "I-2",
+    "A node marked unscored in node_scored holds the value 0.5 in node_scores.",
+    ("A114", "/node_scores"),
+)
+def unscored_node_holds_a_score(folder: Folder) -> None:
+    _node_scored(folder, edit=lambda t: t["node_scores"].__setitem__(1, 0.5))
+
+
+@case(
+    "circuit",
+    "I-2",
+    "node_scores and node_scored hold one entry fewer than the graph has source nodes.",
+    ("A113", "/node_scores/shape"),
+    ("A113", "/node_scored/shape"),
+)
+def node_scores_not_the_graphs_nodes(folder: Folder) -> None:
+    def shorten(tensors: Json) -> None:
+        tensors["node_scores"] = tensors["node_scores"][:-1]
+        tensors["node_scored"] = tensors["node_scored"][:-1]
+
+    _node_scored(folder, edit=shorten)
+
+
+@case(
+    "circuit",
+    "I-2",
+    "node_scores comes without node_scored, so unscored nodes cannot be told from scored ones.",
+    ("A113", "/node_scores"),
+)
+def node_scores_without_mask(folder: Folder) -> None:
+    _node_scored(folder, drop=("node_scored",))

@@ -428,7 +428,9 @@ def schema_export(
         typer.echo(str(directory / path.name))
 
 
-def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat, importer: str) -> None:
+def _import_and_verify(
+    source: Path, out_dir: Path, output_format: OutputFormat, importer: str, **options: object
+) -> None:
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
     from mibspec._api import verify as run_verify
@@ -441,15 +443,17 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
         VerificationResult,
     )
 
-    if not source.is_file():
-        usage_error(f"{source}: no such file")
+    if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):
+        usage_error(f"{source}: no such {'folder' if importer == 'import_mib_submission' else 'file'}")
     check_outputs_or_exit([], [source], folders=[(out_dir, "--output")])
     render = REPORTERS[output_format.value]
     try:
-        result = getattr(importers, importer)(source, out_dir)
+        result = getattr(importers, importer)(source, out_dir, **options)
     except OutputPathError as exc:
         usage_error(str(exc))
         return
+    for note in getattr(result, "notes", ()):
+        typer.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
         failed = DocumentResult(path=str(source), kind=None, findings=result.findings)
         failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
@@ -466,6 +470,26 @@ def _import_and_verify(source: Path, out_dir: Path, output_format: OutputFormat,
 
 
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+RevisionOption = Annotated[
+    str | None, typer.Option("--model-revision", help="The model's 40-hex hub commit (pins it: rule A111).")
+]
+DatasetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="A counterfactual-dataset document (copied beside each report), or a hub id pinned as "
+        "ID@40-HEX-REVISION.",
+    ),
+]
+SplitOption = Annotated[
+    str | None, typer.Option("--split", help="The split the results are on: train, validation, test.")
+]
+
+
+def _report_options(revision: str | None, dataset: str | None, split: str | None) -> dict[str, object]:
+    from mibspec.importers import ImportOptions
+
+    return {"options": ImportOptions(model_revision=revision, dataset=dataset, split=split)}
 
 
 @import_app.command("eap-ig")
@@ -476,10 +500,76 @@ def import_eap_ig_command(
     out_dir: Annotated[
         Path, typer.Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
     ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="The MIB model id of the graph (gpt2, qwen2.5, ...).")
+    ] = None,
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
     output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import an EAP-IG graph as a circuit document, then verify what was written."""
-    _import_and_verify(source, out_dir, output_format, "import_eap_ig")
+    if dataset is not None or split is not None:
+        usage_error(
+            "--dataset and --split describe a report's task; a circuit document has none: give them to "
+            "`mibspec import mib-submission`, which writes the report"
+        )
+    if model_revision is not None and model is None:
+        usage_error("--model-revision needs --model (the MIB model id it pins)")
+    _import_and_verify(
+        source, out_dir, output_format, "import_eap_ig", model=model, model_revision=model_revision
+    )
+
+
+@import_app.command("mib-submission")
+def import_mib_submission_command(
+    source: Annotated[
+        Path,
+        typer.Argument(help="A MIB circuit-track submission: a <task>_<model> folder, or a folder of them."),
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Folder to write <task>_<model>/circuit.json (and report.json) into."
+        ),
+    ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
+    counterfactual_type: Annotated[
+        str | None,
+        typer.Option(
+            "--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."
+        ),
+    ] = None,
+    architecture: Annotated[
+        str | None, typer.Option("--architecture", help="Architecture of a model outside MIB's five.")
+    ] = None,
+    method: Annotated[
+        str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
+    ] = None,
+    model_files: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."
+        ),
+    ] = None,
+    output_format: FormatOption = OutputFormat.text,
+) -> None:
+    """Import MIB submission folders as circuit documents (and reports where results are present),
+    then verify what was written."""
+    from mibspec.importers import SubmissionOptions
+
+    options = SubmissionOptions(
+        model_revision=model_revision,
+        dataset=dataset,
+        split=split,
+        counterfactual_type=counterfactual_type,
+        architecture=architecture,
+        method=method,
+        model_files=model_files,
+    )
+    _import_and_verify(source, out_dir, output_format, "import_mib_submission", options=options)
 
 
 @import_app.command("mib-circuit-results")
@@ -488,10 +578,14 @@ def import_mib_circuit_results_command(
     out_dir: Annotated[
         Path, typer.Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
     ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
     output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
-    _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results")
+    options = _report_options(model_revision, dataset, split)
+    _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results", **options)
 
 
 @import_app.command("mib-causal-results")
@@ -501,10 +595,24 @@ def import_mib_causal_results_command(
         Path,
         typer.Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
     ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
     output_format: FormatOption = OutputFormat.text,
 ) -> None:
     """Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks)."""
-    _import_and_verify(source, out_dir, output_format, "import_mib_causal_results")
+    options = _report_options(model_revision, dataset, split)
+    _import_and_verify(source, out_dir, output_format, "import_mib_causal_results", **options)
+
+
+def _register_export_commands() -> None:
+    # export eap-ig, export mib-submission: implemented in mibspec._export_commands.
+    from mibspec._export_commands import register
+
+    register(app)
+
+
+_register_export_commands()
 
 
 @app.command()

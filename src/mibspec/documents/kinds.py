@@ -111,6 +111,29 @@ class Circuit(_Document):
     neuron_masks: TensorRef | None = Field(
         default=None, description="bool tensor (n_circuits, n_forward, d_model) for neuron granularity"
     )
+    node_membership: TensorRef | None = Field(
+        default=None,
+        description="bool matrix (n_circuits, n_forward): the source nodes each circuit keeps, in forward "
+        "order (EAP-IG's node `in_graph` flags; `logits` is always kept)",
+    )
+    node_scores: TensorRef | None = Field(
+        default=None,
+        description="float vector (n_forward) of source-node scores in forward order; an entry false in "
+        "`node_scored` is unscored and holds 0, which is not a score",
+    )
+    node_scored: TensorRef | None = Field(
+        default=None,
+        description="bool vector (n_forward): false where the source left the node unscored (EAP-IG's NaN)",
+    )
+    neuron_scores: TensorRef | None = Field(
+        default=None,
+        description="float matrix (n_forward, d_model) of neuron scores; an entry false in `neuron_scored` "
+        "is unscored and holds 0, which is not a score",
+    )
+    neuron_scored: TensorRef | None = Field(
+        default=None,
+        description="bool matrix (n_forward, d_model): false where the source left the neuron unscored",
+    )
     circuits: list[CircuitEntry] = Field(default_factory=list)
 
 

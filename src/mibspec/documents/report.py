@@ -37,9 +37,21 @@ __all__ = [
 Ranking = Literal["signed", "absolute"]
 
 
+class HubDataset(Closed):
+    """A dataset on a hub, pinned to the commit its rows were read at."""
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$")
+    revision: str = Field(pattern=r"^[0-9a-f]{40}$", description="the full commit hash")
+
+
 class TaskRef(Closed):
     name: str = Field(min_length=1)
     dataset: ArtifactRef | None = Field(default=None, description="artifact id of the dataset document")
+    hub_dataset: HubDataset | None = Field(
+        default=None,
+        description="the hub dataset the task's rows come from, where the report records no dataset "
+        "document (imports); recomputation reads `dataset`",
+    )
     split: Literal["train", "validation", "test", "private_test"] | None = None
     counterfactual_type: str | None = Field(
         default=None, description="circuit track: the counterfactual inputs used as the corrupted run"

@@ -3,17 +3,22 @@ mibspec circuit document with a safetensors sidecar.
 
 Edges are matched by name, never by position: EAP-IG files list edges grouped by
 destination layer, which is not the canonical order (``spec/v1/metrics/graph.md``).
+What the file holds is kept at its own granularity (SPEC.md I-2): edge scores, node
+scores (``node``), neuron scores and masks (``neuron``), and each node's ``in_graph``
+flag. A NaN node or neuron score means "not scored" (EAP-IG keeps such a node in every
+circuit); it is recorded as unscored in a boolean tensor, never as a number. A graph
+whose edges carry no score at all is a circuit in MIB's binary form.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mibspec.core.outputs import Inputs, write_atomic
-from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
@@ -22,15 +27,19 @@ from mibspec.validator import (
     Finding,
     Limits,
     catalogue,
-    load_json_file,
     make_finding,
     parse_findings,
 )
 
-__all__ = ["ImportResult", "import_eap_ig"]
+from ._eap_ig_json import ReadProblemError, read_graph_json
+from ._options import ImportOptions, OptionError, hub_model
+
+__all__ = ["EapIgGraph", "ImportResult", "graph_document", "import_eap_ig", "read_eap_ig"]
 
 SIDECAR = "circuit.safetensors"
 DOCUMENT = "circuit.json"
+#: Graphs of large models list millions of edges: the size is the only bound on the text.
+MAX_GRAPH_BYTES = 2 * 1024**3
 
 
 @dataclass
@@ -42,6 +51,8 @@ class ImportResult:
     written: list[Path] = field(default_factory=list)
     #: Their sidecar files.
     sidecars: list[Path] = field(default_factory=list)
+    #: What the import could not write, and why (not a failure: what was written verifies).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,11 +71,64 @@ def import_parse_findings(parsed: Any, cat: Any) -> list[Finding]:
     return [f.located(f.line or 1, f.column or 1) for f in parse_findings(parsed, cat, hints=False)]
 
 
-def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) -> ImportResult:
+@dataclass
+class EapIgGraph:
+    """An EAP-IG graph in canonical order: the arrays the circuit document stores.
+
+    ``edge_scores`` is None in the binary form; ``node_scores`` / ``neuron_scores`` hold
+    NaN where the source left a node or neuron unscored.
+    """
+
+    universe: Any
+    edge_scores: Any | None
+    in_graph: Any
+    node_in_graph: Any | None = None
+    node_scores: Any | None = None
+    neurons: Any | None = None
+    neuron_scores: Any | None = None
+
+
+def read_eap_ig(source: Path, limits: Limits | None = None) -> EapIgGraph:
+    """Read an EAP-IG ``.json`` or ``.pt`` graph.
+
+    Raises:
+        _MalformedError: with the code and pointer of the first problem (located when known).
+    """
+    if source.suffix == ".pt":
+        return _from_pt(_read_pt(source))
+    max_bytes = limits.max_bytes if limits is not None else MAX_GRAPH_BYTES
+    try:
+        text = read_graph_json(source, max_bytes, _universe)
+    except ReadProblemError as exc:
+        raise _located(exc, None) from None
+    try:
+        return _from_json(text)
+    except ReadProblemError as exc:
+        raise _located(exc, text) from None
+
+
+def _located(exc: ReadProblemError, text: Any) -> _MalformedError:
+    error = _MalformedError(exc.code, exc.pointer, **exc.params)
+    if text is not None:
+        error.params["_at"] = text.locate(exc.offset, exc.pointer)
+    elif exc.offset is not None:
+        error.params["_offset"] = exc.offset
+    return error
+
+
+def import_eap_ig(
+    source: Path,
+    out_dir: Path,
+    *,
+    limits: Limits | None = None,
+    model: str | None = None,
+    model_revision: str | None = None,
+) -> ImportResult:
     """Convert ``source`` (EAP-IG ``.json`` or ``.pt``) into ``out_dir/circuit.json`` + sidecar.
 
-    Never raises for bad input: problems come back as findings with codes and pointers.
-    The input is only read; files are written atomically.
+    ``model`` (a MIB model id such as ``gpt2``) and ``model_revision`` (its 40-hex commit)
+    declare the model the graph belongs to. Never raises for bad input: problems come back
+    as findings with codes and pointers. The input is only read; files are written atomically.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
@@ -72,30 +136,56 @@ def import_eap_ig(source: Path, out_dir: Path, *, limits: Limits | None = None) 
     cat = catalogue()
     result = ImportResult()
     try:
-        if source.suffix == ".pt":
-            graph = _read_pt(source)
-        else:
-            # Graphs of large models list millions of edges: the size limit is the only bound.
-            default = Limits(max_bytes=2 * 1024**3, max_values=2 * 1024**3)
-            parsed = load_json_file(source, limits or default)
-            if parsed.problems:
-                result.findings.extend(import_parse_findings(parsed, cat))
-                return result
-            graph = _from_json(parsed.data)
-        document, tensors = _convert(graph, source)
+        graph = read_eap_ig(source, limits)
+        document, tensors = graph_document(graph, f"the EAP-IG graph {source.name}")
+        if model is not None:
+            ImportOptions(model_revision=model_revision).check()
+            document = _reorder({**document, "model": hub_model(model, model_revision)})
     except _MalformedError as exc:
-        result.findings.append(make_finding(cat, None, exc.code, exc.pointer, **exc.params).located(1, 1))
+        result.findings.append(malformed_finding(cat, exc, source))
         return result
+    except OptionError as exc:
+        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
+        return result
+    result.written, result.sidecars = write_circuit(document, tensors, out_dir, [source])
+    return result
+
+
+def _reorder(document: dict[str, Any]) -> dict[str, Any]:
+    order = ["spec_version", "kind", "description", "model"]
+    return {**{k: document[k] for k in order if k in document}, **document}
+
+
+def malformed_finding(cat: Any, exc: _MalformedError, source: Path) -> Finding:
+    """The located finding of an import failure."""
+    params = {k: v for k, v in exc.params.items() if not k.startswith("_")}
+    finding = make_finding(cat, None, exc.code, exc.pointer, **params)
+    if "_at" in exc.params:
+        return finding.located(*exc.params["_at"])
+    if "_offset" in exc.params:
+        offset = exc.params["_offset"]
+        with source.open("rb") as handle:
+            head = handle.read(offset + 1).decode("utf-8", "replace")[:offset]
+        return finding.located(head.count("\n") + 1, offset - (head.rfind("\n") + 1) + 1)
+    return finding.located(1, 1)
+
+
+def write_circuit(
+    document: dict[str, Any], tensors: dict[str, Any], out_dir: Path, sources: list[Path]
+) -> tuple[list[Path], list[Path]]:
+    """Write ``out_dir/circuit.json`` and its sidecar (atomically); never over a source."""
     sidecar, target = out_dir / SIDECAR, out_dir / DOCUMENT
-    inputs = Inputs([source])
+    inputs = Inputs(sources)
     for path in (sidecar, target):
         inputs.refuse(path, "output")
     data = safetensors_bytes(tensors)
     write_atomic(sidecar, data)
-    document["artifacts"] = [artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")]
+    document = {
+        **document,
+        "artifacts": [artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")],
+    }
     write_atomic(target, json.dumps(document, indent=2) + "\n")
-    result.written, result.sidecars = [target], [sidecar]
-    return result
+    return [target], [sidecar]
 
 
 def _read_pt(source: Path) -> dict[str, Any]:
@@ -118,153 +208,125 @@ def _read_pt(source: Path) -> dict[str, Any]:
         raise _MalformedError("I101", "", detail=f"the .pt file holds a {type(raw).__name__}, not a dict")
     graph: dict[str, Any] = {}
     for key, value in raw.items():
+        if hasattr(value, "float") and hasattr(value, "dtype") and str(value.dtype) == "torch.bfloat16":
+            value = value.float()
         graph[key] = value.numpy() if hasattr(value, "numpy") else value
-    graph["_format"] = "pt"
     return graph
 
 
-def _from_json(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise _MalformedError(
-            "I101", "", detail="the top-level value must be an object with cfg, nodes and edges"
-        )
-    for key in ("cfg", "edges"):
-        if not isinstance(data.get(key), dict):
-            raise _MalformedError(
-                "I101", f"/{key}" if key in data else "", detail=f"{key!r} must be an object"
-            )
-    return {**data, "_format": "json"}
-
-
-def _convert(graph: dict[str, Any], source: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    import numpy as np
-
+def _universe(cfg: Any) -> Any:
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 
-    cfg = graph.get("cfg")
     if not isinstance(cfg, dict):
-        raise _MalformedError("I101", "/cfg", detail="'cfg' must be an object")
+        raise ReadProblemError("I101", "/cfg", None, detail="'cfg' must be an object")
     try:
-        universe = GraphUniverse(GraphConfig.from_eap_ig_cfg(cfg, strict=False))
+        return GraphUniverse(GraphConfig.from_eap_ig_cfg(cfg, strict=False))
     except ValueError as exc:
-        raise _MalformedError("I101", "/cfg", detail=str(exc)) from exc
-    n = universe.n_edges
-    if graph["_format"] == "json":
-        scores, in_graph = _json_edges(graph["edges"], universe)
-        neurons = _json_neurons(graph.get("nodes"), universe)
-    else:
-        scores, in_graph, neurons = _pt_edges(graph, universe)
-    tensors: dict[str, Any] = {"scores": scores.astype(np.float32)}
-    document: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "circuit",
-        "description": f"Imported from the EAP-IG graph {source.name} by mibspec {__version__}.",
-        "graph": {
-            "convention": "eap-ig",
-            "n_layers": universe.cfg.n_layers,
-            "n_heads": universe.cfg.n_heads,
-            "parallel_attn_mlp": universe.cfg.parallel_attn_mlp,
-            "n_edges": n,
-        },
-        "granularity": "neuron" if neurons is not None else "edge",
-        "scores": {"artifact": "tensors", "tensor": "scores", "shape": [n], "dtype": "float32"},
-    }
-    if universe.cfg.d_model is not None:
-        document["graph"]["d_model"] = universe.cfg.d_model
-    if in_graph.any():
-        tensors["membership"] = in_graph[None, :]
-        document["membership"] = {
-            "artifact": "tensors",
-            "tensor": "membership",
-            "shape": [1, n],
-            "dtype": "bool",
-        }
-        fraction = None
-        if neurons is not None:
-            tensors["neurons"] = neurons[None, :, :]
-            document["neuron_masks"] = {
-                "artifact": "tensors",
-                "tensor": "neurons",
-                "shape": [1, *neurons.shape],
-                "dtype": "bool",
-            }
-            fraction = universe.neuron_fraction(neurons)
-        document["circuits"] = [
-            {
-                "index": 0,
-                "n_edges": int(in_graph.sum()),
-                "weighted_size": universe.weighted_edge_count(in_graph, fraction),
-            }
-        ]
-    elif neurons is not None:
-        document["granularity"] = "edge"  # neuron masks only mean something with a circuit
-    return document, tensors
+        raise ReadProblemError("I101", "/cfg", None, detail=str(exc)) from None
 
 
-def _json_edges(edges: dict[str, Any], universe: Any) -> tuple[Any, Any]:
+def _number(value: Any, pointer: str, what: str, nan_ok: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ReadProblemError("I101", pointer, None, detail=f"a {what} score must be a number")
+    number = float(value)
+    if math.isinf(number) or (math.isnan(number) and not nan_ok):
+        raise ReadProblemError("I105", pointer, None, what=what, value=str(number))
+    return number
+
+
+def _from_json(text: Any) -> EapIgGraph:
     import numpy as np
 
-    names = list(edges)
-    try:
-        ids = universe.edge_ids(names)
-    except ValueError as exc:
-        raise _MalformedError("I102", "/edges", detail=str(exc)) from exc
-    scores = np.zeros(universe.n_edges, dtype=np.float64)
-    in_graph = np.zeros(universe.n_edges, dtype=bool)
-    seen = np.zeros(universe.n_edges, dtype=bool)
-    for name, index in zip(names, ids.tolist(), strict=True):
-        entry = edges[name]
-        pointer = "/edges/" + escape_pointer_token(name)
-        if not isinstance(entry, dict):
-            raise _MalformedError("I101", pointer, detail="an edge must be an object with score and in_graph")
-        score, member = entry.get("score", 0.0), entry.get("in_graph", False)
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise _MalformedError("I101", f"{pointer}/score", detail="score must be a number")
-        if not isinstance(member, bool):
-            raise _MalformedError("I101", f"{pointer}/in_graph", detail="in_graph must be true or false")
-        scores[index], in_graph[index], seen[index] = score, member, True
-    missing = int((~seen).sum())
+    from mibspec.core.pointers import escape_pointer_token
+
+    universe = text.universe
+    missing = int((~text.seen).sum())
     if missing:
-        first = universe.edge_name(int(np.flatnonzero(~seen)[0]))
-        raise _MalformedError("I103", "/edges", missing=missing, total=universe.n_edges, first=first)
-    return scores, in_graph
-
-
-def _json_neurons(nodes: Any, universe: Any) -> Any | None:
-    import numpy as np
-
-    if not isinstance(nodes, dict) or not any(isinstance(v, dict) and "neurons" in v for v in nodes.values()):
-        return None
-    d_model = universe.cfg.d_model
-    if d_model is None:
-        raise _MalformedError("I101", "/cfg", detail="neuron masks need cfg.d_model")
-    mask = np.ones((universe.n_forward, d_model), dtype=bool)
+        first = universe.edge_name(int(np.flatnonzero(~text.seen)[0]))
+        raise ReadProblemError("I103", "/edges", None, missing=missing, total=universe.n_edges, first=first)
+    n_scored = int(text.scored.sum())
+    if 0 < n_scored < universe.n_edges:
+        first = universe.edge_name(int(np.flatnonzero(~text.scored)[0]))
+        raise ReadProblemError(
+            "I106", "/edges/" + escape_pointer_token(first), None, scored=n_scored, total=universe.n_edges
+        )
+    infinite = np.flatnonzero(~np.isfinite(text.scores))
+    if infinite.size:  # a literal such as 1e400 overflows to infinity
+        name = universe.edge_name(int(infinite[0]))
+        value = str(text.scores[infinite[0]])
+        raise ReadProblemError(
+            "I105", "/edges/" + escape_pointer_token(name) + "/score", None, what="edge", value=value
+        )
+    graph = EapIgGraph(universe, text.scores if n_scored else None, text.in_graph)
+    nodes = text.nodes
+    if nodes is None:
+        return graph
+    if not isinstance(nodes, dict):
+        raise ReadProblemError("I101", "/nodes", None, detail="'nodes' must be an object")
+    n, d_model = universe.n_forward, universe.cfg.d_model
+    node_in = np.zeros(n, dtype=bool)
+    node_scores = np.full(n, np.nan)
+    neurons = neuron_scores = None
+    any_score = False
     for name, entry in nodes.items():
-        if not isinstance(entry, dict) or "neurons" not in entry or entry["neurons"] is None:
-            continue
-        pointer = "/nodes/" + escape_pointer_token(name) + "/neurons"
+        pointer = "/nodes/" + escape_pointer_token(name)
+        if not isinstance(entry, dict):
+            raise ReadProblemError("I101", pointer, None, detail="a node must be an object")
+        if name == "logits":
+            continue  # always in the graph; EAP-IG ignores its entry
         try:
             row = universe.forward_index(name)
         except ValueError:
-            if name == "logits":
-                continue
-            raise _MalformedError(
-                "I101", pointer, detail=f"{name!r} is not a source node of this graph"
+            raise ReadProblemError(
+                "I102", pointer, None, detail=f"{name!r} is not a node of this graph"
             ) from None
-        values = entry["neurons"]
-        if not (
-            isinstance(values, list) and len(values) == d_model and all(isinstance(v, bool) for v in values)
-        ):
-            raise _MalformedError("I101", pointer, detail=f"neurons must be {d_model} booleans")
-        mask[row] = values
-    return mask
+        member = entry.get("in_graph", False)
+        if not isinstance(member, bool):
+            raise ReadProblemError(
+                "I101", f"{pointer}/in_graph", None, detail="in_graph must be true or false"
+            )
+        node_in[row] = member
+        if "score" in entry:
+            any_score = True
+            node_scores[row] = _number(entry["score"], f"{pointer}/score", "node", True)
+        for key in ("neurons", "neurons_scores"):
+            if key not in entry:
+                continue
+            if d_model is None:
+                raise ReadProblemError("I101", "/cfg", None, detail="neuron entries need cfg.d_model")
+            values = entry[key]
+            if not isinstance(values, list) or len(values) != d_model:
+                raise ReadProblemError(
+                    "I101", f"{pointer}/{key}", None, detail=f"{key} must list {d_model} values"
+                )
+            if key == "neurons":
+                if not all(isinstance(v, bool) for v in values):
+                    raise ReadProblemError(
+                        "I101", f"{pointer}/{key}", None, detail="neurons must be booleans"
+                    )
+                neurons = np.zeros((n, d_model), dtype=bool) if neurons is None else neurons
+                neurons[row] = values
+            else:
+                neuron_scores = np.full((n, d_model), np.nan) if neuron_scores is None else neuron_scores
+                neuron_scores[row] = [
+                    _number(v, f"{pointer}/{key}/{i}", "neuron", True) for i, v in enumerate(values)
+                ]
+    graph.node_in_graph = node_in
+    graph.node_scores = node_scores if any_score else None
+    graph.neurons, graph.neuron_scores = neurons, neuron_scores
+    return graph
 
 
-def _pt_edges(graph: dict[str, Any], universe: Any) -> tuple[Any, Any, Any | None]:
+def _from_pt(raw: dict[str, Any]) -> EapIgGraph:
     import numpy as np
 
+    try:
+        universe = _universe(raw.get("cfg"))
+    except ReadProblemError as exc:
+        raise _MalformedError(exc.code, exc.pointer, **exc.params) from None
+
     def names(key: str) -> list[str]:
-        value = graph.get(key)
+        value = raw.get(key)
         if isinstance(value, dict):
             return [name for name, _ in sorted(value.items(), key=lambda item: item[1])]
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -277,15 +339,6 @@ def _pt_edges(graph: dict[str, Any], universe: Any) -> tuple[Any, Any, Any | Non
         cols = [universe.backward_index(name) for name in dst]
     except ValueError as exc:
         raise _MalformedError("I102", "/src_nodes", detail=str(exc)) from exc
-
-    def matrix(key: str, dtype: Any) -> Any:
-        value = np.asarray(graph.get(key))
-        if value.shape != (len(src), len(dst)):
-            raise _MalformedError("I101", f"/{key}", detail=f"{key} must have shape {(len(src), len(dst))}")
-        full = np.zeros(universe.edge_mask.shape, dtype=dtype)
-        full[np.ix_(rows, cols)] = value.astype(dtype)
-        return universe.from_matrix(full)
-
     if len(set(rows)) != universe.n_forward or len(set(cols)) != universe.n_backward:
         raise _MalformedError(
             "I103",
@@ -294,17 +347,129 @@ def _pt_edges(graph: dict[str, Any], universe: Any) -> tuple[Any, Any, Any | Non
             total=universe.n_edges,
             first="the file's node lists do not cover the universe",
         )
-    scores = matrix("edges_scores", np.float64)
-    in_graph = (
-        matrix("edges_in_graph", bool) if "edges_in_graph" in graph else np.zeros(universe.n_edges, bool)
-    )
-    neurons = None
-    if graph.get("neurons_in_graph") is not None:
-        value = np.asarray(graph["neurons_in_graph"]).astype(bool)
-        if value.ndim != 2 or value.shape[0] != len(src):
+
+    def array(key: str, shape: tuple[int, ...], dtype: Any) -> Any:
+        value = np.asarray(raw.get(key))
+        if value.shape != shape:
             raise _MalformedError(
-                "I101", "/neurons_in_graph", detail="neurons_in_graph must be (n_forward, d_model)"
+                "I101", f"/{key}", detail=f"{key} must have shape {shape}, not {value.shape}"
             )
-        neurons = np.ones((universe.n_forward, value.shape[1]), dtype=bool)
-        neurons[rows] = value
-    return scores, in_graph, neurons
+        return value.astype(dtype)
+
+    def matrix(key: str, dtype: Any) -> Any:
+        full = np.zeros(universe.edge_mask.shape, dtype=dtype)
+        full[np.ix_(rows, cols)] = array(key, (len(src), len(dst)), dtype)
+        return universe.from_matrix(full)
+
+    def per_node(key: str, dtype: Any, width: int | None = None) -> Any:
+        shape = (len(src),) if width is None else (len(src), width)
+        out = np.zeros((universe.n_forward, *shape[1:]), dtype=dtype)
+        out[rows] = array(key, shape, dtype)
+        return out
+
+    def finite(values: Any, key: str, what: str, nan_ok: bool) -> Any:
+        bad = np.isinf(values) if nan_ok else ~np.isfinite(values)
+        if bad.any():
+            raise _MalformedError("I105", f"/{key}", what=what, value=str(values[bad][0]))
+        return values
+
+    if "edges_scores" not in raw:
+        raise _MalformedError("I101", "", detail="the .pt graph has no edges_scores")
+    scores = finite(matrix("edges_scores", np.float64), "edges_scores", "edge", False)
+    in_graph = matrix("edges_in_graph", bool) if "edges_in_graph" in raw else np.zeros(universe.n_edges, bool)
+    graph = EapIgGraph(universe, scores, in_graph)
+    if raw.get("nodes_in_graph") is not None:
+        graph.node_in_graph = per_node("nodes_in_graph", bool)
+    if raw.get("nodes_scores") is not None:
+        values = np.full(universe.n_forward, np.nan)
+        values[rows] = array("nodes_scores", (len(src),), np.float64)
+        graph.node_scores = finite(values, "nodes_scores", "node", True)
+    d_model = universe.cfg.d_model
+    for key in ("neurons_in_graph", "neurons_scores"):
+        if raw.get(key) is None:
+            continue
+        width = np.asarray(raw[key]).shape[-1] if d_model is None else d_model
+        if key == "neurons_in_graph":
+            graph.neurons = per_node(key, bool, width)
+        else:
+            values = np.full((universe.n_forward, width), np.nan)
+            values[rows] = array(key, (len(src), width), np.float64)
+            graph.neuron_scores = finite(values, key, "neuron", True)
+    return graph
+
+
+def _ref(name: str, shape: list[int], dtype: str) -> dict[str, Any]:
+    return {"artifact": "tensors", "tensor": name, "shape": shape, "dtype": dtype}
+
+
+def graph_document(graph: EapIgGraph, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The circuit document (without artifacts) and sidecar tensors of one graph.
+
+    Raises:
+        _MalformedError: a neuron mask that does not fit the graph.
+    """
+    import numpy as np
+
+    universe = graph.universe
+    n, n_forward = universe.n_edges, universe.n_forward
+    in_graph = np.asarray(graph.in_graph, dtype=bool)
+    node_in = graph.node_in_graph
+    has_circuit = (
+        graph.edge_scores is None or bool(in_graph.any()) or (node_in is not None and bool(node_in.any()))
+    )
+    neurons = graph.neurons if has_circuit else None  # a neuron mask only means something in a circuit
+    if neurons is not None or graph.neuron_scores is not None:
+        granularity = "neuron"
+    elif graph.node_scores is not None:
+        granularity = "node"
+    else:
+        granularity = "edge"
+    document: dict[str, Any] = {
+        "spec_version": SPEC_VERSION,
+        "kind": "circuit",
+        "description": f"Imported from {what} by mibspec {__version__}.",
+        "graph": {
+            "convention": "eap-ig",
+            "n_layers": universe.cfg.n_layers,
+            "n_heads": universe.cfg.n_heads,
+            "parallel_attn_mlp": universe.cfg.parallel_attn_mlp,
+            "n_edges": n,
+        },
+        "granularity": granularity,
+    }
+    if universe.cfg.d_model is not None:
+        document["graph"]["d_model"] = universe.cfg.d_model
+    tensors: dict[str, Any] = {}
+    if graph.edge_scores is not None:
+        tensors["scores"] = np.asarray(graph.edge_scores).astype(np.float32)
+        document["scores"] = _ref("scores", [n], "float32")
+    for key, values in (("node", graph.node_scores), ("neuron", graph.neuron_scores)):
+        if values is None:
+            continue
+        scored = ~np.isnan(values)
+        tensors[f"{key}_scores"] = np.where(scored, values, 0.0).astype(np.float32)
+        tensors[f"{key}_scored"] = scored
+        document[f"{key}_scores"] = _ref(f"{key}_scores", list(values.shape), "float32")
+        document[f"{key}_scored"] = _ref(f"{key}_scored", list(values.shape), "bool")
+    if has_circuit:
+        tensors["membership"] = in_graph[None, :]
+        document["membership"] = _ref("membership", [1, n], "bool")
+        if node_in is not None:
+            tensors["node_membership"] = np.asarray(node_in, dtype=bool)[None, :]
+            document["node_membership"] = _ref("node_membership", [1, n_forward], "bool")
+        fraction = None
+        if neurons is not None:
+            tensors["neurons"] = np.asarray(neurons, dtype=bool)[None, :, :]
+            document["neuron_masks"] = _ref("neurons", [1, *neurons.shape], "bool")
+            try:
+                fraction = universe.neuron_fraction(np.asarray(neurons, dtype=bool))
+            except ValueError as exc:
+                raise _MalformedError("I101", "/nodes", detail=str(exc)) from None
+        document["circuits"] = [
+            {
+                "index": 0,
+                "n_edges": int(in_graph.sum()),
+                "weighted_size": universe.weighted_edge_count(in_graph, fraction),
+            }
+        ]
+    return document, tensors

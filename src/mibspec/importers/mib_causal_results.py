@@ -39,6 +39,7 @@ from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 
+from ._options import ImportOptions
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import folder_name, import_reports, source_created
 
@@ -78,9 +79,11 @@ _LAST_TOKEN_NAMES = {"last_token", "last"}
 _RESERVED = {"metadata", "feature_indices"}
 
 
-def import_mib_causal_results(source: Path, out_dir: Path) -> ImportResult:
+def import_mib_causal_results(
+    source: Path, out_dir: Path, options: ImportOptions | None = None
+) -> ImportResult:
     """Write ``out_dir/<task>_<model>_<method>/report.json`` for the result file ``source``."""
-    return import_reports(source, out_dir, _reports)
+    return import_reports(source, out_dir, _reports, options)
 
 
 def _text(data: dict[str, Any], key: str) -> str:

@@ -32,31 +32,31 @@ from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
+from ._options import KNOWN_MODELS, ImportOptions, OptionError
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings
 
 __all__ = ["KNOWN_MODELS", "folder_name", "import_mib_circuit_results", "import_reports", "source_created"]
 
-#: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
-KNOWN_MODELS: dict[str, tuple[str, int, int]] = {
-    "gpt2": ("GPT2LMHeadModel", 12, 12),
-    "qwen2.5": ("Qwen2ForCausalLM", 24, 14),
-    "gemma2": ("Gemma2ForCausalLM", 26, 8),
-    "llama3": ("LlamaForCausalLM", 32, 32),
-    "interpbench": ("HookedTransformer", 6, 4),
-}
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def import_mib_circuit_results(source: Path, out_dir: Path) -> ImportResult:
-    """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``."""
-    return import_reports(source, out_dir, _reports)
+def import_mib_circuit_results(
+    source: Path, out_dir: Path, options: ImportOptions | None = None
+) -> ImportResult:
+    """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``
+    (with the model revision, dataset and split of ``options``, SPEC.md I-4)."""
+    return import_reports(source, out_dir, _reports, options)
 
 
 def import_reports(
-    source: Path, out_dir: Path, build: Callable[[Any, Path], Iterator[tuple[str, dict[str, Any]]]]
+    source: Path,
+    out_dir: Path,
+    build: Callable[[Any, Path], Iterator[tuple[str, dict[str, Any]]]],
+    options: ImportOptions | None = None,
 ) -> ImportResult:
     """Parse ``source`` strictly, build ``(folder name, report)`` pairs with ``build`` and write
-    each as ``out_dir/<name>/report.json`` (atomically). Parse errors and :class:`_MalformedError`
+    each as ``out_dir/<name>/report.json`` (atomically), with ``options`` recorded and a dataset
+    document copied beside each. Parse errors, malformed options and :class:`_MalformedError`
     become located findings; nothing is written unless the whole file converts.
 
     Raises:
@@ -64,6 +64,12 @@ def import_reports(
     """
     cat = catalogue()
     result = ImportResult()
+    options = options or ImportOptions()
+    try:
+        dataset = options.check()
+    except OptionError as exc:
+        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
+        return result
     parsed = load_json_file(source, Limits())
     if parsed.problems:
         result.findings.extend(import_parse_findings(parsed, cat))
@@ -74,10 +80,13 @@ def import_reports(
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
         result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
         return result
-    targets = [(out_dir / name / "report.json", report) for name, report in reports]
+    targets = [(out_dir / name / "report.json", options.apply(report, dataset)) for name, report in reports]
     inputs = Inputs([source])
-    for target, _ in targets:
+    extra = [(target.parent / rel, data) for target, _ in targets for rel, data in options.files(dataset)]
+    for target, _ in [*targets, *extra]:
         inputs.refuse(target, "output")
+    for target, data in extra:
+        write_atomic(target, data)
     for target, report in targets:
         write_atomic(target, json.dumps(report, indent=2) + "\n")
         result.written.append(target)

@@ -182,3 +182,46 @@ def circuit_ties(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
                     inside=report.n_tied_inside,
                     outside=report.n_tied_outside,
                 )
+
+
+@rule("circuit-node-tensors", codes=("A113", "A114"), kinds=("circuit",))
+def circuit_node_tensors(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Node and neuron tensors fit the graph and come in pairs (scores with their ``*_scored``
+    mask); an entry marked unscored holds 0, never a score (SPEC.md I-2)."""
+    graph = doc["graph"]
+    n_forward = 1 + graph["n_layers"] * (graph["n_heads"] + 1)
+    d_model = graph.get("d_model")
+    shapes: dict[str, list[int] | None] = {
+        "node_scores": [n_forward],
+        "node_scored": [n_forward],
+        "neuron_scores": [n_forward, d_model] if d_model else None,
+        "neuron_scored": [n_forward, d_model] if d_model else None,
+        "node_membership": [doc["membership"]["shape"][0], n_forward] if "membership" in doc else None,
+    }
+    broken = set()
+    for key, shape in shapes.items():
+        if key not in doc:
+            continue
+        if shape is None:
+            needs = "the graph's d_model" if key.startswith("neuron") else "a membership tensor"
+            yield ctx.finding("A113", f"/{key}", detail=f"{key} needs {needs}")
+            broken.add(key)
+        elif list(doc[key]["shape"]) != shape:
+            yield ctx.finding("A113", f"/{key}/shape", detail=f"{key} must have shape {shape}")
+            broken.add(key)
+    for level in ("node", "neuron"):
+        scores, scored = f"{level}_scores", f"{level}_scored"
+        if (scores in doc) != (scored in doc):
+            present, absent = (scores, scored) if scores in doc else (scored, scores)
+            yield ctx.finding("A113", f"/{present}", detail=f"{present} comes without {absent}")
+            continue
+        if scores not in doc or {scores, scored} & broken:
+            continue
+        values, flags = _tensor(ctx, doc[scores]), _tensor(ctx, doc[scored])
+        if values is None or flags is None or flags.dtype.kind != "b" or values.shape != flags.shape:
+            continue
+        bad = (~flags) & (values != 0)
+        if bad.any():
+            yield ctx.finding(
+                "A114", f"/{scores}", what=level, count=int(bad.sum()), first=int(bad.ravel().argmax())
+            )

@@ -1,0 +1,185 @@
+"""Export a circuit document as an EAP-IG graph JSON.
+
+The file has the layout EAP-IG's ``Graph.to_json`` writes and ``Graph.from_json``
+reads: ``cfg``; ``nodes`` (every node, ``logits`` last, with ``in_graph``, and ``score``,
+``neurons``, ``neurons_scores`` where the document has them, an unscored node or neuron
+written as ``NaN`` as ``json.dump`` writes it); ``edges`` in EAP-IG's order with
+``score`` and ``in_graph``. A document without edge scores is a circuit in MIB's binary
+form: its edges carry ``in_graph`` only. Importing the file gives the same document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from mibspec.core.outputs import Inputs, write_atomic
+
+__all__ = [
+    "ExportError",
+    "eap_ig_edge_order",
+    "eap_ig_text",
+    "export_eap_ig",
+    "read_circuit",
+    "read_conformant",
+]
+
+
+class ExportError(Exception):
+    """The document cannot be exported: what is wrong, for the user."""
+
+
+def read_conformant(path: Path) -> dict[str, Any]:
+    """The document at ``path``, once it verifies (without recomputation).
+
+    Raises:
+        ExportError: it does not verify.
+    """
+    from mibspec import verify
+
+    result = verify(path, recompute=False)
+    if not result.valid:
+        codes = sorted({f.code for f in result.findings if f.severity.value == "error"})
+        raise ExportError(
+            f"{path}: not a conformant document ({', '.join(codes)}); run `mibspec verify` on it"
+        )
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def read_circuit(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A conformant circuit document and its sidecar tensors.
+
+    Raises:
+        ExportError: the document does not verify, or is not a circuit document.
+    """
+    from mibspec.core.sidecars import load_tensor, tensor_infos
+
+    document = read_conformant(path)
+    if document.get("kind") != "circuit":
+        raise ExportError(f"{path}: a {document.get('kind')} document, not a circuit document")
+    artifacts = {a["id"]: a for a in document.get("artifacts", [])}
+    tensors: dict[str, Any] = {}
+    for key, ref in document.items():
+        if isinstance(ref, dict) and "artifact" in ref and "dtype" in ref:
+            artifact = artifacts[ref["artifact"]]
+            file = path.parent / artifact["path"]
+            info = tensor_infos(file, artifact["media_type"])[ref.get("tensor")]
+            tensors[key] = load_tensor(file, info)
+    return document, tensors
+
+
+def _universe(document: dict[str, Any]) -> Any:
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    graph = document["graph"]
+    return GraphUniverse(
+        GraphConfig(
+            graph["n_layers"], graph["n_heads"], graph.get("parallel_attn_mlp", False), graph.get("d_model")
+        )
+    )
+
+
+def eap_ig_edge_order(universe: Any) -> list[str]:
+    """Edge names in the order EAP-IG's ``Graph.from_model`` adds them (per layer: the
+    residual stream's sources into each head's q, k, v, then into the MLP; logits last)."""
+    cfg = universe.cfg
+    names: list[str] = []
+    residual = ["input"]
+    for layer in range(cfg.n_layers):
+        heads = [f"a{layer}.h{h}" for h in range(cfg.n_heads)]
+        mlp = f"m{layer}"
+        if cfg.parallel_attn_mlp:
+            for src in residual:
+                names += [f"{src}->{head}<{x}>" for head in heads for x in "qkv"]
+                names.append(f"{src}->{mlp}")
+            residual += [*heads, mlp]
+        else:
+            names += [f"{src}->{head}<{x}>" for src in residual for head in heads for x in "qkv"]
+            residual += heads
+            names += [f"{src}->{mlp}" for src in residual]
+            residual.append(mlp)
+    names += [f"{src}->logits" for src in residual]
+    return names
+
+
+def _number(value: float, scored: bool) -> str:
+    return json.dumps(float(value) if scored else math.nan)
+
+
+def eap_ig_text(document: dict[str, Any], tensors: dict[str, Any], circuit: int = 0) -> str:
+    """The EAP-IG JSON text of one circuit (row ``circuit``) of a circuit document.
+
+    Raises:
+        ExportError: ``circuit`` is not a row of the document's membership.
+    """
+    import numpy as np
+
+    universe = _universe(document)
+    membership = tensors.get("membership")
+    if membership is not None and not 0 <= circuit < membership.shape[0]:
+        raise ExportError(
+            f"the document has {membership.shape[0]} circuit(s); --circuit {circuit} is none of them"
+        )
+    if membership is None and circuit != 0:
+        raise ExportError("the document holds scores only, no circuit")
+    in_graph = membership[circuit] if membership is not None else np.zeros(universe.n_edges, dtype=bool)
+    nodes_in = tensors.get("node_membership")
+    node_row = nodes_in[circuit] if nodes_in is not None else None
+    neurons = tensors.get("neuron_masks")
+    neuron_row = neurons[circuit] if neurons is not None else None
+    graph = document["graph"]
+    cfg = {
+        "n_layers": graph["n_layers"],
+        "n_heads": graph["n_heads"],
+        "parallel_attn_mlp": graph.get("parallel_attn_mlp", False),
+    }
+    if "d_model" in graph:
+        cfg["d_model"] = graph["d_model"]
+    parts = ['{"cfg": ', json.dumps(cfg), ', "nodes": {']
+    node_entries = []
+    for row, name in enumerate(universe.forward_names):
+        fields = [f'"in_graph": {"true" if node_row is not None and node_row[row] else "false"}']
+        if "node_scores" in tensors:
+            fields.append(f'"score": {_number(tensors["node_scores"][row], tensors["node_scored"][row])}')
+        if neuron_row is not None:
+            fields.append(f'"neurons": {json.dumps(neuron_row[row].tolist())}')
+        if "neuron_scores" in tensors:
+            values = tensors["neuron_scores"][row].tolist()
+            flags = tensors["neuron_scored"][row].tolist()
+            fields.append(
+                '"neurons_scores": ['
+                + ", ".join(_number(v, s) for v, s in zip(values, flags, strict=True))
+                + "]"
+            )
+        node_entries.append(f"{json.dumps(name)}: {{{', '.join(fields)}}}")
+    node_entries.append('"logits": {"in_graph": true}')
+    parts += [", ".join(node_entries), '}, "edges": {']
+    names = eap_ig_edge_order(universe)
+    ids = universe.edge_ids(names).tolist()
+    flags = in_graph.tolist()
+    scores = tensors["scores"].astype(np.float64).tolist() if "scores" in tensors else None
+    entries = []
+    for name, index in zip(names, ids, strict=True):
+        flag = "true" if flags[index] else "false"
+        if scores is None:
+            entries.append(f'"{name}": {{"in_graph": {flag}}}')
+        else:
+            entries.append(f'"{name}": {{"score": {scores[index]!r}, "in_graph": {flag}}}')
+    parts += [", ".join(entries), "}}"]
+    return "".join(parts)
+
+
+def export_eap_ig(source: Path, target: Path, *, circuit: int = 0) -> None:
+    """Write circuit ``circuit`` of the circuit document ``source`` as EAP-IG JSON ``target``.
+
+    Raises:
+        ExportError: the document is not a conformant circuit document, or has no such circuit.
+        mibspec.core.outputs.OutputPathError: ``target`` is one of the document's files.
+    """
+    document, tensors = read_circuit(source)
+    inputs = Inputs([source, *(source.parent / a["path"] for a in document.get("artifacts", []))])
+    inputs.refuse(target, "--output")
+    write_atomic(target, eap_ig_text(document, tensors, circuit))

@@ -1,0 +1,120 @@
+"""Export circuit reports as MIB circuit-track submission folders.
+
+Each report becomes ``<out>/<task>_<model>/`` (task names spelled with ``-``, as MIB's
+folders are): ``importances.json`` when its circuit document has edge scores, otherwise
+one circuit file per grid point below k = 1 (``circuit_<k>.json``); and, for each claimed
+curve over the whole ``mib-2025`` grid, the results file MIB's evaluator writes
+(``<task>_<model>_<split>_abs-<True|False>.pkl``: plain dicts, lists and floats).
+``mibspec import mib-submission`` on the folder gives the same documents back.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from mibspec.core.outputs import Inputs, write_atomic
+
+from .eap_ig import ExportError, eap_ig_text, read_circuit, read_conformant
+
+__all__ = ["export_mib_submission", "submission_folder_name"]
+
+
+def submission_folder_name(report: dict[str, Any]) -> str:
+    """``<task>_<model>``: the task with ``-`` for ``_``, the model's hub id or folder name."""
+    model = report["model"]
+    name = model.get("id") or Path(model.get("path", "model")).name
+    return f"{report['task']['name'].replace('_', '-')}_{name.replace('_', '-').split('/')[-1]}"
+
+
+def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.validator import load_profile
+
+    artifacts = {a["id"]: a for a in report.get("artifacts", [])}
+    ref = report["claims"].get("circuit")
+    if ref is None:
+        raise ExportError(f"{report_path}: the report names no circuit document (claims.circuit)")
+    document, tensors = read_circuit(report_path.parent / artifacts[ref]["path"])
+    files: dict[str, bytes | str] = {}
+    membership = tensors.get("membership")
+    if "scores" in tensors:
+        rows = 0 if membership is not None and membership.shape[0] == 1 else None
+        if rows is None:
+            tensors = {
+                k: v for k, v in tensors.items() if k not in ("membership", "node_membership", "neuron_masks")
+            }
+        files["importances.json"] = eap_ig_text(document, tensors, 0)
+    else:
+        for entry in document.get("circuits", []):
+            k = entry.get("k")
+            if k is None:
+                raise ExportError(f"{report_path}: circuit {entry['index']} of its document declares no k")
+            if k < 1:
+                files[f"circuit_{k:g}.json"] = eap_ig_text(document, tensors, entry["index"])
+    grid = list(load_profile("mib-2025").grid)
+    base = submission_folder_name(report)
+    split = report["task"].get("split", "validation")
+    ranking = report["settings"]["ranking"]
+    for curve in report["claims"]["curves"]:
+        ks = [p["k"] for p in curve["points"]]
+        if ks != grid:
+            continue  # MIB's evaluator writes whole-grid curves only
+        values = [p["faithfulness"] for p in curve["points"]]
+        results = {
+            "weighted_edge_counts": [p["weighted_size"] for p in curve["points"]],
+            "area_under": report["claims"]["cpr"]["value"]
+            if ranking.get("cpr") == curve["ranking"]
+            else cpr(ks, values),
+            "area_from_1": report["claims"]["cmd"]["value"]
+            if ranking.get("cmd") == curve["ranking"]
+            else cmd(ks, values),
+            "average": sum(values) / len(values),
+            "faithfulnesses": values,
+        }
+        flag = "True" if curve["ranking"] == "absolute" else "False"
+        files[f"{base}_{split}_abs-{flag}.pkl"] = pickle.dumps(results, protocol=4)
+    return files
+
+
+def _timestamp(report: dict[str, Any]) -> float | None:
+    created = report.get("provenance", {}).get("created")
+    try:
+        return datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() if created else None
+    except ValueError:
+        return None
+
+
+def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
+    """Write the submission folders of ``reports`` under ``out_dir``; return the files written.
+
+    Raises:
+        ExportError: a report is not a conformant circuit report, or two reports need one folder.
+        mibspec.core.outputs.OutputPathError: a file to be written is an input.
+    """
+    planned: dict[str, tuple[dict[str, bytes | str], float | None]] = {}
+    inputs = Inputs(reports)
+    for path in reports:
+        report = read_conformant(path)
+        if report.get("kind") != "report" or report.get("track") != "circuit":
+            raise ExportError(f"{path}: not a circuit-track report")
+        name = submission_folder_name(report)
+        if name in planned:
+            raise ExportError(f"{path}: a second report for the folder {name}")
+        planned[name] = (_files(path, report), _timestamp(report))
+        for artifact in report.get("artifacts", []):
+            inputs.add(path.parent / artifact["path"])
+    written = []
+    for name, (files, created) in planned.items():
+        for file, data in files.items():
+            target = out_dir / name / file
+            inputs.refuse(target, "--output")
+            write_atomic(target, data)
+            if file.endswith(".pkl") and created is not None:
+                # The import dates a report by its results file: the round trip keeps the date.
+                os.utime(target, (created, created))
+            written.append(target)
+    return written

@@ -1,0 +1,425 @@
+"""Import MIB circuit-track submission folders as circuit documents and reports.
+
+A submission holds one folder per task and model, named ``<task>_<model>`` (``ioi_gpt2``,
+``arc-easy_llama3``), with either one importance file (an EAP-IG graph with scores,
+``.json`` or ``.pt``) or nine circuit files, one per grid point below k = 1 (SPEC.md I-3).
+Each folder becomes ``<out>/<task>_<model>/circuit.json`` with its sidecar. Where the
+folder also holds the results MIB's evaluator writes (``<task>_<model>_<split>_abs-<bool>.pkl``,
+read by a restricted unpickler), a report claiming them is written beside it: ``abs-False``
+is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score| (CMD).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mibspec.core.outputs import Inputs, write_atomic
+from mibspec.core.spec import SPEC_VERSION
+from mibspec.core.version import __version__
+from mibspec.validator import Finding, catalogue, load_profile, make_finding
+
+from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, hub_model
+from ._safe_pickle import UnsafePickleError, load_results_pickle
+from .eap_ig import EapIgGraph, ImportResult, _MalformedError, graph_document, malformed_finding, read_eap_ig
+
+__all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
+
+_GRAPH_SUFFIXES = (".json", ".pt")
+_RESULTS = re.compile(r"^(?P<name>.+)_(?P<split>train|validation|test)_abs-(?P<abs>True|False)\.pkl$")
+_N_CIRCUITS = 9
+
+
+@dataclass(frozen=True)
+class SubmissionOptions(ImportOptions):
+    """The options of :class:`ImportOptions`, plus what a MIB folder cannot say."""
+
+    #: Counterfactual type of the corrupted run (recomputation needs it).
+    counterfactual_type: str | None = None
+    #: Architecture of a model outside MIB's five (``--architecture``).
+    architecture: str | None = None
+    method: str | None = None
+    #: A local copy of the model whose files (config, weights, tokenizer) are pinned by hash.
+    model_files: Path | None = None
+
+
+@dataclass
+class _Folder:
+    path: Path
+    task: str
+    model: str
+    graphs: list[Path] = field(default_factory=list)
+    results: list[Path] = field(default_factory=list)
+
+
+def circuit_grid() -> list[float]:
+    """The grid points of the nine circuits: ``mib-2025``'s grid below k = 1."""
+    return [k for k in load_profile("mib-2025").grid if k < 1]
+
+
+def submission_folders(source: Path) -> list[Path]:
+    """``source`` itself when it holds graph files, else its sub-folders (sorted)."""
+    if any(p.suffix in _GRAPH_SUFFIXES for p in source.iterdir() if p.is_file()):
+        return [source]
+    return sorted(p for p in source.iterdir() if p.is_dir())
+
+
+def import_mib_submission(
+    source: Path, out_dir: Path, options: SubmissionOptions | None = None
+) -> ImportResult:
+    """Import every ``<task>_<model>`` folder of ``source`` (or ``source`` itself).
+
+    Never raises for bad input: problems come back as findings (nothing is written then).
+
+    Raises:
+        mibspec.core.outputs.OutputPathError: a file to be written is one of the inputs.
+    """
+    options = options or SubmissionOptions()
+    cat = catalogue()
+    result = ImportResult()
+    try:
+        dataset = options.check()
+    except OptionError as exc:
+        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
+        return result
+    folders = submission_folders(source)
+    if not folders:
+        result.findings.append(
+            make_finding(cat, None, "I107", "", detail=f"{source} holds no <task>_<model> folder").located(
+                1, 1
+            )
+        )
+        return result
+    outputs: list[tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
+    for folder in folders:
+        try:
+            outputs.append(_convert(folder, options, dataset))
+        except _MalformedError as exc:
+            where = exc.params.pop("_file", folder)
+            finding = malformed_finding(cat, exc, where if where.is_file() else folder / ".")
+            result.findings.append(_in_file(finding, where))
+        except OptionError as exc:
+            result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
+    if result.findings:
+        return result
+    from .eap_ig import write_circuit
+
+    inputs = Inputs([source])
+    for name, document, tensors, report in outputs:
+        target = out_dir / name.name
+        circuit_paths, sidecars = write_circuit(document, tensors, target, [source])
+        result.written += circuit_paths
+        result.sidecars += sidecars
+        if report is None:
+            result.notes.append(
+                f"{name.name}: no report, since the folder holds no results file "
+                f"({name.name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
+                "the circuit document alone was written"
+            )
+            continue
+        from mibspec.reference_impl.producers.folder import artifact_entry
+
+        data = circuit_paths[0].read_bytes()
+        entry = artifact_entry(data, "circuit", "circuit", "circuit.json", "application/json", kind="circuit")
+        report = {**report, "artifacts": [entry, *report.get("artifacts", [])]}
+        for rel, payload in ImportOptions.files(dataset):
+            inputs.refuse(target / rel, "output")
+            write_atomic(target / rel, payload)
+        inputs.refuse(target / "report.json", "output")
+        write_atomic(target / "report.json", json.dumps(report, indent=2) + "\n")
+        result.written.append(target / "report.json")
+    return result
+
+
+def _in_file(finding: Finding, where: Path) -> Finding:
+    from dataclasses import replace
+
+    return replace(finding, message=f"{where.name}: {finding.message}")
+
+
+def _folder(path: Path) -> _Folder:
+    parts = path.name.split("_")
+    if len(parts) != 2 or not all(parts):
+        raise _MalformedError(
+            "I110",
+            "",
+            detail=f"folder {path.name!r} is not named <task>_<model> (for example ioi_gpt2)",
+            _file=path,
+        )
+    folder = _Folder(path, parts[0], parts[1])
+    for item in sorted(path.iterdir()):
+        if item.is_file() and item.suffix in _GRAPH_SUFFIXES:
+            folder.graphs.append(item)
+        elif item.is_file() and item.suffix == ".pkl":
+            folder.results.append(item)
+    return folder
+
+
+def _convert(
+    path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
+) -> tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    folder = _folder(path)
+    grid = circuit_grid()
+    graphs = []
+    for file in folder.graphs:
+        try:
+            graphs.append(read_eap_ig(file))
+        except _MalformedError as exc:
+            exc.params["_file"] = file
+            raise
+    scored = [g for g in graphs if g.edge_scores is not None]
+    if len(graphs) == 1 and scored:
+        document, tensors = graph_document(
+            graphs[0], f"the MIB submission file {path.name}/{folder.graphs[0].name}"
+        )
+        points = None
+    elif len(graphs) == _N_CIRCUITS:
+        document, tensors, points = _nine(folder, graphs, grid)
+    else:
+        raise _MalformedError("I107", "", detail=_missing(folder, graphs, grid), _file=path)
+    name = Path(f"{folder.task}_{folder.model}")
+    report = _report(folder, document, points, options) if folder.results else None
+    if report is not None:
+        report = options.apply(report, dataset)
+        if options.model_files is not None:
+            report["model"]["files"] = _pinned_files(options.model_files)
+    return name, document, tensors, report
+
+
+def _missing(folder: _Folder, graphs: list[EapIgGraph], grid: list[float]) -> str:
+    found = ", ".join(p.name for p in folder.graphs) or "no .json or .pt file"
+    if len(graphs) == 1:
+        return (
+            f"{folder.path.name}: {found} carries no edge scores, so it is one circuit, "
+            "not an importance file; "
+            f"give one importance file, or {_N_CIRCUITS} circuit files (one per k in {grid})"
+        )
+    if len(graphs) < _N_CIRCUITS:
+        return (
+            f"{folder.path.name}: {found}; expected one importance file or {_N_CIRCUITS} circuit files "
+            f"(one per k in {grid}): {_N_CIRCUITS - len(graphs)} circuit file(s) missing"
+        )
+    return (
+        f"{folder.path.name}: {len(graphs)} graph files ({found}); "
+        f"expected one importance file or {_N_CIRCUITS}"
+    )
+
+
+def _nine(
+    folder: _Folder, graphs: list[EapIgGraph], grid: list[float]
+) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+    import numpy as np
+
+    from mibspec.reference_impl.metrics.circuit import edges_at
+
+    universe = graphs[0].universe
+    for file, graph in zip(folder.graphs, graphs, strict=True):
+        if graph.universe.cfg != universe.cfg:
+            raise _MalformedError(
+                "I112", "/cfg", detail=f"its cfg differs from that of {folder.graphs[0].name}", _file=file
+            )
+    # The public backend sorts the circuits by size and places the i-th at the i-th grid point.
+    order = sorted(range(len(graphs)), key=lambda i: (int(graphs[i].in_graph.sum()), folder.graphs[i].name))
+    for slot, i in enumerate(order):
+        size, limit = int(graphs[i].in_graph.sum()), edges_at(grid[slot], universe.n_edges, "floor")
+        if size > limit:
+            raise _MalformedError(
+                "I108",
+                "",
+                file=folder.graphs[i].name,
+                size=size,
+                limit=limit,
+                k=grid[slot],
+                _file=folder.graphs[i],
+            )
+    rows = [graphs[i] for i in order]
+    membership = np.stack([g.in_graph for g in rows] + [np.ones(universe.n_edges, dtype=bool)])
+    first, tensors = graph_document(
+        EapIgGraph(universe, None, membership[0]), f"the MIB submission folder {folder.path.name}"
+    )
+    document = {k: v for k, v in first.items() if k not in ("membership", "node_membership", "circuits")}
+    tensors = {"membership": membership}
+    n, n_rows = universe.n_edges, len(rows) + 1
+    document["membership"] = {
+        "artifact": "tensors",
+        "tensor": "membership",
+        "shape": [n_rows, n],
+        "dtype": "bool",
+    }
+    if all(g.node_in_graph is not None for g in rows):
+        nodes = np.stack([g.node_in_graph for g in rows] + [np.ones(universe.n_forward, dtype=bool)])
+        tensors["node_membership"] = nodes
+        document["node_membership"] = {
+            "artifact": "tensors",
+            "tensor": "node_membership",
+            "shape": [n_rows, universe.n_forward],
+            "dtype": "bool",
+        }
+    document["circuits"] = [
+        {
+            "index": index,
+            "k": k,
+            "n_edges": int(membership[index].sum()),
+            "weighted_size": universe.weighted_edge_count(membership[index]),
+        }
+        for index, k in enumerate([*grid, 1.0])
+    ]
+    return document, tensors, list(range(n_rows))
+
+
+def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The split and, per ranking, the evaluator's results of the folder."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for file in folder.results:
+        match = _RESULTS.match(file.name)
+        if match is None or match["name"] != f"{folder.task}_{folder.model}":
+            raise _MalformedError(
+                "I112",
+                "",
+                detail=f"results file {file.name!r} is not named "
+                f"{folder.task}_{folder.model}_<split>_abs-<True|False>.pkl",
+                _file=file,
+            )
+        try:
+            data = load_results_pickle(file)
+        except UnsafePickleError as exc:
+            raise _MalformedError("I109", "", detail=str(exc), _file=file) from None
+        ranking = "absolute" if match["abs"] == "True" else "signed"
+        found.setdefault(match["split"], {})[ranking] = _check_results(data, file)
+    splits = [split] if split is not None else sorted(found)
+    if len(splits) != 1 or splits[0] not in found:
+        raise _MalformedError(
+            "I112",
+            "",
+            detail=f"results for the splits {sorted(found)}; choose one with --split",
+            _file=folder.path,
+        )
+    return splits[0], found[splits[0]]
+
+
+def _check_results(data: Any, file: Path) -> dict[str, Any]:
+    keys = ("weighted_edge_counts", "faithfulnesses", "area_under", "area_from_1")
+    grid = load_profile("mib-2025").grid
+    if not isinstance(data, dict) or not all(k in data for k in keys):
+        raise _MalformedError(
+            "I101", "", detail=f"a results file is a dict with {', '.join(keys)}", _file=file
+        )
+    values = {}
+    for key in keys:
+        value = data[key]
+        items = list(value.tolist() if hasattr(value, "tolist") else value) if key in keys[:2] else [value]
+        numbers = [float(v) for v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) != len(items) or not all(math.isfinite(v) for v in numbers):
+            raise _MalformedError("I101", "", detail=f"{key} must hold finite numbers", _file=file)
+        if key in keys[:2] and len(numbers) != len(grid):
+            raise _MalformedError(
+                "I112", "", detail=f"{key} has {len(numbers)} values for a grid of {len(grid)}", _file=file
+            )
+        values[key] = numbers if key in keys[:2] else numbers[0]
+    return values
+
+
+def _report(
+    folder: _Folder, document: dict[str, Any], points: list[int] | None, options: SubmissionOptions
+) -> dict[str, Any]:
+    split, results = _results(folder, options.split)
+    grid = list(load_profile("mib-2025").grid)
+    if folder.model in KNOWN_MODELS:
+        model = hub_model(folder.model, None)
+    elif options.architecture is not None:
+        model = {"source": "hub", "id": folder.model, "architecture": options.architecture}
+    else:
+        raise _MalformedError(
+            "I110",
+            "",
+            detail=f"model {folder.model!r} is not one of MIB's ({', '.join(KNOWN_MODELS)}); "
+            "give its architecture with --architecture",
+            _file=folder.path,
+        )
+    curves = []
+    for ranking in ("signed", "absolute"):
+        if ranking not in results:
+            continue
+        data = results[ranking]
+        curve_points = []
+        for i, k in enumerate(grid):
+            point: dict[str, Any] = {"k": k}
+            if points is not None:
+                point["circuit"] = points[i]
+            point["weighted_size"] = data["weighted_edge_counts"][i]
+            point["faithfulness"] = data["faithfulnesses"][i]
+            curve_points.append(point)
+        curves.append({"ranking": ranking, "points": curve_points})
+    # _results returns at least one ranking
+    cpr_from = results.get("signed") or results["absolute"]
+    cmd_from = results.get("absolute") or results["signed"]
+    task: dict[str, Any] = {"name": folder.task.replace("-", "_"), "split": split}
+    if options.counterfactual_type is not None:
+        task["counterfactual_type"] = options.counterfactual_type
+    method = options.method or folder.path.resolve().parent.name
+    return {
+        "spec_version": SPEC_VERSION,
+        "kind": "report",
+        "track": "circuit",
+        "profile": "mib-2025",
+        "title": f"{method} on {folder.task} ({folder.model}), imported from a MIB submission",
+        "description": (
+            f"Imported from the MIB submission folder {folder.path.name} by mibspec {__version__}: the "
+            "circuits from its graph files, the faithfulness curves, CPR and CMD from the results MIB's "
+            "evaluator wrote."
+        ),
+        "method": {"name": method},
+        "task": task,
+        "model": model,
+        "settings": {
+            "ablation": "counterfactual",
+            "granularity": document["granularity"],
+            "grid": grid,
+            "ranking": {
+                "cpr": "signed" if "signed" in results else "absolute",
+                "cmd": "absolute" if "absolute" in results else "signed",
+            },
+            "edge_count_rounding": "floor",
+            "metric": "logit_difference",
+        },
+        "claims": {
+            "circuit": "circuit",
+            "n_edges": document["graph"]["n_edges"],
+            "curves": curves,
+            "cpr": {"value": cpr_from["area_under"]},
+            "cmd": {"value": cmd_from["area_from_1"]},
+        },
+        "provenance": {
+            "tool": {"name": "mibspec", "version": __version__},
+            "created": _created(folder),
+            "command": f"mibspec import mib-submission {folder.path.name}",
+        },
+    }
+
+
+_MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json")
+
+
+def _pinned_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of the model files recomputation reads (SPEC.md M-4), by name.
+
+    Raises:
+        OptionError: the folder holds no config.json.
+    """
+    from mibspec.core.files import sha256_file
+
+    if not (folder / "config.json").is_file():
+        raise OptionError(f"--model-files {folder}: no config.json there")
+    names = [n for n in _MODEL_FILES if (folder / n).is_file()]
+    names += sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
+    return {name: sha256_file(folder / name) for name in sorted(names)}
+
+
+def _created(folder: _Folder) -> str:
+    from .mib_results import source_created
+
+    return source_created(max(folder.results, key=lambda p: p.stat().st_mtime))

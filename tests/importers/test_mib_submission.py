@@ -1,0 +1,287 @@
+"""MIB circuit-track submission folders: one importance file or nine circuits, results read by
+a restricted unpickler, options that pin the model and name the dataset, the way back
+(export mib-submission), and recomputation on a shipped tiny model laid out as MIB's folder."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _mib_files import REPO, edge_names, graph, write
+
+import mibspec
+from mibspec.exporters import export_mib_submission
+from mibspec.importers import SubmissionOptions, import_mib_submission
+
+GRID = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _trapezoid(ys: list[float]) -> float:
+    return sum((GRID[i + 1] - GRID[i]) * (ys[i] + ys[i + 1]) / 2 for i in range(len(GRID) - 1))
+
+
+def _results(seed: int) -> dict[str, Any]:
+    """A results dict as MIB's run_evaluation.py pickles it (faithfulness 1 at k = 1)."""
+    rng = np.random.default_rng(seed)
+    faithfulness = [*np.round(rng.random(9), 6).tolist(), 1.0]
+    return {
+        "weighted_edge_counts": [float(int(k * 479)) for k in GRID],
+        "area_under": _trapezoid(faithfulness),
+        "area_from_1": _trapezoid([abs(1 - f) for f in faithfulness]),
+        "average": sum(faithfulness) / len(faithfulness),
+        "faithfulnesses": faithfulness,
+    }
+
+
+def _importance_folder(root: Path, name: str = "ioi_tiny") -> Path:
+    folder = root / name
+    write(folder / "importances.json", graph(4, 4, 16, seed=3, chosen=0.0))
+    for flag, seed in (("False", 1), ("True", 2)):
+        (folder / f"{name}_validation_abs-{flag}.pkl").write_bytes(pickle.dumps(_results(seed)))
+    return folder
+
+
+def _nine_folder(root: Path, sizes: list[int], name: str = "ioi_tiny") -> Path:
+    folder = root / name
+    edges = edge_names(4, 4)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(edges))
+    for i, size in enumerate(sizes):
+        data = graph(4, 4, 16, seed=i, scores=False)
+        chosen = {edges[j] for j in order[:size]}  # nested, like circuits cut from one ranking
+        for edge, entry in data["edges"].items():
+            entry["in_graph"] = edge in chosen
+        write(folder / f"circuit_{i}.json", data)
+    return folder
+
+
+def _options(**kwargs: Any) -> SubmissionOptions:
+    return SubmissionOptions(architecture="GPT2LMHeadModel", method="m", **kwargs)
+
+
+def test_importance_folder_with_results_gives_a_pinned_report_that_verifies(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    options = _options(model_revision=REVISION, dataset=f"mib-bench/ioi@{'a' * 40}")
+    result = import_mib_submission(folder, tmp_path / "out", options)
+    assert result.ok, [str(f) for f in result.findings]
+    report_path = tmp_path / "out" / "ioi_tiny" / "report.json"
+    assert report_path in result.written
+    verified = mibspec.verify(report_path, recompute=False)
+    assert verified.valid, [str(f) for f in verified.findings]
+    report = json.loads(report_path.read_text())
+    assert report["model"]["revision"] == REVISION
+    assert report["task"]["hub_dataset"] == {"id": "mib-bench/ioi", "revision": "a" * 40}
+    assert report["task"]["split"] == "validation"
+    signed, absolute = _results(1), _results(2)  # what _importance_folder pickled
+    assert report["claims"]["cpr"]["value"] == signed["area_under"]
+    assert report["claims"]["cmd"]["value"] == absolute["area_from_1"]
+    curves = {c["ranking"]: [p["faithfulness"] for p in c["points"]] for c in report["claims"]["curves"]}
+    assert curves == {"signed": signed["faithfulnesses"], "absolute": absolute["faithfulnesses"]}
+
+
+def test_without_a_model_revision_the_report_is_unpinned(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    assert import_mib_submission(folder, tmp_path / "out", _options()).ok
+    verified = mibspec.verify(tmp_path / "out" / "ioi_tiny" / "report.json", recompute=False)
+    assert [f.code for f in verified.findings if f.severity.value == "error"] == ["A111"]
+
+
+def test_nine_circuits_are_placed_on_the_grid_by_size(tmp_path: Path) -> None:
+    limits = [int(k * 479) for k in GRID[:9]]  # floor(k·|E|) for the 479 edges of 4 layers × 4 heads
+    sizes = list(reversed(limits))  # files in any order: placed by size
+    folder = _nine_folder(tmp_path / "method", sizes)
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert result.ok, [str(f) for f in result.findings]
+    assert not (tmp_path / "out" / "ioi_tiny" / "report.json").exists()
+    assert len(result.notes) == 1
+    assert "no results file" in result.notes[0]
+    document = json.loads((tmp_path / "out" / "ioi_tiny" / "circuit.json").read_text())
+    assert [c["k"] for c in document["circuits"]] == GRID
+    assert [c["n_edges"] for c in document["circuits"]] == [*limits, 479]
+    assert mibspec.verify(tmp_path / "out" / "ioi_tiny" / "circuit.json", recompute=False).valid
+
+
+def test_a_circuit_over_its_grid_point_is_named(tmp_path: Path) -> None:
+    limits = [int(k * 479) for k in GRID[:9]]
+    sizes = [*limits[:4], limits[4] + 1, *limits[5:]]
+    folder = _nine_folder(tmp_path / "method", sizes)
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I108"]
+    assert "circuit_4.json" in result.findings[0].message
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_circuits_are_named(tmp_path: Path) -> None:
+    folder = _nine_folder(tmp_path / "method", [0] * 8)
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I107"]
+    assert "1 circuit file(s) missing" in result.findings[0].message
+
+
+def test_a_folder_not_named_task_model_is_refused(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method", name="ioi")
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I110"]
+
+
+def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    control = tmp_path / "control"
+
+    class Payload:
+        def __init__(self, path: Path) -> None:
+            self.path = path
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (exec, (f"open({str(self.path)!r}, 'w').write('ran')",))
+
+    folder = _importance_folder(tmp_path / "method")
+    hostile = {**_results(1), "faithfulnesses": Payload(marker)}
+    (folder / "ioi_tiny_validation_abs-False.pkl").write_bytes(pickle.dumps(hostile))
+    # The same pickle with another target does run code under a plain pickle.load.
+    probe = pickle.dumps({**_results(1), "faithfulnesses": Payload(control)})
+    subprocess.run(
+        [sys.executable, "-c", "import pickle, sys; pickle.loads(sys.stdin.buffer.read())"],
+        input=probe,
+        check=True,
+    )
+    assert control.exists()
+
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I109"]
+    assert "builtins.exec" in result.findings[0].message
+    assert not marker.exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_options_are_refused(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    for options in (
+        _options(model_revision="main"),
+        _options(dataset="mib-bench/ioi"),
+        _options(split="dev"),
+    ):
+        result = import_mib_submission(folder, tmp_path / "out", options)
+        assert [f.code for f in result.findings] == ["I111"]
+
+
+def test_import_export_import_is_the_identity(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "a" / "method")
+    options = _options(model_revision=REVISION)
+    assert import_mib_submission(folder, tmp_path / "first", options).ok
+    export_mib_submission([tmp_path / "first" / "ioi_tiny" / "report.json"], tmp_path / "b" / "method")
+    assert import_mib_submission(tmp_path / "b" / "method", tmp_path / "second", options).ok
+    for name in ("circuit.json", "circuit.safetensors", "report.json"):
+        first = (tmp_path / "first" / "ioi_tiny" / name).read_bytes()
+        assert first == (tmp_path / "second" / "ioi_tiny" / name).read_bytes(), name
+
+
+def test_nine_circuits_round_trip(tmp_path: Path) -> None:
+    limits = [int(k * 479) for k in GRID[:9]]
+    folder = _nine_folder(tmp_path / "a" / "method", limits)
+    for flag, seed in (("False", 1), ("True", 2)):
+        (folder / f"ioi_tiny_test_abs-{flag}.pkl").write_bytes(pickle.dumps(_results(seed)))
+    options = _options(model_revision=REVISION)
+    assert import_mib_submission(folder, tmp_path / "first", options).ok
+    written = export_mib_submission([tmp_path / "first" / "ioi_tiny" / "report.json"], tmp_path / "b" / "m")
+    assert len([p for p in written if p.name.startswith("circuit_")]) == 9
+    assert import_mib_submission(tmp_path / "b" / "m", tmp_path / "second", options).ok
+    for name in ("circuit.json", "circuit.safetensors", "report.json"):
+        first = (tmp_path / "first" / "ioi_tiny" / name).read_bytes()
+        assert first == (tmp_path / "second" / "ioi_tiny" / name).read_bytes(), name
+
+
+def test_cli_imports_a_submission_and_exports_it(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mibspec",
+            "import",
+            "mib-submission",
+            str(folder),
+            "-o",
+            str(tmp_path / "out"),
+            "--model-revision",
+            REVISION,
+            "--architecture",
+            "GPT2LMHeadModel",
+            "--method",
+            "m",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mibspec",
+            "export",
+            "mib-submission",
+            str(tmp_path / "out" / "ioi_tiny" / "report.json"),
+            "-o",
+            str(tmp_path / "back"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "back" / "ioi_tiny" / "importances.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.recompute
+def test_shipped_tiny_model_as_a_mib_folder_recomputes(tmp_path: Path) -> None:
+    """The shipped IOI example, laid out as a MIB submission (importance file + the results
+    files MIB's evaluator writes), imported with a revision and the dataset, recomputes."""
+    pytest.importorskip("torch")
+    example = REPO / "examples" / "circuit-ioi"
+    export_mib_submission([example / "report.json"], tmp_path / "submission" / "eap-ig")
+    folder = tmp_path / "submission" / "eap-ig" / "ioi_tiny-gpt2"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "importances.json",
+        "ioi_tiny-gpt2_test_abs-False.pkl",
+        "ioi_tiny-gpt2_test_abs-True.pkl",
+    ]
+    options = SubmissionOptions(
+        model_revision=REVISION,
+        dataset=str(example / "dataset.json"),
+        counterfactual_type="io_s2_flip",
+        architecture="GPT2LMHeadModel",
+        model_files=REPO / "examples" / "models" / "tiny-gpt2",
+    )
+    result = import_mib_submission(folder, tmp_path / "out", options)
+    assert result.ok, [str(f) for f in result.findings]
+    report = tmp_path / "out" / "ioi_tiny-gpt2" / "report.json"
+    checked = mibspec.verify(report, recompute=False)
+    assert checked.valid, [str(f) for f in checked.findings]
+    verified = mibspec.verify(report, recompute=True, model_roots=[REPO / "examples" / "models"])
+    stage = verified.documents[0].stages[mibspec.validator.Stage.RECOMPUTE]
+    assert stage[0].value == "passed", (stage, [str(f) for f in verified.findings])
+    assert verified.valid, [str(f) for f in verified.findings]
+
+
+def test_nine_circuits_of_different_graphs_are_refused(tmp_path: Path) -> None:
+    folder = _nine_folder(tmp_path / "method", [0] * 9)
+    write(folder / "circuit_8.json", graph(3, 4, 16, seed=8, scores=False, chosen=0.0))
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I112"]
+    assert "circuit_8.json" in result.findings[0].message
+
+
+def test_results_of_another_grid_are_refused(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    short = {**_results(1), "faithfulnesses": _results(1)["faithfulnesses"][:9]}
+    (folder / "ioi_tiny_validation_abs-False.pkl").write_bytes(pickle.dumps(short))
+    result = import_mib_submission(folder, tmp_path / "out", _options())
+    assert [f.code for f in result.findings] == ["I112"]

@@ -162,7 +162,13 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
         raise UnusableInputError("/model/weights", "registry weights must be a safetensors file")
     try:
         weights = read_weights(ctx.folder / entry["path"])
-        return load_registry_model(model["architecture"], weights, image_shape, dtype=dtype)
+        return load_registry_model(
+            model["architecture"],
+            weights,
+            image_shape,
+            dtype=dtype,
+            device=getattr(ctx.options, "device", "cpu"),
+        )
     except ValueError as exc:
         raise UnusableInputError("/model/weights", str(exc)) from exc
 

@@ -25,6 +25,7 @@ from mibspec._command_support import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    DeviceOption,
     check_outputs_or_exit,
     exit_on_internal_errors,
     usage_error,
@@ -64,16 +65,6 @@ class VerifyFormat(str, enum.Enum):
     github = "github"
     sarif = "sarif"
     junit = "junit"
-
-
-DeviceOption = Annotated[
-    str,
-    typer.Option(
-        "--device",
-        metavar="<cpu|cuda|cuda:N|mps|auto>",
-        help="Where recomputation runs; auto: CUDA if present, else MPS, else the CPU.",
-    ),
-]
 
 
 class CiteFormat(str, enum.Enum):

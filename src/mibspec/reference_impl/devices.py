@@ -28,10 +28,12 @@ __all__ = [
     "BatchSize",
     "DeviceError",
     "auto_batch_size",
+    "example_bytes",
     "free_memory",
     "is_out_of_memory",
     "parse_batch_size",
     "parse_device",
+    "plan_batch",
     "resolve_device",
     "wide",
     "wide_device",
@@ -150,6 +152,37 @@ def auto_batch_size(device: str, bytes_per_example: int, n_examples: int, *, fre
     available = free_memory(device) if free is None else free
     fits = int(available * MEMORY_FRACTION) // max(1, int(bytes_per_example))
     return max(1, min(max(1, int(n_examples)), fits))
+
+
+def example_bytes(model: Any, width: int) -> int:
+    """An estimate of one example's working memory in a forward pass that keeps every node's
+    output (the circuit engine's reference run; an interchange pass keeps less): per token,
+    each source node's output, q/k/v and the attention weights of every layer, and the
+    float32 logits of one position."""
+    itemsize = model.dtype.itemsize
+    per_token = model.d_model * (2 * model.n_forward + 4 * model.n_layers) + 2 * model.n_heads * width
+    return int(itemsize * width * per_token + 8 * model.vocab_size)
+
+
+def plan_batch(
+    requested: BatchSize | None,
+    device: str,
+    default: int,
+    per_example: int | Callable[[], int],
+    n_examples: int,
+) -> tuple[int, bool]:
+    """The batch size a computation starts with, and whether it halves it on out-of-memory.
+
+    ``requested``: ``None`` gives ``default``, an integer itself, ``"auto"`` the choice of
+    :func:`auto_batch_size` from the estimate ``per_example`` (bytes, or a function
+    computing them, called only then); only ``"auto"`` halves.
+    """
+    if requested is None:
+        return int(default), False
+    if requested == AUTO:
+        estimate = per_example() if callable(per_example) else per_example
+        return auto_batch_size(device, estimate, n_examples), True
+    return int(requested), False
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -44,7 +44,6 @@ __all__ = [
     "UnusableInputError",
     "batch_plan",
     "encode_function",
-    "example_bytes",
     "load_referenced_document",
     "local_tokenizer",
     "open_model",
@@ -441,16 +440,6 @@ def local_tokenizer(source: ModelSource) -> Any:
     return None
 
 
-def example_bytes(model: Any, width: int) -> int:
-    """An estimate of one example's working memory in a forward pass that keeps every node's
-    output (the circuit engine's reference run; an interchange pass keeps less): per token,
-    each source node's output, q/k/v and the attention weights of every layer, and the
-    float32 logits of one position."""
-    itemsize = model.dtype.itemsize
-    per_token = model.d_model * (2 * model.n_forward + 4 * model.n_layers) + 2 * model.n_heads * width
-    return int(itemsize * width * per_token + 8 * model.vocab_size)
-
-
 def batch_plan(
     ctx: Any, declared: int, per_example: int | Callable[[], int], n_examples: int
 ) -> tuple[int, bool]:
@@ -463,13 +452,13 @@ def batch_plan(
     Batch sizes change recomputed values by reassociation inside matrix products at most
     (engine.md ME-10).
     """
-    from ..devices import AUTO, auto_batch_size
+    from ..devices import plan_batch
 
-    chosen = getattr(ctx.options, "batch_size", None)
-    if chosen is None:
-        return declared, False
-    if chosen == AUTO:
-        device = getattr(ctx.options, "device", "cpu")
-        estimate = per_example() if callable(per_example) else per_example
-        return auto_batch_size(device, estimate, n_examples), True
-    return int(chosen), False
+    options = ctx.options
+    return plan_batch(
+        getattr(options, "batch_size", None),
+        getattr(options, "device", "cpu"),
+        declared,
+        per_example,
+        n_examples,
+    )

@@ -37,14 +37,13 @@ from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
-from ..devices import wide, with_oom_backoff
+from ..devices import example_bytes, wide, with_oom_backoff
 from ..metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
 from ..positions import PositionError, resolve_position
 from ._inputs import (
     ModelSource,
     UnusableInputError,
     batch_plan,
-    example_bytes,
     load_referenced_document,
     local_tokenizer,
     open_model,

@@ -36,7 +36,6 @@ from ._inputs import (
     UnusableInputError,
     batch_plan,
     encode_function,
-    example_bytes,
     load_referenced_document,
     open_model,
     read_rows,
@@ -205,7 +204,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.devices import with_oom_backoff
+    from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
     from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
 
     report, profile = ctx.data, ctx.profile

@@ -398,3 +398,95 @@ def test_the_receipt_records_the_device_and_batch_size(small_report: Path, tmp_p
     data = json.loads(receipt.read_text(encoding="utf-8"))
     assert "device" not in data["environment"]
     assert "batch_size" not in data["options"]
+
+
+# ------------------------------------------------------------------------ saliency evaluation
+
+SALIENCY = REPO / "examples" / "saliency-digits"
+
+
+def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> None:
+    from safetensors.numpy import load_file
+
+    from mibspec.reference_impl.vision import (
+        METHODS,
+        PixelGame,
+        class_probabilities,
+        curve_scores,
+        load_registry_model,
+        read_weights,
+        saliency_maps,
+    )
+
+    data = load_file(SALIENCY / "dataset.safetensors")
+    clean, perturbed, labels = data["clean_images"][:2], data["perturbed_images"][:2], data["labels"][:2]
+    model = load_registry_model(
+        "tiny-cnn-v1", read_weights(MODELS / "tiny-cnn-digits" / "model.safetensors"), clean.shape[1:]
+    )
+    area = np.zeros(clean.shape[-2:], dtype=bool)
+    area[:2, :2] = True
+    with _Factories() as watch:
+        class_probabilities(model, clean)
+        PixelGame(model, clean[0], perturbed[0], int(labels[0]), area)(np.eye(4, dtype=bool))
+        maps = np.stack(
+            [saliency_maps(model, clean, labels.astype(np.int64), name)[0] for name in sorted(METHODS)]
+        )
+        curve_scores(
+            model,
+            clean[:1].repeat(len(maps), 0),
+            perturbed[:1].repeat(len(maps), 0),
+            [int(labels[0])] * len(maps),
+            maps,
+            4,
+        )
+    assert not watch.undeviced, "\n".join(sorted(set(watch.undeviced)))
+
+
+def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
+    small_report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from mibspec.core.profiles import load_profile
+    from mibspec.reference_impl import engine, vision
+
+    table = load_profile("default")["recompute"]
+    built: list[Any] = []
+
+    def spy_lm(*args: Any, **kwargs: Any) -> Any:
+        model = load_lm(*args, **kwargs)
+        built.append(model.dtype)
+        return model
+
+    def spy_cnn(*args: Any, **kwargs: Any) -> Any:
+        module = load_cnn(*args, **kwargs)
+        built.append(next(module.parameters()).dtype)
+        return module
+
+    load_lm, load_cnn = engine.load_model_from_bytes, vision.load_registry_model
+    monkeypatch.setattr(engine, "load_model_from_bytes", spy_lm)  # looked up when recomputation runs
+    monkeypatch.setattr(vision, "load_registry_model", spy_cnn)
+
+    for source, dtype in ((small_report.parent.parent, "bfloat16"), (SALIENCY, "float16")):
+        folder = tmp_path / f"{source.name}-{dtype}"
+        shutil.copytree(source, folder)
+        report = next(folder.rglob("report.json"))
+        data = json.loads(report.read_text(encoding="utf-8"))
+        data["model"]["dtype"] = dtype
+        report.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        built.clear()
+        result = mibspec.verify(report, model_roots=[MODELS])
+        doc = result.documents[0]
+        assert not result.internal_errors
+        assert not [f for f in doc.findings if f.code == "R104"], [
+            (f.code, f.pointer, f.message) for f in doc.findings
+        ]
+        assert built == [getattr(torch, dtype)]
+        tolerance = (table[dtype]["abs"], table[dtype]["rel"])
+        model_based = [c for c in doc.comparisons if (c.abs_tol, c.rel_tol) == tolerance]
+        assert model_based, [(c.pointer, c.abs_tol, c.rel_tol) for c in doc.comparisons]
+        assert not [
+            c
+            for c in doc.comparisons
+            if (c.abs_tol, c.rel_tol) == (table["float32"]["abs"], table["float32"]["rel"])
+        ]

@@ -153,8 +153,6 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
             f"this version has {sorted(ARCHITECTURES)}",
         )
     dtype = model.get("dtype", "float32")
-    if dtype != "float32":
-        raise UnusableInputError("/model/dtype", f"registry models are recomputed in float32; got {dtype}")
     entry = ctx.artifacts.get(model["weights"])
     if entry is None or model["weights"] in ctx.broken_artifacts:
         raise UnusableInputError("/model/weights", f"artifact {model['weights']!r} is not available")

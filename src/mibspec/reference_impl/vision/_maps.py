@@ -82,9 +82,18 @@ def _gradient_shap(model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor
 
     # drawn on the CPU, whatever the device, so that every device gets the same baselines
     generator = torch.Generator().manual_seed(seed)
-    baselines = torch.rand((16, *x.shape[1:]), generator=generator, dtype=x.dtype).to(x.device)
+    baselines = torch.rand((16, *x.shape[1:]), generator=generator, dtype=x.dtype, device="cpu").to(x.device)
+    forward: Any = model
+    if x.dtype != torch.float32:
+        # captum draws the interpolation coefficients in float32, which promotes a half-precision
+        # input; the model still runs in its own dtype
+        def forward(inputs: torch.Tensor) -> torch.Tensor:
+            return model(inputs.to(x.dtype))
+
     with pinned_global_generators(seed):
-        return GradientShap(model).attribute(x, baselines=baselines, target=target, n_samples=32, stdevs=0.0)
+        return GradientShap(forward).attribute(
+            x, baselines=baselines, target=target, n_samples=32, stdevs=0.0
+        )
 
 
 def _occlusion(model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, seed: int) -> torch.Tensor:

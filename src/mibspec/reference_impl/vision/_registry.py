@@ -35,7 +35,12 @@ __all__ = [
     "read_weights",
 ]
 
-_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
 
 
 class TinyCNN(nn.Module):

@@ -270,27 +270,12 @@ def test_the_forward_runs_where_the_model_is(models: dict[str, Path], family: st
 # -------------------------------------------------------------------- batch sizes on recompute
 
 
-def _small_dataset(tmp_path: Path, n: int) -> Path:
-    source = REPO / "examples" / "datasets" / "ioi"
-    meta = json.loads((source / "test.meta.json").read_text(encoding="utf-8"))
-    lines = (source / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:n]
-    folder = tmp_path / "ioi-small"
-    folder.mkdir()
-    (folder / "test.jsonl").write_text("".join(lines), encoding="utf-8")
-    meta["filters"].append(
-        {"name": "other", "kept": n, "dropped": len(lines) - n, "detail": f"first {n} rows"}
-    )
-    meta["rows"] = n
-    (folder / "test.meta.json").write_text(json.dumps(meta), encoding="utf-8")
-    return folder / "test.meta.json"
-
-
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def small_report(tmp_path_factory: pytest.TempPathFactory, small_ioi_dataset: Any) -> Path:
     from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
     tmp = tmp_path_factory.mktemp("small")
-    dataset = _small_dataset(tmp, 8)
+    dataset = small_ioi_dataset(tmp, 8)
     options = CircuitOptions(
         MODELS / "tiny-gpt2", dataset, tmp / "report", counterfactual_type="io_s2_flip", steps=2, batch_size=8
     )

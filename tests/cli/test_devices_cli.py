@@ -88,17 +88,11 @@ def test_score_circuit_refuses_a_bad_batch_size(mibspec_cli, tmp_path: Path) -> 
     _usage(mibspec_cli(*CIRCUIT, "-o", str(tmp_path / "o"), "--batch-size", "0"), "--batch-size: expected")
 
 
-def test_score_circuit_on_the_cpu_with_an_automatic_batch(mibspec_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    small = tmp_path / "data"
-    small.mkdir()
-    source = REPO / "examples" / "datasets" / "ioi"
-    meta = json.loads((source / "test.meta.json").read_text(encoding="utf-8"))
-    lines = (source / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:6]
-    (small / "test.jsonl").write_text("".join(lines), encoding="utf-8")
-    meta["filters"].append({"name": "other", "kept": 6, "dropped": len(lines) - 6, "detail": "first 6 rows"})
-    meta["rows"] = 6
-    (small / "test.meta.json").write_text(json.dumps(meta), encoding="utf-8")
-    args = [a if not a.endswith("test.meta.json") else str(small / "test.meta.json") for a in CIRCUIT]
+def test_score_circuit_on_the_cpu_with_an_automatic_batch(
+    mibspec_cli, tmp_path: Path, small_ioi_dataset
+) -> None:  # type: ignore[no-untyped-def]
+    dataset = small_ioi_dataset(tmp_path, 6)
+    args = [a if not a.endswith("test.meta.json") else str(dataset) for a in CIRCUIT]
     done = mibspec_cli(*args, "-o", str(tmp_path / "out"), "--device", "cpu", "--batch-size", "auto")
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))

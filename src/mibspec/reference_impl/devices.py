@@ -40,7 +40,7 @@ __all__ = [
     "with_oom_backoff",
 ]
 
-AUTO = "auto"
+AUTO: Literal["auto"] = "auto"
 DEVICES = "cpu, cuda, cuda:N, mps or auto"
 """The device names accepted, for messages."""
 

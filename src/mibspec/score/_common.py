@@ -11,24 +11,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from mibspec._command_support import (
-    EXIT_FINDINGS,
-    EXIT_OK,
-    DeviceOption,
-    check_outputs_or_exit,
-    usage_error,
-)
-
-__all__ = [
-    "DeviceOption",
-    "check_output_folder",
-    "finish",
-    "producing",
-    "require_paths",
-    "resolve_device_or_exit",
-    "usage_error",
-    "verify_written",
-]
+from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
 from mibspec.core.display import visible
 from mibspec.core.progress import Progress
 
@@ -64,17 +47,6 @@ def producing(needs: str, extras: str) -> Iterator[Progress]:
             usage_error(f"{needs} the {extras} extra ({exc}): {install_hint(extras)}")
         except (ValueError, FileExistsError, OSError) as exc:
             usage_error(str(exc))
-
-
-def resolve_device_or_exit(device: str) -> str:
-    """The device a producer runs on (``--device``), resolved; a usage error when it is malformed
-    or absent."""
-    from mibspec.reference_impl.devices import resolve_device
-
-    try:
-        return resolve_device(device)
-    except ValueError as exc:
-        usage_error(f"--{exc}")
 
 
 def verify_written(report: Any) -> bool:

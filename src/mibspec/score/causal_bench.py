@@ -8,16 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import (
-    DeviceOption,
-    check_output_folder,
-    finish,
-    producing,
-    require_paths,
-    resolve_device_or_exit,
-    usage_error,
-    verify_written,
-)
+from ._common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class BehaviourKind(str, enum.Enum):
@@ -73,7 +65,7 @@ def score_causal_bench_command(
 ) -> None:
     """Run activation patching, gradient attribution, ablation scanning and circuit discovery on a
     behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes."""
-    on = resolve_device_or_exit(device)
+    on = device_or_exit(device)
     transformer = behaviour is BehaviourKind.transformer
     if transformer:
         for value, flag in ((model, "--model"), (dataset, "--dataset"), (counterfactual, "--counterfactual")):

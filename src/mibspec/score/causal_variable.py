@@ -8,15 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import (
-    DeviceOption,
-    check_output_folder,
-    finish,
-    producing,
-    require_paths,
-    resolve_device_or_exit,
-    verify_written,
-)
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -97,7 +90,7 @@ def score_causal_variable_command(
     device: DeviceOption = "cpu",
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
-    on = resolve_device_or_exit(device)
+    on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset))
     with producing("scoring needs", "recompute") as progress:

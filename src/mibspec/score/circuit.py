@@ -8,16 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import (
-    DeviceOption,
-    check_output_folder,
-    finish,
-    producing,
-    require_paths,
-    resolve_device_or_exit,
-    usage_error,
-    verify_written,
-)
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, batch_size_or_exit, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -59,13 +51,8 @@ def score_circuit_command(
     device: DeviceOption = "cpu",
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
-    from mibspec.reference_impl.devices import parse_batch_size
-
-    try:
-        size = parse_batch_size(batch_size)
-    except ValueError as exc:
-        usage_error(f"--{exc}".replace("--batch_size:", "--batch-size:", 1))
-    on = resolve_device_or_exit(device)
+    size = batch_size_or_exit(batch_size)
+    on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset, scores))
     with producing("scoring needs", "recompute") as progress:

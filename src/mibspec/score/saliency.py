@@ -8,15 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import (
-    DeviceOption,
-    check_output_folder,
-    finish,
-    producing,
-    require_paths,
-    resolve_device_or_exit,
-    verify_written,
-)
+from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class Sampler(str, enum.Enum):
@@ -69,7 +62,7 @@ def score_saliency_command(
     device: DeviceOption = "cpu",
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
-    on = resolve_device_or_exit(device)
+    on = device_or_exit(device)
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
     check_output_folder(out_dir, (weights, dataset))
     with producing("scoring needs", "recompute,saliency") as progress:

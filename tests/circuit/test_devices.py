@@ -475,3 +475,32 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
             for c in doc.comparisons
             if (c.abs_tol, c.rel_tol) == (table["float32"]["abs"], table["float32"]["rel"])
         ]
+
+
+def test_causal_variable_recomputation_halves_its_batch_on_out_of_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mibspec.reference_impl import engine
+    from mibspec.reference_impl.engine import _intervene
+
+    report = REPO / "examples" / "causal-variable-arithmetic" / "report.json"
+    fixed = mibspec.verify(report, model_roots=[MODELS], batch_size=10)
+    assert fixed.valid
+    tried: list[int] = []
+    unpatched = _intervene.forward_sites
+
+    def small_device(model: Any, ids: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        tried.append(ids.shape[0])
+        if ids.shape[0] > 16:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 1.00 GiB")
+        return unpatched(model, ids, *args, **kwargs)
+
+    monkeypatch.setattr(_intervene, "forward_sites", small_device)  # greedy and intervened passes
+    monkeypatch.setattr(engine, "forward_sites", small_device)  # recorded source vectors
+    monkeypatch.setattr(devices, "free_memory", lambda device: 1 << 50)
+    auto = mibspec.verify(report, model_roots=[MODELS], batch_size="auto")
+    assert auto.valid
+    rows = json.loads(report.read_text(encoding="utf-8"))["task"]["n_examples"]
+    assert tried[:5] == [rows, rows // 2, rows // 4, rows // 8, rows // 16]  # 160 → 10
+    assert max(tried[4:]) <= 16
+    assert _recomputed(auto) == _recomputed(fixed)

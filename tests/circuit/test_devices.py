@@ -287,7 +287,7 @@ def _recomputed(result: Any) -> list[tuple[str, float]]:
     return [(c.pointer, c.recomputed) for doc in result.documents for c in doc.comparisons]
 
 
-def test_auto_batch_size_halves_on_out_of_memory_and_changes_no_result(
+def test_auto_batch_size_halves_on_out_of_memory_and_matches_the_batch_it_settles_on(
     small_report: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fixed = mibspec.verify(small_report, model_roots=[MODELS], batch_size=2)

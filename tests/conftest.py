@@ -103,3 +103,30 @@ def mibspec_cli() -> CliRun:
         )
 
     return run
+
+
+SmallDataset = Callable[[Path, int], Path]
+
+
+@pytest.fixture(scope="session")
+def small_ioi_dataset() -> SmallDataset:
+    """``make(folder, n)``: the first ``n`` rows of the shipped IOI test split as a dataset in
+    ``folder/ioi-small`` (its ``.meta.json`` notes the cut); returns the ``.meta.json``."""
+
+    def make(folder: Path, n: int) -> Path:
+        import json
+
+        source = REPO / "examples" / "datasets" / "ioi"
+        meta = json.loads((source / "test.meta.json").read_text(encoding="utf-8"))
+        lines = (source / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:n]
+        target = folder / "ioi-small"
+        target.mkdir()
+        (target / "test.jsonl").write_text("".join(lines), encoding="utf-8")
+        meta["filters"].append(
+            {"name": "other", "kept": n, "dropped": len(lines) - n, "detail": f"first {n} rows"}
+        )
+        meta["rows"] = n
+        (target / "test.meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        return target / "test.meta.json"
+
+    return make

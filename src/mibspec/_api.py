@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,7 +13,7 @@ from mibspec.core.spec import SPEC_VERSION, spec_dir
 from mibspec.core.version import __version__
 from mibspec.validator import DEFAULT_LIMITS, Limits, VerificationResult, VerifyOptions, verify_paths
 
-__all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "schema_bundle_hash", "verify"]
+__all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "run_device", "schema_bundle_hash", "verify"]
 
 REPORT_PATTERNS = ("report.json", "*.report.json")
 
@@ -48,6 +49,8 @@ def verify(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     jobs: int = 1,
+    device: str = "cpu",
+    batch_size: int | str | None = None,
 ) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
@@ -66,16 +69,25 @@ def verify(
             that failed still fails its document. See :func:`resolve_codes`.
         jobs: verify the report files in this many worker processes. The result is the
             same as with ``jobs=1``: documents in input order, each listed once.
+        device: where recomputation runs: ``cpu`` (default), ``cuda``, ``cuda:N``, ``mps``
+            or ``auto`` (CUDA if present, else MPS, else the CPU).
+        batch_size: examples per forward pass of recomputation: ``None`` (default: the
+            batch size each report declares), a positive integer, or ``"auto"`` (chosen
+            from the device's free memory and halved when it runs out of memory). Results
+            depend on it by floating-point reassociation at most (engine.md ME-10).
 
     Returns:
         The verification result; ``result.valid`` is the verdict.
 
     Raises:
         FileNotFoundError: a path does not exist (a usage error, not a finding).
-        ValueError: ``jobs`` is below 1, or a code prefix matches no catalogue code.
+        ValueError: ``jobs`` is below 1, a code prefix matches no catalogue code, a
+            malformed ``batch_size``, or a device that is malformed or not present
+            (``DeviceError``, a ``ValueError``).
     """
     if jobs < 1:
         raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
+    device, batch_size = run_device(device, batch_size, recompute)
     options = VerifyOptions(
         recompute=recompute,
         profile=profile,
@@ -84,6 +96,8 @@ def verify(
         progress=progress if jobs == 1 else None,
         select=resolve_codes(select, "select"),
         ignore=resolve_codes(ignore, "ignore"),
+        device=device,
+        batch_size=batch_size,
     )
     files = collect_paths(paths)
     if jobs == 1 or len(files) == 1:
@@ -96,6 +110,26 @@ def verify(
         for doc in result.documents:
             doc.findings = [f for f in doc.findings if options.reports(f.code)]
     return result
+
+
+def run_device(
+    device: str, batch_size: int | str | None, recompute: bool = True
+) -> tuple[str, int | str | None]:
+    """The device and batch size a run uses, checked: the device resolved when recomputation
+    runs (and torch is installed: without it the recompute stage says so, R101), else only
+    checked for its form.
+
+    Raises:
+        ValueError: a malformed batch size; ``DeviceError`` (a ``ValueError``): a malformed
+            device, or one that is not present.
+    """
+    from mibspec.reference_impl.devices import parse_batch_size, parse_device, resolve_device
+
+    size = None if batch_size is None else parse_batch_size(batch_size)
+    name = parse_device(device)
+    if recompute and importlib.util.find_spec("torch") is not None:
+        name = resolve_device(name)
+    return name, size
 
 
 def resolve_codes(codes: Iterable[str], argument: str = "codes") -> tuple[str, ...]:

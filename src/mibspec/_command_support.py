@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "DeviceOption",
     "check_outputs_or_exit",
     "exit_on_internal_errors",
     "usage_error",
@@ -31,6 +32,16 @@ __all__ = [
 
 #: 0 conformant, 1 error-level findings, 2 usage error or unreadable path, 3 internal error.
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: ``--device`` of ``verify`` and of every ``score`` command (checked by the command).
+DeviceOption = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        metavar="<cpu|cuda|cuda:N|mps|auto>",
+        help="Where the model computes; auto: CUDA if present, else MPS, else the CPU.",
+    ),
+]
 
 
 def usage_error(message: str) -> NoReturn:

@@ -98,8 +98,9 @@ def build_receipt(
     """The receipt of ``result`` as a JSON-ready dict (paths relative to ``receipt_path``'s folder).
 
     ``options`` are the verification's options: ``recompute``, ``profile``, ``select``,
-    ``ignore``, ``error_on_warning``, and ``max_bytes`` (the document size limit it ran
-    with; default: the default limit).
+    ``ignore``, ``error_on_warning``, ``max_bytes`` (the document size limit it ran
+    with; default: the default limit), ``batch_size`` (listed unless ``None``) and
+    ``device`` (where recomputation ran, listed in the environment unless ``None``).
 
     Raises:
         ReceiptError: a verified file lies outside the receipt's folder.
@@ -173,6 +174,7 @@ def build_receipt(
             "implementation": platform.python_implementation(),
             "platform": platform.platform(),
             "packages": imported_versions(),
+            **({"device": str(options["device"])} if options.get("device") is not None else {}),
         },
         "options": {
             "recompute": bool(options.get("recompute", True)),
@@ -180,6 +182,7 @@ def build_receipt(
             "select": list(options.get("select", [])),
             "ignore": list(options.get("ignore", [])),
             "error_on_warning": bool(options.get("error_on_warning", False)),
+            **({"batch_size": options["batch_size"]} if options.get("batch_size") is not None else {}),
         },
         "valid": result.valid,
         "files": files,

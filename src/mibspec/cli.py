@@ -25,6 +25,7 @@ from mibspec._command_support import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    DeviceOption,
     check_outputs_or_exit,
     exit_on_internal_errors,
     usage_error,
@@ -174,11 +175,21 @@ def verify(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Verify report files in this many processes.", min=1)
     ] = 1,
+    device: DeviceOption = "cpu",
+    batch_size: Annotated[
+        str | None,
+        typer.Option(
+            "--batch-size",
+            metavar="<n|auto>",
+            help="Examples per forward pass of recomputation (default: the report's), or auto: "
+            "chosen from free memory, halved on out-of-memory.",
+        ),
+    ] = None,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
     import io
 
-    from mibspec._api import collect_paths, resolve_codes
+    from mibspec._api import collect_paths, resolve_codes, run_device
     from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
     from mibspec._progress import TerminalProgress
@@ -186,6 +197,11 @@ def verify(
 
     if profile is not None and profile not in known_profiles():
         usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+    try:
+        device, size = run_device(device, batch_size, not no_recompute)
+    except ValueError as exc:  # a malformed or absent device, a malformed batch size
+        usage_error(f"--{exc}".replace("--batch_size:", "--batch-size:", 1))
+        return
     try:
         selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
         # Before the verification: every output can be written and none is a file it reads.
@@ -232,6 +248,8 @@ def verify(
                 select=selected,
                 ignore=ignored,
                 jobs=jobs,
+                device=device,
+                batch_size=size,
             )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         usage_error(str(exc))
@@ -261,6 +279,8 @@ def verify(
                     "ignore": list(ignored),
                     "error_on_warning": error_on_warning,
                     "max_bytes": max_bytes,
+                    "batch_size": size,
+                    "device": None if no_recompute else device,
                 },
             )
         except ReceiptError as exc:  # a referenced file outside the receipt's folder

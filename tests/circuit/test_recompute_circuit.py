@@ -149,25 +149,10 @@ def test_unequal_token_lengths_are_reported_not_patched() -> None:
         tokenize_pairs(rows, "t", lambda text: text.split(), "/task/dataset")
 
 
-def _small_dataset(tmp_path: Path, n: int) -> Path:
-    source = REPO / "examples" / "datasets" / "ioi"
-    meta = json.loads((source / "test.meta.json").read_text(encoding="utf-8"))
-    lines = (source / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:n]
-    folder = tmp_path / "ioi-small"
-    folder.mkdir()
-    (folder / "test.jsonl").write_text("".join(lines), encoding="utf-8")
-    meta["filters"].append(
-        {"name": "other", "kept": n, "dropped": len(lines) - n, "detail": f"first {n} rows"}
-    )
-    meta["rows"] = n
-    (folder / "test.meta.json").write_text(json.dumps(meta), encoding="utf-8")
-    return folder / "test.meta.json"
-
-
-def test_score_circuit_writes_reports_that_verify(tmp_path: Path) -> None:
+def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_dataset: Any) -> None:
     from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
-    dataset = _small_dataset(tmp_path, 24)
+    dataset = small_ioi_dataset(tmp_path, 24)
     runs = {}
     for method in ("eap-ig", "random"):
         runs[method] = score_circuit(
@@ -195,11 +180,13 @@ def test_score_circuit_writes_reports_that_verify(tmp_path: Path) -> None:
         )
 
 
-def test_score_circuit_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_score_circuit_is_deterministic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_ioi_dataset: Any
+) -> None:
     from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    dataset = _small_dataset(tmp_path, 8)
+    dataset = small_ioi_dataset(tmp_path, 8)
     digests = []
     for name in ("a", "b"):
         score_circuit(

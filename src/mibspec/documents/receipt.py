@@ -13,7 +13,7 @@ inside it: no absolute path, no ``..``, no symbolic link out of it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -47,6 +47,11 @@ class ReceiptEnvironment(Closed):
         description="versions of numpy, scipy, torch, transformers, safetensors, tokenizers and "
         "captum, for those the verification imported"
     )
+    device: str | None = Field(
+        default=None,
+        description="where recomputation ran (`--device`, resolved): `cpu`, `cuda:N` or `mps`; "
+        "absent when nothing was recomputed",
+    )
 
 
 class ReceiptOptions(Closed):
@@ -55,6 +60,11 @@ class ReceiptOptions(Closed):
     select: list[str]
     ignore: list[str]
     error_on_warning: bool
+    batch_size: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        default=None,
+        description="the --batch-size of recomputation (a positive integer or `auto`); absent "
+        "when each report's own batch size was used",
+    )
 
 
 class ReceiptFile(Closed):

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ._common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class BehaviourKind(str, enum.Enum):
@@ -60,9 +61,11 @@ def score_causal_bench_command(
         bool, typer.Option(help="Planted model: add the scaling study over 2L/2H … 12L/12H.")
     ] = True,
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Run activation patching, gradient attribution, ablation scanning and circuit discovery on a
     behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes."""
+    on = device_or_exit(device)
     transformer = behaviour is BehaviourKind.transformer
     if transformer:
         for value, flag in ((model, "--model"), (dataset, "--dataset"), (counterfactual, "--counterfactual")):
@@ -94,6 +97,7 @@ def score_causal_bench_command(
             convergence_seed=convergence_seed,
             scaling=scaling and not transformer,
             overwrite=overwrite,
+            device=on,
         )
         run = score_causal_bench(options, progress)
     valid = verify_written(run.report)

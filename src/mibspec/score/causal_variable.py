@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -86,8 +87,10 @@ def score_causal_variable_command(
         str, typer.Option(help="The report's profile (its answer checker is used).")
     ] = "default",
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
+    on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset))
     with producing("scoring needs", "recompute") as progress:
@@ -117,6 +120,7 @@ def score_causal_variable_command(
             ioi_fit=ioi_fit,
             profile=profile,
             overwrite=overwrite,
+            device=on,
         )
         run = run_causal_variable(options, progress)
     valid = verify_written(run.report)

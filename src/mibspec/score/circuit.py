@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, batch_size_or_exit, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -38,10 +39,20 @@ def score_circuit_command(
     ] = None,
     steps: Annotated[int, typer.Option(help="EAP-IG interpolation steps.", min=1)] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the random method.", min=0)] = 0,
-    batch_size: Annotated[int, typer.Option(help="Examples per pass.", min=1)] = 20,
+    batch_size: Annotated[
+        str,
+        typer.Option(
+            metavar="<n|auto>",
+            help="Examples per pass, or auto: chosen from free memory, halved on out-of-memory "
+            "(the report declares the size used).",
+        ),
+    ] = "20",
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
+    size = batch_size_or_exit(batch_size)
+    on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     check_output_folder(out_dir, (model, dataset, scores))
     with producing("scoring needs", "recompute") as progress:
@@ -56,8 +67,9 @@ def score_circuit_command(
             scores_path=scores,
             steps=steps,
             seed=seed,
-            batch_size=batch_size,
+            batch_size=size,
             overwrite=overwrite,
+            device=on,
         )
         run = score_circuit(options, progress)
     valid = verify_written(run.report)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ._common import check_output_folder, finish, producing, require_paths, verify_written
+from ._device import DeviceOption, device_or_exit
 
 
 class Sampler(str, enum.Enum):
@@ -58,8 +59,10 @@ def score_saliency_command(
     threshold: Annotated[float, typer.Option(help="Dominance threshold T.", min=0.0, max=0.999999)] = 0.9,
     task_name: Annotated[str, typer.Option("--task-name", help="The report's task name.")] = "shortcut",
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
+    on = device_or_exit(device)
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
     check_output_folder(out_dir, (weights, dataset))
     with producing("scoring needs", "recompute,saliency") as progress:
@@ -78,6 +81,7 @@ def score_saliency_command(
             threshold=threshold,
             task_name=task_name,
             overwrite=overwrite,
+            device=on,
         )
         run = score_saliency(weights, dataset, out_dir, options, progress=progress)
     valid = verify_written(run.report)

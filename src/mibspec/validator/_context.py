@@ -63,6 +63,11 @@ class VerifyOptions:
             codes filtered out this way are treated like a profile's ``off``: they do not
             fail the rules stage, so recomputation still runs. Other stages' findings are
             only hidden by the reporters; a stage that failed still fails its document.
+        device: where recomputation runs: ``cpu``, ``cuda:N`` or ``mps``, already checked
+            to be present (``mibspec.reference_impl.devices.resolve_device``).
+        batch_size: examples per forward pass of recomputation: ``None`` (the batch size
+            the report declares), a positive integer, or ``"auto"`` (chosen from the
+            device's free memory, halved when the device runs out of memory).
     """
 
     recompute: bool = True
@@ -73,6 +78,8 @@ class VerifyOptions:
     progress: Progress | None = field(default=None, compare=False)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    device: str = "cpu"
+    batch_size: int | str | None = None
 
     def reports(self, code: str) -> bool:
         """Whether ``code`` passes the ``select`` / ``ignore`` prefix filters."""

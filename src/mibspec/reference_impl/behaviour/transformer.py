@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from ..devices import wide
 from ..engine import ModelWeights, _forward, _ops, mean_node_outputs
 from ..engine._inputs import check_examples
 from ..metrics.causal_bench import DegenerateBehaviourError
@@ -108,7 +109,9 @@ class TransformerBehaviour:
             elif ablation == "mean":
                 nodes = mean_node_outputs(model, cids, mask)[:, None, None, :]
             else:
-                nodes = torch.zeros((model.n_forward, 1, 1, model.d_model), dtype=model.dtype)
+                nodes = torch.zeros(
+                    (model.n_forward, 1, 1, model.d_model), dtype=model.dtype, device=model.device
+                )
         self._ablated = nodes
         T, d = ids.shape[1], model.d_model
         per_coalition = n * T * d * model.dtype.itemsize * (model.n_heads + 4)
@@ -156,8 +159,12 @@ class TransformerBehaviour:
         """One stacked pass over K coalitions; returns ``(K, n)``."""
         with torch.inference_mode():
             hidden, rows = self._run(active, offsets=None)
-            metric = _ops.logit_difference(self.model, hidden[torch.from_numpy(rows)], self._tokens)
-        return metric.numpy().copy()
+            metric = _ops.logit_difference(self.model, hidden[self._index(rows)], self._tokens)
+        return metric.cpu().numpy().copy()
+
+    def _index(self, index: NDArray[Any]) -> torch.Tensor:
+        """A numpy index or mask as a tensor on the model's device."""
+        return torch.from_numpy(np.ascontiguousarray(index)).to(self.model.device)
 
     def _run(
         self, active: NDArray[np.bool_], offsets: list[torch.Tensor] | None
@@ -191,7 +198,7 @@ class TransformerBehaviour:
             last = li == L - 1
             # regroup by (prefix row, this layer's head pattern)
             groups, first, row_of = _regroup(row_of, active[:, base : base + H])
-            parent = torch.from_numpy(np.ascontiguousarray(groups[:, 0]))
+            parent = self._index(groups[:, 0])
             chosen = active[first, base : base + H]  # (G, H)
             a_heads = ablated[1 + base : 1 + base + H]  # (H, n or 1, T or 1, d)
             if offsets is None:
@@ -206,7 +213,7 @@ class TransformerBehaviour:
             else:
                 heads = _forward.head_outputs(model, layer, z).view(U, n, H, T, d)
                 heads = heads + torch.stack(offsets[base : base + H], dim=1).unsqueeze(0)
-                keep = torch.from_numpy(np.ascontiguousarray(chosen)).view(-1, 1, H, 1, 1)
+                keep = self._index(chosen).view(-1, 1, H, 1, 1)
                 mixed = torch.where(keep, heads[parent], a_heads.transpose(0, 1).unsqueeze(0).to(heads.dtype))
                 x = x[parent] + mixed.sum(2)
                 if last:
@@ -217,18 +224,18 @@ class TransformerBehaviour:
             a_mlp = ablated[1 + base + H]
             if last:
                 a_mlp = self._at_read(a_mlp, 0, 1)
-            out = x[torch.from_numpy(parent_np)]
+            out = x[self._index(parent_np)]
             needed = np.flatnonzero(keep_mlp)
             if needed.size:
-                source = torch.from_numpy(parent_np[needed])
+                source = self._index(parent_np[needed])
                 m = _ops.mlp(_ops.norm(x[source], layer.norm_mlp), layer, model.activation)
                 if offsets is not None:
                     offset = offsets[base + H]
                     m = m + (_ops.gather_read(offset, read) if last else offset).unsqueeze(0)
-                out[torch.from_numpy(needed)] += m
+                out[self._index(needed)] += m
             dropped = np.flatnonzero(~keep_mlp)
             if dropped.size:
-                out[torch.from_numpy(dropped)] += a_mlp.to(out.dtype)
+                out[self._index(dropped)] += a_mlp.to(out.dtype)
             x = out
         return x, row_of
 
@@ -255,14 +262,14 @@ class TransformerBehaviour:
         model = self.model
         H, e, d = model.n_heads, model.d_head, model.d_model
         G = z.shape[0]
-        keep = torch.from_numpy(chosen.astype(np.float32)).to(z.dtype)
+        keep = self._index(chosen.astype(np.float32)).to(z.dtype)
         shape = (G, 1, H) + (1,) * (z.ndim - 3)
         masked = (z * keep.view(shape)).movedim(2, -2)  # (G, n, [T,] H, e)
         out = masked.reshape(*masked.shape[:-2], H * e) @ layer.w_o.reshape(H * e, d)
         if layer.b_o is not None:
             fraction = keep.sum(1) / H
             out = out + layer.b_o * fraction.view((G,) + (1,) * (out.ndim - 1))
-        dropped = torch.from_numpy((~chosen).astype(np.float32)).to(a_heads.dtype)
+        dropped = self._index((~chosen).astype(np.float32)).to(a_heads.dtype)
         return out + torch.einsum("gh,h...->g...", dropped, a_heads).to(out.dtype)
 
     # ------------------------------------------------------------------ behaviours
@@ -312,17 +319,20 @@ class TransformerBehaviour:
         N = len(self.universe)
         with torch.inference_mode():
             clean = _forward.trace(model, self._ids, self._mask).nodes[1:]  # (N, n, T, d)
-        weight = self._mask[None, :, :, None].to(torch.float64)
-        diff = (clean.to(torch.float64) - self._ablated[1:].to(torch.float64)) * weight
+        weight = wide(self._mask[None, :, :, None])
+        diff = (wide(clean) - wide(self._ablated[1:])) * weight
         with torch.enable_grad():
             offsets = [
-                torch.zeros(self._clean_input.shape, dtype=model.dtype, requires_grad=True) for _ in range(N)
+                torch.zeros(
+                    self._clean_input.shape, dtype=model.dtype, device=model.device, requires_grad=True
+                )
+                for _ in range(N)
             ]
             hidden, _ = self._run(np.ones((1, N), dtype=np.bool_), offsets)
             metric = _ops.logit_difference(model, hidden[0], self._tokens)
             grads = torch.autograd.grad(metric.sum(), offsets)
-        grad = torch.stack(grads).to(torch.float64)  # (N, n, T, d)
-        return torch.einsum("cntd,cntd->cn", diff, grad).numpy().copy()
+        grad = wide(torch.stack(grads))  # (N, n, T, d)
+        return torch.einsum("cntd,cntd->cn", diff, grad).cpu().numpy().copy()
 
     def attribution(self, examples: Sequence[int] | NDArray[np.integer] | None = None) -> NDArray[np.float64]:
         """Gradient-attribution magnitudes on the examples, ``|mean a_i(c)| / (m̄(C) − m̄(∅))``."""

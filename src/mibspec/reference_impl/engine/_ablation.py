@@ -13,6 +13,7 @@ from typing import Literal
 
 import torch
 
+from ..devices import wide_device
 from . import _forward, _ops
 from ._chunks import batches
 from ._inputs import check_ablation_values, check_mean_set, check_positive_int
@@ -131,12 +132,13 @@ def mean_node_outputs(
     """
     ids, mask = _forward.check_tokens(model, input_ids, attention_mask)
     size = check_positive_int(batch_size, "batch_size")
-    total = torch.zeros((model.n_forward, model.d_model), dtype=torch.float64)
+    wide = wide_device(model.device)
+    total = torch.zeros((model.n_forward, model.d_model), dtype=torch.float64, device=wide)
     for sl in batches(ids.shape[0], size):
         tr = _forward.trace(model, ids[sl], mask[sl])
-        weights = mask[sl].to(torch.float64)
-        total += torch.einsum("fntd,nt->fd", tr.nodes.to(torch.float64), weights)
-    return (total / float(mask.sum())).to(model.dtype)
+        weights = mask[sl].to(device=wide, dtype=torch.float64)
+        total += torch.einsum("fntd,nt->fd", tr.nodes.to(device=wide, dtype=torch.float64), weights)
+    return (total / float(mask.sum())).to(device=model.device, dtype=model.dtype)
 
 
 def ablation_constant(
@@ -167,5 +169,5 @@ def ablation_constant(
         else:
             constant = mean_node_outputs(model, mean_ids, mean_mask, batch_size=batch_size)
     elif ablation == "zero":
-        constant = torch.zeros((model.n_forward, model.d_model), dtype=model.dtype)
+        constant = torch.zeros((model.n_forward, model.d_model), dtype=model.dtype, device=model.device)
     return constant

@@ -24,8 +24,8 @@ class Arena:
     them before reading.
     """
 
-    def __init__(self, dtype: torch.dtype) -> None:
-        self.dtype = dtype
+    def __init__(self, dtype: torch.dtype, device: torch.device | str = "cpu") -> None:
+        self.dtype, self.device = dtype, device
         self.blocks: dict[str, torch.Tensor] = {}
 
     def reserve(self, name: str, size: int) -> None:
@@ -33,7 +33,7 @@ class Arena:
         block = self.blocks.get(name)
         if block is None or block.numel() < size:
             self.blocks.pop(name, None)  # free the smaller block before taking the larger
-            self.blocks[name] = torch.empty(size, dtype=self.dtype)
+            self.blocks[name] = torch.empty(size, dtype=self.dtype, device=self.device)
 
     def get(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
         """An uninitialised contiguous tensor of ``shape`` in block ``name``."""

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from ..devices import wide, wide_device
 from . import _forward, _ops
 from ._evaluate import graph_universe
 from ._inputs import check_examples
@@ -72,7 +73,7 @@ def _forward_with_slots(
         if layer.sliding_window not in masks:
             masks[layer.sliding_window] = _ops.causal_mask(mask, layer.sliding_window)
         z_off = (
-            torch.zeros((N, 3 * H + 1, T, d), dtype=x.dtype, requires_grad=True)
+            torch.zeros((N, 3 * H + 1, T, d), dtype=x.dtype, device=x.device, requires_grad=True)
             if given is None
             else given[len(used)]
         )
@@ -103,13 +104,15 @@ def _forward_with_slots(
         mlp_in = x + z_off[:, 3 * H]
         x = x + _ops.mlp(_ops.norm(mlp_in, layer.norm_mlp), layer, model.activation)
     z_final = (
-        torch.zeros((N, 1, T, d), dtype=x.dtype, requires_grad=True) if given is None else given[len(used)]
+        torch.zeros((N, 1, T, d), dtype=x.dtype, device=x.device, requires_grad=True)
+        if given is None
+        else given[len(used)]
     )
     used.append(z_final)
     final = x + z_final[:, 0]
     index = read.view(-1, 1, 1).expand(N, 1, d)
     hidden = final.gather(1, index).squeeze(1)
-    logits = _ops.unembed_rows(model, hidden, tokens).to(torch.float64)
+    logits = wide(_ops.unembed_rows(model, hidden, tokens))
     return logits[:, 0] - logits[:, 1], used
 
 
@@ -176,23 +179,27 @@ def attribute_edges(
         model, clean_ids, corrupted_ids, attention_mask, correct, counterfactual
     )
     N = ids.shape[0]
-    total = torch.zeros((universe.n_forward, universe.n_backward), dtype=torch.float64)
+    total = torch.zeros(
+        (universe.n_forward, universe.n_backward), dtype=torch.float64, device=wide_device(model.device)
+    )
     for start in range(0, N, batch_size):
         sl = slice(start, min(N, start + batch_size))
         b_mask = mask[sl]
         clean = _forward.trace(model, ids[sl], b_mask).nodes  # (n_forward, B, T, d)
         corrupted = _forward.trace(model, cids[sl], b_mask).nodes
-        diff = (clean - corrupted).to(torch.float64) * b_mask[None, :, :, None]
+        diff = wide(clean - corrupted) * wide(b_mask)[None, :, :, None]
         if method == "eap":
-            grad = slot_gradients(model, clean[0].clone(), b_mask, tokens[sl]).to(torch.float64)
+            grad = wide(slot_gradients(model, clean[0].clone(), b_mask, tokens[sl]))
         else:
-            grad = torch.zeros((universe.n_backward, *clean.shape[1:]), dtype=torch.float64)
+            grad = torch.zeros(
+                (universe.n_backward, *clean.shape[1:]), dtype=torch.float64, device=total.device
+            )
             for j in range(1, steps + 1):
                 x0 = corrupted[0] + (j / steps) * (clean[0] - corrupted[0])
-                grad += slot_gradients(model, x0, b_mask, tokens[sl]).to(torch.float64)
+                grad += wide(slot_gradients(model, x0, b_mask, tokens[sl]))
             grad /= steps
         total += torch.einsum("fntd,bntd->fb", diff, grad)
         if progress is not None:
             progress(sl.stop)
-    scores = (total / N).numpy()
+    scores = (total / N).cpu().numpy()
     return universe.from_matrix(np.where(universe.edge_mask, scores, 0.0)).astype(np.float64)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from numpy.typing import NDArray
 
 from ..graph import GraphUniverse
@@ -71,7 +70,7 @@ def plan_circuits(
 def bytes_per_circuit(model: ModelWeights, n_active: int, *, rows: int, positions: int) -> int:
     """Rough peak memory of one circuit in a stacked pass (stored differences dominate)."""
     B, T = rows, positions
-    item = torch.empty((), dtype=model.dtype).element_size()
+    item = model.dtype.itemsize
     d, H = model.d_model, model.n_heads
     d_ff = model.layers[0].w_in.shape[1]
     per_row = item * T * (d * (n_active + 3 * H + 4) + 3 * d_ff) + 8 * H * T * T

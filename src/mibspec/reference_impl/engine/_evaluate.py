@@ -201,7 +201,9 @@ def evaluate_circuits(
     neuron_mask = check_neurons(model, neurons, edges.shape[0])
     constant = ablation_constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size)
     plan = plan_circuits(universe, edges, neuron_mask)
-    setup = PassSetup(model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype), _MIXING)
+    setup = PassSetup(
+        model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype, model.device), _MIXING
+    )
 
     K, N = edges.shape[0], ids.shape[0]
     out = np.empty((K, N), dtype=np.float64)
@@ -213,14 +215,14 @@ def evaluate_circuits(
             b_ids, b_cids, b_mask, b_tok = ids[sl, :width], cids[sl, :width], mask[sl, :width], tokens[sl]
             batch, positions = _batch_context(model, b_mask, b_tok)
             clean_final, ref = _unpatched_runs(model, constant, b_ids, b_cids, b_mask, batch.rope)
-            clean_m[sl] = logit_difference(model, gather_read(clean_final, batch.read), b_tok).numpy()
-            empty_m[sl] = logit_difference(model, gather_read(ref.final, batch.read), b_tok).numpy()
+            clean_m[sl] = logit_difference(model, gather_read(clean_final, batch.read), b_tok).cpu().numpy()
+            empty_m[sl] = logit_difference(model, gather_read(ref.final, batch.read), b_tok).cpu().numpy()
             out[plan.full, sl] = clean_m[sl]
             out[plan.empty, sl] = empty_m[sl]
             if len(plan.todo):
                 clean_input = _forward.embed(model, b_ids, positions)
                 for group, values in _stacked_passes(setup, plan, ref, clean_input, batch, budget):
-                    out[group, sl] = values.numpy()
+                    out[group, sl] = values.cpu().numpy()
             if progress is not None:
                 progress(sl.stop)
     return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=plan.n_edges, ablation=ablation)
@@ -280,4 +282,3 @@ def _stacked_passes(
         neurons = None if plan.neurons is None else plan.neurons[group]
         run = PatchedPass(setup, ref, clean_input, plan.pruned[group], plan.reach[group], neurons, batch)
         yield group, run.metrics()
-

@@ -70,13 +70,16 @@ class Trace:
 def check_tokens(
     model: ModelWeights, input_ids: object, attention_mask: object, name: str = "input_ids"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate a right-padded token batch; return ``(ids, mask)`` as long tensors.
+    """Validate a right-padded token batch; return ``(ids, mask)`` as long tensors on the
+    model's device.
 
     Raises:
         ValueError: wrong shape or dtype, ids out of the vocabulary, a mask that is not
             0/1, not right-padded, or has an empty row.
     """
-    ids = torch.as_tensor(np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids)
+    ids = torch.as_tensor(
+        np.asarray(input_ids) if not torch.is_tensor(input_ids) else input_ids, device=model.device
+    )
     if ids.ndim != 2 or ids.shape[0] == 0 or ids.shape[1] == 0:
         raise ValueError(f"{name}: expected a non-empty (N, T) integer array, got shape {tuple(ids.shape)}")
     if ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.is_complex():
@@ -91,7 +94,8 @@ def check_tokens(
         mask = torch.ones_like(ids)
     else:
         mask = torch.as_tensor(
-            np.asarray(attention_mask) if not torch.is_tensor(attention_mask) else attention_mask
+            np.asarray(attention_mask) if not torch.is_tensor(attention_mask) else attention_mask,
+            device=model.device,
         )
         if tuple(mask.shape) != tuple(ids.shape):
             raise ValueError(
@@ -202,7 +206,7 @@ def _run(
     rope = _ops.rope_tables(model, positions)
     masks: dict[int | None, torch.Tensor] = {}
     x = embed(model, ids, positions)
-    nodes = torch.empty((model.n_forward, N, T, d), dtype=model.dtype) if record else None
+    nodes = torch.empty((model.n_forward, N, T, d), dtype=model.dtype, device=x.device) if record else None
     slot_pre: list[torch.Tensor] = []
     slot_mid: list[torch.Tensor] = []
     qs: list[torch.Tensor] = []

@@ -37,7 +37,7 @@ def check_positive_int(value: object, name: str) -> int:
 
 def check_answers(model: ModelWeights, value: object, name: str, n: int) -> torch.Tensor:
     """``(n,)`` token ids in the model's vocabulary, as an int64 tensor."""
-    arr = np.asarray(value.numpy() if torch.is_tensor(value) else value)
+    arr = np.asarray(value.cpu().numpy() if torch.is_tensor(value) else value)
     if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(
             f"{name}: expected {n} integer token ids, got dtype {arr.dtype} and shape {arr.shape}"
@@ -46,7 +46,7 @@ def check_answers(model: ModelWeights, value: object, name: str, n: int) -> torc
         raise ValueError(
             f"{name}: token ids must lie in [0, {model.vocab_size}), got range [{arr.min()}, {arr.max()}]"
         )
-    return torch.as_tensor(arr.astype(np.int64))
+    return torch.as_tensor(arr.astype(np.int64), device=model.device)
 
 
 def check_examples(
@@ -132,7 +132,7 @@ def check_ablation_values(model: ModelWeights, ablation: str, ablation_values: o
                 f"ablation_values: expected finite values of shape ({model.n_forward}, {model.d_model}), "
                 f"got shape {tuple(vals.shape)}"
             )
-        return vals.to(model.dtype)
+        return vals.to(device=model.device, dtype=model.dtype)
     if ablation_values is not None:
         raise ValueError(f"ablation_values: only accepted with ablation='optimal', got ablation={ablation!r}")
     return None

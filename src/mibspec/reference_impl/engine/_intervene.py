@@ -98,6 +98,7 @@ def forward_sites(
         ``(logits (N, V) at each row's last non-padding position, {site: (N, T, D)})``.
         Autograd flows through the edits (the caller chooses ``no_grad``).
     """
+    ids, mask = ids.to(model.device), mask.to(model.device)
     edits = dict(edits or {})
     wanted = set(record)
     recorded: dict[Site, torch.Tensor] = {}
@@ -134,7 +135,7 @@ def forward_sites(
             layer.sliding_window is not None,
         )  # (N, H, T, e)
         for site in sorted(head_sites.get(li, []), key=lambda s: s.heads):
-            index = torch.tensor(site.heads, dtype=torch.long)
+            index = torch.tensor(site.heads, dtype=torch.long, device=z.device)
             part = z.index_select(1, index).permute(0, 2, 1, 3).reshape(N, T, len(site.heads) * e)
             new = touch(site, part)
             if new is not part:
@@ -151,7 +152,7 @@ def forward_sites(
         x = x + m
         x = touch(Site(li, "residual_post"), x)
     last = mask.long().sum(1) - 1
-    h = _ops.norm(x[torch.arange(N), last], model.norm_final)
+    h = _ops.norm(x[torch.arange(N, device=x.device), last], model.norm_final)
     logits = h @ model.w_unembed.T
     if model.b_unembed is not None:
         logits = logits + model.b_unembed
@@ -163,8 +164,9 @@ def forward_sites(
 class TorchFeaturizer:
     """A featurizer document's feature map in torch (formulas: ``reference_impl.featurizers``).
 
-    Weights are converted to the given dtype; :meth:`interchange` is differentiable in them, so
-    training code can pass tensors that require gradients.
+    Weights are converted to the given dtype (and moved to ``device`` when one is given);
+    :meth:`interchange` is differentiable in them, so training code can pass tensors that
+    require gradients.
     """
 
     def __init__(
@@ -172,12 +174,13 @@ class TorchFeaturizer:
         doc: Mapping[str, Any],
         weights: Mapping[str, Any],
         dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
     ) -> None:
         self.type = str(doc["type"])
         self.n_features = int(doc["n_features"])
         indices = doc.get("feature_indices")
         chosen = list(range(self.n_features)) if indices is None else list(indices)
-        self.indices = torch.tensor(chosen, dtype=torch.long)
+        self.indices = torch.tensor(chosen, dtype=torch.long, device=device)
         self.add_error = doc.get("error", "add_base_error") == "add_base_error"
         self.centred = doc.get("pca_centring") == "centred"
         self.activation = doc.get("sae_activation")
@@ -185,7 +188,7 @@ class TorchFeaturizer:
         self.w: dict[str, torch.Tensor] = {}
         for name, value in weights.items():
             tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
-            self.w[name] = tensor.to(dtype)
+            self.w[name] = tensor.to(dtype) if device is None else tensor.to(device=device, dtype=dtype)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         if self.type == "identity":
@@ -223,8 +226,8 @@ class TorchFeaturizer:
         selected indices by a soft selection over all features (mask training)."""
         fb, fs = self.encode(base), self.encode(source)
         if mask is None:
-            select = torch.zeros(fb.shape[-1], dtype=torch.bool)
-            select[self.indices] = True
+            select = torch.zeros(fb.shape[-1], dtype=torch.bool, device=fb.device)
+            select[self.indices.to(fb.device)] = True
             mixed = torch.where(select, fs, fb)
         else:
             mixed = fb + mask.to(fb.dtype) * (fs - fb)
@@ -240,14 +243,14 @@ def _position_edit(
     sources: torch.Tensor,
     mask: torch.Tensor | None = None,
 ) -> Edit:
-    rows = torch.arange(positions.shape[0])
-
     def edit(x: torch.Tensor) -> torch.Tensor:
         # features are computed in float32 at least, whatever the model dtype
         wide = torch.promote_types(x.dtype, torch.float32)
-        new = featurizer.interchange(x[rows, positions].to(wide), sources.to(wide), mask)
+        rows = torch.arange(positions.shape[0], device=x.device)
+        at = positions.to(x.device)
+        new = featurizer.interchange(x[rows, at].to(wide), sources.to(device=x.device, dtype=wide), mask)
         out = x.clone()
-        out[rows, positions] = new.to(x.dtype)
+        out[rows, at] = new.to(x.dtype)
         return out
 
     return edit
@@ -299,9 +302,10 @@ def greedy_tokens(
         if positions is None or sources is None or featurizer is None:
             raise ValueError("site: positions, sources and featurizer are needed with a site")
         edits[site] = _position_edit(featurizer, positions, sources)
+    ids, mask = ids.to(model.device), mask.to(model.device)
     N = ids.shape[0]
     lengths = mask.long().sum(1)
-    out = torch.zeros((N, n_tokens), dtype=torch.long)
+    out = torch.zeros((N, n_tokens), dtype=torch.long, device=ids.device)
     cur_ids, cur_mask = ids.clone(), mask.clone()
     with torch.no_grad():
         for step in range(n_tokens):
@@ -311,12 +315,12 @@ def greedy_tokens(
             if step + 1 == n_tokens:
                 break
             width = int((lengths + step + 1).max())
-            grown = torch.zeros((N, width), dtype=torch.long)
-            grown_mask = torch.zeros((N, width), dtype=torch.long)
+            grown = torch.zeros((N, width), dtype=torch.long, device=ids.device)
+            grown_mask = torch.zeros((N, width), dtype=torch.long, device=ids.device)
             grown[:, : cur_ids.shape[1]] = cur_ids[:, :width]
             grown_mask[:, : cur_mask.shape[1]] = cur_mask[:, :width]
             at = lengths + step
-            grown[torch.arange(N), at] = token
-            grown_mask[torch.arange(N), at] = 1
+            grown[torch.arange(N, device=ids.device), at] = token
+            grown_mask[torch.arange(N, device=ids.device), at] = 1
             cur_ids, cur_mask = grown, grown_mask
     return out

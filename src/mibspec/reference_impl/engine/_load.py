@@ -331,6 +331,7 @@ def load_model_from_bytes(
     dtype: str = "float32",
     source: str = "<bytes>",
     revision: str | None = None,
+    device: str | torch.device = "cpu",
 ) -> ModelWeights:
     """Build the model from bytes already read (and hashed): nothing is read from a path.
 
@@ -339,6 +340,7 @@ def load_model_from_bytes(
     model are not held at once). The tensors must be the ones the configuration implies (counted
     on the headers before anything is built), and transformers must find every weight
     it needs with the shape it needs.
+    The model is built on the CPU and its tensors then moved to ``device``.
 
     Raises:
         ValueError: weights that do not match the configuration, or cannot be loaded.
@@ -378,7 +380,7 @@ def load_model_from_bytes(
     )
     if missing:
         raise ValueError(f"model: the weight files lack or misshape {len(missing)} tensor(s): {missing[:5]}")
-    return from_transformers(hf, source=source, revision=revision)
+    return from_transformers(hf, source=source, revision=revision).to(device)
 
 
 @contextmanager
@@ -401,6 +403,7 @@ def load_model(
     revision: str | None = None,
     dtype: str = "float32",
     max_bytes: int | None = DEFAULT_MAX_MODEL_BYTES,
+    device: str | torch.device = "cpu",
 ) -> ModelWeights:
     """Load a causal LM from a local directory or a pinned hub id.
 
@@ -412,6 +415,7 @@ def load_model(
         dtype: ``float32`` (default), ``float64``, ``bfloat16`` or ``float16``.
         max_bytes: most bytes the parameters a local folder's config implies may take in
             ``dtype`` (checked on the config before anything is loaded; ``None``: no limit).
+        device: where the model's tensors are put (and so where it computes).
 
     Returns:
         The weights, read once from the loaded module.
@@ -453,7 +457,7 @@ def load_model(
         hf = AutoModelForCausalLM.from_pretrained(
             source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
         )
-    return from_transformers(hf, source=source, revision=revision)
+    return from_transformers(hf, source=source, revision=revision).to(device)
 
 
 def _t(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -668,7 +672,7 @@ def _read_rotary(
     embed_scale = None
     if gemma:
         # transformers keeps the scale as a float32 scalar and rounds it to the weight dtype.
-        embed_scale = torch.tensor(math.sqrt(d), dtype=torch.float32).to(dtype)
+        embed_scale = torch.tensor(math.sqrt(d), dtype=torch.float32, device=head.weight.device).to(dtype)
     return ModelWeights(
         architecture=arch,
         family=family,

@@ -45,7 +45,7 @@ def mix(
     C, k, s = w.shape
     n = rows.shape[-1]
     if out is None:
-        out = torch.empty((C, k, n), dtype=rows.dtype)
+        out = torch.empty((C, k, n), dtype=rows.dtype, device=rows.device)
     counts = w.reshape(C, -1).sum(axis=1)
     if rows.dtype not in (torch.float32, torch.float64):
         # a dense product accumulates half-precision terms in float32; chained sums would not
@@ -55,11 +55,11 @@ def mix(
     else:
         sparse = np.full(C, mode == "sparse")
     if not sparse.any():
-        torch.bmm(membership(w, rows.dtype), rows, out=out)
+        torch.bmm(membership(w, rows.dtype, rows.device), rows, out=out)
         return out
     for c in range(C):
         if not sparse[c]:
-            torch.mm(membership(w[c], rows.dtype), rows[c], out=out[c])
+            torch.mm(membership(w[c], rows.dtype, rows.device), rows[c], out=out[c])
             continue
         _add_rows(w[c], rows[c], out[c])
     return out
@@ -80,9 +80,9 @@ def _add_rows(w: NDArray[np.bool_], rows: torch.Tensor, out: torch.Tensor) -> No
                 target.add_(rows[i])
 
 
-def membership(w: NDArray[np.bool_], dtype: torch.dtype) -> torch.Tensor:
-    """A 0/1 membership array as a tensor of ``dtype``."""
+def membership(w: NDArray[np.bool_], dtype: torch.dtype, device: torch.device | str = "cpu") -> torch.Tensor:
+    """A 0/1 membership array as a tensor of ``dtype`` on ``device``."""
     if dtype in (torch.float32, torch.float64):
         np_type = np.float32 if dtype == torch.float32 else np.float64
-        return torch.from_numpy(np.ascontiguousarray(w, dtype=np_type))
-    return torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(dtype)
+        return torch.from_numpy(np.ascontiguousarray(w, dtype=np_type)).to(device)
+    return torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(device=device, dtype=dtype)

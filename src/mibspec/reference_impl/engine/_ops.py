@@ -12,6 +12,7 @@ import torch
 from numpy.typing import NDArray
 from torch.nn import functional as nnf
 
+from ..devices import wide
 from ._weights import LayerWeights, ModelWeights, NormWeights
 
 __all__ = [
@@ -83,8 +84,8 @@ def causal_mask(mask: torch.Tensor, window: int | None) -> torch.Tensor:
     """``(N, 1, T, T)`` bool: query i may read key j iff ``j ≤ i``, j is not padding, and
     (sliding window) ``i - j < window``."""
     T = mask.shape[-1]
-    i = torch.arange(T).unsqueeze(1)
-    j = torch.arange(T).unsqueeze(0)
+    i = torch.arange(T, device=mask.device).unsqueeze(1)
+    j = torch.arange(T, device=mask.device).unsqueeze(0)
     allowed = j <= i
     if window is not None:
         allowed = allowed & (i - j < window)
@@ -181,7 +182,7 @@ def gather_read(x: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
 
 def logit_difference(model: ModelWeights, hidden: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """float64 ``logit(correct) − logit(counterfactual)`` from ``(..., B, d)`` residuals."""
-    logits = unembed_rows(model, hidden, tokens).to(torch.float64)
+    logits = wide(unembed_rows(model, hidden, tokens))
     return logits[..., 0] - logits[..., 1]
 
 
@@ -190,4 +191,4 @@ def take(x: torch.Tensor, index: NDArray[np.int64]) -> torch.Tensor:
     first = int(index[0])
     if len(index) == int(index[-1]) - first + 1:
         return x[first : first + len(index)]
-    return x.index_select(0, torch.from_numpy(index))
+    return x.index_select(0, torch.from_numpy(index).to(x.device))

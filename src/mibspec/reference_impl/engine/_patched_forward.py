@@ -51,7 +51,7 @@ class HeadWeights:
         self.model = model
         H, G = model.n_heads, model.n_kv_heads
         group = model.kv_group
-        self.rows = torch.cat([torch.arange(H), H + group, H + G + group])
+        self.rows = torch.cat([torch.arange(H, device=group.device), H + group, H + G + group])
         layer = model.layers[0]
         size = layer.w_qkv.element_size() * 3 * H * layer.w_qkv.shape[0] * layer.w_qkv.shape[2]
         self.keep = size * model.n_layers <= limit
@@ -224,8 +224,8 @@ class PatchedPass:
                 continue
             # rows (circuits) that do not feed a slot keep its cached value exactly
             full = cached.clone()
-            idx = torch.from_numpy(p.todo)
-            keep = torch.from_numpy(p.need[:, p.todo])[:, :, None, None, None]
+            idx = torch.from_numpy(p.todo).to(full.device)
+            keep = torch.from_numpy(p.need[:, p.todo]).to(full.device)[:, :, None, None, None]
             full[:, idx] = torch.where(keep, y, full[:, idx])
             qkv.append(full)
         q, k, v = qkv

@@ -46,7 +46,7 @@ class Stack:
         self.slot_of = {int(f): 1 + i for i, f in enumerate(self.active)}
         self.neurons = None
         if neurons is not None:
-            kept = torch.as_tensor(neurons[:, self.active]).to(model.dtype)
+            kept = torch.as_tensor(neurons[:, self.active], device=model.device).to(model.dtype)
             self.neurons = torch.cat([torch.ones_like(kept[:, :1]), kept], dim=1)
         self.read_only = read_only(ix, edges, reach)
         self.buffer: torch.Tensor | None = None
@@ -89,7 +89,7 @@ class Stack:
         assert self.buffer is not None
         row = self.buffer[:, pos]
         row.zero_()
-        row[:, torch.arange(len(read)), read] = delta
+        row[:, torch.arange(len(read), device=read.device), read] = delta
 
     def slot_inputs(
         self,
@@ -164,7 +164,7 @@ class Stack:
         if with_base:
             lin_rows = np.concatenate([[0], lin_rows])
         if with_base or w.any():
-            picked = buffer[:, torch.from_numpy(lin_rows)].reshape(C, len(lin_rows), -1)
+            picked = buffer[:, torch.from_numpy(lin_rows).to(buffer.device)].reshape(C, len(lin_rows), -1)
             total = mix(w, picked, mode=self.mixing).view(C, k, *rest)
         layers = self.ix.layer_of[sources]
         for layer in np.unique(layers[heads]).tolist():

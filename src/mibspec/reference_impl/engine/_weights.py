@@ -17,8 +17,9 @@ Layouts (``d`` = d_model, ``H`` query heads, ``G`` key/value heads, ``e`` = head
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -168,9 +169,34 @@ class ModelWeights:
     @property
     def kv_group(self) -> torch.Tensor:
         """``(H,)`` key/value head read by each query head (grouped-query attention)."""
-        return torch.arange(self.n_heads) // (self.n_heads // self.n_kv_heads)
+        return torch.arange(self.n_heads, device=self.device) // (self.n_heads // self.n_kv_heads)
+
+    @property
+    def device(self) -> torch.device:
+        """The device every tensor of the model is on (each computation runs there)."""
+        return self.w_embed.device
+
+    def to(self, device: str | torch.device) -> ModelWeights:
+        """The model with every tensor on ``device`` (itself when they are there already)."""
+        target = torch.device(device)
+        if target == self.device:
+            return self
+        moved: ModelWeights = _moved(self, target)
+        return moved
 
     @property
     def post_norm_heads(self) -> bool:
         """True when a layer's head outputs are normalised together before the residual."""
         return any(layer.norm_attn_out is not None for layer in self.layers)
+
+
+def _moved(value: Any, device: torch.device) -> Any:
+    """``value`` with every tensor inside (records, tuples) moved to ``device``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_moved(item, device) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _moved(getattr(value, f.name), device) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    return value

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..causal_models import ioi_logit_names
+from ..devices import wide, wide_device
 from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 
 __all__ = [
@@ -83,15 +84,18 @@ def training_pairs(
     if not rows:
         raise ValueError(f"variable: no training pair is kept for {variable!r}")
     ids, mask = evaluator._batch([(r, "base") for r in rows])
+    on = ids.device
     return TrainingPairs(
         ids=ids,
         mask=mask,
-        positions=torch.tensor(positions, dtype=torch.long),
+        positions=torch.tensor(positions, dtype=torch.long, device=on),
         sources=torch.cat(sources),
-        labels=torch.tensor(labels, dtype=torch.long) if metric != "mse" else None,
-        targets=torch.tensor(targets, dtype=torch.float64) if metric == "mse" else None,
-        io=torch.tensor(io, dtype=torch.long) if metric == "mse" else None,
-        s=torch.tensor(s, dtype=torch.long) if metric == "mse" else None,
+        labels=torch.tensor(labels, dtype=torch.long, device=on) if metric != "mse" else None,
+        targets=torch.tensor(targets, dtype=torch.float64, device=wide_device(on))
+        if metric == "mse"
+        else None,
+        io=torch.tensor(io, dtype=torch.long, device=on) if metric == "mse" else None,
+        s=torch.tensor(s, dtype=torch.long, device=on) if metric == "mse" else None,
     )
 
 
@@ -101,17 +105,20 @@ def _loss(logits: torch.Tensor, data: TrainingPairs, index: torch.Tensor) -> tor
     assert data.targets is not None
     assert data.io is not None
     assert data.s is not None
-    rows = torch.arange(index.shape[0])
+    rows = torch.arange(index.shape[0], device=logits.device)
     diff = logits[rows, data.io[index]] - logits[rows, data.s[index]]
-    return ((diff.double() - data.targets[index]) ** 2).mean()
+    return ((wide(diff) - data.targets[index.to(data.targets.device)]) ** 2).mean()
 
 
-def _batches(n: int, batch: int, steps: int, generator: torch.Generator) -> list[torch.Tensor]:
+def _batches(
+    n: int, batch: int, steps: int, generator: torch.Generator, device: torch.device
+) -> list[torch.Tensor]:
+    """Minibatch indices, drawn on the CPU (the same order on every device), put on ``device``."""
     out: list[torch.Tensor] = []
     while len(out) < steps:
         order = torch.randperm(n, generator=generator)
         out.extend(order[i : i + batch] for i in range(0, n, batch))
-    return out[:steps]
+    return [index.to(device) for index in out[:steps]]
 
 
 def _slice(data: TrainingPairs, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -139,10 +146,10 @@ def train_das(
     d = data.sources.shape[1]
     # a small initial scale lets Adam's fixed step size turn the subspace quickly
     init = torch.randn((d, n_features), generator=generator, dtype=torch.float32) / float(np.sqrt(d))
-    free = init.requires_grad_(True)
+    free = init.to(data.sources.device).requires_grad_(True)
     optimiser = torch.optim.Adam([free], lr=learning_rate)
     spec = {"type": "subspace", "n_features": n_features}
-    for index in _batches(data.size, batch_size, steps, generator):
+    for index in _batches(data.size, batch_size, steps, generator, data.ids.device):
         rotation = torch.linalg.qr(free).Q.T
         featurizer = TorchFeaturizer(spec, {"rotation": rotation})
         ids, mask = _slice(data, index)
@@ -154,7 +161,7 @@ def train_das(
         loss.backward()
         optimiser.step()
     with torch.no_grad():
-        rotation = torch.linalg.qr(free.double()).Q.T
+        rotation = torch.linalg.qr(free.detach().cpu().double()).Q.T
     return rotation.float().numpy()
 
 
@@ -177,9 +184,9 @@ def train_mask(
     (the single largest m when none is).
     """
     n = featurizer.n_features
-    logits_mask = torch.zeros(n, dtype=torch.float32).requires_grad_(True)
+    logits_mask = torch.zeros(n, dtype=torch.float32, device=data.sources.device).requires_grad_(True)
     optimiser = torch.optim.Adam([logits_mask], lr=learning_rate)
-    for index in _batches(data.size, batch_size, steps, generator):
+    for index in _batches(data.size, batch_size, steps, generator, data.ids.device):
         soft = torch.sigmoid(logits_mask)
         ids, mask = _slice(data, index)
         logits = intervened_logits(
@@ -213,7 +220,7 @@ def collect_activations(
             pos = resolve_position(
                 location["position"], evaluator.prompt(row, which), tokens, offsets, evaluator.codec.encode
             )
-            out.append(recorded[site][i, pos].double().numpy())
+            out.append(recorded[site][i, pos].cpu().double().numpy())
     return np.stack(out)
 
 

@@ -325,6 +325,7 @@ class CausalBenchOptions:
         convergence_seed: seed of the convergence test.
         scaling: add the scaling study (planted only).
         overwrite: replace a report already in ``out_dir``.
+        device: where the transformer computes (``cpu``, ``cuda:N``, ``mps``).
     """
 
     out_dir: Path
@@ -343,6 +344,7 @@ class CausalBenchOptions:
     convergence_seed: int = 0
     scaling: bool = True
     overwrite: bool = False
+    device: str = "cpu"
 
     def check(self) -> None:
         """Raises ValueError for an unknown behaviour or fewer than two seed runs."""
@@ -473,7 +475,7 @@ def _compute_transformer(options: CausalBenchOptions, progress: Progress | None)
     if options.ablation not in TRANSFORMER_ABLATIONS:
         raise ValueError(f"ablation: expected one of {list(TRANSFORMER_ABLATIONS)}, got {options.ablation!r}")
     inputs = open_model_and_dataset(
-        Path(options.model_dir), options.dataset_path, options.counterfactual_type
+        Path(options.model_dir), options.dataset_path, options.counterfactual_type, options.device
     )
     rows = _transformer_rows(inputs, options)
     tokens = tokenize_pairs(rows.rows, options.counterfactual_type, inputs.encode, "dataset")

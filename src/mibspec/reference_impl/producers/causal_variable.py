@@ -220,6 +220,7 @@ class CausalVariableOptions:
             model's mean logit difference on the train split).
         profile: the report's profile; its checker is the report's.
         overwrite: replace a report already in ``out_dir``.
+        device: where the model computes and featurizers train (``cpu``, ``cuda:N``, ``mps``).
     """
 
     model_dir: Path
@@ -244,6 +245,7 @@ class CausalVariableOptions:
     ioi_fit: str = "rescaled"
     profile: str = "default"
     overwrite: bool = False
+    device: str = "cpu"
 
     def checker(self) -> str:
         """The answer checker of the options' profile, after checking the choices.
@@ -382,7 +384,7 @@ def prepare_causal_variable(options: CausalVariableOptions) -> CausalVariableSet
     from mibspec.reference_impl.engine import load_model
 
     checker = options.checker()
-    model = load_model(options.model_dir)
+    model = load_model(options.model_dir, device=options.device)
     codec = TextCodec(ModelSource(str(options.model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(options.dataset_path)
     task = str(dataset.get("task"))
@@ -764,7 +766,7 @@ def _featurizer(
             latents = options.sae_latents or 4 * d
             doc |= {"type": "sae", "n_features": latents, "sae_activation": "relu"}
         doc["error"] = "add_base_error"
-    featurizer = TorchFeaturizer(doc, tensors)
+    featurizer = TorchFeaturizer(doc, tensors, device=setup.model.device)
     indices = train_mask(setup.model, unit.site, data, featurizer, sparsity=options.sparsity, **common)
     doc["feature_indices"] = indices
     return doc, tensors

@@ -96,9 +96,12 @@ class CircuitOptions:
         scores_path: ``.npy`` or ``.safetensors`` (tensor ``scores``) edge scores.
         steps: EAP-IG interpolation steps.
         seed: seed of the random method.
-        batch_size: examples per pass.
+        batch_size: examples per pass, or ``"auto"`` (chosen from the device's free memory,
+            halved on out-of-memory; the report declares the size used).
         grid: the k-grid (the default profile's by default).
         overwrite: replace a report already in ``out_dir``.
+        device: where the model computes (``cpu``, ``cuda:N``, ``mps``; see
+            ``mibspec.reference_impl.devices.resolve_device``).
     """
 
     model_dir: Path
@@ -109,9 +112,10 @@ class CircuitOptions:
     scores_path: Path | None = None
     steps: int = 5
     seed: int = 0
-    batch_size: int = 20
+    batch_size: int | str = 20
     grid: Sequence[float] = DEFAULT_GRID
     overwrite: bool = False
+    device: str = "cpu"
 
     def check(self) -> None:
         """Raises ValueError for a method the producer does not know or a misplaced scores file."""
@@ -132,15 +136,17 @@ class ModelAndDataset:
     rows: list[dict[str, Any]]
 
 
-def open_model_and_dataset(model_dir: Path, dataset_path: Path, counterfactual_type: str) -> ModelAndDataset:
-    """Load the model and its tokenizer, and read the dataset's document and rows.
+def open_model_and_dataset(
+    model_dir: Path, dataset_path: Path, counterfactual_type: str, device: str = "cpu"
+) -> ModelAndDataset:
+    """Load the model (onto ``device``) and its tokenizer, and read the dataset's document and rows.
 
     Raises:
         ValueError: the dataset is unusable or has no ``counterfactual_type`` counterfactuals.
     """
     from mibspec.reference_impl.engine import load_model  # torch: only when scoring
 
-    model = load_model(model_dir)
+    model = load_model(model_dir, device=device)
     encode = encode_function(ModelSource(str(model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(Path(dataset_path))
     if counterfactual_type not in dataset.get("counterfactual_types", []):
@@ -167,6 +173,7 @@ class CircuitResult:
     faithfulness: dict[str, list[float]]  # ranking → f at each grid point
     cpr: float
     cmd: float
+    batch_size: int = 20  # examples per pass, as used (and declared by the report)
 
 
 @dataclass(frozen=True)
@@ -311,23 +318,40 @@ def score_circuit(options: CircuitOptions, progress: Progress | None = None) -> 
 
 def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitResult:
     """Edge scores, the grid's circuits, their faithfulness curves, CPR and CMD."""
+    from mibspec.reference_impl.devices import example_bytes, parse_batch_size, plan_batch, with_oom_backoff
     from mibspec.reference_impl.engine import evaluate_circuits, graph_universe  # torch: only when scoring
 
     options.check()
     inputs = open_model_and_dataset(
-        Path(options.model_dir), options.dataset_path, options.counterfactual_type
+        Path(options.model_dir), options.dataset_path, options.counterfactual_type, options.device
     )
     tokens = tokenize_pairs(inputs.rows, options.counterfactual_type, inputs.encode, "dataset")
     n = tokens[0].shape[0]
     universe = graph_universe(inputs.model)
-    stored = _edge_scores(options, inputs.model, tokens, universe.n_edges, progress).astype(np.float32)
+    batch, halve = plan_batch(
+        parse_batch_size(options.batch_size),
+        options.device,
+        20,
+        lambda: example_bytes(inputs.model, tokens[0].shape[1]),
+        n,
+    )
+    scores, batch = with_oom_backoff(
+        lambda size: _edge_scores(options, inputs.model, tokens, universe.n_edges, progress, size),
+        batch,
+        retry=halve,
+    )
+    stored = scores.astype(np.float32)
     entries, membership = grid_circuits(universe, stored.astype(np.float64), options.grid)
-    evaluation = evaluate_circuits(
-        inputs.model,
-        *tokens,
-        membership,
-        batch_size=options.batch_size,
-        progress=start_task(progress, f"evaluating {len(entries)} circuits", n),
+    evaluation, batch = with_oom_backoff(
+        lambda size: evaluate_circuits(
+            inputs.model,
+            *tokens,
+            membership,
+            batch_size=size,
+            progress=start_task(progress, f"evaluating {len(entries)} circuits", n),
+        ),
+        batch,
+        retry=halve,
     )
     m_full, m_empty, values = circuit_faithfulness(evaluation)
     curves, by_ranking = _curves(entries, values)
@@ -344,6 +368,7 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
         faithfulness=by_ranking,
         cpr=cpr(list(options.grid), by_ranking["signed"]),
         cmd=cmd(list(options.grid), by_ranking["absolute"]),
+        batch_size=batch,
     )
 
 
@@ -353,6 +378,7 @@ def _edge_scores(
     tokens: tuple[np.ndarray, ...],
     n_edges: int,
     progress: Progress | None,
+    batch_size: int,
 ) -> np.ndarray:
     """The edge scores of the options' method (or file), in float64."""
     from mibspec.reference_impl.engine import attribute_edges  # torch: only when scoring
@@ -366,7 +392,7 @@ def _edge_scores(
         method=options.method,  # type: ignore[arg-type]
         steps=options.steps,
         seed=options.seed,
-        batch_size=options.batch_size,
+        batch_size=batch_size,
         progress=start_task(progress, f"{METHODS[options.method]['name']} edge scores", tokens[0].shape[0]),
     )
 
@@ -484,7 +510,7 @@ def _circuit_report(
             "ranking": {"cpr": "signed", "cmd": "absolute"},
             "edge_count_rounding": "floor",
             "metric": "logit_difference",
-            "batch_size": options.batch_size,
+            "batch_size": result.batch_size,
             "padding_side": "right",
         },
         "claims": {

@@ -88,6 +88,7 @@ class SaliencyOptions:
         threshold: dominance threshold T.
         task_name: the report's ``task.name``.
         overwrite: replace a report already in the output folder.
+        device: where the model computes (``cpu``, ``cuda:N``, ``mps``).
     """
 
     architecture: str | None = None
@@ -103,6 +104,7 @@ class SaliencyOptions:
     threshold: float = 0.9
     task_name: str = "shortcut"
     overwrite: bool = False
+    device: str = "cpu"
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,7 +305,7 @@ def load_saliency_inputs(weights_path: Path, dataset_path: Path, options: Salien
             f"dataset_path: expected images (N, C, H, W) and N labels; got {clean.shape}, {perturbed.shape}, "
             f"{labels.shape}"
         )
-    model = load_registry_model(arch, read_weights(weights_path), clean.shape[1:])
+    model = load_registry_model(arch, read_weights(weights_path), clean.shape[1:], device=options.device)
     side = math.isqrt(int(doc["perturbation"]["patch_size"]))
     height, width = clean.shape[-2:]
     return SaliencyInputs(

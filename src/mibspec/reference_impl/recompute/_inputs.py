@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "ModelSource",
     "ModelTooLargeInputError",
     "UnusableInputError",
+    "batch_plan",
     "encode_function",
     "load_referenced_document",
     "local_tokenizer",
@@ -333,6 +335,8 @@ def _size_error(pointer: str, exc: Exception) -> UnusableInputError:
 def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> tuple[ModelSource, Any]:
     """Find, read, hash, check and build the report's model; record the files used on ``ctx``.
 
+    The model is built in the declared ``dtype`` on the run's device (``ctx.options.device``).
+
     Returns:
         The source (with the tokenizer's bytes) and the engine weights.
 
@@ -413,7 +417,12 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     progress.start(f"loading {source.display}", 1)
     try:
         weights = load_model_from_bytes(
-            config, blobs, dtype=dtype, source=source.location, revision=source.revision
+            config,
+            blobs,
+            dtype=dtype,
+            source=source.location,
+            revision=source.revision,
+            device=getattr(ctx.options, "device", "cpu"),
         )
     except Exception as exc:  # loading is the model's business; any failure is a finding
         raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
@@ -486,3 +495,27 @@ def local_tokenizer(source: ModelSource) -> Any:
     if source.local and path.is_file():
         return Tokenizer.from_file(str(path))
     return None
+
+
+def batch_plan(
+    ctx: Any, declared: int, per_example: int | Callable[[], int], n_examples: int
+) -> tuple[int, bool]:
+    """The batch size recomputation starts with, and whether it halves it on out-of-memory.
+
+    ``ctx.options.batch_size``: ``None`` keeps the report's ``declared`` batch size, an
+    integer replaces it, ``"auto"`` chooses from the device's free memory and the estimate
+    ``per_example`` (bytes, or a function computing them, called only then; see
+    :func:`~mibspec.reference_impl.devices.auto_batch_size`) and halves on out-of-memory.
+    Batch sizes change recomputed values by reassociation inside matrix products at most
+    (engine.md ME-10).
+    """
+    from ..devices import plan_batch
+
+    options = ctx.options
+    return plan_batch(
+        getattr(options, "batch_size", None),
+        getattr(options, "device", "cpu"),
+        declared,
+        per_example,
+        n_examples,
+    )

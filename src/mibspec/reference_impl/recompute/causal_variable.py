@@ -38,11 +38,13 @@ from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
 from ..causal_models import interchange_output, ioi_logit_names, ioi_target
+from ..devices import example_bytes, wide, with_oom_backoff
 from ..metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
 from ..positions import PositionError, resolve_position
 from ._inputs import (
     ModelSource,
     UnusableInputError,
+    batch_plan,
     load_referenced_document,
     local_tokenizer,
     open_model,
@@ -232,12 +234,13 @@ class Evaluator:
 
         encoded = [self.tokens(row, which)[0] for row, which in items]
         width = max(len(x) for x in encoded)
-        ids = torch.zeros((len(encoded), width), dtype=torch.long)
-        mask = torch.zeros_like(ids)
+        ids = np.zeros((len(encoded), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
         for i, x in enumerate(encoded):
-            ids[i, : len(x)] = torch.tensor(x)
+            ids[i, : len(x)] = x
             mask[i, : len(x)] = 1
-        return ids, mask
+        device = self.model.device
+        return torch.as_tensor(ids, device=device), torch.as_tensor(mask, device=device)
 
     # -- the example filter (MV-1) -------------------------------------------------------
 
@@ -389,12 +392,12 @@ class Evaluator:
             for start in range(0, len(pairs), self.batch_size):
                 chunk = pairs[start : start + self.batch_size]
                 ids, mask = self._batch([(p.row, "base") for p in chunk])
-                positions = torch.tensor([p.base_pos for p in chunk], dtype=torch.long)
+                positions = torch.tensor([p.base_pos for p in chunk], dtype=torch.long, device=ids.device)
                 src = sources[start : start + len(chunk)]
                 if metric == "mse":
                     with torch.no_grad():
                         logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
-                    for p, row_logits in zip(chunk, logits.double(), strict=True):
+                    for p, row_logits in zip(chunk, wide(logits), strict=True):
                         io, s = ioi_logit_names(self.prompt(p.row, "base"))
                         a, b = self.answer_ids(io, p.row)[0], self.answer_ids(s, p.row)[0]
                         diffs.append(float(row_logits[a] - row_logits[b]))
@@ -531,7 +534,7 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
             pointer, f"the featurizer reads {doc['input_dim']} values, the site holds {site_dim(model, site)}"
         )
     dtype = torch.promote_types(model.dtype, torch.float32)
-    return TorchFeaturizer(doc, weights, dtype=dtype)
+    return TorchFeaturizer(doc, weights, dtype=dtype, device=model.device)
 
 
 def aggregate_units(
@@ -570,6 +573,12 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         example_filter=settings["example_filter"],
         batch_size=int(settings.get("batch_size") or _DEFAULT_BATCH),
     )
+    batch, halve = batch_plan(
+        ctx,
+        evaluator.batch_size,
+        lambda: example_bytes(model, max(len(evaluator.tokens(r, "base")[0]) for r in range(len(rows)))),
+        len(rows),
+    )
     cf_types = sorted({cf for v in claims["variables"] for u in v["units"] for cf in u["scores"]})
     for cf in cf_types:
         if cf not in dataset.get("counterfactual_types", []):
@@ -581,20 +590,25 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     )
     check_rows(rows, cf_types)
     total = sum(len(u["scores"]) for v in claims["variables"] for u in v["units"])
-    progress.start(f"interchange interventions: {total} (unit, counterfactual set) scores", total)
-    evaluator.prefilter(cf_types)
-
-    add = _ComparisonList(abs_tol, rel_tol)
-    if task.get("n_examples") is not None:
-        add("/task/n_examples", "dataset rows", task["n_examples"], float(len(rows)), exact=True)
     featurizers: dict[str, Any] = {}
-    for v, variable in enumerate(claims["variables"]):
-        units = _score_units(
-            ctx, model, evaluator, f"/claims/variables/{v}", variable, featurizers, add, progress
-        )
-        _compare_aggregate(
-            f"/claims/variables/{v}", variable, aggregate_units(units, variable["better"]), add
-        )
+
+    def run(size: int) -> _ComparisonList:
+        evaluator.batch_size = size
+        progress.start(f"interchange interventions: {total} (unit, counterfactual set) scores", total)
+        evaluator.prefilter(cf_types)
+        add = _ComparisonList(abs_tol, rel_tol)
+        if task.get("n_examples") is not None:
+            add("/task/n_examples", "dataset rows", task["n_examples"], float(len(rows)), exact=True)
+        for v, variable in enumerate(claims["variables"]):
+            units = _score_units(
+                ctx, model, evaluator, f"/claims/variables/{v}", variable, featurizers, add, progress
+            )
+            _compare_aggregate(
+                f"/claims/variables/{v}", variable, aggregate_units(units, variable["better"]), add
+            )
+        return add
+
+    add, _ = with_oom_backoff(run, batch, retry=halve)
     return Recomputation(comparisons=add.comparisons)
 
 

@@ -35,6 +35,7 @@ from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
 from ._inputs import (
     UnusableInputError,
+    batch_plan,
     encode_function,
     load_referenced_document,
     open_model,
@@ -204,6 +205,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+    from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
     from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
 
     report, profile = ctx.data, ctx.profile
@@ -238,9 +240,10 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         )
     circuits, where, neurons = _circuits(report, circuit_doc, circuit_folder, universe.n_edges, profile)
 
-    batch = int(settings.get("batch_size") or 20)
     n = ids.shape[0]
-    progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
+    batch, halve = batch_plan(
+        ctx, int(settings.get("batch_size") or 20), example_bytes(model, ids.shape[1]), n
+    )
     reported = 0
 
     def advance(done: int) -> None:
@@ -248,20 +251,26 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         progress.advance(done - reported)
         reported = done
 
-    # mean ablation averages over the corrupted inputs of the whole dataset (the default)
-    result = evaluate_circuits(
-        model,
-        ids,
-        cids,
-        mask,
-        correct,
-        counter,
-        circuits,
-        neurons=neurons,
-        ablation=settings.get("ablation", "counterfactual"),
-        batch_size=batch,
-        progress=advance,
-    )
+    def run(size: int) -> Any:
+        nonlocal reported
+        reported = 0
+        progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
+        # mean ablation averages over the corrupted inputs of the whole dataset (the default)
+        return evaluate_circuits(
+            model,
+            ids,
+            cids,
+            mask,
+            correct,
+            counter,
+            circuits,
+            neurons=neurons,
+            ablation=settings.get("ablation", "counterfactual"),
+            batch_size=size,
+            progress=advance,
+        )
+
+    result, _ = with_oom_backoff(run, batch, retry=halve)
     try:
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
     except ValueError as exc:

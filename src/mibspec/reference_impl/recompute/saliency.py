@@ -153,8 +153,6 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
             f"this version has {sorted(ARCHITECTURES)}",
         )
     dtype = model.get("dtype", "float32")
-    if dtype != "float32":
-        raise UnusableInputError("/model/dtype", f"registry models are recomputed in float32; got {dtype}")
     entry = ctx.artifacts.get(model["weights"])
     if entry is None or model["weights"] in ctx.broken_artifacts:
         raise UnusableInputError("/model/weights", f"artifact {model['weights']!r} is not available")
@@ -162,7 +160,13 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
         raise UnusableInputError("/model/weights", "registry weights must be a safetensors file")
     try:
         weights = read_weights(ctx.folder / entry["path"])
-        return load_registry_model(model["architecture"], weights, image_shape, dtype=dtype)
+        return load_registry_model(
+            model["architecture"],
+            weights,
+            image_shape,
+            dtype=dtype,
+            device=getattr(ctx.options, "device", "cpu"),
+        )
     except ValueError as exc:
         raise UnusableInputError("/model/weights", str(exc)) from exc
 

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 
+from ..devices import wide
 from ..metrics.saliency import perturbation_masks
 from ..metrics.shapley import (
     MAX_EXACT_PLAYERS,
@@ -55,21 +56,25 @@ def _dtype(model: torch.nn.Module) -> torch.dtype:
     return next(model.parameters()).dtype
 
 
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
 def _probabilities(model: torch.nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
     out = []
     with torch.inference_mode():
         for start in range(0, images.shape[0], batch_size):
             logits = model(images[start : start + batch_size])
-            out.append(torch.softmax(logits.to(torch.float64), dim=-1))
-    return torch.cat(out) if out else torch.zeros((0, 0), dtype=torch.float64)
+            out.append(torch.softmax(wide(logits), dim=-1))
+    return torch.cat(out) if out else torch.zeros((0, 0), dtype=torch.float64, device=images.device)
 
 
 def class_probabilities(
     model: torch.nn.Module, images: ArrayLike, *, batch_size: int = DEFAULT_BATCH
 ) -> NDArray[np.float64]:
     """Softmax probabilities ``(N, n_classes)`` (float64) of images ``(N, C, H, W)``."""
-    x = torch.as_tensor(np.asarray(images), dtype=_dtype(model))
-    return _probabilities(model, x, batch_size).numpy()
+    x = torch.as_tensor(np.asarray(images), dtype=_dtype(model), device=_device(model))
+    return _probabilities(model, x, batch_size).cpu().numpy()
 
 
 class PixelGame:
@@ -95,11 +100,11 @@ class PixelGame:
         *,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
-        dtype = _dtype(model)
-        clean_t = torch.as_tensor(np.asarray(clean), dtype=dtype)
+        dtype, device = _dtype(model), _device(model)
+        clean_t = torch.as_tensor(np.asarray(clean), dtype=dtype, device=device)
         if clean_t.ndim != 3:
             raise ValueError(f"clean must have shape (C, H, W); got {tuple(clean_t.shape)}")
-        perturbed_t = torch.as_tensor(np.asarray(perturbed), dtype=dtype)
+        perturbed_t = torch.as_tensor(np.asarray(perturbed), dtype=dtype, device=device)
         if perturbed_t.shape != clean_t.shape:
             raise ValueError(
                 f"perturbed must have the shape of clean {tuple(clean_t.shape)}; "
@@ -116,7 +121,7 @@ class PixelGame:
         self.shape = tuple(clean_t.shape)
         self.batch_size = batch_size
         channels = clean_t.shape[0]
-        index = torch.as_tensor(self.pixels)
+        index = torch.as_tensor(self.pixels, device=device)
         self._base = clean_t.reshape(channels, -1)
         self._clean = self._base[:, index]
         self._perturbed = perturbed_t.reshape(channels, -1)[:, index]
@@ -129,7 +134,7 @@ class PixelGame:
 
     def images(self, coalitions: NDArray[np.bool_]) -> torch.Tensor:
         """The images ``(B, C, H, W)`` of boolean coalitions ``(B, n)``."""
-        present = torch.as_tensor(np.asarray(coalitions, dtype=bool))[:, None, :]
+        present = torch.as_tensor(np.asarray(coalitions, dtype=bool), device=self._base.device)[:, None, :]
         values = torch.where(present, self._perturbed[None], self._clean[None])
         batch = self._base.expand(present.shape[0], -1, -1).clone()
         batch[:, :, self._index] = values
@@ -145,9 +150,8 @@ class PixelGame:
             for start in range(0, rows.shape[0], self.batch_size):
                 block = rows[start : start + self.batch_size]
                 logits = self.model(self.images(block))
-                out[start : start + block.shape[0]] = torch.softmax(logits.to(torch.float64), dim=-1)[
-                    :, self.label
-                ].numpy()
+                probs = torch.softmax(wide(logits), dim=-1)
+                out[start : start + block.shape[0]] = probs[:, self.label].cpu().numpy()
         return out
 
 
@@ -250,19 +254,21 @@ def curve_scores(
         )
     if score not in ("probability", "accuracy"):
         raise ValueError(f"score: expected probability or accuracy, got {score!r}")
-    dtype = _dtype(model)
+    dtype, device = _dtype(model), _device(model)
     deletion = np.empty((n, n_steps + 1), dtype=np.float64)
     addition = np.empty_like(deletion)
     for j in range(n):
-        masks = torch.as_tensor(perturbation_masks(maps_a[j], n_steps))[:, None]  # (S+1, 1, H, W)
-        x = torch.as_tensor(clean_a[j], dtype=dtype)[None]
-        x_bar = torch.as_tensor(perturbed_a[j], dtype=dtype)[None]
+        masks = torch.as_tensor(perturbation_masks(maps_a[j], n_steps), device=device)[
+            :, None
+        ]  # (S+1, 1, H, W)
+        x = torch.as_tensor(clean_a[j], dtype=dtype, device=device)[None]
+        x_bar = torch.as_tensor(perturbed_a[j], dtype=dtype, device=device)[None]
         images = torch.cat([torch.where(masks, x, x_bar), torch.where(masks, x_bar, x)])
         probs = _probabilities(model, images, batch_size)
         label = int(labels[j])
         if score == "probability":
-            values = probs[:, label].numpy()
+            values = probs[:, label].cpu().numpy()
         else:
-            values = (probs.argmax(dim=-1) == label).to(torch.float64).numpy()
+            values = (probs.argmax(dim=-1) == label).to(torch.float64).cpu().numpy()
         deletion[j], addition[j] = values[: n_steps + 1], values[n_steps + 1 :]
     return deletion, addition

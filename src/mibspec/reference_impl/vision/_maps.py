@@ -80,10 +80,20 @@ def _integrated_gradients(
 def _gradient_shap(model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, seed: int) -> torch.Tensor:
     from captum.attr import GradientShap
 
+    # drawn on the CPU, whatever the device, so that every device gets the same baselines
     generator = torch.Generator().manual_seed(seed)
-    baselines = torch.rand((16, *x.shape[1:]), generator=generator, dtype=x.dtype)
+    baselines = torch.rand((16, *x.shape[1:]), generator=generator, dtype=x.dtype, device="cpu").to(x.device)
+    forward: Any = model
+    if x.dtype != torch.float32:
+        # captum draws the interpolation coefficients in float32, which promotes a half-precision
+        # input; the model still runs in its own dtype
+        def forward(inputs: torch.Tensor) -> torch.Tensor:
+            return model(inputs.to(x.dtype))
+
     with pinned_global_generators(seed):
-        return GradientShap(model).attribute(x, baselines=baselines, target=target, n_samples=32, stdevs=0.0)
+        return GradientShap(forward).attribute(
+            x, baselines=baselines, target=target, n_samples=32, stdevs=0.0
+        )
 
 
 def _occlusion(model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, seed: int) -> torch.Tensor:
@@ -155,11 +165,12 @@ def saliency_maps(
     entry = METHODS.get(method)
     if entry is None:
         raise ValueError(f"method: expected one of {sorted(METHODS)}, got {method!r}")
-    dtype = next(model.parameters()).dtype
-    x = torch.as_tensor(np.asarray(images), dtype=dtype).clone().requires_grad_(True)
-    target = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
+    parameter = next(model.parameters())
+    x = torch.as_tensor(np.asarray(images), dtype=parameter.dtype, device=parameter.device)
+    x = x.clone().requires_grad_(True)
+    target = torch.as_tensor(np.asarray(labels), dtype=torch.int64, device=parameter.device)
     with warnings.catch_warnings():
         # captum announces the hooks it sets on ReLU modules (DeepLift, guided backpropagation)
         warnings.filterwarnings("ignore", message=r"Setting (forward, )?backward hooks", category=UserWarning)
         attributions = entry.run(model, x, target, seed)
-    return attributions.detach().sum(dim=1).to(torch.float32).numpy()
+    return attributions.detach().sum(dim=1).to(torch.float32).cpu().numpy()

@@ -35,7 +35,12 @@ __all__ = [
     "read_weights",
 ]
 
-_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
 
 
 class TinyCNN(nn.Module):
@@ -115,8 +120,11 @@ def load_registry_model(
     image_shape: Sequence[int],
     *,
     dtype: str = "float32",
+    device: str | torch.device = "cpu",
 ) -> nn.Module:
     """Build ``architecture`` for images of ``image_shape`` (C, H, W) and copy ``weights`` in.
+
+    The module is built on the CPU and moved to ``device`` (where it then computes).
 
     Every tensor the architecture names must be present with the shape the module has;
     extra tensors are refused too (a weights file for another network is an error, not a
@@ -157,7 +165,7 @@ def load_registry_model(
             raise ValueError(f"weights: tensor {name} must hold finite floating-point values")
     torch_dtype = _DTYPES[dtype]
     module.load_state_dict({name: torch.from_numpy(np.array(arrays[name])) for name in entry.tensors})
-    module = module.to(torch_dtype).eval()
+    module = module.to(device=device, dtype=torch_dtype).eval()
     for parameter in module.parameters():
         parameter.requires_grad_(False)
     return module

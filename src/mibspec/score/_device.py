@@ -1,0 +1,28 @@
+"""``--device`` and ``--batch-size`` of the ``score`` commands: checked before anything runs;
+a malformed value or an absent device is a usage error."""
+
+from __future__ import annotations
+
+from mibspec._command_support import DeviceOption, usage_error
+
+__all__ = ["DeviceOption", "batch_size_or_exit", "device_or_exit"]
+
+
+def device_or_exit(device: str) -> str:
+    """The device a producer runs on, resolved (``mibspec.reference_impl.devices``)."""
+    from mibspec.reference_impl.devices import resolve_device
+
+    try:
+        return resolve_device(device)
+    except ValueError as exc:
+        usage_error(f"--{exc}")
+
+
+def batch_size_or_exit(value: str) -> int | str:
+    """A positive number of examples per pass, or ``auto``."""
+    from mibspec.reference_impl.devices import parse_batch_size
+
+    try:
+        return parse_batch_size(value)
+    except ValueError as exc:
+        usage_error(f"--{exc}".replace("--batch_size:", "--batch-size:", 1))

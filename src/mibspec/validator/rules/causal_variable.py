@@ -1,4 +1,4 @@
-"""Causal-variable rules: per-layer, Average and Highest follow from the unit scores (C);
+"""Causal-variable rules: per-layer, Average and best follow from the unit scores (C);
 featurizers, token positions, causal models and dataset interventions are well declared (V).
 The aggregation, feature maps and mechanisms come from ``mibspec.reference_impl``."""
 
@@ -26,22 +26,30 @@ from mibspec.reference_impl.recompute.declarations import missing_declarations
 
 from .._context import RuleContext
 from .._schema_stage import schema_for
-from ._registry import compare, rule, with_defaults
+from ._registry import compare, interval, rule, with_defaults
 from .artifacts import resolve_inside, unsafe_reason
 
 
 @rule("causal-variable-aggregates", track="causal_variable", codes=("C112",))
 def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Mean over counterfactual sets per unit, best unit per layer, then Average and Highest."""
+    """Mean over counterfactual sets per unit, best unit per layer, then Average and best."""
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
         table: dict[CellKey, float] = {}
-        for unit in variable["units"]:
+        lows: dict[CellKey, float] = {}
+        highs: dict[CellKey, float] = {}
+        for u, unit in enumerate(variable["units"]):
             for cf_set, score in unit["scores"].items():
-                table[(cf_set, unit["location"]["layer"], unit["id"])] = score
+                key = (cf_set, unit["location"]["layer"], unit["id"])
+                table[key] = score
+                pointer = f"{base}/units/{u}/scores/{escape_pointer_token(cf_set)}"
+                lows[key], highs[key] = interval(ctx, pointer, score)
         try:
             result = aggregate_scores(table, better=variable["better"])
+            # Every aggregate is a mean or a best of unit means, so it rises with every
+            # score: the interval ends bound it (C-10).
+            low, high = (aggregate_scores(t, better=variable["better"]) for t in (lows, highs))
         except ValueError as exc:  # e.g. a unit scored on some counterfactual sets only
             yield ctx.finding(
                 "C112",
@@ -51,8 +59,17 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
                 recomputed=f"undefined ({exc})",
             )
             continue
-        for key in ("average", "highest"):
-            yield from compare(ctx, "C112", f"{base}/{key}", variable[key], getattr(result, key), what=key)
+        best = "best" if "best" in variable else "highest"  # spec 1.0 calls it highest
+        for key, attribute in (("average", "average"), (best, "best")):
+            yield from compare(
+                ctx,
+                "C112",
+                f"{base}/{key}",
+                variable[key],
+                getattr(result, attribute),
+                bounds=(getattr(low, attribute), getattr(high, attribute)),
+                what=key,
+            )
         claimed_layers = variable.get("per_layer")
         if claimed_layers is None:
             continue
@@ -70,7 +87,13 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
             continue
         for layer, value in claimed_layers.items():
             yield from compare(
-                ctx, "C112", f"{base}/per_layer/{layer}", value, layers[layer], what=f"layer {layer}"
+                ctx,
+                "C112",
+                f"{base}/per_layer/{layer}",
+                value,
+                layers[layer],
+                bounds=(low.per_layer[int(layer)], high.per_layer[int(layer)]),
+                what=f"layer {layer}",
             )
 
 

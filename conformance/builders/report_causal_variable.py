@@ -36,13 +36,13 @@ def causal_variable_unknown_metric(folder: Folder) -> None:
 @case(
     "report",
     "C-7",
-    "An MSE variable (lower is better) reports the worst layer as Highest.",
-    ("C112", "/claims/variables/0/highest"),
+    "An MSE variable (lower is better) reports the worst layer as its best.",
+    ("C112", "/claims/variables/0/best"),
 )
 def causal_variable_highest_takes_max_for_mse(folder: Folder) -> None:
     doc = causal_variable_report(folder)
     variable = doc["claims"]["variables"][0]
-    variable["highest"] = max(variable["per_layer"].values())
+    variable["best"] = max(variable["per_layer"].values())
     save(folder, doc)
 
 
@@ -160,7 +160,7 @@ def causal_variable_unit_outside_model(folder: Folder) -> None:
     doc["claims"]["variables"][0]["units"][2]["location"]["layer"] = 30
     variable = doc["claims"]["variables"][0]
     variable["per_layer"] = {"12": 0.375, "16": 0.625, "30": 0.875}
-    variable["average"], variable["highest"] = 0.625, 0.875
+    variable["average"], variable["best"] = 0.625, 0.875
     save(folder, doc)
 
 

@@ -154,9 +154,9 @@ def test_rules_lists_the_whole_catalogue(mibspec_cli: CliRun) -> None:
 
 def test_schema_list_show_export(mibspec_cli: CliRun, tmp_path: Path) -> None:
     listed = mibspec_cli("schema", "list")
-    assert "urn:mibspec:schema:report:1.0" in listed.stdout
+    assert "urn:mibspec:schema:report:1.1" in listed.stdout
     shown = mibspec_cli("schema", "show", "circuit")
-    assert json.loads(shown.stdout)["$id"] == "urn:mibspec:schema:circuit:1.0"
+    assert json.loads(shown.stdout)["$id"] == "urn:mibspec:schema:circuit:1.1"
     assert mibspec_cli("schema", "export", str(tmp_path / "out")).returncode == 0
     for path in (spec_dir() / "schemas").glob("*.schema.json"):
         assert (tmp_path / "out" / path.name).read_bytes() == path.read_bytes()

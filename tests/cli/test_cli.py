@@ -45,7 +45,7 @@ def _tree_digest(folder: Path) -> dict[str, str]:
 def test_version(mibspec_cli: CliRun) -> None:
     result = mibspec_cli("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == f"mibspec {mibspec.__version__} (spec 1.0)"
+    assert result.stdout.strip() == f"mibspec {mibspec.__version__} (spec 1.1)"
     assert mibspec.__version__ == version("mibspec")
 
 
@@ -57,7 +57,7 @@ def test_valid_report_exits_zero_with_json_contract(mibspec_cli: CliRun) -> None
     output = json.loads(result.stdout)
     jsonschema.Draft202012Validator(_output_schema()).validate(output)
     assert output["valid"] is True
-    assert output["spec_version"] == "1.0"
+    assert output["spec_version"] == "1.1"
     first = output["documents"][0]
     assert first["path"] == str(document)
     assert first["kind"] == "report"

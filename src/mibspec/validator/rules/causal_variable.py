@@ -13,6 +13,7 @@ import numpy as np
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.core.spec import KNOWN_SPEC_VERSIONS
 from mibspec.core.strict_json import JsonLinesError, load_json_file, read_json_lines
 from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
 from mibspec.reference_impl.featurizers import (
@@ -116,9 +117,12 @@ def _read_document(ctx: RuleContext, folder: Path, path: Any, kind: str) -> dict
         return None
     if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != kind:
         return None
-    if parsed.data.get("spec_version") != ctx.spec_version:
+    version = parsed.data.get("spec_version")
+    if not isinstance(version, str) or version not in KNOWN_SPEC_VERSIONS:
         return None
-    if not schema_for(kind, ctx.spec_version).is_valid(parsed.data):
+    # A document of any known 1.x version is read under its own version: minor versions are
+    # compatible, so a 1.1 report may reference a 1.0 featurizer.
+    if not schema_for(kind, version).is_valid(parsed.data):
         return None
     return parsed.data
 

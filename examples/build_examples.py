@@ -436,6 +436,18 @@ CB_SETTINGS: Json = {
     "z_ddof": 0,
 }
 CONVERGENCE_SEED = 7
+# What a CAUSAL-BENCH example evaluates: the method comparison on the planted model.
+CB_SUBJECT: Json = {
+    "method": {
+        "name": "CAUSAL-BENCH method comparison",
+        "version": "1.0",
+        "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
+    },
+    "task": {"name": "planted-circuit"},
+    "behaviour": BEHAVIOUR,
+    "universe": list(UNIVERSE),
+    "ground_truth": TRUTH,
+}
 
 
 def ordered(components: Sequence[str]) -> list[str]:
@@ -520,15 +532,7 @@ def build_causal_bench(folder: OutputFolder) -> None:
             "description": "The identified sets are those of CAUSAL-BENCH Table 1; the seed runs are "
             "synthetic. F, C and COS are evaluated on the planted behaviour model (Eq. 1) with the declared "
             "seed.",
-            "method": {
-                "name": "CAUSAL-BENCH method comparison",
-                "version": "1.0",
-                "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
-            },
-            "task": {"name": "planted-circuit"},
-            "behaviour": BEHAVIOUR,
-            "universe": list(UNIVERSE),
-            "ground_truth": TRUTH,
+            **CB_SUBJECT,
             "settings": CB_SETTINGS,
             "claims": {
                 "methods": methods,
@@ -635,15 +639,7 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             f"rounding (spec {SPEC_VERSION}, C-10). The seed runs are synthetic, chosen so that their "
             "stability rounds to the printed S; the paper prints neither the null spread nor the "
             "permutation seed (0.0352 is the spread the printed z implies).",
-            "method": {
-                "name": "CAUSAL-BENCH method comparison",
-                "version": "1.0",
-                "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
-            },
-            "task": {"name": "planted-circuit"},
-            "behaviour": BEHAVIOUR,
-            "universe": list(UNIVERSE),
-            "ground_truth": TRUTH,
+            **CB_SUBJECT,
             "settings": {**CB_SETTINGS, "p_convention": "paper"},
             "claims": {
                 "methods": methods,

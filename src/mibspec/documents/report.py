@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -529,4 +529,4 @@ def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
 
 
 for _report in _ROUNDED:
-    _report.model_config["json_schema_extra"] = {"allOf": _version_rules(_report)}
+    _report.model_config["json_schema_extra"] = cast(Any, {"allOf": _version_rules(_report)})

@@ -14,6 +14,7 @@ property a version requires is missing (S111).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
@@ -45,7 +46,7 @@ class Rounding(Closed):
         return self
 
 
-def closed_at(path: tuple[str, ...], properties: list[str], required: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+def closed_at(path: tuple[str, ...], properties: list[str], required: Sequence[str] = ()) -> dict[str, Any]:
     """A schema closing the object at ``path`` over ``properties`` (``"*"`` in ``path``:
     every item of an array), requiring ``required``."""
     leaf: dict[str, Any] = {"properties": dict.fromkeys(properties, True), "additionalProperties": False}

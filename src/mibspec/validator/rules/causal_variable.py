@@ -42,10 +42,10 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
         highs: dict[CellKey, float] = {}
         for u, unit in enumerate(variable["units"]):
             for cf_set, score in unit["scores"].items():
-                key = (cf_set, unit["location"]["layer"], unit["id"])
-                table[key] = score
+                cell = (cf_set, unit["location"]["layer"], unit["id"])
+                table[cell] = score
                 pointer = f"{base}/units/{u}/scores/{escape_pointer_token(cf_set)}"
-                lows[key], highs[key] = interval(ctx, pointer, score)
+                lows[cell], highs[cell] = interval(ctx, pointer, score)
         try:
             result = aggregate_scores(table, better=variable["better"])
             # Every aggregate is a mean or a best of unit means, so it rises with every

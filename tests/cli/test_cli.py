@@ -168,7 +168,7 @@ def test_cite_names_version_and_schema_bundle_hash(mibspec_cli: CliRun) -> None:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     bibtex = mibspec_cli("cite")
     assert bibtex.returncode == 0
-    assert bibtex.stdout.startswith("@misc{mibspec_1_0,")
+    assert bibtex.stdout.startswith("@misc{mibspec_1_1,")
     assert f"sha256:{digest.hexdigest()}" in bibtex.stdout
     assert digest.hexdigest() in mibspec_cli("cite", "--format", "cff").stdout
 

@@ -9,7 +9,9 @@ document and sidecar it references:
 - ``causal_variable/``: DAS featurizers aligned to the IOI variables of GPT-2 small
   (featurizer documents with safetensors sidecars, dataset, causal model);
 - ``causal_bench/``: four localization methods on the planted 4-layer, 4-head model;
-- ``saliency/``: two saliency methods on a shortcut dataset (``.npy`` sidecars).
+- ``saliency/``: two saliency methods on a shortcut dataset (``.npy`` sidecars);
+- ``causal-bench-table1/``: CAUSAL-BENCH Table 1 claimed as printed, with its rounding
+  declared (structural: the paper's F, C and COS are not reproducible here).
 
 Measured inputs (faithfulness at each grid point, the full and empty metric means,
 IIA/MSE per unit, saliency maps, Shapley values) are synthetic and say so in each
@@ -44,6 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mibspec._compare_trees import compare_trees
+from mibspec.core.spec import SPEC_VERSION
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
@@ -56,7 +59,6 @@ from mibspec.reference_impl.producers.circuit import circuit_files, grid_circuit
 from mibspec.reference_impl.producers.folder import OutputFolder
 
 HERE = Path(__file__).resolve().parent
-TRACKS = ("circuit", "causal_variable", "causal_bench", "saliency")
 
 Json = dict[str, Any]
 
@@ -76,7 +78,7 @@ GPT2_SMALL: Json = {
 SYNTHETIC = (
     "Structural example: the measured inputs ({what}) are synthetic, so recomputation does not reproduce "
     "them (verify it with --no-recompute); every number derived from them follows the definitions of "
-    "spec 1.0."
+    f"spec {SPEC_VERSION}."
 )
 
 
@@ -95,7 +97,7 @@ def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
         folder.artifact("rows", "dataset", "dataset.jsonl", "application/jsonl", rows=len(dataset.rows))
     ]
     doc: Json = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "counterfactual_dataset",
         "description": "IOI test prompts, each with eight counterfactual prompts and the outputs the causal "
         "model expects under interchange interventions.",
@@ -122,7 +124,7 @@ def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
 def ioi_causal_model() -> Json:
     fit = mv.IOI_PAPER_FIT
     return {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "causal_model",
         "description": "IOI: the logit difference logit(IO) - logit(S) is linear in the subject token and "
         "position signals (MIB App. G.5.4 fit).",
@@ -227,7 +229,7 @@ def build_circuit(folder: OutputFolder) -> None:
     f_signed = [p["faithfulness"] for p in curves[0]["points"]]
     f_absolute = [p["faithfulness"] for p in curves[1]["points"]]
     report = {
-        "spec_version": "1.0",
+        "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "circuit",
         "profile": "default",
@@ -324,7 +326,7 @@ def build_causal_variable(folder: OutputFolder) -> None:
         folder.json(
             f"{stem}.json",
             {
-                "spec_version": "1.0",
+                "spec_version": SPEC_VERSION,
                 "kind": "featurizer",
                 "description": f"DAS: one direction of the residual stream after layer {layer} aligned to "
                 f"{variable} (synthetic weights).",
@@ -378,13 +380,13 @@ def build_causal_variable(folder: OutputFolder) -> None:
                 "units": units,
                 "per_layer": {str(layer): value for layer, value in result.per_layer.items()},
                 "average": result.average,
-                "highest": result.highest,
+                "best": result.best,
             }
         )
     folder.json(
         "report.json",
         {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "report",
             "track": "causal_variable",
             "profile": "default",
@@ -434,19 +436,33 @@ CB_SETTINGS: Json = {
     "z_ddof": 0,
 }
 CONVERGENCE_SEED = 7
+# What a CAUSAL-BENCH example evaluates: the method comparison on the planted model.
+CB_SUBJECT: Json = {
+    "method": {
+        "name": "CAUSAL-BENCH method comparison",
+        "version": "1.0",
+        "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
+    },
+    "task": {"name": "planted-circuit"},
+    "behaviour": BEHAVIOUR,
+    "universe": list(UNIVERSE),
+    "ground_truth": TRUTH,
+}
 
 
 def ordered(components: Sequence[str]) -> list[str]:
     return list(cb.ordered(components, UNIVERSE))
 
 
-def seed_runs(components: Sequence[str], target: float, seed: int) -> list[list[str]]:
-    """Ten runs under seed perturbation whose stability is within 0.01 of ``target`` (deterministic)."""
+def seed_runs(
+    components: Sequence[str], target: float, seed: int, *, within: float = 0.01, tries: int = 10_000
+) -> list[list[str]]:
+    """Ten runs under seed perturbation whose stability is within ``within`` of ``target`` (deterministic)."""
     if target >= 1.0:
         return [ordered(components) for _ in range(10)]
     rng = np.random.default_rng(seed)
     members = set(components)
-    for _ in range(10_000):
+    for _ in range(tries):
         flip = rng.uniform(0.05, 0.5)
         runs = []
         for _ in range(10):
@@ -454,7 +470,7 @@ def seed_runs(components: Sequence[str], target: float, seed: int) -> list[list[
                 c for c in UNIVERSE if (c in members) != (rng.random() < flip * (0.3 + 0.7 * (c in members)))
             ]
             runs.append(ordered(run or [components[0]]))
-        if abs(cb.stability(runs) - target) < 0.01:
+        if abs(cb.stability(runs) - target) < within:
             return runs
     raise RuntimeError(f"no run set reaches stability {target}")
 
@@ -508,7 +524,7 @@ def build_causal_bench(folder: OutputFolder) -> None:
     folder.json(
         "report.json",
         {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "report",
             "track": "causal_bench",
             "profile": "default",
@@ -516,15 +532,7 @@ def build_causal_bench(folder: OutputFolder) -> None:
             "description": "The identified sets are those of CAUSAL-BENCH Table 1; the seed runs are "
             "synthetic. F, C and COS are evaluated on the planted behaviour model (Eq. 1) with the declared "
             "seed.",
-            "method": {
-                "name": "CAUSAL-BENCH method comparison",
-                "version": "1.0",
-                "hyperparameters": {"ap_threshold": 0.05, "cd_faithfulness_floor": 0.8},
-            },
-            "task": {"name": "planted-circuit"},
-            "behaviour": BEHAVIOUR,
-            "universe": list(UNIVERSE),
-            "ground_truth": TRUTH,
+            **CB_SUBJECT,
             "settings": CB_SETTINGS,
             "claims": {
                 "methods": methods,
@@ -537,6 +545,110 @@ def build_causal_bench(folder: OutputFolder) -> None:
                 {"purpose": "behaviour model noise", "value": BEHAVIOUR["seed"]},
                 {"purpose": "permutation test", "value": CONVERGENCE_SEED},
             ],
+            "provenance": PROVENANCE,
+        },
+    )
+
+
+# CAUSAL-BENCH Table 1 as printed (three decimals), method by method: F, C, M, S, COS, F1, composite.
+TABLE1_PRINTED: dict[str, dict[str, float]] = {
+    "activation_patching": {
+        "F": 1.0,
+        "C": 0.992,
+        "M": 0.65,
+        "S": 0.417,
+        "COS": 0.571,
+        "f1": 0.833,
+        "composite": 0.65,
+    },
+    "gradient_attribution": {
+        "F": 1.0,
+        "C": 0.977,
+        "M": 0.5,
+        "S": 0.533,
+        "COS": 0.4,
+        "f1": 0.667,
+        "composite": 0.595,
+    },
+    "ablation_scanning": {
+        "F": 1.0,
+        "C": 0.98,
+        "M": 0.2,
+        "S": 0.505,
+        "COS": 0.25,
+        "f1": 0.476,
+        "composite": 0.385,
+    },
+    "circuit_discovery": {
+        "F": 0.978,
+        "C": 0.899,
+        "M": 0.8,
+        "S": 1.0,
+        "COS": 1.0,
+        "f1": 0.889,
+        "composite": 0.929,
+    },
+}
+# §3.3 as printed: J_obs = 0.393, null mean 0.261, z = 3.75, p = 0.001 (p = count/B, B = 1000). The
+# paper prints no null spread; 0.0352 is the one the printed z implies, (0.393 − 0.261)/3.75, to
+# three significant digits. Nor does it print the permutation seed.
+TABLE1_CONVERGENCE: Json = {
+    "j_obs": 0.393,
+    "null_mean": 0.261,
+    "null_std": 0.0352,
+    "z": 3.75,
+    "p": 0.001,
+    "n_permutations": 1000,
+    "seed": 0,
+    "rounding": {"significant_digits": 3},
+}
+
+
+def build_causal_bench_table1(folder: OutputFolder) -> None:
+    """CAUSAL-BENCH Table 1 claimed as printed, with the rounding declared (spec 1.1)."""
+    consensus = ordered(cb.consensus_set(list(SETS.values())))
+    methods = []
+    for index, (name, components) in enumerate(SETS.items()):
+        printed = TABLE1_PRINTED[name]
+        # Synthetic seed runs whose stability rounds to the printed S.
+        runs = seed_runs(components, printed["S"], 7 + index, within=0.0004, tries=100_000)
+        methods.append(
+            {
+                "name": name,
+                "components": ordered(components),
+                "runs": [{"seed": 100 * index + i, "components": run} for i, run in enumerate(runs)],
+                # COS = |reduced|/|S|: the printed COS is 4/|S| for every method.
+                "reduced": consensus,
+                "metrics": dict(printed),
+            }
+        )
+    sets = list(SETS.values())
+    folder.json(
+        "report.json",
+        {
+            "spec_version": SPEC_VERSION,
+            "kind": "report",
+            "track": "causal_bench",
+            "profile": "default",
+            "title": "CAUSAL-BENCH Table 1 as printed: four localization methods on the planted 4L/4H model",
+            "description": "Structural example: the numbers are those CAUSAL-BENCH prints (Table 1 to three "
+            "decimals, the convergence test of its §3.3 to three significant digits), declared with that "
+            "rounding. F, C and COS were measured on the paper's own model, which no behaviour model here "
+            "reproduces, so recomputation does not reproduce them (verify it with --no-recompute); every "
+            "number derived from the others (M, S, F1, composite, J_obs, z, p) holds within the declared "
+            f"rounding (spec {SPEC_VERSION}, C-10). The seed runs are synthetic, chosen so that their "
+            "stability rounds to the printed S; the paper prints neither the null spread nor the "
+            "permutation seed (0.0352 is the spread the printed z implies).",
+            **CB_SUBJECT,
+            "settings": {**CB_SETTINGS, "p_convention": "paper"},
+            "claims": {
+                "methods": methods,
+                "convergence": TABLE1_CONVERGENCE,
+                "consensus": consensus,
+                "majority": ordered(cb.majority_set(sets)),
+            },
+            "seeds": [{"purpose": "behaviour model noise", "value": BEHAVIOUR["seed"]}],
+            "rounding": {"decimals": 3},
             "provenance": PROVENANCE,
         },
     )
@@ -610,7 +722,7 @@ def build_saliency(folder: OutputFolder) -> None:
     folder.json(
         "dataset.json",
         {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "shortcut_dataset",
             "description": "Random 16x16 colour images in three classes; each class carries a 3x3 blur "
             "kernel applied to a 6x6 patch at a class-specific location.",
@@ -679,7 +791,7 @@ def build_saliency(folder: OutputFolder) -> None:
     folder.json(
         "report.json",
         {
-            "spec_version": "1.0",
+            "spec_version": SPEC_VERSION,
             "kind": "report",
             "track": "saliency",
             "profile": "default",
@@ -730,6 +842,7 @@ BUILDERS: dict[str, Callable[[OutputFolder], None]] = {
     "causal_variable": build_causal_variable,
     "causal_bench": build_causal_bench,
     "saliency": build_saliency,
+    "causal-bench-table1": build_causal_bench_table1,
 }
 
 
@@ -739,7 +852,7 @@ BUILDERS: dict[str, Callable[[OutputFolder], None]] = {
 # Example files are pinned by their SHA-256: git must never rewrite their line endings.
 GITATTRIBUTES = (
     "# Generated by examples/build_examples.py: example files are hash-pinned bytes.\n"
-    + "".join(f"{track}/** -text\n" for track in TRACKS)
+    + "".join(f"{name}/** -text\n" for name in BUILDERS)
 ).encode()
 
 
@@ -768,16 +881,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as scratch:
             build_all(Path(scratch))
             differ = [".gitattributes"] if (HERE / ".gitattributes").read_bytes() != GITATTRIBUTES else []
-            for track in TRACKS:
+            for name in BUILDERS:
                 differ += [
-                    f"{track}/{rel}"
-                    for rel in compare_trees(Path(scratch) / track, HERE / track, exact=args.exact)
+                    f"{name}/{rel}"
+                    for rel in compare_trees(Path(scratch) / name, HERE / name, exact=args.exact)
                 ]
         for rel in differ:
             print(f"differs from a fresh build: examples/{rel}", file=sys.stderr)
         return 1 if differ else 0
     build_all(HERE)
-    print(f"wrote {', '.join(TRACKS)} under {HERE}")
+    print(f"wrote {', '.join(BUILDERS)} under {HERE}")
     return 0
 
 

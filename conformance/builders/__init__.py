@@ -1,4 +1,5 @@
-"""The conformance cases of spec 1.0, one module per document kind (report cases: one per track).
+"""The conformance cases of spec 1.1 (and of 1.0 documents, which 1.1 still accepts), one module
+per document kind (report cases: one per track).
 
 Every case folder ``v1/<kind>/<valid|invalid>/<case-id>/`` holds the document to
 verify, its artifacts and ``expected.json``. The modules of this package are the

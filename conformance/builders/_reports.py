@@ -196,7 +196,7 @@ def residual_unit(
 
 
 def variable_claim(name: str, metric: str, better: str, units: list[Json]) -> Json:
-    """A variable's claim: its units and their per-layer, Average and Highest aggregates."""
+    """A variable's claim: its units and their per-layer, Average and best aggregates."""
     per_layer, average, best = aggregate(units, better)
     return {
         "name": name,
@@ -205,7 +205,7 @@ def variable_claim(name: str, metric: str, better: str, units: list[Json]) -> Js
         "units": units,
         "per_layer": per_layer,
         "average": average,
-        "highest": best,
+        "best": best,
     }
 
 

@@ -555,3 +555,58 @@ def causal_bench_scaling_convergence_inconsistent(folder: Folder) -> None:
 def cb_f1(identified: Sequence[str], truth: Sequence[str]) -> float:
     hits = len(set(identified) & set(truth))
     return 2 * hits / (len(identified) + len(truth))
+
+
+# --------------------------------------------------------------------------- declared rounding (1.1)
+
+
+def _printed(doc: Json) -> Json:
+    """The base report as a paper prints it: the methods' metrics and the Jaccard matrix to three
+    decimals (declared on the report), the convergence test to three significant digits
+    (declared on it)."""
+    claims = doc["claims"]
+    for method in claims["methods"]:
+        method["metrics"] = {key: round(value, 3) for key, value in method["metrics"].items()}
+    claims["jaccard"]["matrix"] = [[round(x, 3) for x in row] for row in claims["jaccard"]["matrix"]]
+    convergence = claims["convergence"]
+    for key in ("j_obs", "null_mean", "null_std", "z", "p"):
+        convergence[key] = float(f"{convergence[key]:.3g}")
+    convergence["rounding"] = {"significant_digits": 3}
+    doc["rounding"] = {"decimals": 3}
+    return doc
+
+
+@case(
+    "report",
+    "C-10 C-3 C-4 B-1",
+    "Every claim rounded as printed (three decimals; the convergence test to three significant "
+    "digits), with the rounding declared: composite, M, S, F1, J_obs, z and p hold within it.",
+)
+def causal_bench_rounding_declared(folder: Folder) -> None:
+    save(folder, _printed(causal_bench_report()))
+
+
+@case(
+    "report",
+    "C-10 C-3",
+    "Claims rounded to three decimals as declared, but one composite is 0.002 off: beyond what "
+    "the rounding of it and of its parts allows.",
+    ("C104", "/claims/methods/0/metrics/composite"),
+)
+def causal_bench_rounding_composite_beyond(folder: Folder) -> None:
+    doc = _printed(causal_bench_report())
+    doc["claims"]["methods"][0]["metrics"]["composite"] += 0.002
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-10 S-1 S-3",
+    "A spec 1.0 report declaring a rounding, which 1.0 does not have.",
+    ("S112", "/rounding"),
+)
+def causal_bench_rounding_in_1_0(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["spec_version"] = "1.0"
+    doc["rounding"] = {"decimals": 3}
+    save(folder, doc)

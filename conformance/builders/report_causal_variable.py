@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import Folder, case, read_json, rehash, save
+from ._common import Folder, Json, case, read_json, rehash, save
 from ._reports import causal_variable_report, mcqa_report, variable_claim
 
 
@@ -36,13 +36,13 @@ def causal_variable_unknown_metric(folder: Folder) -> None:
 @case(
     "report",
     "C-7",
-    "An MSE variable (lower is better) reports the worst layer as Highest.",
-    ("C112", "/claims/variables/0/highest"),
+    "An MSE variable (lower is better) reports the worst layer as its best.",
+    ("C112", "/claims/variables/0/best"),
 )
 def causal_variable_highest_takes_max_for_mse(folder: Folder) -> None:
     doc = causal_variable_report(folder)
     variable = doc["claims"]["variables"][0]
-    variable["highest"] = max(variable["per_layer"].values())
+    variable["best"] = max(variable["per_layer"].values())
     save(folder, doc)
 
 
@@ -175,7 +175,7 @@ def causal_variable_unit_outside_model(folder: Folder) -> None:
     doc["claims"]["variables"][0]["units"][2]["location"]["layer"] = 30
     variable = doc["claims"]["variables"][0]
     variable["per_layer"] = {"12": 0.375, "16": 0.625, "30": 0.875}
-    variable["average"], variable["highest"] = 0.625, 0.875
+    variable["average"], variable["best"] = 0.625, 0.875
     save(folder, doc)
 
 
@@ -260,4 +260,56 @@ def causal_variable_not_recomputable(folder: Folder) -> None:
     units = doc["claims"]["variables"][0]["units"]
     del units[0]["featurizer"], units[1]["featurizer"]
     units[1]["location"]["position"] = {"rule": "named", "name": "correct_symbol"}
+    save(folder, doc)
+
+
+# --------------------------------------------------------------------------- spec 1.0 and 1.1 names
+
+
+def _as_1_0(doc: Json) -> Json:
+    """The report written to spec 1.0: a variable's best score is called ``highest``."""
+    doc["spec_version"] = "1.0"
+    doc["claims"]["variables"] = [
+        {("highest" if key == "best" else key): value for key, value in variable.items()}
+        for variable in doc["claims"]["variables"]
+    ]
+    return doc
+
+
+@case(
+    "report",
+    "S-1 C-7",
+    "A spec 1.0 report names each variable's best score highest, as 1.0 does (for MSE, the lowest error).",
+)
+def causal_variable_highest_in_1_0(folder: Folder) -> None:
+    save(folder, _as_1_0(causal_variable_report(folder)))
+
+
+@case(
+    "report",
+    "S-1 S-3",
+    "A spec 1.1 report with the 1.0 name highest instead of best.",
+    ("S112", "/claims/variables/0/highest"),
+    ("S111", "/claims/variables/0"),
+)
+def causal_variable_highest_in_1_1(folder: Folder) -> None:
+    doc = _as_1_0(causal_variable_report(folder))
+    doc["spec_version"] = "1.1"
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-10 C-7",
+    "Unit scores, per-layer scores, Average and best printed to two decimals with the rounding "
+    "declared on each variable: the aggregates hold within it.",
+)
+def causal_variable_rounding_declared(folder: Folder) -> None:
+    doc = causal_variable_report(folder)
+    for variable in doc["claims"]["variables"]:
+        for unit in variable["units"]:
+            unit["scores"] = {name: round(score, 2) for name, score in unit["scores"].items()}
+        variable["per_layer"] = {layer: round(value, 2) for layer, value in variable["per_layer"].items()}
+        variable["average"], variable["best"] = round(variable["average"], 2), round(variable["best"], 2)
+        variable["rounding"] = {"decimals": 2}
     save(folder, doc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import GPT2_SMALL, GRID, Folder, case, read_json, rehash, save
+from ._common import GPT2_SMALL, GRID, Folder, Json, case, read_json, rehash, save
 from ._graphs import curve_values, edges_at, trapezoid
 from ._inputs import das_featurizer
 from ._reports import circuit_report
@@ -342,4 +342,40 @@ def circuit_duplicate_artifact_id(folder: Folder) -> None:
     doc["artifacts"].append(
         folder.artifact("circuit", "scores", "extra.safetensors", "application/x-safetensors")
     )
+    save(folder, doc)
+
+
+# --------------------------------------------------------------------------- declared rounding (1.1)
+
+
+def _printed_curves(doc: Json) -> Json:
+    """Faithfulness, CPR and CMD to two decimals, with the rounding declared on the report."""
+    for curve in doc["claims"]["curves"]:
+        for point in curve["points"]:
+            point["faithfulness"] = round(point["faithfulness"], 2)
+    for key in ("cpr", "cmd"):
+        doc["claims"][key]["value"] = round(doc["claims"][key]["value"], 2)
+    doc["rounding"] = {"decimals": 2}
+    return doc
+
+
+@case(
+    "report",
+    "C-10 C-1",
+    "Faithfulness, CPR and CMD printed to two decimals with the rounding declared: the areas hold "
+    "within the rounding of the curve and of themselves.",
+)
+def circuit_rounding_declared(folder: Folder) -> None:
+    save(folder, _printed_curves(circuit_report(folder)))
+
+
+@case(
+    "report",
+    "C-10 C-1",
+    "Printed to two decimals as declared, but CPR is 0.02 off: beyond what the rounding allows.",
+    ("C101", "/claims/cpr/value"),
+)
+def circuit_rounding_cpr_beyond(folder: Folder) -> None:
+    doc = _printed_curves(circuit_report(folder))
+    doc["claims"]["cpr"]["value"] = round(doc["claims"]["cpr"]["value"] + 0.02, 2)
     save(folder, doc)

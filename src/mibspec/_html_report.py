@@ -381,7 +381,8 @@ def _causal_variable_claims(claims: dict[str, Any]) -> str:
     for variable in claims["variables"]:
         metric, better = variable["metric"].upper(), variable["better"]
         out.append(f"<h3>{_e(variable['name'])}: {_e(metric)} ({_e(better)} is better)</h3>")
-        rows = [("Average", variable["average"]), ("Highest", variable["highest"])]
+        best = variable["best"] if "best" in variable else variable["highest"]  # spec 1.0: highest
+        rows = [("Average", variable["average"]), ("Best", best)]
         rows += [(f"layer {layer}", value) for layer, value in (variable.get("per_layer") or {}).items()]
         out.append(_table(("aggregate", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True)))
         datasets = sorted({name for unit in variable["units"] for name in unit["scores"]})

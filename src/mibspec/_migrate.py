@@ -4,8 +4,8 @@ A migration is a chain of steps, each a pure function from a document of spec ve
 ``from_version`` to a document of version ``to_version`` (a dict to a new dict; the
 input is never modified). A :class:`MigrationRegistry` holds the steps in order, at
 most one leaving each version, each going to a later version, so the path between two
-versions is unique. :data:`REGISTRY` is the registry of the spec's published versions;
-with spec 1.0 the only version, it holds no step yet.
+versions is unique. :data:`REGISTRY` is the registry of the spec's published versions:
+1.0 → 1.1 (:func:`migrate_1_0_to_1_1`).
 
 Files are written atomically (a temporary file in the destination's folder, then
 ``os.replace``), and the input file is replaced only when asked (``in_place=True``).
@@ -31,6 +31,7 @@ __all__ = [
     "MigrationResult",
     "MigrationStep",
     "UnreadableDocumentError",
+    "migrate_1_0_to_1_1",
     "migrate_document",
     "migrate_file",
     "version_key",
@@ -146,8 +147,49 @@ class MigrationRegistry:
         return steps
 
 
-#: The migrations between the spec's published versions (none while 1.0 is the only one).
-REGISTRY = MigrationRegistry()
+def _renamed(mapping: Document, old: str, new: str) -> Document:
+    """``mapping`` with the key ``old`` renamed ``new``, in the same position."""
+    return {new if key == old else key: value for key, value in mapping.items()}
+
+
+def migrate_1_0_to_1_1(document: Document) -> Document:
+    """Spec 1.0 → 1.1: the version, and a causal-variable report's ``highest`` is ``best``.
+
+    Everything 1.1 adds (declared ``rounding``) is optional, so nothing else changes.
+    Documents of every kind move to 1.1; their bytes change, so a report referencing
+    one by SHA-256 needs its artifact entry re-hashed.
+    """
+    migrated = dict(document)
+    migrated["spec_version"] = "1.1"
+    claims = migrated.get("claims")
+    if (
+        migrated.get("kind") == "report"
+        and migrated.get("track") == "causal_variable"
+        and isinstance(claims, dict)
+    ):
+        variables = claims.get("variables")
+        if isinstance(variables, list):
+            migrated["claims"] = {
+                **claims,
+                "variables": [
+                    _renamed(v, "highest", "best") if isinstance(v, dict) and "best" not in v else v
+                    for v in variables
+                ],
+            }
+    return migrated
+
+
+#: The migrations between the spec's published versions.
+REGISTRY = MigrationRegistry(
+    [
+        MigrationStep(
+            "1.0",
+            "1.1",
+            migrate_1_0_to_1_1,
+            "declared rounding (optional); a causal-variable variable's `highest` becomes `best`",
+        )
+    ]
+)
 
 
 def migrate_document(

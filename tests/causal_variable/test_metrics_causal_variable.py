@@ -136,10 +136,10 @@ def nested_loop_aggregate(
         best = choose(unit_means.values())
         per_layer[layer] = best
         best_position[layer] = next(p for p in positions if unit_means[p] == best)
-    highest = choose(per_layer.values())
-    best_layer = next(layer for layer in layers if per_layer[layer] == highest)
+    best = choose(per_layer.values())
+    best_layer = next(layer for layer in layers if per_layer[layer] == best)
     average = sum(per_layer.values()) / len(per_layer)
-    return per_layer, best_position, average, highest, best_layer
+    return per_layer, best_position, average, best, best_layer
 
 
 @st.composite
@@ -159,11 +159,11 @@ def score_tables(draw: st.DrawFn) -> dict[tuple[str, int, str], float]:
 @given(score_tables(), st.sampled_from(["higher", "lower"]))
 def test_aggregate_matches_nested_loops(table: dict[tuple[str, int, str], float], better: str) -> None:
     result = cv.aggregate_scores(table, better=better)  # type: ignore[arg-type]
-    per_layer, best_position, average, highest, best_layer = nested_loop_aggregate(table, better)
+    per_layer, best_position, average, best, best_layer = nested_loop_aggregate(table, better)
     assert dict(result.per_layer) == per_layer
     assert dict(result.best_position) == best_position
     assert result.average == pytest.approx(average, abs=1e-15)
-    assert result.highest == highest
+    assert result.best == best
     assert result.best_layer == best_layer
     assert result.better == better
 
@@ -183,11 +183,11 @@ def test_aggregate_min_versus_max() -> None:
     high = cv.aggregate_scores(table)
     assert dict(high.per_layer) == pytest.approx({0: 0.7, 1: 0.5})
     assert dict(high.best_position) == {0: "entity", 1: "entity"}
-    assert (high.average, high.highest, high.best_layer) == pytest.approx((0.6, 0.7, 0))
+    assert (high.average, high.best, high.best_layer) == pytest.approx((0.6, 0.7, 0))
     low = cv.aggregate_scores(table, better="lower")
     assert dict(low.per_layer) == pytest.approx({0: 0.3, 1: 0.4})
     assert dict(low.best_position) == {0: "last", 1: "last"}
-    assert (low.average, low.highest, low.best_layer) == pytest.approx((0.35, 0.3, 0))
+    assert (low.average, low.best, low.best_layer) == pytest.approx((0.35, 0.3, 0))
 
 
 def test_aggregate_units_reads_units_as_the_report_lists_them() -> None:
@@ -204,10 +204,10 @@ def test_aggregate_units_reads_units_as_the_report_lists_them() -> None:
     high = aggregate_units(units, "higher")
     assert dict(high.per_layer) == pytest.approx({0: 0.7, 1: 0.5})
     assert dict(high.best_position) == {0: "entity-0", 1: "entity-1"}
-    assert (high.average, high.highest) == pytest.approx((0.6, 0.7))
+    assert (high.average, high.best) == pytest.approx((0.6, 0.7))
     low = aggregate_units(iter(units), "lower")
     assert dict(low.per_layer) == pytest.approx({0: 0.3, 1: 0.4})
-    assert (low.average, low.highest) == pytest.approx((0.35, 0.3))
+    assert (low.average, low.best) == pytest.approx((0.35, 0.3))
 
 
 def test_aggregate_int_positions_and_immutable_result() -> None:

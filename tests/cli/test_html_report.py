@@ -400,3 +400,17 @@ def test_figures_decode_in_headless_chromium(track: str, tmp_path: Path) -> None
     images = json.loads(html.unescape(match.group(1)))
     assert [(width, height) for _, _, width, height in images] == expected
     assert all(complete and width > 0 for _, complete, width, _ in images)
+
+
+@pytest.mark.parametrize("name", ["causal_variable", "causal-variable-ioi"])
+def test_a_variables_best_score_is_named_best_in_1_1_and_1_0(name: str) -> None:
+    """The aggregate row says what the number is: for IOI MSE the best score is the lowest error.
+    ``causal_variable`` is a 1.1 report (``best``), ``causal-variable-ioi`` a 1.0 one (``highest``)."""
+    path = REPO / "examples" / name / "report.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    text = render_html(build_report_page(mibspec.verify(path, recompute=False), path, figures=False))
+    for variable in data["claims"]["variables"]:
+        best = variable["best"] if data["spec_version"] == "1.1" else variable["highest"]
+        assert best == min(variable["per_layer"].values())  # MSE: lower is better
+    assert re.search(r">Best</t[dh]>", text)
+    assert not re.search(r">Highest</t[dh]>", text)  # (a 1.0 description may still say Highest)

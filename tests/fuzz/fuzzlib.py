@@ -138,7 +138,10 @@ class SchemaSampler:
         nested = ("properties", "required", "items", "additionalProperties")
         merged = {**base, **{k: v for k, v in extra.items() if k not in nested}}
         properties = dict(base.get("properties", {}))
+        closed = base.get("additionalProperties") is False and "properties" in base
         for key, sub in extra.get("properties", {}).items():
+            if closed and key not in properties:
+                continue  # a closed object keeps out what a later branch only constrains
             properties[key] = self._merge(properties.get(key, {}), sub)
         if properties:
             merged["properties"] = properties
@@ -149,25 +152,42 @@ class SchemaSampler:
             elif key in base:
                 merged[key] = base[key]
         merged["required"] = sorted({*base.get("required", ()), *extra.get("required", ())})
+        if extra.get("additionalProperties") is False:  # a closing branch: only its properties remain
+            allowed = extra.get("properties", {})
+            merged["properties"] = {k: v for k, v in merged.get("properties", {}).items() if k in allowed}
+            merged["additionalProperties"] = False
         return merged
 
     def _flatten(self, node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Merge plain ``allOf`` parts and one chosen conditional branch; return forced values."""
         node = self._resolve(node)
         forced: dict[str, Any] = {}
-        conditionals: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
         base = {k: v for k, v in node.items() if k != "allOf"}
-        for part in node.get("allOf", ()):
-            if "if" in part:
-                for key, condition in part["if"].get("properties", {}).items():
-                    if "const" in condition:
-                        conditionals.setdefault(key, []).append((condition["const"], part.get("then", {})))
-            else:
-                base = self._merge(base, part)
-        for key, branches in conditionals.items():
-            value, then = self.rng.choice(branches)
-            forced[key] = value
-            base = self._merge(base, then)
+        pending = list(node.get("allOf", ()))
+        # A chosen branch may bring conditionals of its own (a track's report, then its spec
+        # version): rounds until none is left, bounded by the schemas' nesting.
+        for _ in range(8):
+            if not pending:
+                break
+            conditionals: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+            for part in pending:
+                if "if" in part:
+                    for key, condition in part["if"].get("properties", {}).items():
+                        if "const" in condition:
+                            conditionals.setdefault(key, []).append(
+                                (condition["const"], part.get("then", {}))
+                            )
+                else:
+                    base = self._merge(base, {k: v for k, v in part.items() if k != "allOf"})
+                    pending_parts = part.get("allOf", ())
+                    conditionals.setdefault("", []).extend((None, p) for p in pending_parts)
+            pending = [then for _, then in conditionals.pop("", [])]
+            for key, branches in conditionals.items():
+                value, then = self.rng.choice(branches)
+                forced[key] = value
+                base = self._merge(base, {k: v for k, v in self._resolve(then).items() if k != "allOf"})
+                pending += list(self._resolve(then).get("allOf", ()))
+            pending += list(base.pop("allOf", ()))
         for key in ("anyOf", "oneOf"):
             if key in base:
                 options = base.pop(key)
@@ -205,6 +225,14 @@ class SchemaSampler:
                 out[key] = copy.deepcopy(forced[key])
             elif key in required or (depth < self.max_depth and self.rng.random() < 0.5):
                 out[key] = self._value(sub, depth + 1)
+        most = node.get("maxProperties")
+        optional = [key for key in out if key not in required and key not in forced]
+        while most is not None and len(out) > most and optional:
+            del out[optional.pop(self.rng.randrange(len(optional)))]
+        missing = [key for key in node.get("properties", {}) if key not in out]
+        while len(out) < node.get("minProperties", 0) and missing:
+            key = missing.pop(self.rng.randrange(len(missing)))
+            out[key] = self._value(node["properties"][key], depth + 1)
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and depth < self.max_depth:
             names = self._resolve(node.get("propertyNames", {}))
@@ -271,7 +299,8 @@ def sample_document(kind: str, rng: random.Random) -> dict[str, Any]:
     document = SchemaSampler(load_schema(kind), rng).sample()
     if not isinstance(document, dict):  # pragma: no cover - every kind's schema is an object
         document = {}
-    document["spec_version"] = "1.0"
+    if document.get("spec_version") not in ("1.0", "1.1"):  # the drawn version decides the branch
+        document["spec_version"] = "1.1"
     document["kind"] = kind
     return document
 

@@ -1,8 +1,9 @@
 """``mibspec migrate``: the step registry, atomic writes, and the command line.
 
-Spec 1.0 is the only version, so the mechanism is exercised with registries built here:
-a toy 0.9 → 1.0 step (in a "0.9" circuit report the grid was called ``k_grid``) and a
-0.8 → 0.9 step before it. No fake spec version is shipped.
+The published step 1.0 → 1.1 is tested on the bundled examples written the 1.0 way. The
+chaining mechanism is exercised with toy steps built here, in front of it: a 0.9 → 1.0 step
+(in a "0.9" circuit report the grid was called ``k_grid``) and a 0.8 → 0.9 step before it.
+No fake spec version is shipped.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ def _drop_legacy_note(doc: dict[str, Any]) -> dict[str, Any]:
 
 TOY = MigrationStep("0.9", "1.0", _rename_k_grid, "settings.k_grid is now settings.grid")
 EARLIER = MigrationStep("0.8", "0.9", _drop_legacy_note, "legacy_note is dropped")
+PUBLISHED = REGISTRY.steps[0]  # 1.0 → 1.1
+
+
+def _toy_chain() -> MigrationRegistry:
+    """The toy step in front of the published ones: 0.9 → 1.0 → 1.1."""
+    return MigrationRegistry([TOY, *REGISTRY.steps])
 
 
 def _as_09(doc: dict[str, Any]) -> dict[str, Any]:
@@ -68,48 +75,48 @@ def _example() -> dict[str, Any]:
     return json.loads(EXAMPLE.read_text(encoding="utf-8"))
 
 
-def test_toy_step_turns_a_09_document_into_the_10_document() -> None:
+def test_toy_step_turns_a_09_document_into_the_current_document() -> None:
     current = _example()
     old = _as_09(current)
     before = copy.deepcopy(old)
-    result = migrate_document(old, registry=MigrationRegistry([TOY]))
+    result = migrate_document(old, registry=_toy_chain())
     assert result.document == current
-    assert result.steps == (TOY,)
+    assert result.steps == (TOY, PUBLISHED)
     assert result.from_version == "0.9"
-    assert result.to_version == "1.0"
+    assert result.to_version == mibspec.SPEC_VERSION == "1.1"
     assert old == before  # the input is never modified, although the step mutates its argument
 
 
 def test_steps_are_chained_in_order() -> None:
-    registry = MigrationRegistry([TOY, EARLIER])  # registration order does not matter
-    assert [s.from_version for s in registry.steps] == ["0.8", "0.9"]
+    registry = MigrationRegistry([PUBLISHED, TOY, EARLIER])  # registration order does not matter
+    assert [s.from_version for s in registry.steps] == ["0.8", "0.9", "1.0"]
     old = _as_09(_example()) | {"spec_version": "0.8", "legacy_note": "x"}
     result = migrate_document(old, registry=registry)
-    assert result.steps == (EARLIER, TOY)
+    assert result.steps == (EARLIER, TOY, PUBLISHED)
     assert result.document == _example()
     assert migrate_document(old, "0.9", registry=registry).steps == (EARLIER,)
     assert registry.path("0.8", "1.0") == [EARLIER, TOY]
-    assert registry.versions() == {"0.8", "0.9", "1.0"}
+    assert registry.versions() == {"0.8", "0.9", "1.0", "1.1"}
 
 
 def test_already_current_document_takes_no_step() -> None:
-    result = migrate_document(_example(), registry=MigrationRegistry([TOY]))
+    result = migrate_document(_example(), registry=_toy_chain())
     assert result.already_current
     assert result.steps == ()
     assert result.document == _example()
 
 
 def test_no_path_and_broken_steps_are_errors() -> None:
-    registry = MigrationRegistry([TOY])
-    with pytest.raises(MigrationError, match=re.escape("no migration from spec 0.7 to spec 1.0")):
+    registry = _toy_chain()
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 0.7 to spec 1.1")):
         migrate_document({"spec_version": "0.7"}, registry=registry)
-    with pytest.raises(MigrationError, match=re.escape("no migration from spec 1.0 to spec 0.9")):
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 1.1 to spec 0.9")):
         migrate_document(_example(), "0.9", registry=registry)  # no downgrades
     with pytest.raises(MigrationError, match="spec_version"):
         migrate_document({"kind": "report"}, registry=registry)
     forgetful = MigrationStep("0.9", "1.0", lambda d: {**d, "settings": d["settings"]}, "forgets the version")
     with pytest.raises(MigrationError, match=re.escape("must return a document of spec 1.0; got '0.9'")):
-        migrate_document(_as_09(_example()), registry=MigrationRegistry([forgetful]))
+        migrate_document(_as_09(_example()), "1.0", registry=MigrationRegistry([forgetful]))
 
 
 def test_registry_rejects_backward_and_ambiguous_steps() -> None:
@@ -121,8 +128,8 @@ def test_registry_rejects_backward_and_ambiguous_steps() -> None:
         version_key("1")
 
 
-def test_published_registry_has_no_step_while_10_is_the_only_version() -> None:
-    assert REGISTRY.steps == []
+def test_published_registry_leads_from_10_to_the_current_version() -> None:
+    assert [(s.from_version, s.to_version) for s in REGISTRY.steps] == [("1.0", "1.1")]
     assert migrate_document(_example()).already_current
 
 
@@ -138,8 +145,8 @@ def test_migrated_file_verifies_and_the_input_is_kept(tmp_path: Path) -> None:
     source = _old_file(tmp_path)
     before = source.read_bytes()
     destination = source.parent / "report.v1.json"
-    result = migrate_file(source, destination, registry=MigrationRegistry([TOY]))
-    assert result.steps == (TOY,)
+    result = migrate_file(source, destination, registry=_toy_chain())
+    assert result.steps == (TOY, PUBLISHED)
     assert source.read_bytes() == before
     assert json.loads(destination.read_text(encoding="utf-8")) == _example()
     verified = mibspec.verify(destination, recompute=False)
@@ -151,15 +158,15 @@ def test_in_place_replaces_the_input_and_keeps_its_mode(tmp_path: Path) -> None:
     source = _old_file(tmp_path)
     source.chmod(0o640)
     with pytest.raises(ValueError, match="in place"):
-        migrate_file(source, source, registry=MigrationRegistry([TOY]))
+        migrate_file(source, source, registry=_toy_chain())
     with pytest.raises(ValueError, match="in place"):
-        migrate_file(source, source.parent / "." / source.name, registry=MigrationRegistry([TOY]))
+        migrate_file(source, source.parent / "." / source.name, registry=_toy_chain())
     link = source.parent / "hardlink.json"
     os.link(source, link)
     with pytest.raises(ValueError, match="in place"):
-        migrate_file(source, link, registry=MigrationRegistry([TOY]))
+        migrate_file(source, link, registry=_toy_chain())
     link.unlink()
-    migrate_file(source, in_place=True, registry=MigrationRegistry([TOY]))
+    migrate_file(source, in_place=True, registry=_toy_chain())
     assert json.loads(source.read_text(encoding="utf-8")) == _example()
     assert stat.S_IMODE(source.stat().st_mode) == 0o640
 
@@ -175,14 +182,14 @@ def test_a_failed_write_leaves_the_destination_untouched(
 
     monkeypatch.setattr(_migrate.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
-        migrate_file(source, in_place=True, registry=MigrationRegistry([TOY]))
+        migrate_file(source, in_place=True, registry=_toy_chain())
     assert source.read_bytes() == original
     assert sorted(p.name for p in source.parent.iterdir()) == sorted(p.name for p in EXAMPLE.parent.iterdir())
 
 
 def test_nothing_is_written_for_a_current_document(tmp_path: Path) -> None:
     destination = tmp_path / "out.json"
-    result = migrate_file(EXAMPLE, destination, registry=MigrationRegistry([TOY]))
+    result = migrate_file(EXAMPLE, destination, registry=_toy_chain())
     assert result.already_current
     assert not destination.exists()
 
@@ -207,13 +214,13 @@ def test_unreadable_documents_carry_findings(tmp_path: Path) -> None:
 def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
     result = mibspec_cli("migrate", str(EXAMPLE), "-o", str(tmp_path / "out.json"))
     assert result.returncode == 0
-    assert "already at spec 1.0" in result.stdout
+    assert "already at spec 1.1" in result.stdout
     assert "nothing written" in result.stdout
     assert not (tmp_path / "out.json").exists()
     old = _old_file(tmp_path)
     result = mibspec_cli("migrate", str(old), "-o", str(tmp_path / "out.json"))
     assert result.returncode == 2
-    assert "no migration from spec 0.9 to spec 1.0" in result.stderr
+    assert "no migration from spec 0.9 to spec 1.1" in result.stderr
     assert mibspec_cli("migrate", str(old)).returncode == 2  # neither -o nor --in-place
     assert mibspec_cli("migrate", str(old), "-o", str(old)).returncode == 2
     assert mibspec_cli("migrate", str(old), "-o", str(tmp_path / "x.json"), "--in-place").returncode == 2
@@ -224,3 +231,49 @@ def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
     assert result.returncode == 1
     assert "P108" in result.stdout
     assert bad.read_text(encoding="utf-8") == "[1, 2]"
+
+
+def _as_10(doc: dict[str, Any]) -> dict[str, Any]:
+    """A bundled 1.1 document written the 1.0 way (built by hand, independently of the step):
+    version 1.0, a causal-variable variable's ``best`` called ``highest`` in its place."""
+    old = copy.deepcopy(doc)
+    old["spec_version"] = "1.0"
+    if old.get("track") == "causal_variable":
+        old["claims"]["variables"] = [
+            {("highest" if key == "best" else key): value for key, value in variable.items()}
+            for variable in old["claims"]["variables"]
+        ]
+    return old
+
+
+@pytest.mark.parametrize("track", ["circuit", "causal_variable", "causal_bench", "saliency"])
+def test_published_step_turns_each_10_example_into_the_11_example(tmp_path: Path, track: str) -> None:
+    current = json.loads((REPO / "examples" / track / "report.json").read_text(encoding="utf-8"))
+    old = _as_10(current)
+    assert '"rounding"' not in json.dumps(old)  # a 1.0 document: nothing of 1.1 but the name
+    before = copy.deepcopy(old)
+    result = migrate_document(old)
+    assert result.steps == (PUBLISHED,)
+    assert result.document == current
+    assert json.dumps(result.document) == json.dumps(current)  # same key order: best where highest was
+    assert old == before
+    # The 1.0 document stays valid as 1.0, beside the 1.1 documents it references.
+    folder = tmp_path / track
+    shutil.copytree(REPO / "examples" / track, folder)
+    (folder / "report.json").write_text(json.dumps(old, indent=2), encoding="utf-8")
+    verified = mibspec.verify(folder / "report.json", recompute=False)
+    assert verified.valid, [str(f) for f in verified.findings]
+    migrate_file(folder / "report.json", in_place=True)
+    assert json.loads((folder / "report.json").read_text(encoding="utf-8")) == current
+
+
+def test_published_step_moves_every_kind_and_leaves_best_alone() -> None:
+    circuit = json.loads((REPO / "examples" / "circuit" / "circuit.json").read_text(encoding="utf-8"))
+    assert migrate_document({**circuit, "spec_version": "1.0"}).document == circuit
+    # A 1.0 variable that somehow carries both names keeps both (the schema reports it).
+    odd = _as_10(
+        json.loads((REPO / "examples" / "causal_variable" / "report.json").read_text(encoding="utf-8"))
+    )
+    odd["claims"]["variables"][0]["best"] = 0.5
+    moved = migrate_document(odd).document["claims"]["variables"][0]
+    assert (moved["best"], "highest" in moved) == (0.5, True)

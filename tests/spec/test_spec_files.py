@@ -35,7 +35,8 @@ def test_schema_passes_the_2020_12_metaschema(name: str) -> None:
     schema = json.loads((SPEC / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"))
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["$id"] == f"urn:mibspec:schema:{name}:1.0"
+    # The v1 folder holds the schemas of the latest 1.x version, which also accept 1.0 documents.
+    assert schema["$id"] == f"urn:mibspec:schema:{name}:1.1"
 
 
 @pytest.mark.parametrize("name", schema_names())

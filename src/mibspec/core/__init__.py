@@ -3,6 +3,7 @@ the standard library (numpy only inside the sidecar functions that load data).
 
 * :mod:`.findings`: :class:`Finding` and :class:`Severity`;
 * :mod:`.comparisons`: claims against recomputed values under a tolerance;
+* :mod:`.rounding`: declared rounding, the interval a printed number stands for;
 * :mod:`.progress`: the one progress interface;
 * :mod:`.pointers`: JSON pointers;
 * :mod:`.files`: file hashes;

@@ -11,10 +11,10 @@ from typing import Any
 __all__ = ["KINDS", "KNOWN_SPEC_VERSIONS", "SPEC_VERSION", "install_hint", "load_spec_json", "spec_dir"]
 
 #: The spec version this implementation writes.
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
-KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1"}
+KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1", "1.1": "v1"}
 
 #: The document kinds of the spec (the ``kind`` of every document), in the spec's order.
 KINDS = (
@@ -39,7 +39,7 @@ def _data_root(name: str) -> Path:
     raise FileNotFoundError(f"mibspec data folder {name!r} not found beside {_PACKAGE}")
 
 
-def spec_dir(version: str = "1.0") -> Path:
+def spec_dir(version: str = SPEC_VERSION) -> Path:
     """The folder holding a spec version's schemas, profiles and texts."""
     return _data_root("spec") / KNOWN_SPEC_VERSIONS[version]
 

@@ -7,7 +7,7 @@ the committed files differ from what the models generate.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
@@ -15,9 +15,12 @@ from pydantic_core import core_schema
 
 from mibspec.core.spec import SPEC_VERSION
 
-__all__ = ["SPEC_VERSION", "Closed", "SchemaGenerator", "schema_id"]
+__all__ = ["SPEC_VERSION", "Closed", "SchemaGenerator", "SpecVersion", "schema_id"]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+#: The spec versions a document may declare: 1.1 and the 1.0 it extends (same schema folder).
+SpecVersion = Literal["1.0", "1.1"]
 
 
 def schema_id(name: str, version: str = SPEC_VERSION) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from ._base import SPEC_VERSION, Closed
+from ._base import Closed, SpecVersion
 from .common import (
     Artifact,
     ArtifactRef,
@@ -41,8 +41,7 @@ __all__ = [
     "TokenPosition",
 ]
 
-Version = Literal["1.0"]
-assert SPEC_VERSION == "1.0"
+Version = SpecVersion
 
 
 class _Document(Closed):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ._base import Closed
+from ._base import Closed, SpecVersion
 
 __all__ = ["Profile", "Tolerance"]
 
@@ -22,7 +22,7 @@ class Profile(Closed):
     """Named constants and conventions (spec/v1/profiles/<name>.json)."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
-    spec_version: Literal["1.0"]
+    spec_version: SpecVersion
     description: str
     grid: list[Annotated[float, Field(gt=0, le=1)]] = Field(min_length=2)
     edge_count_rounding: Literal["floor", "ceil"]

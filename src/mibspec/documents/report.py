@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._base import Closed
+from ._base import Closed, SpecVersion
 from .common import (
     Artifact,
     ArtifactRef,
@@ -25,6 +25,7 @@ from .common import (
     Unit,
 )
 from .kinds import Location, TensorRef
+from .rounding import Rounding, closed_at, version_branch
 
 __all__ = [
     "CausalBenchReport",
@@ -59,8 +60,18 @@ class TaskRef(Closed):
     n_examples: NonNegInt | None = None
 
 
+_ROUNDING_DESCRIPTION = (
+    "spec 1.1: how the numbers of this object (and the objects in it that declare none) were rounded; "
+    "consistency and recomputation then hold within that rounding (SPEC.md C-10)"
+)
+
+
+def _rounding() -> Any:
+    return Field(default=None, description=_ROUNDING_DESCRIPTION)
+
+
 class _ReportBase(Closed):
-    spec_version: Literal["1.0"]
+    spec_version: SpecVersion
     kind: Literal["report"]
     profile: str = Field(default="default", min_length=1, description="conventions profile (profiles/)")
     title: str | None = None
@@ -70,6 +81,7 @@ class _ReportBase(Closed):
     seeds: list[Seed] = Field(default_factory=list)
     artifacts: list[Artifact] = Field(default_factory=list)
     provenance: Provenance
+    rounding: Rounding | None = _rounding()
     extensions: Extensions | None = None
 
 
@@ -98,6 +110,7 @@ class CurvePoint(Closed):
     weighted_size: float = Field(ge=0, description="weighted edge count after pruning")
     faithfulness: float
     uncertainty: Uncertainty | None = None
+    rounding: Rounding | None = _rounding()
 
 
 class Curve(Closed):
@@ -108,17 +121,20 @@ class Curve(Closed):
 class ScalarClaim(Closed):
     value: float
     uncertainty: Uncertainty | None = None
+    rounding: Rounding | None = _rounding()
 
 
 class AurocClaim(Closed):
     value: Unit
     convention: Literal["mib", "rank"]
     ground_truth: CircuitRef = Field(description="circuit document holding the true edge set")
+    rounding: Rounding | None = _rounding()
 
 
 class NonNegativeClaim(Closed):
     value: float = Field(ge=0)
     uncertainty: Uncertainty | None = None
+    rounding: Rounding | None = _rounding()
 
 
 class CircuitClaims(Closed):
@@ -179,6 +195,7 @@ _NON_NEGATIVE = {"minimum": 0}
 def _bounded(bound: dict[str, int]) -> dict[str, Any]:
     return {
         "average": bound,
+        "best": bound,
         "highest": bound,
         "per_layer": {"additionalProperties": bound},
         "units": {"items": {"properties": {"scores": {"additionalProperties": bound}}}},
@@ -210,7 +227,18 @@ class VariableClaims(Closed):
     units: list[UnitScore] = Field(min_length=1)
     per_layer: dict[Annotated[str, Field(pattern=r"^(0|[1-9][0-9]*)$")], float] | None = None
     average: float
-    highest: float
+    best: float | None = Field(
+        default=None,
+        description="the best per-layer score: the highest IIA, the lowest MSE (required from spec 1.1)",
+    )
+    highest: float | None = Field(default=None, description="spec 1.0 only: the name of `best` in 1.0")
+    rounding: Rounding | None = _rounding()
+
+    @model_validator(mode="after")
+    def _one_best(self) -> VariableClaims:
+        if (self.best is None) == (self.highest is None):
+            raise ValueError("a variable gives its best score once: `best` (spec 1.1) or `highest` (1.0)")
+        return self
 
 
 class CausalVariableClaims(Closed):
@@ -283,6 +311,7 @@ class MethodMetrics(Closed):
     precision: Unit | None = None
     recall: Unit | None = None
     f1: Unit | None = None
+    rounding: Rounding | None = _rounding()
 
 
 class LocalizationProcedure(Closed):
@@ -315,11 +344,13 @@ class Convergence(Closed):
     p: Unit
     n_permutations: PosInt
     seed: int = Field(ge=0, le=2**64 - 1)
+    rounding: Rounding | None = _rounding()
 
 
 class JaccardMatrix(Closed):
     methods: list[str] = Field(min_length=1)
     matrix: list[list[Unit]]
+    rounding: Rounding | None = _rounding()
 
 
 class SensitivityPoint(Closed):
@@ -338,6 +369,7 @@ class WeightScenario(Closed):
     weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]]
     composites: dict[str, float] = Field(description="method name → composite under these weights")
     ranking: list[str] = Field(description="method names by composite, highest first")
+    rounding: Rounding | None = _rounding()
 
 
 class ScaledMethod(Closed):
@@ -346,6 +378,7 @@ class ScaledMethod(Closed):
     precision: Unit
     recall: Unit
     f1: Unit
+    rounding: Rounding | None = _rounding()
 
 
 class ScalingConfig(Closed):
@@ -427,12 +460,14 @@ class SaliencyMethod(Closed):
     per_k_iou: list[Unit] | None = None
     deletion_auc: float | None = None
     addition_auc: float | None = None
+    rounding: Rounding | None = _rounding()
 
 
 class Dominance(Closed):
     n_images: NonNegInt
     n_dominant: NonNegInt
     rate: Unit
+    rounding: Rounding | None = _rounding()
 
 
 class SaliencyClaims(Closed):
@@ -458,3 +493,52 @@ Report = Annotated[
     CircuitReport | CausalVariableReport | CausalBenchReport | SaliencyReport,
     Field(discriminator="track"),
 ]
+
+
+# --- what spec 1.0 does not have -------------------------------------------------------------
+
+#: Per track: where a report holds objects that may declare ``rounding`` (spec 1.1), with their model.
+_ROUNDED: dict[type[BaseModel], list[tuple[tuple[str, ...], type[BaseModel]]]] = {
+    CircuitReport: [
+        (("claims", "curves", "*", "points", "*"), CurvePoint),
+        (("claims", "cpr"), ScalarClaim),
+        (("claims", "cmd"), NonNegativeClaim),
+        (("claims", "auroc"), AurocClaim),
+    ],
+    CausalVariableReport: [(("claims", "variables", "*"), VariableClaims)],
+    CausalBenchReport: [
+        (("claims", "methods", "*", "metrics"), MethodMetrics),
+        (("claims", "threshold_sensitivity", "points", "*", "metrics"), MethodMetrics),
+        (("claims", "convergence"), Convergence),
+        (("claims", "scaling", "*", "convergence"), Convergence),
+        (("claims", "scaling", "*", "methods", "*"), ScaledMethod),
+        (("claims", "weight_robustness", "*"), WeightScenario),
+        (("claims", "jaccard"), JaccardMatrix),
+    ],
+    SaliencyReport: [(("claims", "methods", "*"), SaliencyMethod), (("claims", "dominance"), Dominance)],
+}
+
+
+def _fields(model: type[BaseModel], *without: str) -> list[str]:
+    return [name for name in model.model_fields if name not in without]
+
+
+def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
+    """Spec 1.0: no ``rounding`` anywhere, a variable's best score is ``highest``; spec 1.1:
+    it is ``best``."""
+    v10 = [closed_at((), _fields(report, "rounding"))]
+    v11 = []
+    for path, model in _ROUNDED[report]:
+        if model is VariableClaims:
+            v10.append(closed_at(path, _fields(model, "rounding", "best"), ["highest"]))
+            v11.append(closed_at(path, _fields(model, "highest"), ["best"]))
+        else:
+            v10.append(closed_at(path, _fields(model, "rounding")))
+    rules = [version_branch("1.0", v10)]
+    if v11:
+        rules.append(version_branch("1.1", v11))
+    return rules
+
+
+for _report in _ROUNDED:
+    _report.model_config["json_schema_extra"] = cast(Any, {"allOf": _version_rules(_report)})

@@ -15,7 +15,7 @@ appear as their variable names joined by ``-``. The files record scores
 only: not the featurizers (the public evaluator imports them as submitted Python), not the
 token positions (functions of the submission, known here by name), not the dataset rows,
 not the model revision. The imported report says so and keeps every unit's scores; the
-aggregates (per layer, Average, Highest) are computed by the reference metric
+aggregates (per layer, Average, best) are computed by the reference metric
 (``aggregate_scores``), so that C112 checks exactly what the leaderboard would show. V110
 and A111 then list what recomputation would need.
 
@@ -23,7 +23,7 @@ Conventions pinned here (SPEC.md CV-7, MV-8): ``ResidualStream`` units are the r
 stream leaving their layer (``residual_post``), ``AttentionHead`` units the listed heads'
 outputs, ``MLP`` units the MLP output; the position ``last_token`` is the rule ``last``,
 any other position name is ``named``. IOI is scored by squared error, lower is better: the
-Highest of an IOI variable is the minimum over layers (the public aggregator takes the
+best of an IOI variable is the minimum over layers (the public aggregator takes the
 maximum; the report's description says which it reports).
 """
 
@@ -172,12 +172,12 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 ],
                 "per_layer": {str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
                 "average": aggregate.average,
-                "highest": aggregate.highest,
+                "best": aggregate.best,
             }
         )
 
     scoring = (
-        "IOI is scored by squared error, lower is better: per layer and Highest take the minimum "
+        "IOI is scored by squared error, lower is better: per layer and best take the minimum "
         "(the public aggregator takes the maximum)."
         if ioi
         else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
@@ -192,7 +192,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             f"Imported from {source.name} by mibspec {__version__}. The result file records scores per "
             "counterfactual dataset and model unit only: the featurizers, the token-position functions, "
             "the dataset rows and the model revision are absent, so the scores cannot be recomputed "
-            "(V110 and A111 list what is missing). Per layer, Average and Highest were computed from the "
+            "(V110 and A111 list what is missing). Per layer, Average and best were computed from the "
             f"unit scores as the MIB leaderboard aggregates them. {scoring}"
         ),
         "method": {"name": method},

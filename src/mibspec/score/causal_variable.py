@@ -125,7 +125,7 @@ def score_causal_variable_command(
         run = run_causal_variable(options, progress)
     valid = verify_written(run.report)
     for name in run.averages:
-        typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Highest = {run.highest[name]:.6g}")
+        typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)
 

@@ -19,6 +19,7 @@ passed unless it ran, and it fails when a claim could not be checked.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import time
@@ -28,12 +29,14 @@ from typing import Any
 from mibspec.core.comparisons import Comparison, Recomputation
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
+from mibspec.core.rounding import rounding_at
 from mibspec.core.spec import install_hint
 from mibspec.core.tracks import TRACKS
 
 from ._context import RuleContext, StageStatus
 
-__all__ = ["mismatch_findings", "run_recompute"]
+__all__ = ["mismatch_findings", "run_recompute", "with_rounding"]
+
 
 def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
     """R103 for every comparison outside its tolerance."""
@@ -54,6 +57,18 @@ def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> li
             )
         )
     return findings
+
+
+def with_rounding(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Comparison]:
+    """Each comparison, its absolute tolerance widened by the half-unit of the claim's declared
+    rounding (C-10): a printed value stands for every value that rounds to it."""
+    widened = []
+    for c in comparisons:
+        rounding = None if c.claimed is None else rounding_at(ctx.data, c.pointer)
+        if rounding is not None and c.claimed is not None:
+            c = dataclasses.replace(c, abs_tol=c.abs_tol + rounding.half_unit(c.claimed))
+        widened.append(c)
+    return widened
 
 
 def _short(value: float) -> str:
@@ -131,7 +146,8 @@ def run_recompute(
             [*ctx.recompute_findings, finding],
             [],
         )
-    mismatches = mismatch_findings(ctx, result.comparisons)
+    comparisons = with_rounding(ctx, result.comparisons)
+    mismatches = mismatch_findings(ctx, comparisons)
     others = list(ctx.recompute_findings) + list(result.findings)
     findings = others + mismatches
     failed = any(f.severity.value == "error" for f in findings)
@@ -139,7 +155,7 @@ def run_recompute(
         (StageStatus.FAILED if failed else StageStatus.PASSED),
         _summary(result, others, mismatches),
         findings,
-        result.comparisons,
+        comparisons,
     )
 
 

@@ -187,9 +187,9 @@ class VariableAggregate:
         per_layer: ``layer -> best per_unit value over positions in that layer``.
         best_position: ``layer -> position achieving per_layer`` (ties: smallest position).
         average: mean of ``per_layer`` over layers ("Average").
-        highest: best of ``per_layer`` over layers ("Highest"): the max for
+        best: best of ``per_layer`` over layers (MIB's "Highest"): the max for
             ``better="higher"``, the min for ``better="lower"``.
-        best_layer: layer achieving ``highest`` (ties: smallest layer).
+        best_layer: layer achieving ``best`` (ties: smallest layer).
     """
 
     better: Better
@@ -197,7 +197,7 @@ class VariableAggregate:
     per_layer: Mapping[int, float]
     best_position: Mapping[int, Position]
     average: float
-    highest: float
+    best: float
     best_layer: int
 
 
@@ -234,7 +234,7 @@ def aggregate_scores(
 
     1. ``unit(l, p) = mean_c score(c, l, p)`` over counterfactual sets c (unweighted);
     2. ``layer(l) = best_p unit(l, p)`` (max, or min when ``better="lower"``);
-    3. ``average = mean_l layer(l)``; ``highest = best_l layer(l)``.
+    3. ``average = mean_l layer(l)``; ``best = best_l layer(l)``.
 
     Every counterfactual set must cover exactly the same (layer, position) units.
     Positions of one call must be all str or all int (they are sorted for tie-breaks).
@@ -283,13 +283,13 @@ def aggregate_scores(
         position, value = _best(candidates, direction)
         best_position[layer] = position
         per_layer[layer] = value
-    best_layer, highest = _best(list(per_layer.items()), direction)
+    best_layer, best = _best(list(per_layer.items()), direction)
     return VariableAggregate(
         better=cast(Better, direction),
         per_unit=MappingProxyType(per_unit),
         per_layer=MappingProxyType(per_layer),
         best_position=MappingProxyType(best_position),
         average=math.fsum(per_layer.values()) / len(per_layer),
-        highest=highest,
+        best=best,
         best_layer=best_layer,
     )

@@ -117,7 +117,7 @@ class CausalVariableRun:
 
     report: Path
     averages: dict[str, float]
-    highest: dict[str, float]
+    best: dict[str, float]
 
 
 def parse_position(spec: str) -> dict[str, Any]:
@@ -314,7 +314,7 @@ class TrainedFeaturizer:
 
 @dataclass(frozen=True)
 class CausalVariableResult:
-    """What the compute step found: one claim per variable (units, per layer, Average, Highest)."""
+    """What the compute step found: one claim per variable (units, per layer, Average, best)."""
 
     claims: list[dict[str, Any]]
 
@@ -513,7 +513,7 @@ def compute_causal_variable(
                 "units": units,
                 "per_layer": {str(layer): value for layer, value in aggregate.per_layer.items()},
                 "average": aggregate.average,
-                "highest": aggregate.highest,
+                "best": aggregate.best,
             }
         )
     return CausalVariableResult(claims)
@@ -608,7 +608,7 @@ def _write_report(
     return CausalVariableRun(
         folder.root / "report.json",
         {c["name"]: c["average"] for c in claims},
-        {c["name"]: c["highest"] for c in claims},
+        {c["name"]: c["best"] for c in claims},
     )
 
 
@@ -671,7 +671,7 @@ def build_report(
     dataset, seed, n_train = setup.dataset, options.seed, len(setup.train)
     mse_note = (
         " IOI is scored by the mean squared error of the logit difference against the causal model's target: "
-        "lower is better, so per layer and Highest take the minimum."
+        "lower is better, so per layer and best take the minimum."
         if setup.metric == "mse"
         else ""
     )

@@ -540,7 +540,7 @@ def build_featurizer(model: Any, doc: Mapping[str, Any], weights: Mapping[str, A
 def aggregate_units(
     units: Iterable[tuple[str, int, Mapping[str, float]]], better: Better
 ) -> VariableAggregate:
-    """Per layer, Average and Highest of one variable from its units, each given as
+    """Per layer, Average and best of one variable from its units, each given as
     ``(unit id, layer, score per counterfactual set)``: what a producer claims and what
     recomputation compares the claim with (``metrics.causal_variable.aggregate_scores``)."""
     table: dict[CellKey, float] = {
@@ -689,9 +689,10 @@ def _score_units(
 def _compare_aggregate(
     base: str, variable: Mapping[str, Any], aggregate: VariableAggregate, add: _ComparisonList
 ) -> None:
-    """Compare a variable's claimed per-layer, Average and Highest values with the recomputed ones."""
+    """Compare a variable's claimed per-layer, Average and best values with the recomputed ones."""
     for layer, value in aggregate.per_layer.items():
         claimed_layer = (variable.get("per_layer") or {}).get(str(layer))
         add(f"{base}/per_layer/{layer}", f"{variable['name']} layer {layer}", claimed_layer, value)
     add(f"{base}/average", f"{variable['name']} Average", variable["average"], aggregate.average)
-    add(f"{base}/highest", f"{variable['name']} Highest", variable["highest"], aggregate.highest)
+    best = "best" if "best" in variable else "highest"  # spec 1.0 calls it highest
+    add(f"{base}/{best}", f"{variable['name']} best", variable[best], aggregate.best)

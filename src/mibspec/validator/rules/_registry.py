@@ -12,14 +12,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mibspec.core.comparisons import within
 from mibspec.core.findings import Finding
+from mibspec.core.rounding import intervals_meet, rounding_at
 from mibspec.core.tracks import TRACKS
 
 from .._catalogue import InternalError
 from .._context import RuleContext
 
-__all__ = ["RULES", "Rule", "compare", "rule", "run_rules", "with_defaults"]
+__all__ = ["RULES", "Rule", "compare", "interval", "rule", "run_rules", "with_defaults"]
 
 RuleFn = Callable[[dict[str, Any], RuleContext], Iterator[Finding]]
 
@@ -79,13 +79,33 @@ def with_defaults(ctx: RuleContext, value: dict[str, Any], definition: str) -> d
     return filled
 
 
+def interval(ctx: RuleContext, pointer: str, value: float) -> tuple[float, float]:
+    """The values the number at ``pointer`` stands for under the declared rounding (C-10):
+    ``(value, value)`` when none applies."""
+    rounding = rounding_at(ctx.data, pointer)
+    return (value, value) if rounding is None else rounding.interval(value)
+
+
 def compare(
-    ctx: RuleContext, code: str, pointer: str, claimed: float, recomputed: float, **params: Any
+    ctx: RuleContext,
+    code: str,
+    pointer: str,
+    claimed: float,
+    recomputed: float,
+    *,
+    bounds: tuple[float, float] | None = None,
+    **params: Any,
 ) -> Iterator[Finding]:
     """A finding when a claimed value is outside the profile's consistency tolerance of the
-    value recomputed from the claimed parts; both values go into the message and the data."""
+    value recomputed from the claimed parts; both values go into the message and the data.
+
+    Under a declared rounding (C-10) the claim stands for an interval, and ``bounds`` are the
+    least and greatest values the formula takes over the intervals of its inputs (default: the
+    recomputed value itself, for inputs that are exact); the claim holds when the two meet.
+    """
     tolerance = ctx.profile.consistency
-    if not within(claimed, recomputed, tolerance["abs"], tolerance["rel"]):
+    derived = (recomputed, recomputed) if bounds is None else bounds
+    if not intervals_meet(interval(ctx, pointer, claimed), derived, tolerance["abs"], tolerance["rel"]):
         yield ctx.finding(
             code,
             pointer,

@@ -19,7 +19,7 @@ from mibspec.reference_impl.behaviour.study import ranking
 from mibspec.reference_impl.metrics import causal_bench as cb
 
 from .._context import RuleContext
-from ._registry import compare, rule, with_defaults
+from ._registry import compare, interval, rule, with_defaults
 
 _COMPONENT = re.compile(r"L([0-9]{1,18})\.(?:attn_head\[([0-9]{1,18})\]|mlp)")
 
@@ -123,6 +123,7 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
         )
         yield from _prf(ctx, base, metrics, point["components"], truth)
     parts_of = {method["name"]: method["metrics"] for method in claims["methods"]}
+    names_index = {method["name"]: m for m, method in enumerate(claims["methods"])}
     for s, scenario in enumerate(claims.get("weight_robustness") or []):
         for name, value in scenario["composites"].items():
             if name in parts_of:
@@ -132,6 +133,7 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                     {**parts_of[name], "composite": value},
                     scenario["weights"],
                     f"composite of {name} under {scenario['name']!r}",
+                    parts_at=f"/claims/methods/{names_index[name]}/metrics",
                 )
 
     for c, config in enumerate(claims.get("scaling") or []):
@@ -187,10 +189,16 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
 
 
 def _composite(
-    ctx: RuleContext, pointer: str, metrics: dict[str, Any], weights: dict[str, float], label: str
+    ctx: RuleContext,
+    pointer: str,
+    metrics: dict[str, Any],
+    weights: dict[str, float],
+    label: str,
+    parts_at: str | None = None,
 ) -> Iterator[Finding]:
     """The composite is the weighted harmonic mean of the parts, and is omitted exactly when a
-    weighted part is negative (the mean is then undefined, MB-9)."""
+    weighted part is negative (the mean is then undefined, MB-9). ``parts_at``: the object
+    holding the parts (default: the composite's)."""
     parts = {key: metrics[key] for key in weights}
     negative = sorted(key for key, value in parts.items() if value < 0)
     if "composite" in metrics:
@@ -204,7 +212,13 @@ def _composite(
             )
         else:
             yield from compare(
-                ctx, "C104", pointer, metrics["composite"], cb.composite(parts, weights), metric=label
+                ctx,
+                "C104",
+                pointer,
+                metrics["composite"],
+                cb.composite(parts, weights),
+                bounds=_composite_bounds(ctx, parts_at or pointer.rsplit("/", 1)[0], parts, weights),
+                metric=label,
             )
     elif not negative:
         value = cb.composite(parts, weights)
@@ -216,6 +230,18 @@ def _composite(
             recomputed=value,
             data={"recomputed": value},
         )
+
+
+def _composite_bounds(
+    ctx: RuleContext, base: str, parts: dict[str, float], weights: dict[str, float]
+) -> tuple[float, float]:
+    """The least and greatest composite over the parts' rounding intervals (C-10): the weighted
+    harmonic mean increases with every part, so the corners of the box bound it."""
+    lows, highs = {}, {}
+    for key, value in parts.items():
+        low, high = interval(ctx, f"{base}/{key}", value)
+        lows[key], highs[key] = max(low, 0.0), max(high, 0.0)
+    return cb.composite(lows, weights), cb.composite(highs, weights)
 
 
 def _prf(
@@ -331,16 +357,34 @@ def _convergence(
         yield from compare(ctx, "C107", f"{base}/j_obs", conv["j_obs"], j_obs, statistic="J_obs")
     if "z" in conv and conv["null_std"] > 0:
         z = (conv["j_obs"] - conv["null_mean"]) / conv["null_std"]
-        yield from compare(ctx, "C107", f"{base}/z", conv["z"], z, statistic="z")
-    # A permutation p-value is a count over B draws: (count + 1)/(B + 1) or count/B.
+        yield from compare(
+            ctx, "C107", f"{base}/z", conv["z"], z, bounds=_z_bounds(ctx, base, conv), statistic="z"
+        )
+    # A permutation p-value is a count over B draws: (count + 1)/(B + 1) or count/B; a
+    # rounded p stands for every count whose p rounds to it (C-10).
     b, p = conv["n_permutations"], conv["p"]
     plus_one = convention(ctx.profile, ctx.data, "p_convention").value == "plus_one"
     denominator = b + 1 if plus_one else b
-    count = p * denominator - (1 if plus_one else 0)
-    nearest = round(count)
-    if not (math.isclose(count, nearest, abs_tol=1e-6) and 0 <= nearest <= b):
+    offset = 1 if plus_one else 0
+    low, high = interval(ctx, f"{base}/p", p)
+    least = max(math.ceil(low * denominator - offset - 1e-6), 0)
+    most = min(math.floor(high * denominator - offset + 1e-6), b)
+    if least > most:
         form = "(count + 1)/(B + 1)" if plus_one else "count/B"
         yield ctx.finding("B101", f"{base}/p", p=p, form=form, b=b)
+
+
+def _z_bounds(ctx: RuleContext, base: str, conv: dict[str, Any]) -> tuple[float, float]:
+    """The least and greatest z = (J_obs − μ)/σ over the rounding intervals of its inputs (C-10):
+    z is monotone in each input while σ > 0, so the corners bound it; unbounded when the
+    interval of σ reaches 0."""
+    j_low, j_high = interval(ctx, f"{base}/j_obs", conv["j_obs"])
+    m_low, m_high = interval(ctx, f"{base}/null_mean", conv["null_mean"])
+    s_low, s_high = interval(ctx, f"{base}/null_std", conv["null_std"])
+    if s_low <= 0:
+        return -math.inf, math.inf
+    corners = [(j - m) / s for j in (j_low, j_high) for m in (m_low, m_high) for s in (s_low, s_high)]
+    return min(corners), max(corners)
 
 
 @rule("causal-bench-studies", track="causal_bench", codes=("C113",))

@@ -1,4 +1,4 @@
-"""Causal-variable rules: per-layer, Average and Highest follow from the unit scores (C);
+"""Causal-variable rules: per-layer, Average and best follow from the unit scores (C);
 featurizers, token positions, causal models and dataset interventions are well declared (V).
 The aggregation, feature maps and mechanisms come from ``mibspec.reference_impl``."""
 
@@ -14,6 +14,7 @@ from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.core.spec import KNOWN_SPEC_VERSIONS
 from mibspec.core.strict_json import JsonLinesError, load_json_file, read_json_lines
 from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
 from mibspec.reference_impl.featurizers import (
@@ -27,22 +28,30 @@ from mibspec.reference_impl.recompute.declarations import missing_declarations
 
 from .._context import RuleContext
 from .._schema_stage import schema_for
-from ._registry import compare, rule, with_defaults
+from ._registry import compare, interval, rule, with_defaults
 from .artifacts import resolve_inside, unsafe_reason
 
 
 @rule("causal-variable-aggregates", track="causal_variable", codes=("C112",))
 def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Mean over counterfactual sets per unit, best unit per layer, then Average and Highest."""
+    """Mean over counterfactual sets per unit, best unit per layer, then Average and best."""
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
         table: dict[CellKey, float] = {}
-        for unit in variable["units"]:
+        lows: dict[CellKey, float] = {}
+        highs: dict[CellKey, float] = {}
+        for u, unit in enumerate(variable["units"]):
             for cf_set, score in unit["scores"].items():
-                table[(cf_set, unit["location"]["layer"], unit["id"])] = score
+                cell = (cf_set, unit["location"]["layer"], unit["id"])
+                table[cell] = score
+                pointer = f"{base}/units/{u}/scores/{escape_pointer_token(cf_set)}"
+                lows[cell], highs[cell] = interval(ctx, pointer, score)
         try:
             result = aggregate_scores(table, better=variable["better"])
+            # Every aggregate is a mean or a best of unit means, so it rises with every
+            # score: the interval ends bound it (C-10).
+            low, high = (aggregate_scores(t, better=variable["better"]) for t in (lows, highs))
         except ValueError as exc:  # e.g. a unit scored on some counterfactual sets only
             yield ctx.finding(
                 "C112",
@@ -52,8 +61,17 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
                 recomputed=f"undefined ({exc})",
             )
             continue
-        for key in ("average", "highest"):
-            yield from compare(ctx, "C112", f"{base}/{key}", variable[key], getattr(result, key), what=key)
+        best = "best" if "best" in variable else "highest"  # spec 1.0 calls it highest
+        for key, attribute in (("average", "average"), (best, "best")):
+            yield from compare(
+                ctx,
+                "C112",
+                f"{base}/{key}",
+                variable[key],
+                getattr(result, attribute),
+                bounds=(getattr(low, attribute), getattr(high, attribute)),
+                what=key,
+            )
         claimed_layers = variable.get("per_layer")
         if claimed_layers is None:
             continue
@@ -71,7 +89,13 @@ def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterato
             continue
         for layer, value in claimed_layers.items():
             yield from compare(
-                ctx, "C112", f"{base}/per_layer/{layer}", value, layers[layer], what=f"layer {layer}"
+                ctx,
+                "C112",
+                f"{base}/per_layer/{layer}",
+                value,
+                layers[layer],
+                bounds=(low.per_layer[int(layer)], high.per_layer[int(layer)]),
+                what=f"layer {layer}",
             )
 
 
@@ -94,9 +118,12 @@ def _read_document(ctx: RuleContext, folder: Path, path: Any, kind: str) -> dict
         return None
     if not parsed.ok or not isinstance(parsed.data, dict) or parsed.data.get("kind") != kind:
         return None
-    if parsed.data.get("spec_version") != ctx.spec_version:
+    version = parsed.data.get("spec_version")
+    if not isinstance(version, str) or version not in KNOWN_SPEC_VERSIONS:
         return None
-    if not schema_for(kind, ctx.spec_version).is_valid(parsed.data):
+    # A document of any known 1.x version is read under its own version: minor versions are
+    # compatible, so a 1.1 report may reference a 1.0 featurizer.
+    if not schema_for(kind, version).is_valid(parsed.data):
         return None
     return parsed.data
 

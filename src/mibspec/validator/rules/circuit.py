@@ -12,7 +12,7 @@ from mibspec.core.findings import Finding
 from mibspec.reference_impl.metrics.circuit import cmd, cpr, edges_at, leaderboard_average, leaderboard_score
 
 from .._context import RuleContext
-from ._registry import compare, rule
+from ._registry import compare, interval, rule
 
 
 @rule("circuit-grid", track="circuit", codes=("K101", "K102"))
@@ -89,17 +89,39 @@ def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         ks = [point["k"] for point in curve["points"]]
         if ks != settings["grid"]:
             continue  # K102 reports it; the area would be on the wrong axis
+        index = curves[ranking][0]
         values = [point["faithfulness"] for point in curve["points"]]
+        spans = [
+            interval(ctx, f"/claims/curves/{index}/points/{p}/faithfulness", value)
+            for p, value in enumerate(values)
+        ]
         if ctx.profile.force_full_faithfulness and ks and math.isclose(ks[-1], 1.0):
             values[-1] = 1.0
+            spans[-1] = (1.0, 1.0)
         yield from compare(
             ctx,
             code,
             f"/claims/{metric}/value",
             claims[metric]["value"],
             compute(ks, values),
+            bounds=_area_bounds(metric, ks, spans),
             ranking=ranking,
         )
+
+
+def _area_bounds(metric: str, ks: list[float], spans: list[tuple[float, float]]) -> tuple[float, float]:
+    """The least and greatest CPR or CMD over the faithfulness intervals (C-10). Both are
+    trapezoids with non-negative weights: CPR of the interval ends, CMD of the least and
+    greatest |1 − f| each interval allows."""
+    if metric == "cpr":
+        return cpr(ks, [low for low, _ in spans]), cpr(ks, [high for _, high in spans])
+
+    def distance(f: float) -> float:
+        return abs(1.0 - f)
+
+    nearest = [1.0 if low <= 1.0 <= high else min((low, high), key=distance) for low, high in spans]
+    farthest = [max((low, high), key=distance) for low, high in spans]
+    return cmd(ks, nearest), cmd(ks, farthest)
 
 
 def _repeats(

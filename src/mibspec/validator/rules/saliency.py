@@ -10,7 +10,7 @@ from mibspec.core.findings import Finding
 from mibspec.reference_impl.metrics.saliency import weighted_iou
 
 from .._context import RuleContext
-from ._registry import compare, rule, with_defaults
+from ._registry import compare, interval, rule, with_defaults
 
 
 @rule("saliency-samples", track="saliency", codes=("D104",))
@@ -57,7 +57,15 @@ def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findi
             )
             continue
         recomputed = weighted_iou(method["per_k_iou"], weights)
-        yield from compare(ctx, "C110", f"{pointer}/wiou", method["wiou"], recomputed, what="WIoU")
+        # A weighted mean increases with every part: the interval ends bound it (C-10).
+        spans = [interval(ctx, f"{pointer}/per_k_iou/{i}", x) for i, x in enumerate(method["per_k_iou"])]
+        bounds = (
+            weighted_iou([max(low, 0.0) for low, _ in spans], weights),
+            weighted_iou([min(high, 1.0) for _, high in spans], weights),
+        )
+        yield from compare(
+            ctx, "C110", f"{pointer}/wiou", method["wiou"], recomputed, bounds=bounds, what="WIoU"
+        )
     dominance = claims["dominance"]
     if dominance["n_dominant"] > dominance["n_images"] or dominance["n_images"] == 0:
         yield ctx.finding(

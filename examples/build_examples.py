@@ -629,7 +629,7 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             "spec_version": SPEC_VERSION,
             "kind": "report",
             "track": "causal_bench",
-            "profile": "default",
+            "profile": "mib-2025",
             "title": "CAUSAL-BENCH Table 1 as printed: four localization methods on the planted 4L/4H model",
             "description": "Structural example: the numbers are those CAUSAL-BENCH prints (Table 1 to three "
             "decimals, the convergence test of its §3.3 to three significant digits), declared with that "
@@ -638,9 +638,11 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             "number derived from the others (M, S, F1, composite, J_obs, z, p) holds within the declared "
             f"rounding (spec {SPEC_VERSION}, C-10). The seed runs are synthetic, chosen so that their "
             "stability rounds to the printed S; the paper prints neither the null spread nor the "
-            "permutation seed (0.0352 is the spread the printed z implies).",
+            "permutation seed (0.0352 is the spread the printed z implies). Its p-value is the paper's "
+            "count/B, the convention of the mib-2025 profile (the default profile binds (count + 1)/(B + 1)).",
             **CB_SUBJECT,
-            "settings": {**CB_SETTINGS, "p_convention": "paper"},
+            # p_convention left out: the profile's count/B applies (PR-3).
+            "settings": {name: value for name, value in CB_SETTINGS.items() if name != "p_convention"},
             "claims": {
                 "methods": methods,
                 "convergence": TABLE1_CONVERGENCE,

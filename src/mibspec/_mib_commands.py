@@ -206,12 +206,8 @@ def export_mib_cv_submission_command(
     raise typer.Exit(EXIT_OK)
 
 
-def register(import_app: typer.Typer, app: typer.Typer) -> None:
-    """Add the commands to ``mibspec import`` and to a ``mibspec export`` group on ``app``."""
+def register(import_app: typer.Typer, export_app: typer.Typer) -> None:
+    """Add the commands to the ``mibspec import`` and ``mibspec export`` groups."""
     import_app.command("mib-dataset")(import_mib_dataset_command)
     import_app.command("mib-cv-submission")(import_mib_cv_submission_command)
-    export_app = typer.Typer(
-        help="Write mibspec documents in the formats of other tools.", no_args_is_help=True
-    )
     export_app.command("mib-cv-submission")(export_mib_cv_submission_command)
-    app.add_typer(export_app, name="export")

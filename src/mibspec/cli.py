@@ -672,9 +672,10 @@ _register_report_commands()
 
 def _register_mib_commands() -> None:
     # MIB datasets and causal-variable submissions: implemented in mibspec._mib_commands.
+    from mibspec._export_commands import export_app
     from mibspec._mib_commands import register
 
-    register(import_app, app)
+    register(import_app, export_app)
 
 
 _register_mib_commands()

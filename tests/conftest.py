@@ -80,6 +80,13 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The file-hash cache of recomputation is written into a folder of the test run, never
+    # into the user's cache.
+    monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mibspec-cache"))
+
+
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
 
 

@@ -174,8 +174,31 @@ def verify(
     jobs: Annotated[
         int, typer.Option("--jobs", "-j", help="Verify report files in this many processes.", min=1)
     ] = 1,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="process (the -j processes on this machine) or ray (one Ray task per group of "
+            "reports; needs the ray extra).",
+        ),
+    ] = "process",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="The Ray cluster to join (with --executor ray; default: a local one)."
+        ),
+    ] = None,
+    no_hash_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-hash-cache",
+            help="Hash every model file again instead of reusing digests of unchanged files from "
+            "the file-hash cache.",
+        ),
+    ] = False,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
+    import importlib.util
     import io
 
     from mibspec._api import collect_paths, resolve_codes
@@ -186,6 +209,12 @@ def verify(
 
     if profile is not None and profile not in known_profiles():
         usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+    if executor not in ("process", "ray"):
+        usage_error(f"--executor: expected process or ray, got {executor!r}")
+    if address is not None and executor != "ray":
+        usage_error("--address: only --executor ray joins a cluster")
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        usage_error("--executor ray needs the ray extra: pip install 'mibspec[ray]'")
     try:
         selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
         # Before the verification: every output can be written and none is a file it reads.
@@ -214,7 +243,7 @@ def verify(
                 "and every --model-root"
             )
     try:
-        with TerminalProgress(enabled=False if jobs > 1 else None) as progress:
+        with TerminalProgress(enabled=False if jobs > 1 and executor == "process" else None) as progress:
             result = run_verify(
                 *paths,
                 recompute=not no_recompute,
@@ -232,6 +261,9 @@ def verify(
                 select=selected,
                 ignore=ignored,
                 jobs=jobs,
+                executor=executor,
+                address=address,
+                hash_cache=not no_hash_cache,
             )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         usage_error(str(exc))

@@ -63,6 +63,9 @@ class VerifyOptions:
             codes filtered out this way are treated like a profile's ``off``: they do not
             fail the rules stage, so recomputation still runs. Other stages' findings are
             only hidden by the reporters; a stage that failed still fails its document.
+        hash_cache: let recomputation use the on-disk file-hash cache for model files.
+        session: what the recomputation of several reports shares (a
+            ``RecomputeSession``; ``None``: created for each run of ``verify_paths``).
     """
 
     recompute: bool = True
@@ -73,6 +76,8 @@ class VerifyOptions:
     progress: Progress | None = field(default=None, compare=False)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    hash_cache: bool = True
+    session: Any = field(default=None, compare=False, repr=False)
 
     def reports(self, code: str) -> bool:
         """Whether ``code`` passes the ``select`` / ``ignore`` prefix filters."""

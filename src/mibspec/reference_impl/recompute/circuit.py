@@ -247,6 +247,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         progress.advance(done - reported)
         reported = done
 
+    session = getattr(ctx.options, "session", None)
     # mean ablation averages over the corrupted inputs of the whole dataset (the default)
     result = evaluate_circuits(
         model,
@@ -260,6 +261,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         ablation=settings.get("ablation", "counterfactual"),
         batch_size=batch,
         progress=advance,
+        reuse=None if session is None else session.activations,
     )
     try:
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])

@@ -109,7 +109,7 @@ def verify(
     files = collect_paths(paths)
     if executor == "ray":
         result = verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
-    elif len(files) == 1 or (jobs == 1 and not recompute):
+    elif not recompute and (jobs == 1 or len(files) == 1):
         result = verify_paths(files, options)
     else:
         result = verify_many(files, options, jobs)

@@ -125,7 +125,7 @@ def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult
     """Verify each path with its own runner and one shared recompute session."""
     session = None
     if options.recompute:
-        from mibspec.reference_impl.recompute._session import RecomputeSession
+        from mibspec.reference_impl.recompute import RecomputeSession
 
         session = RecomputeSession(hash_cache=options.hash_cache)
         options = replace(options, session=session)

@@ -65,7 +65,7 @@ class VerifyOptions:
             only hidden by the reporters; a stage that failed still fails its document.
         hash_cache: let recomputation use the on-disk file-hash cache for model files.
         session: what the recomputation of several reports shares (a
-            ``RecomputeSession``; ``None``: created for each run of ``verify_paths``).
+            ``mibspec.reference_impl.recompute.RecomputeSession``; ``None``: nothing).
     """
 
     recompute: bool = True

@@ -11,7 +11,6 @@ import itertools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +53,9 @@ def verify_paths(paths: Iterable[str | os.PathLike[str]], options: VerifyOptions
     Raises:
         FileNotFoundError / OSError: a path given by the caller cannot be read (usage error).
     """
-    session = None
-    if options.recompute and options.session is None:
-        # what the reports of this run share (models, file digests, activations)
-        from mibspec.reference_impl.recompute._session import RecomputeSession
-
-        session = RecomputeSession(hash_cache=options.hash_cache)
-        options = replace(options, session=session)
     runner = _Runner(options)
-    try:
-        for path in paths:
-            runner.verify_file(Path(path), display=printable_path(str(path)))
-    finally:
-        if session is not None:
-            session.close()
+    for path in paths:
+        runner.verify_file(Path(path), display=printable_path(str(path)))
     return VerificationResult(documents=runner.results, profile=options.profile)
 
 

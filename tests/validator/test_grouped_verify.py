@@ -1,0 +1,144 @@
+"""Grouped verification of many reports: the same bytes as verifying each report alone, with
+one model build per group and one clean/ablation run per batch of a group."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mibspec._api import collect_paths
+from mibspec._grouping import plan_units, verify_many
+from mibspec._output_formats import REPORTERS
+from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+
+pytestmark = pytest.mark.recompute
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "circuit-ioi"
+MODELS = REPO / "examples" / "models"
+ROWS = 24  # dataset rows of every copy: two batches of 20, three of 8
+
+
+def _edit(path: Path, change: Callable[[Any], None]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def _repin(document: Path, name: str) -> None:
+    data = (document.parent / name).read_bytes()
+
+    def change(doc: Any) -> None:
+        for artifact in doc["artifacts"]:
+            if artifact["path"] == name:
+                artifact["bytes"], artifact["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+
+    _edit(document, change)
+
+
+def _copy(root: Path, name: str, change: Callable[[Any], None]) -> None:
+    """A copy of the IOI example on its first ROWS rows, its report changed by ``change``."""
+    target = root / name
+    shutil.copytree(EXAMPLE, target)
+    lines = (target / "dataset.jsonl").read_text(encoding="utf-8").splitlines()[:ROWS]
+    (target / "dataset.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _edit(target / "dataset.json", lambda d: d["artifacts"][0].update(rows=ROWS))
+    _repin(target / "dataset.json", "dataset.jsonl")
+
+    def report(doc: Any) -> None:
+        doc["task"]["n_examples"] = ROWS
+        change(doc)
+
+    _edit(target / "report.json", report)
+    _repin(target / "report.json", "dataset.json")
+
+
+def _reverse(doc: Any) -> None:  # the signed curve's points take the circuits in reverse order
+    points = doc["claims"]["curves"][0]["points"]
+    for point, index in zip(points, reversed([p["circuit"] for p in points]), strict=True):
+        point["circuit"] = index
+
+
+def _shift(doc: Any) -> None:  # the absolute curve's points take other rows of the membership
+    for point in doc["claims"]["curves"][1]["points"]:
+        point["circuit"] = (point["circuit"] + 3) % 20
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four reports: three on the same forward passes with different circuits, one with
+    another batch size (a group of its own)."""
+    root = tmp_path_factory.mktemp("grouped")
+    _copy(root, "a", lambda doc: None)
+    _copy(root, "b", _reverse)
+    _copy(root, "c", _shift)
+    _copy(root, "d", lambda doc: doc["settings"].update(batch_size=8))
+    return collect_paths([root])
+
+
+def _json(result: VerificationResult) -> str:
+    buffer = io.StringIO()
+    REPORTERS["json"](result, buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many models were built and unpatched batch runs computed."""
+    from mibspec.reference_impl import engine
+    from mibspec.reference_impl.engine import _evaluate
+
+    counts = {"models": 0, "runs": 0}
+
+    def counting(name: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(engine, "load_model_from_bytes", counting("models", engine.load_model_from_bytes))
+    monkeypatch.setattr(_evaluate, "_unpatched_runs", counting("runs", _evaluate._unpatched_runs))
+    return counts
+
+
+def test_groups_follow_the_forward_passes(corpus: list[str]) -> None:
+    units = plan_units(corpus, VerifyOptions(model_roots=(MODELS,)), 1)
+    assert units == [[0, 1, 2], [3]]
+    # fewer groups than workers: the largest is split, every report in exactly one unit
+    split = plan_units(corpus, VerifyOptions(model_roots=(MODELS,)), 3)
+    assert sorted(i for unit in split for i in unit) == [0, 1, 2, 3]
+    assert len(split) == 3
+
+
+def test_grouped_output_is_the_bytes_of_each_report_verified_alone(
+    corpus: list[str], counted: dict[str, int]
+) -> None:
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    alone = _json(verify_paths(corpus, options))  # no shared session: as before grouping
+    assert counted == {"models": 4, "runs": 3 * math.ceil(ROWS / 20) + math.ceil(ROWS / 8)}
+    counted.update(models=0, runs=0)
+    grouped = _json(verify_many(corpus, options))
+    assert grouped == alone
+    # one model per group, one unpatched run per batch of a group
+    assert counted == {"models": 2, "runs": math.ceil(ROWS / 20) + math.ceil(ROWS / 8)}
+    documents = json.loads(grouped)["documents"]
+    recomputed = [d for d in documents if d["kind"] == "report"]
+    assert len(recomputed) == 4
+    assert all("recomputed" in d for d in recomputed)
+    # the circuits differ: so do the recomputed values of the signed curve
+    values = {json.dumps([c["recomputed"] for c in d["recomputed"]]) for d in recomputed[:3]}
+    assert len(values) == 3
+
+
+def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    assert _json(verify_many(corpus, options, 2)) == _json(verify_paths(corpus, options))

@@ -18,7 +18,8 @@ Executors:
 
 * ``process`` (``jobs`` > 1): ``jobs - 1`` persistent worker processes and this process
   take units from one queue, so worker start-up overlaps with work and costs once per
-  worker, never once per report;
+  worker, never once per report (workers are forked where that is safe, see
+  :func:`_start_method`);
 * ``ray``: one task per unit on a Ray cluster (``address``, else a local one), with
   ``num_gpus=1`` when the device is CUDA. A task whose worker dies is retried
   :data:`RAY_MAX_RETRIES` times; after that its reports are failed (a failed stage and an
@@ -34,6 +35,7 @@ import math
 import multiprocessing
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -216,9 +218,7 @@ def _run_processes(
     keep: Callable[[list[int], list[PathResult]], None],
 ) -> None:
     """``jobs - 1`` worker processes and this one take units from one queue."""
-    # "spawn": a fresh interpreter per worker, the same on every platform, and safe after
-    # a parent has imported libraries that keep threads (fork would copy their locks).
-    context = multiprocessing.get_context("spawn")
+    context = _start_method()
     pending = deque(range(len(units)))
     running: dict[Future[list[PathResult]], int] = {}
 
@@ -246,6 +246,19 @@ def _run_processes(
             else:
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 collect(done)
+
+
+def _start_method() -> Any:
+    """How worker processes start.
+
+    "fork" on Linux while this process runs one thread and has not imported torch: a worker
+    then starts at once with the modules and compiled schemas already loaded. Otherwise
+    "spawn", a fresh interpreter per worker, safe after a library that keeps threads was
+    imported (fork would copy its locks).
+    """
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and "torch" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 # --- Ray --------------------------------------------------------------------------------------

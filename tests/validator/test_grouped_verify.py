@@ -142,3 +142,39 @@ def test_grouped_output_is_the_bytes_of_each_report_verified_alone(
 def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
     options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
     assert _json(verify_many(corpus, options, 2)) == _json(verify_paths(corpus, options))
+
+
+def test_a_second_run_reuses_the_digests_of_unchanged_model_files(
+    corpus: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.reference_impl.recompute import RecomputeSession
+
+    monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    outputs, hashed = [], []
+    for _ in range(2):
+        session = RecomputeSession(hash_cache=True)
+        result = verify_paths(corpus[3:], VerifyOptions(model_roots=(MODELS,), session=session))
+        session.close()
+        assert session.hashes is not None
+        hashed.append(session.hashes.hashed)
+        outputs.append(_json(result))
+    files = {m.name for m in result.documents[0].model_files}
+    assert hashed == [len(files), 0]
+    assert outputs[0] == outputs[1]
+    assert (tmp_path / "cache" / "file-hashes-v1.json").is_file()
+
+
+def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspec_cli: Any) -> None:
+    done = mibspec_cli(
+        "verify",
+        corpus[3],
+        "--model-root",
+        str(MODELS),
+        "--no-hash-cache",
+        "-f",
+        "json",
+        env={"MIBSPEC_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "recomputed" in json.loads(done.stdout)["documents"][0]
+    assert not (tmp_path / "cache").exists()

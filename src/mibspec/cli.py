@@ -214,7 +214,9 @@ def verify(
     if address is not None and executor != "ray":
         usage_error("--address: only --executor ray joins a cluster")
     if executor == "ray" and importlib.util.find_spec("ray") is None:
-        usage_error("--executor ray needs the ray extra: pip install 'mibspec[ray]'")
+        from mibspec.core.spec import install_hint
+
+        usage_error(f"--executor ray needs the ray extra: {install_hint('ray')}")
     try:
         selected, ignored = resolve_codes(select or (), "--select"), resolve_codes(ignore or (), "--ignore")
         # Before the verification: every output can be written and none is a file it reads.

@@ -52,7 +52,7 @@ from mibspec.validator import (
     verify_paths,
 )
 
-__all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "verify_many"]
+__all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus", "verify_many"]
 
 #: How many times a Ray task whose worker died is run again before its reports fail.
 RAY_MAX_RETRIES = 2
@@ -297,6 +297,12 @@ def _injected_fault(paths: list[str]) -> None:
                 os._exit(70)
 
 
+def task_gpus(options: Any) -> int:
+    """GPUs a Ray task asks for: one when the run's device is CUDA (``cuda``, ``cuda:N``)."""
+    device = str(getattr(options, "device", None) or "")
+    return 1 if device == "cuda" or device.startswith("cuda:") else 0
+
+
 def _run_ray(
     files: list[str],
     units: list[list[int]],
@@ -312,9 +318,9 @@ def _run_ray(
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         joined = True
     try:
-        device = str(getattr(options, "device", None) or "")
-        resources = {"num_gpus": 1} if device.startswith("cuda") else {}
-        task = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False, **resources)(_ray_unit)
+        task = ray.remote(
+            max_retries=RAY_MAX_RETRIES, retry_exceptions=False, num_gpus=task_gpus(options)
+        )(_ray_unit)
         cwd = os.getcwd()
         refs = {
             task.remote(cwd, [files[i] for i in unit], options): index for index, unit in enumerate(units)

@@ -15,7 +15,7 @@ import pytest
 
 from mibspec._api import collect_paths
 from mibspec._api import verify as run_verify
-from mibspec._grouping import RAY_MAX_RETRIES, verify_many
+from mibspec._grouping import RAY_MAX_RETRIES, task_gpus, verify_many
 from mibspec._output_formats import REPORTERS
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
 
@@ -117,3 +117,14 @@ def test_the_cli_refuses_an_address_without_ray(mibspec_cli: Any, reports: list[
     assert done.returncode == 2
     assert "--address" in done.stderr
     assert mibspec_cli("verify", reports[0], "--no-recompute", "--executor", "dask").returncode == 2
+
+
+@pytest.mark.parametrize(("device", "gpus"), [(None, 0), ("cpu", 0), ("cuda", 1), ("cuda:1", 1), ("mps", 0)])
+def test_a_task_asks_for_a_gpu_when_the_device_is_cuda(device: str | None, gpus: int) -> None:
+    class Options:
+        pass
+
+    options = Options()
+    options.device = device  # type: ignore[attr-defined]
+    assert task_gpus(options) == gpus
+    assert task_gpus(OPTIONS) == 0  # no device option: the CPU

@@ -64,9 +64,10 @@ def _repin(document: Path, name: str) -> None:
     _edit(document, change)
 
 
-def _corpus(root: Path, n: int, rows: int, batch_sizes: tuple[int, ...] = (20,)) -> None:
+def build_corpus(root: Path, n: int, rows: int, batch_sizes: tuple[int, ...] = (20,)) -> None:
     """``n`` report folders on the first ``rows`` dataset rows, report i's curves taking the
-    membership rows rotated by i, and the batch size ``batch_sizes[i % len]``."""
+    membership rows rotated by i, and the batch size ``batch_sizes[i % len]`` (the tests
+    build their reports with it too)."""
     for i in range(n):
         target = root / f"run{i:03d}"
         shutil.copytree(EXAMPLE, target)
@@ -104,7 +105,7 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> None:
     from mibspec.validator import VerifyOptions
 
     root = tmp / "grouped"
-    _corpus(root, args.reports, args.rows)
+    build_corpus(root, args.reports, args.rows)
     files = collect_paths([root])
     options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
 
@@ -175,7 +176,7 @@ def _cli(folder: Path, *extra: str) -> tuple[float, bytes]:
 
 def _ray(args: argparse.Namespace, tmp: Path) -> None:
     root = tmp / "ray"
-    _corpus(root, args.ray_reports, args.rows, batch_sizes=(20, 10))
+    build_corpus(root, args.ray_reports, args.rows, batch_sizes=(20, 10))
     roots = ("--model-root", str(MODELS))
     j2, out_j2 = _cli(root, *roots, "-j", "2")
     ray_time, out_ray = _cli(root, *roots, "--executor", "ray")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -107,9 +106,10 @@ def _digest(path: Path, max_bytes: int) -> str | None:
 def plan_units(files: Sequence[str], options: VerifyOptions, workers: int) -> list[list[int]]:
     """The units (lists of indices into ``files``), in the order they should start."""
     n = len(files)
-    if not options.recompute:
-        size = max(1, math.ceil(n / (workers * _UNITS_PER_WORKER)))
-        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+    if not options.recompute:  # runs of consecutive reports, of sizes that differ by one at most
+        count = min(n, workers * _UNITS_PER_WORKER)
+        bounds = [round(i * n / count) for i in range(count + 1)]
+        return [list(range(bounds[i], bounds[i + 1])) for i in range(count)]
     groups: dict[Any, list[int]] = {}
     for i, path in enumerate(files):
         key = group_key(path, options.limits.max_bytes)

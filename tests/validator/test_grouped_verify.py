@@ -3,12 +3,10 @@ one model build per group and one clean/ablation run per batch of a group."""
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import io
 import json
 import math
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,65 +20,28 @@ from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
 pytestmark = pytest.mark.recompute
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "circuit-ioi"
 MODELS = REPO / "examples" / "models"
 ROWS = 24  # dataset rows of every copy: two batches of 20, three of 8
 
 
-def _edit(path: Path, change: Callable[[Any], None]) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-
-def _repin(document: Path, name: str) -> None:
-    data = (document.parent / name).read_bytes()
-
-    def change(doc: Any) -> None:
-        for artifact in doc["artifacts"]:
-            if artifact["path"] == name:
-                artifact["bytes"], artifact["sha256"] = len(data), hashlib.sha256(data).hexdigest()
-
-    _edit(document, change)
-
-
-def _copy(root: Path, name: str, change: Callable[[Any], None]) -> None:
-    """A copy of the IOI example on its first ROWS rows, its report changed by ``change``."""
-    target = root / name
-    shutil.copytree(EXAMPLE, target)
-    lines = (target / "dataset.jsonl").read_text(encoding="utf-8").splitlines()[:ROWS]
-    (target / "dataset.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _edit(target / "dataset.json", lambda d: d["artifacts"][0].update(rows=ROWS))
-    _repin(target / "dataset.json", "dataset.jsonl")
-
-    def report(doc: Any) -> None:
-        doc["task"]["n_examples"] = ROWS
-        change(doc)
-
-    _edit(target / "report.json", report)
-    _repin(target / "report.json", "dataset.json")
-
-
-def _reverse(doc: Any) -> None:  # the signed curve's points take the circuits in reverse order
-    points = doc["claims"]["curves"][0]["points"]
-    for point, index in zip(points, reversed([p["circuit"] for p in points]), strict=True):
-        point["circuit"] = index
-
-
-def _shift(doc: Any) -> None:  # the absolute curve's points take other rows of the membership
-    for point in doc["claims"]["curves"][1]["points"]:
-        point["circuit"] = (point["circuit"] + 3) % 20
+def _benchmark() -> Any:
+    """The benchmark module, whose corpus of report copies these tests verify."""
+    path = REPO / "benchmarks" / "bench_grouped_verify.py"
+    spec = importlib.util.spec_from_file_location("bench_grouped_verify", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """Four reports: three on the same forward passes with different circuits, one with
-    another batch size (a group of its own)."""
+    """Four copies of the IOI example on its first ROWS rows, each taking other rows of the
+    membership for its curves: three on the same forward passes, one with another batch
+    size (a group of its own)."""
     root = tmp_path_factory.mktemp("grouped")
-    _copy(root, "a", lambda doc: None)
-    _copy(root, "b", _reverse)
-    _copy(root, "c", _shift)
-    _copy(root, "d", lambda doc: doc["settings"].update(batch_size=8))
+    _benchmark().build_corpus(root, 4, ROWS, batch_sizes=(20, 20, 20, 8))
     return collect_paths([root])
 
 
@@ -178,3 +139,14 @@ def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspe
     assert done.returncode in (0, 1), done.stderr
     assert "recomputed" in json.loads(done.stdout)["documents"][0]
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -> None:
+    # start-up is amortised: a worker gets runs of consecutive reports, never one task
+    # (or one process) per report, and every worker gets work
+    files = [f"r{i}/report.json" for i in range(50)]
+    units = plan_units(files, VerifyOptions(recompute=False), workers)
+    assert [i for unit in units for i in unit] == list(range(50))  # each once, in order
+    assert workers <= len(units) <= 4 * workers
+    assert max(len(unit) for unit in units) - min(len(unit) for unit in units) <= 1

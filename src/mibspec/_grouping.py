@@ -38,6 +38,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -238,7 +239,11 @@ def _run_processes(
         while pending or running:
             while pending and len(running) < jobs - 1:
                 index = pending.popleft()
-                running[pool.submit(verify_unit, [files[i] for i in units[index]], options)] = index
+                paths = [files[i] for i in units[index]]
+                try:
+                    running[pool.submit(verify_unit, paths, options)] = index
+                except BrokenProcessPool as exc:  # a worker died earlier: the pool takes no more
+                    keep(units[index], _failed(paths, exc))
             if pending:  # this process works too, while the workers start and run
                 index = pending.popleft()
                 keep(units[index], verify_unit([files[i] for i in units[index]], options))

@@ -150,3 +150,55 @@ def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -
     assert [i for unit in units for i in unit] == list(range(50))  # each once, in order
     assert workers <= len(units) <= 4 * workers
     assert max(len(unit) for unit in units) - min(len(unit) for unit in units) <= 1
+
+
+_KILL_WORKERS = """
+import multiprocessing, os
+import mibspec._grouping as grouping
+
+_verify_unit = grouping.verify_unit
+
+
+def verify_unit(paths, options):
+    if multiprocessing.parent_process() is not None:  # a worker dies on its first unit
+        os._exit(70)
+    return _verify_unit(paths, options)
+
+
+grouping.verify_unit = verify_unit
+"""
+
+
+def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = tmp_path / "results"
+    for name in "abcdef":
+        shutil.copytree(REPO / "examples" / "circuit", root / name)
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(_KILL_WORKERS, encoding="utf-8")
+    pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", "2", "-f", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
+        timeout=600,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    reports = [str(root / name / "report.json") for name in "abcdef"]
+    assert all(path in documents for path in reports)  # nothing lost
+    failed = [path for path in reports if documents[path]["stages"][0]["status"] == "failed"]
+    assert failed  # the worker's reports: failed, never passed
+    for path in failed:
+        assert not documents[path]["valid"]
+        assert "internal error" in documents[path]["stages"][0]["detail"]
+    assert all(documents[path]["valid"] for path in reports if path not in failed)

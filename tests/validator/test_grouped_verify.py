@@ -3,10 +3,10 @@ one model build per group and one clean/ablation run per batch of a group."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +24,13 @@ MODELS = REPO / "examples" / "models"
 ROWS = 24  # dataset rows of every copy: two batches of 20, three of 8
 
 
-def _benchmark() -> Any:
-    """The benchmark module, whose corpus of report copies these tests verify."""
-    path = REPO / "benchmarks" / "bench_grouped_verify.py"
-    spec = importlib.util.spec_from_file_location("bench_grouped_verify", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def corpus(tmp_path_factory: pytest.TempPathFactory, report_copies: Any) -> list[str]:
     """Four copies of the IOI example on its first ROWS rows, each taking other rows of the
     membership for its curves: three on the same forward passes, one with another batch
     size (a group of its own)."""
     root = tmp_path_factory.mktemp("grouped")
-    _benchmark().build_corpus(root, 4, ROWS, batch_sizes=(20, 20, 20, 8))
+    report_copies(root, 4, ROWS, batch_sizes=(20, 20, 20, 8))
     return collect_paths([root])
 
 
@@ -169,28 +158,11 @@ grouping.verify_unit = verify_unit
 """
 
 
-def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path) -> None:
-    import os
-    import shutil
-    import subprocess
-    import sys
-
+def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, injected_cli: Any) -> None:
     root = tmp_path / "results"
     for name in "abcdef":
         shutil.copytree(REPO / "examples" / "circuit", root / name)
-    inject = tmp_path / "inject"
-    inject.mkdir()
-    (inject / "sitecustomize.py").write_text(_KILL_WORKERS, encoding="utf-8")
-    pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", "2", "-f", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
-        timeout=600,
-    )
+    done = injected_cli(_KILL_WORKERS, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}

@@ -131,17 +131,10 @@ def test_a_task_asks_for_a_gpu_when_the_device_is_cuda(device: str | None, gpus:
 
 
 @pytest.mark.recompute
-def test_ray_recomputation_is_the_bytes_of_one_process(cluster: Path, tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_grouped_verify", REPO / "benchmarks" / "bench_grouped_verify.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    bench.build_corpus(tmp_path, 3, 8, batch_sizes=(4, 8, 4))  # two groups: two tasks
+def test_ray_recomputation_is_the_bytes_of_one_process(
+    cluster: Path, tmp_path: Path, report_copies: Any
+) -> None:
+    report_copies(tmp_path, 3, 8, batch_sizes=(4, 8, 4))  # two groups: two tasks
     files = collect_paths([tmp_path])
     options = VerifyOptions(model_roots=(REPO / "examples" / "models",), hash_cache=False)
     serial = _json(verify_paths(files, options))

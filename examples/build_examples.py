@@ -639,7 +639,8 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             f"rounding (spec {SPEC_VERSION}, C-10). The seed runs are synthetic, chosen so that their "
             "stability rounds to the printed S; the paper prints neither the null spread nor the "
             "permutation seed (0.0352 is the spread the printed z implies). Its p-value is the paper's "
-            "count/B, the convention of the mib-2025 profile (the default profile binds (count + 1)/(B + 1)).",
+            "count/B, the convention of the mib-2025 profile (the default profile binds "
+            "(count + 1)/(B + 1)).",
             **CB_SUBJECT,
             # p_convention left out: the profile's count/B applies (PR-3).
             "settings": {name: value for name, value in CB_SETTINGS.items() if name != "p_convention"},

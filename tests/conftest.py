@@ -80,6 +80,13 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The file-hash cache of recomputation is written into a folder of the test run, never
+    # into the user's cache.
+    monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mibspec-cache"))
+
+
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -130,3 +137,44 @@ def small_ioi_dataset() -> SmallDataset:
         return target / "test.meta.json"
 
     return make
+InjectedRun = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def injected_cli(tmp_path: Path) -> InjectedRun:
+    """Run ``python -m mibspec ARGS`` in ``tmp_path`` with ``code`` as its ``sitecustomize``
+    (run at start-up by the process and every worker it spawns): a defect injected from
+    outside, to see how a run survives it."""
+
+    def run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+        inject = tmp_path / "inject"
+        inject.mkdir(exist_ok=True)
+        (inject / "sitecustomize.py").write_text(code, encoding="utf-8")
+        pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
+        return subprocess.run(
+            [sys.executable, "-m", "mibspec", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=tmp_path,
+            env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
+            timeout=600,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def report_copies() -> Callable[..., None]:
+    """``build_corpus(root, n, rows, batch_sizes)`` of ``benchmarks/bench_grouped_verify.py``:
+    copies of the IOI circuit report, each evaluating other circuits on the same rows."""
+    import importlib.util
+
+    path = REPO / "benchmarks" / "bench_grouped_verify.py"
+    spec = importlib.util.spec_from_file_location("bench_grouped_verify", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    build: Callable[..., None] = module.build_corpus
+    return build

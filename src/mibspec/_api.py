@@ -51,6 +51,9 @@ def verify(
     jobs: int = 1,
     device: str = "cpu",
     batch_size: int | str | None = None,
+    executor: str = "process",
+    address: str | None = None,
+    hash_cache: bool = True,
 ) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
@@ -75,19 +78,36 @@ def verify(
             batch size each report declares), a positive integer, or ``"auto"`` (chosen
             from the device's free memory and halved when it runs out of memory). Results
             depend on it by floating-point reassociation at most (engine.md ME-10).
+        executor: ``process`` (``jobs`` processes on this machine) or ``ray`` (one Ray
+            task per group of reports; needs the ``ray`` extra).
+        address: the Ray cluster to join (``ray`` only; default: a local cluster).
+        hash_cache: let recomputation reuse model files' digests from the on-disk
+            file-hash cache (see ``mibspec.reference_impl.recompute._hash_cache``).
+
+    Reports are verified in groups that share their forward passes (model, dtype,
+    dataset, counterfactual, ablation, ...): each group loads its model once and computes
+    each batch's clean and ablation runs once (see :mod:`mibspec._grouping`); the result
+    is the same as verifying each report alone.
 
     Returns:
         The verification result; ``result.valid`` is the verdict.
 
     Raises:
         FileNotFoundError: a path does not exist (a usage error, not a finding).
-        ValueError: ``jobs`` is below 1, a code prefix matches no catalogue code, a
-            malformed ``batch_size``, or a device that is malformed or not present
-            (``DeviceError``, a ``ValueError``).
+        ValueError: ``jobs`` is below 1, an unknown executor, an address without the
+            ``ray`` executor, a code prefix matches no catalogue code, a malformed
+            ``batch_size``, or a device that is malformed or not present (``DeviceError``,
+            a ``ValueError``).
     """
+    from mibspec._grouping import EXECUTORS, verify_many
+
     if jobs < 1:
         raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
     device, batch_size = run_device(device, batch_size, recompute)
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ValueError("address: only the ray executor joins a cluster")
     options = VerifyOptions(
         recompute=recompute,
         profile=profile,
@@ -98,14 +118,15 @@ def verify(
         ignore=resolve_codes(ignore, "ignore"),
         device=device,
         batch_size=batch_size,
+        hash_cache=hash_cache,
     )
     files = collect_paths(paths)
-    if jobs == 1 or len(files) == 1:
+    if executor == "ray":
+        result = verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
+    elif not recompute and (jobs == 1 or len(files) == 1):
         result = verify_paths(files, options)
     else:
-        from mibspec._batch import verify_parallel
-
-        result = verify_parallel(files, options, jobs)
+        result = verify_many(files, options, jobs)
     if options.select or options.ignore:
         for doc in result.documents:
             doc.findings = [f for f in doc.findings if options.reports(f.code)]

@@ -185,8 +185,31 @@ def verify(
             "chosen from free memory, halved on out-of-memory.",
         ),
     ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="process (the -j processes on this machine) or ray (one Ray task per group of "
+            "reports; needs the ray extra).",
+        ),
+    ] = "process",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="The Ray cluster to join (with --executor ray; default: a local one)."
+        ),
+    ] = None,
+    no_hash_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-hash-cache",
+            help="Hash every model file again instead of reusing digests of unchanged files from "
+            "the file-hash cache.",
+        ),
+    ] = False,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
+    import importlib.util
     import io
 
     from mibspec._api import collect_paths, resolve_codes, run_device
@@ -197,6 +220,14 @@ def verify(
 
     if profile is not None and profile not in known_profiles():
         usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
+    if executor not in ("process", "ray"):
+        usage_error(f"--executor: expected process or ray, got {executor!r}")
+    if address is not None and executor != "ray":
+        usage_error("--address: only --executor ray joins a cluster")
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        from mibspec.core.spec import install_hint
+
+        usage_error(f"--executor ray needs the ray extra: {install_hint('ray')}")
     try:
         device, size = run_device(device, batch_size, not no_recompute)
     except ValueError as exc:  # a malformed or absent device, a malformed batch size
@@ -230,7 +261,7 @@ def verify(
                 "and every --model-root"
             )
     try:
-        with TerminalProgress(enabled=False if jobs > 1 else None) as progress:
+        with TerminalProgress(enabled=False if jobs > 1 and executor == "process" else None) as progress:
             result = run_verify(
                 *paths,
                 recompute=not no_recompute,
@@ -250,6 +281,9 @@ def verify(
                 jobs=jobs,
                 device=device,
                 batch_size=size,
+                executor=executor,
+                address=address,
+                hash_cache=not no_hash_cache,
             )
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         usage_error(str(exc))

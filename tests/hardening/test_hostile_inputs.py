@@ -1160,23 +1160,13 @@ def test_a_rule_that_raises_fails_its_document_only(report: Path) -> None:
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_batch_with_an_internal_error_reports_every_other_document(tmp_path: Path, jobs: str) -> None:
+def test_a_batch_with_an_internal_error_reports_every_other_document(
+    tmp_path: Path, jobs: str, injected_cli: Any
+) -> None:
     root = tmp_path / "results"
     for name in ("a", "boom", "c"):
         shutil.copytree(EXAMPLE, root / name)
-    inject = tmp_path / "inject"
-    inject.mkdir()
-    (inject / "sitecustomize.py").write_text(_INJECTED_DEFECT, encoding="utf-8")
-    pythonpath = os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, "-m", "mibspec", "verify", str(root), "--no-recompute", "-j", jobs, "-f", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": pythonpath},
-        timeout=600,
-    )
+    done = injected_cli(_INJECTED_DEFECT, "verify", str(root), "--no-recompute", "-j", jobs, "-f", "json")
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}

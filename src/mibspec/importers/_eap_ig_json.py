@@ -23,7 +23,7 @@ import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 

@@ -251,7 +251,8 @@ def _nine(
         "dtype": "bool",
     }
     if all(g.node_in_graph is not None for g in rows):
-        nodes = np.stack([g.node_in_graph for g in rows] + [np.ones(universe.n_forward, dtype=bool)])
+        flags = [g.node_in_graph for g in rows if g.node_in_graph is not None]
+        nodes = np.stack([*flags, np.ones(universe.n_forward, dtype=bool)])
         tensors["node_membership"] = nodes
         document["node_membership"] = {
             "artifact": "tensors",

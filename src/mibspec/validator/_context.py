@@ -68,6 +68,9 @@ class VerifyOptions:
         batch_size: examples per forward pass of recomputation: ``None`` (the batch size
             the report declares), a positive integer, or ``"auto"`` (chosen from the
             device's free memory, halved when the device runs out of memory).
+        hash_cache: let recomputation use the on-disk file-hash cache for model files.
+        session: what the recomputation of several reports shares (a
+            ``mibspec.reference_impl.recompute.RecomputeSession``; ``None``: nothing).
     """
 
     recompute: bool = True
@@ -80,6 +83,8 @@ class VerifyOptions:
     ignore: tuple[str, ...] = ()
     device: str = "cpu"
     batch_size: int | str | None = None
+    hash_cache: bool = True
+    session: Any = field(default=None, compare=False, repr=False)
 
     def reports(self, code: str) -> bool:
         """Whether ``code`` passes the ``select`` / ``ignore`` prefix filters."""

@@ -51,15 +51,18 @@ from ._load import (
     safetensors_parameters,
 )
 from ._random import FAMILIES, random_model
+from ._reuse import DEFAULT_ACTIVATION_BYTES, ActivationCache
 from ._weights import LayerWeights, ModelWeights, NormWeights
 
 __all__ = [
     "ABLATIONS",
+    "DEFAULT_ACTIVATION_BYTES",
     "DTYPES",
     "FAMILIES",
     "MAX_MODEL_TENSORS",
     "SUPPORTED_ARCHITECTURES",
     "Ablation",
+    "ActivationCache",
     "CircuitMetrics",
     "ForwardOutput",
     "LayerWeights",

@@ -63,6 +63,7 @@ from ._inputs import (
 from ._mixing import Mixing
 from ._ops import gather_read, logit_difference
 from ._patched_forward import BatchContext, HeadWeights, PassSetup, PatchedPass
+from ._reuse import ActivationCache
 from ._weights import ModelWeights
 
 __all__ = [
@@ -156,6 +157,7 @@ def evaluate_circuits(
     batch_size: int = 20,
     memory_budget: int = 2**28,
     progress: Callable[[int], None] | None = None,
+    reuse: ActivationCache | None = None,
 ) -> CircuitMetrics:
     """Per-example metric of K circuits, plus the full model and the empty circuit (ME-1..ME-9).
 
@@ -183,6 +185,9 @@ def evaluate_circuits(
             coincide; on a CPU stacking pays off for small circuits, whose passes are short.
         progress: called after each batch with the number of examples done so far
             (like ``attribute_edges``).
+        reuse: an :class:`ActivationCache` holding the clean and ablation runs of
+            batches already evaluated (by another call on the same model and examples);
+            the results are the same with or without it.
 
     Returns:
         :class:`CircuitMetrics`.
@@ -214,7 +219,14 @@ def evaluate_circuits(
             width = int(mask[sl].sum(1).max())
             b_ids, b_cids, b_mask, b_tok = ids[sl, :width], cids[sl, :width], mask[sl, :width], tokens[sl]
             batch, positions = _batch_context(model, b_mask, b_tok)
-            clean_final, ref = _unpatched_runs(model, constant, b_ids, b_cids, b_mask, batch.rope)
+            if reuse is None:
+                clean_final, ref = _unpatched_runs(model, constant, b_ids, b_cids, b_mask, batch.rope)
+            else:
+                clean_final, ref = reuse.get_or_compute(
+                    model,
+                    (constant, b_ids, b_cids, b_mask),
+                    functools.partial(_unpatched_runs, model, constant, b_ids, b_cids, b_mask, batch.rope),
+                )
             clean_m[sl] = logit_difference(model, gather_read(clean_final, batch.read), b_tok).cpu().numpy()
             empty_m[sl] = logit_difference(model, gather_read(ref.final, batch.read), b_tok).cpu().numpy()
             out[plan.full, sl] = clean_m[sl]

@@ -6,6 +6,15 @@ every model-based recomputer needs (the model, its tokenizer, referenced documen
 exported here for the producers too; this package itself imports no torch.
 """
 
+from ._hash_cache import FileHashCache, default_cache_dir
 from ._inputs import ModelSource, UnusableInputError, encode_function
+from ._session import RecomputeSession
 
-__all__ = ["ModelSource", "UnusableInputError", "encode_function"]
+__all__ = [
+    "FileHashCache",
+    "ModelSource",
+    "RecomputeSession",
+    "UnusableInputError",
+    "default_cache_dir",
+    "encode_function",
+]

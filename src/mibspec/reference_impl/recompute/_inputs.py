@@ -37,6 +37,8 @@ from mibspec.core.strict_json import (
     read_json_lines,
 )
 
+from ._hash_cache import FileGrewError, FileHashCache
+
 __all__ = [
     "ModelFile",
     "ModelMismatchError",
@@ -288,10 +290,18 @@ def _hub_snapshot(source: ModelSource, pointer: str, check_config: Any) -> Model
 class _Reader:
     """Reads a model folder's files once, bounded and hashed (see the module docstring)."""
 
-    def __init__(self, source: ModelSource, declared: dict[str, str], pointer: str, progress: Any) -> None:
+    def __init__(
+        self,
+        source: ModelSource,
+        declared: dict[str, str],
+        pointer: str,
+        progress: Any,
+        hashes: FileHashCache | None = None,
+    ) -> None:
         self.folder = Path(source.location)
         self.root = Path(source.root or source.location).resolve()
         self.declared, self.pointer, self.progress = declared, pointer, progress
+        self.hashes = hashes
         self.used: list[ModelFile] = []
 
     def locate(self, name: str) -> Path:
@@ -303,7 +313,16 @@ class _Reader:
         return _inside(path, self.root, where, f"model file {name!r}")
 
     def read(self, name: str, path: Path, size: int, keep: bool = True) -> bytes:
-        """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed."""
+        """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed, or
+        their digest from the file-hash cache when the file is unchanged since it was hashed."""
+        if self.hashes is not None:
+            try:
+                actual, total, data = self.hashes.read(path, size, keep=keep, progress=self.progress)
+            except FileGrewError:
+                raise UnusableInputError(
+                    self.pointer, f"model file {name!r} changed while it was read"
+                ) from None
+            return self._check(name, path, actual, total, data)
         digest, chunks, total = hashlib.sha256(), [], 0
         with path.open("rb") as handle:
             while chunk := handle.read(min(_CHUNK, size + 1 - total)):
@@ -314,14 +333,16 @@ class _Reader:
                 if keep:
                     chunks.append(chunk)
                 self.progress.advance(len(chunk))
-        actual = digest.hexdigest()
+        return self._check(name, path, digest.hexdigest(), total, b"".join(chunks))
+
+    def _check(self, name: str, path: Path, actual: str, total: int, data: bytes) -> bytes:
         declared = self.declared.get(name)
         if declared is not None and actual != declared:
             raise UnusableInputError(
                 f"{self.pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
             )
         self.used.append(ModelFile(name, str(path), actual, total))
-        return b"".join(chunks)
+        return data
 
 
 def _size_error(pointer: str, exc: Exception) -> UnusableInputError:
@@ -360,7 +381,8 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     source = resolve_model(declaration, ctx.folder, ctx.options.model_roots, pointer)
     if not source.local:
         source = _hub_snapshot(source, pointer, vet)
-    reader = _Reader(source, declared, pointer, progress)
+    session = getattr(ctx.options, "session", None)
+    reader = _Reader(source, declared, pointer, progress, None if session is None else session.hashes)
     config_path = reader.locate(_CONFIG)
     config_size = config_path.stat().st_size
     if config_size > ctx.options.limits.max_bytes:
@@ -399,20 +421,33 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     progress.start(f"reading and hashing the model files of {source.display}", sum(sizes.values()))
     for name in extra:
         reader.read(name, paths[name], sizes[name], keep=False)
+    # The files the weights are built from: the config and index bytes read above, and the
+    # digests of the weights and tokenizer. A model built earlier in this run from files
+    # with the same digests is used again instead of being read and built twice.
+    model_key = (
+        source.location,
+        source.revision,
+        dtype,
+        tuple((f.name, f.sha256) for f in reader.used if f.name in (_CONFIG, _INDEX)),
+    )
+    reused = None
+    if session is not None and session.has_model(model_key):
+        mark = len(reader.used)
+        for name in names:
+            reader.read(name, paths[name], sizes[name], keep=False)
+        reused = session.model(model_key, tuple((f.name, f.sha256) for f in reader.used[mark:]))
+        if reused is None:  # changed since: read and build anew
+            del reader.used[mark:]
+    if reused is not None:
+        ctx.model_files.extend(reader.used)
+        _unpinned_finding(ctx, read, declared, source, pointer)
+        tokenizer, weights = reused
+        return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
+    mark = len(reader.used)
     blobs = {name: reader.read(name, paths[name], sizes[name]) for name in names}
+    digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
     ctx.model_files.extend(reader.used)
-    unpinned = sorted(read - set(declared))
-    if unpinned and (source.revision is None or declared):
-        # a folder's files are pinned by their hashes only; a hub revision pins them unless
-        # the report pins some files and not others
-        ctx.recompute_findings.append(
-            ctx.finding(
-                "R106",
-                f"{pointer}/files" if declared else pointer,
-                model=source.display,
-                files=", ".join(unpinned),
-            )
-        )
+    _unpinned_finding(ctx, read, declared, source, pointer)
     tokenizer = blobs.pop(_TOKENIZER)
     progress.start(f"loading {source.display}", 1)
     try:
@@ -427,7 +462,27 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     except Exception as exc:  # loading is the model's business; any failure is a finding
         raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
     progress.advance()
+    if session is not None:
+        session.keep_model(model_key, digests, (tokenizer, weights))
     return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
+
+
+def _unpinned_finding(
+    ctx: Any, read: set[str], declared: dict[str, str], source: ModelSource, pointer: str
+) -> None:
+    """R106 for the files used but not pinned in ``model.files``."""
+    unpinned = sorted(read - set(declared))
+    if unpinned and (source.revision is None or declared):
+        # a folder's files are pinned by their hashes only; a hub revision pins them unless
+        # the report pins some files and not others
+        ctx.recompute_findings.append(
+            ctx.finding(
+                "R106",
+                f"{pointer}/files" if declared else pointer,
+                model=source.display,
+                files=", ".join(unpinned),
+            )
+        )
 
 
 def load_referenced_document(

@@ -251,6 +251,8 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         progress.advance(done - reported)
         reported = done
 
+    session = getattr(ctx.options, "session", None)
+
     def run(size: int) -> Any:
         nonlocal reported
         reported = 0
@@ -268,6 +270,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             ablation=settings.get("ablation", "counterfactual"),
             batch_size=size,
             progress=advance,
+            reuse=None if session is None else session.activations,
         )
 
     result, _ = with_oom_backoff(run, batch, retry=halve)

@@ -1,0 +1,249 @@
+"""Verifying many reports: grouped against separate, the file-hash cache, Ray, `-j 2`.
+
+All ratios come from one run of this script:
+
+1. **Grouped recomputation.** ``--reports`` (20) copies of the IOI circuit example on the
+   shipped tiny model (4 layers, 4 heads, d_model 64), all on the same dataset rows
+   (the first ``--rows``) and counterfactual, each evaluating *different* circuits (report
+   i takes the membership rows of its curves rotated by i). Timed in this process: the
+   first report verified alone, the reports verified one by one (a fresh session each: the
+   model read, hashed and built for every report), and the reports verified grouped. The
+   JSON outputs of the two ways must be byte-identical. Goal: grouped ≤ 2× one report.
+2. **File-hash cache.** Digest of a model file of ``--hash-mib`` MiB (a GPT-2-small
+   float32 checkpoint is 498 MiB) on a first run (hashed) and a second run (from the
+   cache), each a fresh cache object reading the cache file as a new process would.
+3. **Ray against `-j 2`.** ``mibspec verify DIR`` over ``--ray-reports`` reports in two
+   groups, as two processes: ``-j 2`` and ``--executor ray`` (which starts a local Ray
+   cluster of 2 CPUs: its start-up is part of the time, as a user sees it; the time with
+   the cluster already up is printed too). Outputs must be byte-identical.
+4. **`-j 2` against `-j 1`** on ``--small`` (50) copies of the circuit example,
+   ``--no-recompute`` (milliseconds of work per report), whole processes, median of
+   ``--runs``. Goal: ``-j 2`` ≥ 1.6× faster.
+
+Run: ``python benchmarks/bench_grouped_verify.py [--reports 20] [--rows 40] [--skip-ray]``.
+CPU time (``process_time`` of this process and its children) is printed next to wall
+time: on a shared machine it is the steadier figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "circuit-ioi"
+MODELS = REPO / "examples" / "models"
+
+
+def _edit(path: Path, change: Callable[[Any], None]) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def _repin(document: Path, name: str) -> None:
+    data = (document.parent / name).read_bytes()
+
+    def change(doc: Any) -> None:
+        for artifact in doc["artifacts"]:
+            if artifact["path"] == name:
+                artifact["bytes"], artifact["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+
+    _edit(document, change)
+
+
+def build_corpus(root: Path, n: int, rows: int, batch_sizes: tuple[int, ...] = (20,)) -> None:
+    """``n`` report folders on the first ``rows`` dataset rows, report i's curves taking the
+    membership rows rotated by i, and the batch size ``batch_sizes[i % len]`` (the tests
+    build their reports with it too)."""
+    for i in range(n):
+        target = root / f"run{i:03d}"
+        shutil.copytree(EXAMPLE, target)
+        lines = (target / "dataset.jsonl").read_text(encoding="utf-8").splitlines()[:rows]
+        (target / "dataset.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        _edit(target / "dataset.json", lambda d: d["artifacts"][0].update(rows=rows))
+        _repin(target / "dataset.json", "dataset.jsonl")
+
+        def change(doc: Any, i: int = i) -> None:
+            doc["task"]["n_examples"] = rows
+            doc["settings"]["batch_size"] = batch_sizes[i % len(batch_sizes)]
+            for curve in doc["claims"]["curves"]:
+                for point in curve["points"]:
+                    point["circuit"] = (point["circuit"] + i) % 20
+
+        _edit(target / "report.json", change)
+        _repin(target / "report.json", "dataset.json")
+
+
+def _cpu() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    wall, cpu = time.perf_counter(), _cpu()
+    out = fn()
+    return time.perf_counter() - wall, _cpu() - cpu, out
+
+
+def _grouped(args: argparse.Namespace, tmp: Path) -> None:
+    from mibspec._api import collect_paths
+    from mibspec._grouping import verify_many
+    from mibspec._output_formats import REPORTERS
+    from mibspec.validator import VerifyOptions
+
+    root = tmp / "grouped"
+    build_corpus(root, args.reports, args.rows)
+    files = collect_paths([root])
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+
+    def render(result: Any) -> str:
+        buffer = io.StringIO()
+        REPORTERS["json"](result, buffer)
+        return buffer.getvalue()
+
+    verify_many(files[:1], options)  # warm up: imports, first allocations
+    one_wall, one_cpu, _ = _timed(lambda: verify_many(files[:1], options))
+    documents: list[Any] = []
+
+    def separately() -> None:
+        for path in files:
+            documents.extend(verify_many([path], options).documents)
+
+    sep_wall, sep_cpu, _ = _timed(separately)
+    grp_wall, grp_cpu, grouped = _timed(lambda: verify_many(files, options))
+    from mibspec.validator import VerificationResult
+
+    identical = render(grouped) == render(VerificationResult(documents=documents))
+    print(f"1. {args.reports} circuit reports (tiny model, {args.rows} rows, 20 different circuits each)")
+    print(f"   {'':<28} {'wall s':>8} {'CPU s':>8} {'× one report (CPU)':>19}")
+    for name, wall, cpu in (
+        ("one report alone", one_wall, one_cpu),
+        (f"{args.reports} reports one by one", sep_wall, sep_cpu),
+        (f"{args.reports} reports grouped", grp_wall, grp_cpu),
+    ):
+        print(f"   {name:<28} {wall:>8.2f} {cpu:>8.2f} {cpu / one_cpu:>19.2f}")
+    print(f"   grouped / one by one (CPU): {grp_cpu / sep_cpu:.2f}; outputs byte-identical: {identical}")
+
+
+def _hash_cache(args: argparse.Namespace, tmp: Path) -> None:
+    import numpy as np
+
+    from mibspec.reference_impl.recompute import FileHashCache
+
+    path = tmp / "model.safetensors"
+    rng = np.random.default_rng(0)
+    with path.open("wb") as handle:
+        for _ in range(args.hash_mib):
+            handle.write(rng.bytes(1 << 20))
+    old = time.time() - 60  # settled: written well before it is hashed
+    os.utime(path, (old, old))
+    time.sleep(1.1)  # the change time is that of the utime call: let it settle too
+    size = path.stat().st_size
+    runs = []
+    for _ in range(2):
+        cache = FileHashCache(tmp / "cache")
+        wall, cpu, _ = _timed(lambda cache=cache: cache.read(path, size, keep=False))
+        cache.save()
+        runs.append((wall, cpu, cache.hashed))
+    (w1, c1, h1), (w2, c2, h2) = runs
+    print(f"2. file-hash cache, one {args.hash_mib} MiB model file")
+    print(f"   first run  {w1:8.3f} s wall {c1:8.3f} s CPU (files hashed: {h1})")
+    print(f"   second run {w2:8.3f} s wall {c2:8.3f} s CPU (files hashed: {h2}); saved {w1 - w2:.3f} s")
+
+
+def _cli(folder: Path, *extra: str) -> tuple[float, bytes]:
+    elapsed, _, out = _cli_cpu(folder, *extra)
+    return elapsed, out
+
+
+def _cli_cpu(folder: Path, *extra: str) -> tuple[float, float, bytes]:
+    """Wall time, CPU time of the process and its workers, and the output of one run."""
+    command = [sys.executable, "-m", "mibspec", "verify", str(folder), "-f", "json", *extra]
+    elapsed, cpu, done = _timed(lambda: subprocess.run(command, capture_output=True, check=False))
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(extra)} exited {done.returncode}: {done.stderr.decode()}")
+    return elapsed, cpu, done.stdout
+
+
+def _ray(args: argparse.Namespace, tmp: Path) -> None:
+    root = tmp / "ray"
+    build_corpus(root, args.ray_reports, args.rows, batch_sizes=(20, 10))
+    roots = ("--model-root", str(MODELS))
+    j2, out_j2 = _cli(root, *roots, "-j", "2")
+    ray_time, out_ray = _cli(root, *roots, "--executor", "ray")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        from mibspec._api import verify
+
+        warm, _, _ = _timed(lambda: verify(root, model_roots=[MODELS], executor="ray"))
+    finally:
+        ray.shutdown()
+    print(f"3. {args.ray_reports} reports in 2 groups: --executor ray (local, 2 CPUs) against -j 2")
+    print(f"   -j 2 {j2:.2f} s; ray {ray_time:.2f} s (cluster start included), {warm:.2f} s on a running")
+    print(f"   cluster; ray / -j 2: {ray_time / j2:.2f} ({warm / j2:.2f})")
+    print(f"   outputs byte-identical: {out_j2 == out_ray}")
+
+
+def _jobs(args: argparse.Namespace, tmp: Path) -> None:
+    root = tmp / "small"
+    for i in range(args.small):
+        shutil.copytree(REPO / "examples" / "circuit", root / f"run{i:03d}")
+    _cli(root, "--no-recompute")  # warm the file cache and bytecode
+    times: dict[int, list[float]] = {1: [], 2: []}
+    cpus: dict[int, list[float]] = {1: [], 2: []}
+    outputs: set[bytes] = set()
+    for _ in range(args.runs):
+        for jobs in (1, 2):
+            elapsed, cpu, out = _cli_cpu(root, "--no-recompute", "-j", str(jobs))
+            times[jobs].append(elapsed)
+            cpus[jobs].append(cpu)
+            outputs.add(out)
+    one, two = statistics.median(times[1]), statistics.median(times[2])
+    print(f"4. {args.small} small reports, --no-recompute, median of {args.runs} runs")
+    print(f"   -j 1 {one:.3f} s; -j 2 {two:.3f} s; speed-up {one / two:.2f}× (goal ≥ 1.6×)")
+    c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
+    print(f"   CPU of all processes: -j 1 {c1:.3f} s, -j 2 {c2:.3f} s (-j 2 / -j 1: {c2 / c1:.2f})")
+    print(f"   outputs byte-identical: {len(outputs) == 1}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=20)
+    parser.add_argument("--rows", type=int, default=40)
+    parser.add_argument("--hash-mib", type=int, default=498)
+    parser.add_argument("--ray-reports", type=int, default=8)
+    parser.add_argument("--small", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--only", choices=["grouped", "hash", "ray", "jobs"], action="append")
+    args = parser.parse_args()
+    parts = args.only or ["grouped", "hash", "ray", "jobs"]
+    if args.skip_ray and "ray" in parts:
+        parts.remove("ray")
+    print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        # the benchmark's own cache folder: never the user's
+        os.environ["MIBSPEC_CACHE_DIR"] = str(tmp / "cache")
+        for part in parts:
+            {"grouped": _grouped, "hash": _hash_cache, "ray": _ray, "jobs": _jobs}[part](args, tmp)
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

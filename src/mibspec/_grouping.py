@@ -1,0 +1,357 @@
+"""Verifying many reports: grouped, in this process, in worker processes or as Ray tasks.
+
+Reports whose forward passes are the same — same track, model (source, folder or hub id,
+revision, pinned files), dtype, dataset document, counterfactual type, ablation, positions
+and batch size — form a *group*. The reports of a group are verified one after another
+in one process with one :class:`~mibspec.reference_impl.recompute._session.RecomputeSession`:
+the model is read, hashed and built once, and the clean and ablation runs of each batch
+are computed once. Grouping only decides what runs where: every cache is keyed by content,
+so a report's result is the one it gets when verified alone.
+
+A *unit* is the list of reports one worker verifies: a group (split in parts when there are
+fewer groups than workers), or, without recomputation, a run of consecutive reports. Each
+report is verified by its own runner (every document it references is verified under it);
+the results are merged in input order, each document listed the first time it is reached,
+which is the serial run's list (see :mod:`mibspec._batch`).
+
+Executors:
+
+* ``process`` (``jobs`` > 1): ``jobs - 1`` persistent worker processes and this process
+  take units from one queue, so worker start-up overlaps with work and costs once per
+  worker, never once per report (workers are forked where that is safe, see
+  :func:`_start_method`);
+* ``ray``: one task per unit on a Ray cluster (``address``, else a local one), with
+  ``num_gpus=1`` when the device is CUDA. A task whose worker dies is retried
+  :data:`RAY_MAX_RETRIES` times; after that its reports are failed (a failed stage and an
+  internal error, exit code 3), never passed. Paths are those of this process: a remote
+  machine needs the same files at the same paths (a shared file system).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mibspec.validator import (
+    DocumentResult,
+    VerificationResult,
+    VerifyOptions,
+    printable_path,
+    record_internal_error,
+    verify_paths,
+)
+
+__all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus", "verify_many"]
+
+#: How many times a Ray task whose worker died is run again before its reports fail.
+RAY_MAX_RETRIES = 2
+EXECUTORS = ("process", "ray")
+#: Units per worker when reports are split without recomputation (small units balance
+#: the load; each costs one message to a worker).
+_UNITS_PER_WORKER = 4
+#: Environment variable naming a folder of injected faults for the Ray executor's tests.
+_FAULT_ENV = "MIBSPEC_RAY_FAULT_DIR"
+
+PathResult = tuple[list[DocumentResult], list[str]]
+
+
+def group_key(path: str, max_bytes: int) -> str | None:
+    """What determines a report's forward passes (a canonical JSON string), or ``None``
+    when the file is not a report that could be read (it then forms a group of its own)."""
+    try:
+        if os.path.getsize(path) > max_bytes:
+            return None
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+        if not isinstance(data, dict) or data.get("kind") != "report":
+            return None
+        model, task, settings = data.get("model"), data.get("task"), data.get("settings")
+        if not isinstance(model, dict) or not isinstance(task, dict) or not isinstance(settings, dict):
+            return None
+        dataset = None
+        for artifact in data.get("artifacts") or []:
+            if isinstance(artifact, dict) and artifact.get("id") == task.get("dataset"):
+                dataset = _digest(Path(path).parent / str(artifact.get("path")), max_bytes)
+        key = {
+            "track": data.get("track"),
+            "model": {k: model.get(k) for k in ("source", "path", "id", "revision", "files", "dtype")},
+            "dataset": dataset,
+            "counterfactual": task.get("counterfactual_type"),
+            "settings": {k: settings.get(k) for k in ("ablation", "positions", "batch_size")},
+        }
+        return json.dumps(key, sort_keys=True, default=str)
+    except (OSError, ValueError, RecursionError, TypeError):
+        return None
+
+
+def _digest(path: Path, max_bytes: int) -> str | None:
+    try:
+        if path.stat().st_size > max_bytes:
+            return None
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def plan_units(files: Sequence[str], options: VerifyOptions, workers: int) -> list[list[int]]:
+    """The units (lists of indices into ``files``), in the order they should start."""
+    n = len(files)
+    if not options.recompute:  # runs of consecutive reports, of sizes that differ by one at most
+        count = min(n, workers * _UNITS_PER_WORKER)
+        bounds = [round(i * n / count) for i in range(count + 1)]
+        return [list(range(bounds[i], bounds[i + 1])) for i in range(count)]
+    groups: dict[Any, list[int]] = {}
+    for i, path in enumerate(files):
+        key = group_key(path, options.limits.max_bytes)
+        groups.setdefault(("key", key) if key is not None else ("alone", i), []).append(i)
+    units = list(groups.values())
+    # fewer groups than workers: halve the largest group until every worker has a unit
+    while len(units) < workers and max(len(u) for u in units) > 1:
+        largest = max(range(len(units)), key=lambda j: len(units[j]))
+        unit = units[largest]
+        units[largest : largest + 1] = [unit[: len(unit) // 2], unit[len(unit) // 2 :]]
+    return units
+
+
+def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult]:
+    """Verify each path with its own runner and one shared recompute session."""
+    session = None
+    if options.recompute:
+        from mibspec.reference_impl.recompute import RecomputeSession
+
+        session = RecomputeSession(hash_cache=options.hash_cache)
+        options = replace(options, session=session)
+    try:
+        out: list[PathResult] = []
+        for path in paths:
+            docs = verify_paths([path], options).documents
+            out.append((docs, [name for name in _watched() if name in sys.modules]))
+        return out
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _watched() -> tuple[str, ...]:
+    from mibspec._batch import WATCHED_MODULES
+
+    return WATCHED_MODULES
+
+
+def _failed(paths: Sequence[str], exc: BaseException) -> list[PathResult]:
+    out: list[PathResult] = []
+    for path in paths:
+        failed = DocumentResult(path=printable_path(path))
+        record_internal_error(failed, exc)
+        out.append(([failed], []))
+    return out
+
+
+def verify_many(
+    files: list[str],
+    options: VerifyOptions,
+    jobs: int = 1,
+    *,
+    executor: str = "process",
+    address: str | None = None,
+    progress: Any = None,
+) -> VerificationResult:
+    """Verify ``files`` in groups; the result equals ``verify_paths(files, options)``.
+
+    Args:
+        files: report files (folders already expanded).
+        options: the run's options (``progress`` is used only when everything runs here).
+        jobs: processes for the ``process`` executor (this one included).
+        executor: ``process`` or ``ray``.
+        address: the Ray cluster to connect to (default: a local one, or the one this
+            process already joined).
+        progress: told how many reports are done (``ray`` only).
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    workers = 1 if executor == "process" and jobs == 1 else max(jobs, 1)
+    units = plan_units(files, options, workers)
+    results: list[PathResult | None] = [None] * len(files)
+
+    def keep(unit: list[int], out: list[PathResult]) -> None:
+        for index, item in zip(unit, out, strict=True):
+            results[index] = item
+
+    if executor == "ray":
+        _run_ray(files, units, replace(options, progress=None, session=None), address, keep, progress)
+    elif jobs == 1:
+        for unit in units:
+            keep(unit, verify_unit([files[i] for i in unit], options))
+    else:
+        _run_processes(files, units, replace(options, progress=None, session=None), jobs, keep)
+    from mibspec._batch import _WORKER_IMPORTS
+
+    documents: list[DocumentResult] = []
+    seen: set[Path] = set()
+    for item in results:
+        assert item is not None
+        docs, imported = item
+        _WORKER_IMPORTS.update(imported)
+        for doc in docs:
+            key = Path(doc.path).resolve()
+            if key not in seen:
+                seen.add(key)
+                documents.append(doc)
+    return VerificationResult(documents=documents, profile=options.profile)
+
+
+def _run_processes(
+    files: list[str],
+    units: list[list[int]],
+    options: VerifyOptions,
+    jobs: int,
+    keep: Callable[[list[int], list[PathResult]], None],
+) -> None:
+    """``jobs - 1`` worker processes and this one take units from one queue."""
+    context = _start_method()
+    pending = deque(range(len(units)))
+    running: dict[Future[list[PathResult]], int] = {}
+
+    def collect(done: set[Future[list[PathResult]]]) -> None:
+        for future in done:
+            index = running.pop(future)
+            paths = [files[i] for i in units[index]]
+            try:
+                out = future.result()
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                raise  # an unreadable input: a usage error, as in the serial run
+            except Exception as exc:  # the worker itself failed (killed, out of memory, ...)
+                out = _failed(paths, exc)
+            keep(units[index], out)
+
+    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context) as pool:
+        while pending or running:
+            while pending and len(running) < jobs - 1:
+                index = pending.popleft()
+                paths = [files[i] for i in units[index]]
+                try:
+                    running[pool.submit(verify_unit, paths, options)] = index
+                except BrokenProcessPool as exc:  # a worker died earlier: the pool takes no more
+                    keep(units[index], _failed(paths, exc))
+            if pending:  # this process works too, while the workers start and run
+                index = pending.popleft()
+                keep(units[index], verify_unit([files[i] for i in units[index]], options))
+                collect({f for f in running if f.done()})
+            else:
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                collect(done)
+
+
+def _start_method() -> Any:
+    """How worker processes start.
+
+    "fork" on Linux while this process runs one thread and has not imported torch: a worker
+    then starts at once with the modules and compiled schemas already loaded. Otherwise
+    "spawn", a fresh interpreter per worker, safe after a library that keeps threads was
+    imported (fork would copy its locks).
+    """
+    if sys.platform.startswith("linux") and threading.active_count() == 1 and "torch" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+# --- Ray --------------------------------------------------------------------------------------
+
+
+class WorkerLostError(Exception):
+    """The Ray task verifying a report did not return (its worker died), after its retries."""
+
+
+def _ray_unit(cwd: str, paths: list[str], options: VerifyOptions) -> list[PathResult]:
+    """A Ray task: verify ``paths`` (relative to ``cwd``, this process's folder)."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)  # relative paths, and the paths shown, are those of the caller
+    _injected_fault(paths)
+    return verify_unit(paths, options)
+
+
+def _injected_fault(paths: list[str]) -> None:
+    """Kill this worker when a test asks to (``$MIBSPEC_RAY_FAULT_DIR``).
+
+    For a report ``p`` of the unit, a file ``exit-<h>`` in that folder (``h``: the first 16
+    hex digits of the SHA-256 of ``p``'s absolute path) holding a number n makes the first
+    n attempts exit at once; each attempt appends a byte to ``attempts-<h>``.
+    """
+    folder = os.environ.get(_FAULT_ENV)
+    if not folder:
+        return
+    for path in paths:
+        name = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:16]
+        trigger = Path(folder) / f"exit-{name}"
+        if trigger.is_file():
+            attempts = Path(folder) / f"attempts-{name}"
+            with attempts.open("ab") as handle:
+                handle.write(b".")
+            if attempts.stat().st_size <= int(trigger.read_text().strip() or "0"):
+                os._exit(70)
+
+
+def task_gpus(options: Any) -> int:
+    """GPUs a Ray task asks for: one when the run's device is CUDA (``cuda``, ``cuda:N``)."""
+    device = str(getattr(options, "device", None) or "")
+    return 1 if device == "cuda" or device.startswith("cuda:") else 0
+
+
+def _run_ray(
+    files: list[str],
+    units: list[list[int]],
+    options: VerifyOptions,
+    address: str | None,
+    keep: Callable[[list[int], list[PathResult]], None],
+    progress: Any,
+) -> None:
+    import ray
+
+    joined = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        joined = True
+    try:
+        task = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False, num_gpus=task_gpus(options))(
+            _ray_unit
+        )
+        cwd = os.getcwd()
+        refs = {
+            task.remote(cwd, [files[i] for i in unit], options): index for index, unit in enumerate(units)
+        }
+        if progress is not None:
+            progress.start(f"verifying {len(files)} reports in {len(units)} Ray tasks", len(files))
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            for ref in done:
+                index = refs.pop(ref)
+                paths = [files[i] for i in units[index]]
+                try:
+                    out = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # raised inside the task
+                    cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+                    if isinstance(cause, FileNotFoundError | IsADirectoryError | PermissionError):
+                        raise cause from None
+                    out = _failed(paths, cause)
+                except ray.exceptions.RayError as exc:  # the worker died on every attempt
+                    lost = WorkerLostError(
+                        f"the Ray task verifying it failed {RAY_MAX_RETRIES + 1} times ({type(exc).__name__})"
+                    )
+                    out = _failed(paths, lost)
+                keep(units[index], out)
+                if progress is not None:
+                    progress.advance(len(paths))
+    finally:
+        if joined:
+            ray.shutdown()

@@ -1,0 +1,68 @@
+"""What the recomputation of several reports in one run shares: the file-hash cache, the
+last model built and the unpatched runs of the last batches.
+
+A session lives as long as one batch of reports (one group, see ``mibspec._grouping``) and
+is reached by recomputers as ``ctx.options.session``. Everything it returns is keyed by
+content, so a report's result does not depend on which reports were verified before it:
+
+* the file-hash cache (:class:`~._hash_cache.FileHashCache`, on disk unless refused) spares
+  hashing a model file that has not changed since it was hashed;
+* one model is kept, keyed by its folder, revision, dtype and the digests of the files it
+  was built from; it is used again only when the files still have those digests;
+* the clean and ablation runs of batches are kept in an ``ActivationCache`` (bounded, by
+  default :data:`~mibspec.reference_impl.engine.DEFAULT_ACTIVATION_BYTES`; the environment
+  variable ``MIBSPEC_ACTIVATION_CACHE_BYTES`` sets another bound, 0 turns it off).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._hash_cache import FileHashCache, default_cache_dir
+
+__all__ = ["RecomputeSession"]
+
+
+class RecomputeSession:
+    """Caches shared by the reports of one run (see the module docstring).
+
+    Args:
+        hash_cache: use the on-disk file-hash cache; without it every model file is
+            hashed each time a report reads it, as when each report is verified alone.
+    """
+
+    def __init__(self, *, hash_cache: bool = True) -> None:
+        self.hashes = FileHashCache(default_cache_dir()) if hash_cache else None
+        self._model: tuple[Any, tuple[Any, ...], Any] | None = None
+        self._activations: Any = None
+
+    def has_model(self, key: Any) -> bool:
+        return self._model is not None and self._model[0] == key
+
+    def model(self, key: Any, digests: tuple[Any, ...]) -> Any:
+        """The model kept for ``key`` if it was built from files with these digests."""
+        if self._model is not None and self._model[0] == key and self._model[1] == digests:
+            return self._model[2]
+        return None
+
+    def keep_model(self, key: Any, digests: tuple[Any, ...], value: Any) -> None:
+        self._model = (key, digests, value)
+
+    @property
+    def activations(self) -> Any:
+        """The session's ``ActivationCache`` (created on first use; imports torch)."""
+        if self._activations is None:
+            from ..engine import DEFAULT_ACTIVATION_BYTES, ActivationCache
+
+            raw = os.environ.get("MIBSPEC_ACTIVATION_CACHE_BYTES", "")
+            bound = int(raw) if raw.isdigit() else DEFAULT_ACTIVATION_BYTES
+            self._activations = ActivationCache(bound)
+        return self._activations
+
+    def close(self) -> None:
+        """Write the file-hash cache and drop the model and activations."""
+        if self.hashes is not None:
+            self.hashes.save()
+        self._model = None
+        self._activations = None

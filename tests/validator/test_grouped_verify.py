@@ -1,0 +1,176 @@
+"""Grouped verification of many reports: the same bytes as verifying each report alone, with
+one model build per group and one clean/ablation run per batch of a group."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mibspec._api import collect_paths
+from mibspec._grouping import plan_units, verify_many
+from mibspec._output_formats import REPORTERS
+from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+
+pytestmark = pytest.mark.recompute
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = REPO / "examples" / "models"
+ROWS = 24  # dataset rows of every copy: two batches of 20, three of 8
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, report_copies: Any) -> list[str]:
+    """Four copies of the IOI example on its first ROWS rows, each taking other rows of the
+    membership for its curves: three on the same forward passes, one with another batch
+    size (a group of its own)."""
+    root = tmp_path_factory.mktemp("grouped")
+    report_copies(root, 4, ROWS, batch_sizes=(20, 20, 20, 8))
+    return collect_paths([root])
+
+
+def _json(result: VerificationResult) -> str:
+    buffer = io.StringIO()
+    REPORTERS["json"](result, buffer)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many models were built and unpatched batch runs computed."""
+    from mibspec.reference_impl import engine
+    from mibspec.reference_impl.engine import _evaluate
+
+    counts = {"models": 0, "runs": 0}
+
+    def counting(name: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(engine, "load_model_from_bytes", counting("models", engine.load_model_from_bytes))
+    monkeypatch.setattr(_evaluate, "_unpatched_runs", counting("runs", _evaluate._unpatched_runs))
+    return counts
+
+
+def test_groups_follow_the_forward_passes(corpus: list[str]) -> None:
+    units = plan_units(corpus, VerifyOptions(model_roots=(MODELS,)), 1)
+    assert units == [[0, 1, 2], [3]]
+    # fewer groups than workers: the largest is split, every report in exactly one unit
+    split = plan_units(corpus, VerifyOptions(model_roots=(MODELS,)), 3)
+    assert sorted(i for unit in split for i in unit) == [0, 1, 2, 3]
+    assert len(split) == 3
+
+
+def test_grouped_output_is_the_bytes_of_each_report_verified_alone(
+    corpus: list[str], counted: dict[str, int]
+) -> None:
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    alone = _json(verify_paths(corpus, options))  # no shared session: as before grouping
+    assert counted == {"models": 4, "runs": 3 * math.ceil(ROWS / 20) + math.ceil(ROWS / 8)}
+    counted.update(models=0, runs=0)
+    grouped = _json(verify_many(corpus, options))
+    assert grouped == alone
+    # one model per group, one unpatched run per batch of a group
+    assert counted == {"models": 2, "runs": math.ceil(ROWS / 20) + math.ceil(ROWS / 8)}
+    documents = json.loads(grouped)["documents"]
+    recomputed = [d for d in documents if d["kind"] == "report"]
+    assert len(recomputed) == 4
+    assert all("recomputed" in d for d in recomputed)
+    # the circuits differ: so do the recomputed values of the signed curve
+    values = {json.dumps([c["recomputed"] for c in d["recomputed"]]) for d in recomputed[:3]}
+    assert len(values) == 3
+
+
+def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    assert _json(verify_many(corpus, options, 2)) == _json(verify_paths(corpus, options))
+
+
+def test_a_second_run_reuses_the_digests_of_unchanged_model_files(
+    corpus: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.reference_impl.recompute import RecomputeSession
+
+    monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    outputs, hashed = [], []
+    for _ in range(2):
+        session = RecomputeSession(hash_cache=True)
+        result = verify_paths(corpus[3:], VerifyOptions(model_roots=(MODELS,), session=session))
+        session.close()
+        assert session.hashes is not None
+        hashed.append(session.hashes.hashed)
+        outputs.append(_json(result))
+    files = {m.name for m in result.documents[0].model_files}
+    assert hashed == [len(files), 0]
+    assert outputs[0] == outputs[1]
+    assert (tmp_path / "cache" / "file-hashes-v1.json").is_file()
+
+
+def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspec_cli: Any) -> None:
+    done = mibspec_cli(
+        "verify",
+        corpus[3],
+        "--model-root",
+        str(MODELS),
+        "--no-hash-cache",
+        "-f",
+        "json",
+        env={"MIBSPEC_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "recomputed" in json.loads(done.stdout)["documents"][0]
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -> None:
+    # start-up is amortised: a worker gets runs of consecutive reports, never one task
+    # (or one process) per report, and every worker gets work
+    files = [f"r{i}/report.json" for i in range(50)]
+    units = plan_units(files, VerifyOptions(recompute=False), workers)
+    assert [i for unit in units for i in unit] == list(range(50))  # each once, in order
+    assert workers <= len(units) <= 4 * workers
+    assert max(len(unit) for unit in units) - min(len(unit) for unit in units) <= 1
+
+
+_KILL_WORKERS = """
+import multiprocessing, os
+import mibspec._grouping as grouping
+
+_verify_unit = grouping.verify_unit
+
+
+def verify_unit(paths, options):
+    if multiprocessing.parent_process() is not None:  # a worker dies on its first unit
+        os._exit(70)
+    return _verify_unit(paths, options)
+
+
+grouping.verify_unit = verify_unit
+"""
+
+
+def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, injected_cli: Any) -> None:
+    root = tmp_path / "results"
+    for name in "abcdef":
+        shutil.copytree(REPO / "examples" / "circuit", root / name)
+    done = injected_cli(_KILL_WORKERS, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    reports = [str(root / name / "report.json") for name in "abcdef"]
+    assert all(path in documents for path in reports)  # nothing lost
+    failed = [path for path in reports if documents[path]["stages"][0]["status"] == "failed"]
+    assert failed  # the worker's reports: failed, never passed
+    for path in failed:
+        assert not documents[path]["valid"]
+        assert "internal error" in documents[path]["stages"][0]["detail"]
+    assert all(documents[path]["valid"] for path in reports if path not in failed)

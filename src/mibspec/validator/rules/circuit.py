@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from mibspec.core.findings import Finding
-from mibspec.reference_impl.metrics.circuit import cmd, cpr, edges_at, leaderboard_average, leaderboard_score
 
 from .._context import RuleContext
 from ._registry import compare, rule, with_defaults
@@ -33,6 +32,8 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """No circuit is larger than its grid point allows (k·|E| weighted, ⌊k·|E|⌋ edges)."""
     if not ctx.profile.check_circuit_size:
         return
+
+    from mibspec.reference_impl.metrics.circuit import edges_at
 
     n_total = doc["claims"]["n_edges"]
     rounding = with_defaults(ctx, doc["settings"], "CircuitSettings")["edge_count_rounding"]
@@ -65,6 +66,7 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
 @rule("circuit-areas", track="circuit", codes=("C101", "C102", "C103"))
 def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
 
     claims, settings = doc["claims"], doc["settings"]
     curves = {curve["ranking"]: (index, curve) for index, curve in enumerate(claims["curves"])}
@@ -116,6 +118,8 @@ def _repeats(
 def leaderboard(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each row's Average and Score follow from its cells (MC-11); a table lists a metric
     once, a method once, and a row a task × model cell once."""
+    from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
+
     tables = doc["tables"]
     yield from _repeats(
         ctx, "/tables", tables, lambda t: t["metric"], "/metric", lambda t: f"metric {t['metric']!r}"

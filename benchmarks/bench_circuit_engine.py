@@ -199,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         help="edge scores the circuits are cut from: seeded random, or EAP on the benchmark's examples",
     )
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--sharing-only",
+        action="store_true",
+        help="print the workload and the sharing analysis, time nothing",
+    )
     args = parser.parse_args(argv)
 
     if args.threads is not None:
@@ -250,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report["workload"], indent=1))
     report["sharing"] = _sharing(universe, model, pruned, reach)
     print("work the patched circuits could share:", json.dumps(report["sharing"]))
+    if args.sharing_only:
+        return 0
 
     slots = {
         "qkv": [

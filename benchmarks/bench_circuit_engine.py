@@ -27,6 +27,11 @@ With ``--scores eap`` the circuits are cut from EAP scores of the same examples 
 attribution circuit: its edges concentrate where the metric flows, so the set of nodes
 reachable from ``input`` differs from a random circuit's).
 
+Before timing, the script prints how much work the patched circuits of the curve could
+share: the circuits that agree on every edge into layers ≤ L (per L), the reachable-node
+evaluations against the distinct ones (a node whose inputs agree in two circuits), and the
+reachable nodes in units of one pass through the layers.
+
 Run: ``python benchmarks/bench_circuit_engine.py [--examples 100] [--public one-point] [--scores eap]``.
 """
 
@@ -111,6 +116,58 @@ def _public_scheme(
     return at.gather(1, tokens[:, :1])[:, 0] - at.gather(1, tokens[:, 1:])[:, 0]
 
 
+def _sharing(universe: Any, model: ModelWeights, pruned: np.ndarray, reach: np.ndarray) -> dict[str, Any]:
+    """How much computation the patched circuits of the curve could share.
+
+    Two circuits whose edges from reachable nodes into the slots of layers ≤ L agree have
+    identical activations up to layer L (layer-prefix classes); more finely, a node has the
+    same output in two circuits when its in-edges from reachable nodes agree and each such
+    source has the same output in both (node signatures, computed in topological order).
+    Also: the reachable nodes of every circuit in units of one pass through the layers
+    (heads at 4·d²/H, MLPs at 2·d·d_ff multiply-adds per token), the work a pass that
+    recomputes every reachable node at every position cannot avoid.
+    """
+    from mibspec.reference_impl.engine._graph_index import graph_index
+
+    ix = graph_index(model, universe)
+    kept = pruned.reshape(len(pruned), -1).sum(axis=1)
+    todo = [c for c in range(len(pruned)) if 0 < kept[c] < universe.n_edges]
+    slot_layer = np.where(ix.slot_node >= 0, ix.layer_of[np.maximum(ix.slot_node, 0)], model.n_layers)
+    live = [pruned[c] & reach[c][:, None] for c in todo]  # edges whose source is recomputed
+    classes = []
+    for layer in range(model.n_layers):
+        into = slot_layer <= layer
+        classes.append(len({e[:, into].tobytes() for e in live}))
+    evaluations = distinct = 0
+    signature: list[dict[int, Any]] = [{0: "input"} for _ in todo]
+    for f in range(1, universe.n_forward):
+        slots = np.flatnonzero(ix.slot_node == f)
+        seen = set()
+        for j, c in enumerate(todo):
+            if not reach[c, f]:
+                continue
+            edges = live[j][:, slots]
+            sources = np.flatnonzero(edges.any(axis=1))
+            key = (edges.tobytes(), tuple(signature[j][int(s)] for s in sources))
+            signature[j][f] = hash(key)
+            seen.add(signature[j][f])
+            evaluations += 1
+        distinct += len(seen)
+    d, H = model.d_model, model.n_heads
+    d_ff = model.layers[0].w_in.shape[1]
+    per_layer = 4 * d * d + 2 * d * d_ff
+    node_cost = np.where(ix.is_head, 4 * d * d / H, 2 * d * d_ff)
+    node_cost[0] = 0
+    passes = float(sum((node_cost * reach[c]).sum() for c in todo) / (model.n_layers * per_layer))
+    return {
+        "patched_circuits": len(todo),
+        "layer_prefix_classes": classes,
+        "node_evaluations": evaluations,
+        "distinct_node_evaluations": distinct,
+        "reachable_nodes_in_layer_passes": passes,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the three schemes and print the timings, ratios and the value check."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -142,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         help="edge scores the circuits are cut from: seeded random, or EAP on the benchmark's examples",
     )
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--sharing-only",
+        action="store_true",
+        help="print the workload and the sharing analysis, time nothing",
+    )
     args = parser.parse_args(argv)
 
     if args.threads is not None:
@@ -191,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         }
     }
     print(json.dumps(report["workload"], indent=1))
+    report["sharing"] = _sharing(universe, model, pruned, reach)
+    print("work the patched circuits could share:", json.dumps(report["sharing"]))
+    if args.sharing_only:
+        return 0
 
     slots = {
         "qkv": [

@@ -147,6 +147,27 @@ def test_batched_game_values_equal_one_forward_per_coalition(setup: dict[str, ob
     assert game.n_evaluations == 20
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_coalition_images_are_the_clean_image_with_the_members_pixels_perturbed(
+    setup: dict[str, object], dtype: str
+) -> None:
+    # the images are assembled from the raw bits of both images: the values must be copied
+    # exactly in every dtype, also one numpy has no type for
+    model = load_registry_model("tiny-cnn-v1", setup["weights"], SHAPE).to(getattr(torch, dtype))  # type: ignore[arg-type]
+    clean, perturbed = setup["clean"], setup["perturbed"]
+    game = PixelGame(model, clean, perturbed, 2, setup["area"])  # type: ignore[arg-type]
+    coalitions = np.random.default_rng(4).random((6, 9)) < 0.5
+    images = game.images(coalitions)
+    assert images.dtype == getattr(torch, dtype)
+    for row, image in zip(coalitions, images, strict=True):
+        expected = torch.as_tensor(np.array(clean, copy=True)).to(images.dtype)  # type: ignore[arg-type]
+        for rank, flat in enumerate(np.flatnonzero(setup["area"])):
+            if row[rank]:
+                r, c = divmod(int(flat), SHAPE[2])
+                expected[:, r, c] = torch.as_tensor(perturbed[:, r, c]).to(images.dtype)  # type: ignore[index]
+        assert torch.equal(image, expected)
+
+
 def test_exact_ground_truth_equals_the_coalition_loop(setup: dict[str, object]) -> None:
     n = 9
     values = {

@@ -262,7 +262,7 @@ def shapley_from_permutations(
     prefix_values = np.empty((n_perms, n + 1), dtype=np.float64)
     if n > 1:
         position = np.empty_like(perms)
-        np.put_along_axis(position, perms, np.arange(n)[np.newaxis, :], axis=1)
+        position[np.arange(n_perms)[:, np.newaxis], perms] = np.arange(n)
         inner = np.arange(1, n)
         # bounded memory: build the inner prefixes of a block of permutations at a time; the
         # empty and full coalitions ride with the first block (one value_fn call without a batch size)
@@ -282,7 +282,7 @@ def shapley_from_permutations(
     prefix_values[:, n] = ends[1]
 
     marginals = np.empty((n_perms, n), dtype=np.float64)
-    np.put_along_axis(marginals, perms, np.diff(prefix_values, axis=1), axis=1)
+    marginals[np.arange(n_perms)[:, np.newaxis], perms] = np.diff(prefix_values, axis=1)
     unit_values = marginals.reshape(units, size, n).mean(axis=1) if size > 1 else marginals
     return ShapleyEstimate(
         values=unit_values.mean(axis=0),

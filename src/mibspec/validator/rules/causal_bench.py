@@ -14,9 +14,6 @@ from typing import Any
 from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
-from mibspec.reference_impl.behaviour.planted import component_id, default_planted
-from mibspec.reference_impl.behaviour.study import ranking
-from mibspec.reference_impl.metrics import causal_bench as cb
 
 from .._context import RuleContext
 from ._registry import compare, interval, rule, with_defaults
@@ -27,6 +24,8 @@ _COMPONENT = re.compile(r"L([0-9]{1,18})\.(?:attn_head\[([0-9]{1,18})\]|mlp)")
 def _in_universe(component: str, n_layers: int, n_heads: int) -> bool:
     """Whether ``component`` is one of ``component_universe(n_layers, n_heads)``, without
     building that universe (a declared L and H may be arbitrarily large)."""
+    from mibspec.reference_impl.behaviour.planted import component_id
+
     match = _COMPONENT.fullmatch(component)
     if match is None or int(match.group(1)) >= n_layers:
         return False
@@ -81,6 +80,8 @@ def causal_bench_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator
 @rule("causal-bench-sets", track="causal_bench", codes=("C104", "C105", "C106", "C108", "C109", "C114"))
 def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, P/R/F1, M, S, Jaccard matrix, consensus and majority follow from the declared sets."""
+    from mibspec.reference_impl.behaviour.planted import default_planted
+    from mibspec.reference_impl.metrics import causal_bench as cb
 
     universe = doc["universe"]
     first: dict[str, int] = {}
@@ -199,6 +200,8 @@ def _composite(
     """The composite is the weighted harmonic mean of the parts, and is omitted exactly when a
     weighted part is negative (the mean is then undefined, MB-9). ``parts_at``: the object
     holding the parts (default: the composite's)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
     parts = {key: metrics[key] for key in weights}
     negative = sorted(key for key, value in parts.items() if value < 0)
     if "composite" in metrics:
@@ -248,6 +251,8 @@ def _prf(
     ctx: RuleContext, base: str, metrics: dict[str, Any], components: list[str], truth: Any
 ) -> Iterator[Finding]:
     """Claimed precision, recall and F1 follow from the set and the ground truth (C105)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
     claimed_prf = [(key, metrics[key]) for key in ("precision", "recall", "f1") if key in metrics]
     if claimed_prf and truth is None:
         yield ctx.finding(
@@ -344,6 +349,8 @@ def _convergence(
     inside: bool,
     settings: dict[str, Any],
 ) -> Iterator[Finding]:
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
     if conv["n_permutations"] != settings["n_permutations"]:
         yield ctx.finding(
             "C107",
@@ -390,6 +397,7 @@ def _z_bounds(ctx: RuleContext, base: str, conv: dict[str, Any]) -> tuple[float,
 @rule("causal-bench-studies", track="causal_bench", codes=("C113",))
 def causal_bench_studies(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Threshold sensitivity, weight configurations and scaling study refer to the report's methods."""
+    from mibspec.reference_impl.behaviour.study import ranking
 
     claims = doc["claims"]
     methods = {method["name"]: method for method in claims["methods"]}

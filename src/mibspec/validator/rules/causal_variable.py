@@ -8,23 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
 from mibspec.core.spec import KNOWN_SPEC_VERSIONS
 from mibspec.core.strict_json import JsonLinesError, load_json_file, read_json_lines
-from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
-from mibspec.reference_impl.featurizers import (
-    ORTHONORMAL_TOLERANCE,
-    expected_weights,
-    orthonormal_weights,
-    orthonormality_error,
-)
-from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
-from mibspec.reference_impl.recompute.declarations import missing_declarations
 
 from .._context import RuleContext
 from .._schema_stage import schema_for
@@ -35,6 +24,7 @@ from .artifacts import resolve_inside, unsafe_reason
 @rule("causal-variable-aggregates", track="causal_variable", codes=("C112",))
 def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Mean over counterfactual sets per unit, best unit per layer, then Average and best."""
+    from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
@@ -139,6 +129,8 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
 
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
+    import numpy as np
+
     artifact = ctx.artifacts.get(ref["artifact"])
     if artifact is None or ref["artifact"] in ctx.broken_artifacts:
         return None
@@ -198,6 +190,13 @@ def _location_problems(location: dict[str, Any]) -> list[tuple[str, str]]:
 def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Weights fit the type and dimensions, rotations are orthonormal, feature indices exist,
     and the location's token position is completely declared."""
+    from mibspec.reference_impl.featurizers import (
+        ORTHONORMAL_TOLERANCE,
+        expected_weights,
+        orthonormal_weights,
+        orthonormality_error,
+    )
+
     for pointer, detail in _location_problems(doc["location"]):
         yield ctx.finding("V104", f"/location{pointer}", detail=detail)
     _, problems = expected_weights(doc)
@@ -235,6 +234,8 @@ def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fi
 @rule("causal-model-mechanism", codes=("V106",), kinds=("causal_model",))
 def causal_model_mechanism(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The mechanism's variables and parameters are declared."""
+    from mibspec.reference_impl.causal_models import check_causal_model
+
     for pointer, detail in check_causal_model(doc):
         yield ctx.finding("V106", pointer, detail=detail)
 
@@ -245,6 +246,8 @@ _MAX_ROW_FINDINGS = 10
 @rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
 def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Every row's variables, answers and expected outputs follow from the declared causal model."""
+    from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+
     model = _document(ctx, doc.get("causal_model"), "causal_model")
     if model is None or check_causal_model(model):
         return
@@ -359,6 +362,8 @@ def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Itera
 def causal_variable_recomputable(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """What recomputation will need and the report does not declare (a warning: the claims
     can still be checked against each other; recomputation fails with R104)."""
+    from mibspec.reference_impl.recompute.declarations import missing_declarations
+
     for pointer, detail in missing_declarations(doc):
         yield ctx.finding("V110", pointer, detail=detail)
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
-from mibspec.reference_impl.metrics.circuit import cmd, cpr, edges_at, leaderboard_average, leaderboard_score
 
 from .._context import RuleContext
 from ._registry import compare, interval, rule
@@ -34,6 +33,8 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """No circuit is larger than its grid point allows (k·|E| weighted, ⌊k·|E|⌋ edges)."""
     if not ctx.profile.check_circuit_size:
         return
+
+    from mibspec.reference_impl.metrics.circuit import edges_at
 
     n_total = doc["claims"]["n_edges"]
     rounding = convention(ctx.profile, doc, "edge_count_rounding").value
@@ -66,6 +67,7 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
 @rule("circuit-areas", track="circuit", codes=("C101", "C102", "C103"))
 def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
 
     claims, settings = doc["claims"], doc["settings"]
     rankings = convention(ctx.profile, doc, "ranking")
@@ -140,6 +142,8 @@ def _repeats(
 def leaderboard(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each row's Average and Score follow from its cells (MC-11); a table lists a metric
     once, a method once, and a row a task × model cell once."""
+    from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
+
     tables = doc["tables"]
     yield from _repeats(
         ctx, "/tables", tables, lambda t: t["metric"], "/metric", lambda t: f"metric {t['metric']!r}"

@@ -10,8 +10,6 @@ from typing import Any
 
 from mibspec.core.findings import Finding
 from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
-from mibspec.reference_impl.graph import MAX_MATRIX_CELLS, GraphConfig, GraphUniverse
-from mibspec.reference_impl.metrics.circuit import straddling_ties_at
 
 from .._context import RuleContext
 from ._registry import compare, rule
@@ -34,6 +32,8 @@ def _cells(graph: dict[str, Any]) -> int:
 
 def _universe(doc: dict[str, Any]) -> Any:
     """The reference universe (only for configurations within ``MAX_MATRIX_CELLS``)."""
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
     graph = doc["graph"]
     return GraphUniverse(
         GraphConfig(
@@ -49,6 +49,8 @@ def _universe(doc: dict[str, Any]) -> Any:
 def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The declared edge total is the one the graph configuration implies; a universe too
     large to hold cannot have its membership rows checked."""
+    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+
     expected = _edge_total(doc["graph"])
     if doc["graph"]["n_edges"] != expected:
         yield ctx.finding("K104", "/graph/n_edges", declared=doc["graph"]["n_edges"], expected=expected)
@@ -80,6 +82,8 @@ def _tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
 def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each declared circuit's edge count and weighted size match its membership row; circuits
     of one ranking are nested as k grows."""
+    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+
     if "membership" not in doc or not doc.get("circuits"):
         return
     membership = _tensor(ctx, doc["membership"])
@@ -157,6 +161,8 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
 @rule("circuit-ties", codes=("K107",), kinds=("circuit",))
 def circuit_ties(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """A top-n circuit whose cut falls inside a run of equal scores depends on the tie-break."""
+    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+
     if "scores" not in doc:
         return
     entries = [

@@ -240,6 +240,8 @@ def _composite_bounds(
 ) -> tuple[float, float]:
     """The least and greatest composite over the parts' rounding intervals (C-10): the weighted
     harmonic mean increases with every part, so the corners of the box bound it."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
     lows, highs = {}, {}
     for key, value in parts.items():
         low, high = interval(ctx, f"{base}/{key}", value)

@@ -115,6 +115,8 @@ def _area_bounds(metric: str, ks: list[float], spans: list[tuple[float, float]])
     """The least and greatest CPR or CMD over the faithfulness intervals (C-10). Both are
     trapezoids with non-negative weights: CPR of the interval ends, CMD of the least and
     greatest |1 − f| each interval allows."""
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+
     if metric == "cpr":
         return cpr(ks, [low for low, _ in spans]), cpr(ks, [high for _, high in spans])
 

@@ -40,6 +40,13 @@ def score_circuit_command(
     seed: Annotated[int, typer.Option(help="Seed of the random method.", min=0)] = 0,
     batch_size: Annotated[int, typer.Option(help="Examples per pass.", min=1)] = 20,
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Profile the report is written under; mib-2025 prepends the start token and scores "
+            "edges with the public EAP-IG code's interpolation points and scale."
+        ),
+    ] = "default",
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
     require_paths(((model, "model folder"), (dataset, "dataset document")))
@@ -58,6 +65,7 @@ def score_circuit_command(
             seed=seed,
             batch_size=batch_size,
             overwrite=overwrite,
+            profile=profile,
         )
         run = score_circuit(options, progress)
     valid = verify_written(run.report)

@@ -91,6 +91,7 @@ class ModelSource:
     local: bool
     root: str | None = None
     tokenizer: bytes | None = field(default=None, repr=False, compare=False)
+    start_token: int | None = field(default=None, compare=False)
 
     @property
     def display(self) -> str:
@@ -361,7 +362,22 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     except Exception as exc:  # loading is the model's business; any failure is a finding
         raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
     progress.advance()
-    return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
+    opened = ModelSource(
+        source.location, source.revision, True, source.root, tokenizer, config_start_token(config)
+    )
+    return opened, weights
+
+
+def config_start_token(config: dict[str, Any]) -> int | None:
+    """The start token a model's ``config.json`` declares: ``bos_token_id``, else
+    ``eos_token_id`` (as TransformerLens falls back to the end token), else ``None``."""
+    for key in ("bos_token_id", "eos_token_id"):
+        value = config.get(key)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def load_referenced_document(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,11 @@ class ParityRow:
     rel_tol: float
     note: str = ""
     scale: float | None = None  # vectors: the max |public| their relative difference is taken against
-    extra: dict[str, Any] = field(default_factory=dict)
+    group: str = ""  # the quantity family the results table summarises over
+
+    def __post_init__(self) -> None:
+        if not self.group:
+            self.group = _group(self.quantity)
 
     @property
     def abs_diff(self) -> float:
@@ -83,11 +87,32 @@ class ParityRow:
             "public": self.public,
             "mibspec": self.mibspec,
             "abs_diff": self.abs_diff,
-            "rel_diff": self.rel_diff,
+            "rel_diff": self.rel_diff if math.isfinite(self.rel_diff) else None,
             "promised": self.promised,
             "ok": self.ok,
             "note": self.note,
+            "group": self.group,
         }
+
+
+_GROUPS = (
+    ("logits", "logits (log-softmax)"),
+    ("mean ablation", "mean ablation: m(∅), f(k)"),
+    ("node circuit", "node circuits: m(∅), f(k)"),
+    ("report circuit", "f(k) of the report's circuits"),
+    ("MIB top-n", "f(k), MIB's top-n circuits"),
+    ("recorded", "recorded circuit sizes"),
+    ("CPR", "CPR"),
+    ("CMD", "CMD"),
+    ("EAP-IG", "EAP-IG (inputs) edge scores"),
+    ("EAP ", "EAP edge scores"),
+    ("m(N)", "m(N)"),
+    ("m(∅)", "m(∅)"),
+)
+
+
+def _group(quantity: str) -> str:
+    return next((name for key, name in _GROUPS if key in quantity), quantity)
 
 
 def _artifact(doc: dict[str, Any], folder: Path, artifact_id: str) -> Path:
@@ -141,9 +166,7 @@ def load_circuit_inputs(report_path: Path, model_roots: Sequence[Path] = ()) -> 
     for curve in claims["curves"]:
         for point in curve["points"]:
             points.append((curve["ranking"], float(point["k"])))
-    order = [
-        point["circuit"] for curve in claims["curves"] for point in curve["points"]
-    ]
+    order = [point["circuit"] for curve in claims["curves"] for point in curve["points"]]
     dataset_path = _artifact(report, folder, task["dataset"])
     dataset = json.loads(dataset_path.read_text(encoding="utf-8"))
     rows_path = _artifact(dataset, dataset_path.parent, dataset["artifacts"][0]["id"])
@@ -183,12 +206,14 @@ def _tokens(inputs: CircuitInputs, start: int | None) -> tuple[np.ndarray, ...]:
 
 
 def _start_token(inputs: CircuitInputs) -> int | None:
-    from mibspec.reference_impl.recompute._inputs import config_start_token
+    from mibspec.reference_impl.recompute import config_start_token
 
     return config_start_token(json.loads((inputs.model_dir / "config.json").read_text(encoding="utf-8")))
 
 
-def peer_job(inputs: CircuitInputs, peers: Path, tasks: Sequence[str], *, ig_steps: int = 5) -> dict[str, Any]:
+def peer_job(
+    inputs: CircuitInputs, peers: Path, tasks: Sequence[str], *, ig_steps: int = 5
+) -> dict[str, Any]:
     """The peer driver's job for ``inputs``: prompts and answer ids as mibspec reads them,
     edges by name, the report's circuits and derived node scores."""
     from mibspec.reference_impl.engine import graph_universe, load_model
@@ -199,10 +224,13 @@ def peer_job(inputs: CircuitInputs, peers: Path, tasks: Sequence[str], *, ig_ste
     start = _start_token(inputs)
     node_scores = _node_scores(universe, inputs.scores)
     width = int(mask.sum(1).max())
-    logit_tokens = [[start, *row[:width].tolist()] if start is not None else row[:width].tolist()
-                    for row in ids[: inputs.batch_size]]
-    logit_tokens = [row for row, m in zip(logit_tokens, mask[: inputs.batch_size], strict=True)
-                    if int(m.sum()) == width] or logit_tokens[:1]
+    logit_tokens = [
+        [start, *row[:width].tolist()] if start is not None else row[:width].tolist()
+        for row in ids[: inputs.batch_size]
+    ]
+    logit_tokens = [
+        row for row, m in zip(logit_tokens, mask[: inputs.batch_size], strict=True) if int(m.sum()) == width
+    ] or logit_tokens[:1]
     return {
         "peers": str(peers),
         "model_dir": str(inputs.model_dir),
@@ -211,7 +239,12 @@ def peer_job(inputs: CircuitInputs, peers: Path, tasks: Sequence[str], *, ig_ste
         "ig_steps": ig_steps,
         "threads": 1,
         "rows": [
-            [row["base"]["prompt"], row["counterfactuals"][inputs.counterfactual_type]["prompt"], int(a), int(b)]
+            [
+                row["base"]["prompt"],
+                row["counterfactuals"][inputs.counterfactual_type]["prompt"],
+                int(a),
+                int(b),
+            ]
             for row, a, b in zip(inputs.rows, correct, counter, strict=True)
         ],
         "edge_names": universe.edge_names(),
@@ -260,8 +293,12 @@ def mibspec_side(
             model, *tokens, inputs.membership, ablation=ablation, batch_size=inputs.batch_size
         )
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
-        out[key] = {"m_full": m_full, "m_empty": m_empty, "f": values,
-                    "sizes": [universe.weighted_edge_count(row) for row in inputs.membership]}
+        out[key] = {
+            "m_full": m_full,
+            "m_empty": m_empty,
+            "f": values,
+            "sizes": [universe.weighted_edge_count(row) for row in inputs.membership],
+        }
     if "nodes" in tasks:
         node_scores = _node_scores(universe, inputs.scores)
         grid = _grid(inputs.report)
@@ -276,9 +313,13 @@ def mibspec_side(
         edges = node_circuit_edges(universe, np.stack(stacks))
         result = evaluate_circuits(model, *tokens, edges, batch_size=inputs.batch_size)
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
-        out["nodes"] = {"m_full": m_full, "m_empty": m_empty,
-                        "f": {r: [v for v, w in zip(values, where, strict=True) if w == r]
-                              for r in ("signed", "absolute")}}
+        out["nodes"] = {
+            "m_full": m_full,
+            "m_empty": m_empty,
+            "f": {
+                r: [v for v, w in zip(values, where, strict=True) if w == r] for r in ("signed", "absolute")
+            },
+        }
     for method, key in (("eap", "EAP"), ("eap-ig", "EAP-IG-inputs")):
         if key in tasks:
             out[key] = attribute_edges(
@@ -291,6 +332,11 @@ def mibspec_side(
                 scale=profile["attribution_scale"],
             )
     return out
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    top = x.max(-1, keepdims=True)
+    return np.asarray(x - top - np.log(np.exp(x - top).sum(-1, keepdims=True)))
 
 
 def _f(m: float, full: float, empty: float) -> float:
@@ -326,15 +372,19 @@ def compare_circuit(
         pub = np.asarray(peer["logits"], dtype=np.float64)
         mine = np.asarray(ours["logits"], dtype=np.float64)
         # TransformerLens centres the unembedding: logits agree up to a constant per position
-        pub = pub - np.log(np.exp(pub - pub.max(-1, keepdims=True)).sum(-1, keepdims=True)) - pub.max(-1, keepdims=True)
-        mine = mine - np.log(np.exp(mine - mine.max(-1, keepdims=True)).sum(-1, keepdims=True)) - mine.max(-1, keepdims=True)
+        pub, mine = _log_softmax(pub), _log_softmax(mine)
         rows.append(_vector_row("log-softmax logits (same tokens)", pub.ravel(), mine.ravel(), True, r))
     if "circuits_patching" in peer:
         p, m = peer["circuits_patching"], ours["circuits_patching"]
         add("m(N)", p["m_full"], m["m_full"], prepend)
         add("m(∅)", p["m_empty"], m["m_empty"], prepend)
         for i, (ranking, k) in enumerate(inputs.points):
-            add(f"f({k:g}) {ranking}, report circuit", _f(p["m"][i], p["m_full"], p["m_empty"]), m["f"][i], prepend)
+            add(
+                f"f({k:g}) {ranking}, report circuit",
+                _f(p["m"][i], p["m_full"], p["m_empty"]),
+                m["f"][i],
+                prepend,
+            )
     if "curves" in peer and "circuits_patching" in ours:
         m = ours["circuits_patching"]
         by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}
@@ -348,21 +398,36 @@ def compare_circuit(
             for k, pf, mf in zip(grid, curve["faithfulness"], by_ranking[ranking], strict=True):
                 add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, prepend)
         add("CPR (signed)", peer["curves"]["signed"]["area_under"], cpr(grid, by_ranking["signed"]), prepend)
-        add("CMD (absolute)", peer["curves"]["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), prepend)
+        add(
+            "CMD (absolute)",
+            peer["curves"]["absolute"]["area_from_1"],
+            cmd(grid, by_ranking["absolute"]),
+            prepend,
+        )
         sizes = dict(zip(inputs.points, ours["circuits_patching"]["sizes"], strict=True))
         for ranking in ("signed", "absolute"):
             for k, recorded in zip(grid, peer["curves"][ranking]["recorded_sizes"], strict=True):
-                add(f"size({k:g}) {ranking}, recorded", recorded, sizes[(ranking, k)], False,
-                    "recorded after one pruning round (named difference)")
+                add(
+                    f"size({k:g}) {ranking}, recorded",
+                    recorded,
+                    sizes[(ranking, k)],
+                    False,
+                    "recorded after one pruning round (named difference)",
+                )
     if "circuits_mean" in peer and "circuits_mean" in ours:
         p, m = peer["circuits_mean"], ours["circuits_mean"]
         add("m(∅), mean ablation", p["m_empty"], m["m_empty"], False, "named difference: mean ablation")
         for i, (ranking, k) in enumerate(inputs.points):
-            add(f"f({k:g}) {ranking}, mean ablation", _f(p["m"][i], p["m_full"], p["m_empty"]), m["f"][i], False,
-                "named difference: mean ablation")
+            add(
+                f"f({k:g}) {ranking}, mean ablation",
+                _f(p["m"][i], p["m_full"], p["m_empty"]),
+                m["f"][i],
+                False,
+                "named difference: mean ablation",
+            )
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
-        add("m(∅), node circuits", p["m_empty"], m["m_empty"], prepend)
+        add("m(∅), node circuit", p["m_empty"], m["m_empty"], prepend)
         for ranking in ("signed", "absolute"):
             for k, pm, mf in zip(grid, p["m"][ranking], m["f"][ranking], strict=True):
                 add(f"f({k:g}) {ranking}, node circuit", _f(pm, p["m_full"], p["m_empty"]), mf, prepend)
@@ -371,7 +436,13 @@ def compare_circuit(
             promised = prepend and profile["attribution_scale"] == "per_example_and_batch"
             promised = promised and all(profile[c] == "left" for c in extra)
             rows.append(
-                _vector_row(f"{key} edge scores", np.asarray(peer[key]), np.asarray(ours[key]), promised, r,
-                            "relative to max |public score|")
+                _vector_row(
+                    f"{key} edge scores",
+                    np.asarray(peer[key]),
+                    np.asarray(ours[key]),
+                    promised,
+                    r,
+                    "relative to max |public score|",
+                )
             )
     return rows

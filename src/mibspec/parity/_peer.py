@@ -105,7 +105,9 @@ def build_peer_env(env_dir: Path, log: Any = None) -> Path:
         print("  $ " + " ".join(step), file=out, flush=True)
         done = subprocess.run(step, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise PeerUnavailableError(f"building the peer environment failed at {' '.join(step)}:\n{done.stderr}")
+            raise PeerUnavailableError(
+                f"building the peer environment failed at {' '.join(step)}:\n{done.stderr}"
+            )
     return python
 
 
@@ -153,8 +155,14 @@ def run_peer(python: Path, job: dict[str, Any], *, timeout: float = 3600.0) -> P
         folder = Path(tmp)
         (folder / "job.json").write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        env.update({"OMP_NUM_THREADS": str(job.get("threads", 1)), "HF_HUB_OFFLINE": "1",
-                    "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"})
+        env.update(
+            {
+                "OMP_NUM_THREADS": str(job.get("threads", 1)),
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "TQDM_DISABLE": "1",
+            }
+        )
         start = time.perf_counter()
         done = subprocess.run(
             [str(python), str(DRIVER), str(folder)],
@@ -165,7 +173,9 @@ def run_peer(python: Path, job: dict[str, Any], *, timeout: float = 3600.0) -> P
             check=False,
         )
         if done.returncode != 0:
-            raise PeerUnavailableError(f"the public code failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+            raise PeerUnavailableError(
+                f"the public code failed (exit {done.returncode}):\n{done.stderr[-4000:]}"
+            )
         result = PeerResult(json.loads((folder / "result.json").read_text(encoding="utf-8")))
         result["wall_seconds"] = time.perf_counter() - start
         logits = folder / "logits.safetensors"

@@ -29,8 +29,7 @@ from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import JsonLinesError, read_json_lines
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
-from ..recompute import ModelSource, encode_function
-from ..recompute._inputs import config_start_token
+from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
 from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
 

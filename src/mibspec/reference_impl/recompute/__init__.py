@@ -6,6 +6,6 @@ every model-based recomputer needs (the model, its tokenizer, referenced documen
 exported here for the producers too; this package itself imports no torch.
 """
 
-from ._inputs import ModelSource, UnusableInputError, encode_function
+from ._inputs import ModelSource, UnusableInputError, config_start_token, encode_function
 
-__all__ = ["ModelSource", "UnusableInputError", "encode_function"]
+__all__ = ["ModelSource", "UnusableInputError", "config_start_token", "encode_function"]

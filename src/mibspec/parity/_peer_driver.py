@@ -52,7 +52,10 @@ def _load_model(job: dict[str, Any]) -> Any:
     hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
     hf.eval()
     c = hf.config
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    # a random benchmark model has no tokenizer: its rows are given as token ids
+    tokenizer = (
+        AutoTokenizer.from_pretrained(folder, trust_remote_code=False) if job.get("tokenizer", True) else None
+    )
     if job["family"] == "gpt2":
         cfg = HookedTransformerConfig(
             d_model=c.n_embd,
@@ -164,6 +167,38 @@ def _mean(values: Any) -> float:
     return float(values.double().mean().item())
 
 
+def _bench(model: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """MIB's area-under-curve evaluation (signed ranking) on rows given as token ids, timed.
+
+    Only tokenisation is replaced (the rows are ids already, all of one length, so the
+    attention mask is all ones and the read position the last); the evaluation path —
+    baseline, empty circuit, top-n selection, pruning, patched passes, area — is the
+    public code's.
+    """
+    import eap.evaluate
+    import torch
+    from MIB_circuit_track.evaluation import evaluate_area_under_curve
+
+    def ids_tokenize(model: Any, inputs: Any, max_length: Any = None) -> Any:
+        tokens = torch.tensor(inputs, dtype=torch.long)
+        mask = torch.ones_like(tokens)
+        return tokens, mask, mask.sum(1), tokens.shape[1]
+
+    eap.evaluate.tokenize_plus = ids_tokenize  # type: ignore[attr-defined]
+    graph = _graph(model, job)
+    metric = _metric(model, mean=False, loss=False)
+    wall, cpu = time.perf_counter(), time.process_time()
+    _, area, _, _, faith = evaluate_area_under_curve(
+        model, graph, _dataloader(job), metric, quiet=True, level="edge", absolute=False
+    )
+    return {
+        "wall_seconds": time.perf_counter() - wall,
+        "cpu_seconds": time.process_time() - cpu,
+        "area_under": float(area),
+        "faithfulness": [float(f) for f in faith],
+    }
+
+
 def run(folder: Path) -> dict[str, Any]:
     job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
     peers = Path(job["peers"])
@@ -187,6 +222,9 @@ def run(folder: Path) -> dict[str, Any]:
     tasks = set(job["tasks"])
     model = _load_model(job)
     names = job["edge_names"]
+    if "bench" in tasks:
+        out["bench"] = _bench(model, job)
+        return out
     out["start_token"] = int(model.tokenizer.bos_token_id)
     metric = _metric(model, mean=False, loss=False)
 

@@ -236,3 +236,18 @@ def test_parity_command_exits_2_without_the_public_codes_environment(mibspec_cli
     assert done.returncode == 2
     assert "no environment for the public code" in done.stderr
     assert "--build-env" in done.stderr
+
+
+def test_a_parity_row_agrees_within_the_profiles_tolerance() -> None:
+    from mibspec.parity import ParityRow
+
+    scalar = ParityRow("m(N)", 10.0, 10.0 + 1e-5 + 1e-4 * 0.99, True, 1e-5, 1e-5)
+    assert scalar.ok
+    assert not ParityRow("m(N)", 10.0, 10.0 + 1e-5 + 1e-4 * 1.01, True, 1e-5, 1e-5).ok
+    assert scalar.group == "m(N)"
+    # vectors are judged against their largest public value, without an absolute term
+    vector = ParityRow("EAP edge scores", 1e-3, 1e-3 + 1e-8, True, 1e-5, 1e-5, scale=2e-3)
+    assert vector.ok
+    assert vector.group == "EAP edge scores"
+    assert not ParityRow("EAP edge scores", 1e-3, 1e-3 + 3e-8, True, 1e-5, 1e-5, scale=2e-3).ok
+    assert ParityRow("x", 0.0, 1e-9, False, 1e-5, 1e-5).as_dict()["rel_diff"] is None

@@ -35,16 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mibspec.parity import (  # noqa: E402
-    PeerUnavailableError,
-    compare_circuit,
-    find_peers,
-    load_circuit_inputs,
-    mibspec_side,
-    peer_job,
-    peer_python,
-    run_peer,
-)
+from mibspec.parity import PeerUnavailableError, circuit_parity, find_peers, load_circuit_inputs, peer_python  # noqa: E402
 
 PROFILES = ("mib-2025", "default")
 TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP", "EAP-IG-inputs")
@@ -113,6 +104,14 @@ def markdown(results: dict) -> str:
                 a, r, p = per.get(profile, (math.nan, math.nan, False))
                 cells += [_fmt(a), _fmt(r), "yes" if p else "no"]
             lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    if "causal" in results:
+        causal = results["causal"]
+        lines.append(f"\n**causal variable** (report `{causal['report']}`, pyvene; both profiles alike)\n")
+        lines.append("| quantity | max abs | max rel | promised |")
+        lines.append("|---|---|---|---|")
+        for group, per in summarise({"both": causal["rows"]}):
+            a, r, p = per["both"]
+            lines.append(f"| {group} | {_fmt(a)} | {_fmt(r)} | {'yes' if p else 'no'} |")
     return "\n".join(lines)
 
 
@@ -125,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-dir", type=Path, default=None, help="where that env lives (default: cache)")
     parser.add_argument("--json", type=Path, default=None, help="write every compared value here")
     parser.add_argument("--models", nargs="+", default=["tiny-gpt2", "tiny-llama"])
+    parser.add_argument(
+        "--causal-report",
+        type=Path,
+        default=ROOT / "examples" / "causal-variable-arithmetic" / "report.json",
+        help="causal-variable report whose featurizers are compared with pyvene ($MIBSPEC_PYVENE_PYTHON)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
@@ -150,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 parser.error(f"no report for model {model!r}")
             inputs = load_circuit_inputs(report, [MODELS])
-            job = peer_job(inputs, peers, TASKS)
-            public = run_peer(python, job)
+            public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS)
             entry: dict = {
                 "report": str(report.relative_to(ROOT))
                 if report.is_relative_to(ROOT)
@@ -159,20 +163,33 @@ def main(argv: list[str] | None = None) -> int:
                 "n_rows": len(inputs.rows),
                 "public_seconds": public["wall_seconds"],
                 "public_timings": public["timings"],
-                "rows": {},
+                "rows": {profile: [row.as_dict() for row in rows] for profile, rows in by_profile.items()},
             }
-            for profile in PROFILES:
-                ours = mibspec_side(inputs, profile, TASKS, job["logit_tokens"])
-                rows = compare_circuit(inputs, public, ours, profile)
-                failed += sum(1 for row in rows if row.promised and not row.ok)
-                entry["rows"][profile] = [row.as_dict() for row in rows]
+            for profile, rows in by_profile.items():
                 bad = [row.quantity for row in rows if row.promised and not row.ok]
+                failed += len(bad)
                 print(
                     f"{model} / {profile}: {len(rows)} values, promised differing: {bad or 'none'}",
                     flush=True,
                 )
             entry["seconds"] = time.perf_counter() - t0
             results["models"][model] = entry
+    from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, pyvene_python
+
+    pyvene = pyvene_python()
+    if pyvene is None:
+        print(f"causal-variable parity skipped: {PYVENE_PYTHON_ENV} names no Python with pyvene", flush=True)
+    else:
+        t0 = time.perf_counter()
+        rows = compare_causal(args.causal_report, [MODELS], pyvene)
+        failed += sum(1 for row in rows if row.promised and not row.ok)
+        results["causal"] = {
+            "report": str(args.causal_report.relative_to(ROOT)),
+            "rows": [row.as_dict() for row in rows],
+            "seconds": time.perf_counter() - t0,
+        }
+        bad = [row.quantity for row in rows if row.promised and not row.ok]
+        print(f"causal variable (pyvene): {len(rows)} values, differing: {bad or 'none'}", flush=True)
     results["seconds"] = time.perf_counter() - started
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")

@@ -42,6 +42,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mibspec' has no attribute {name!r}")
 
+
 __all__ = [
     "SPEC_VERSION",
     "Finding",

@@ -91,12 +91,9 @@ def parity_circuit_command(
     from mibspec.parity import (
         PEER_PYTHON_ENV,
         PeerUnavailableError,
-        compare_circuit,
+        circuit_parity,
         find_peers,
         load_circuit_inputs,
-        mibspec_side,
-        peer_job,
-        run_peer,
     )
     from mibspec.parity import peer_python as find_python
 
@@ -118,13 +115,11 @@ def parity_circuit_command(
         usage_error(f"unknown profile {name!r} (known: {', '.join(known_profiles())})")
     steps = int(inputs.report.get("method", {}).get("hyperparameters", {}).get("ig_steps", 5))
     tasks = _tasks(inputs.report, everything)
-    job = peer_job(inputs, peers, tasks, ig_steps=steps)
     try:
-        public = run_peer(python, job)
+        _, by_profile = circuit_parity(inputs, peers, python, [name], tasks, ig_steps=steps)
     except PeerUnavailableError as exc:
         usage_error(str(exc))
-    ours = mibspec_side(inputs, name, tasks, job["logit_tokens"], ig_steps=steps)
-    rows = compare_circuit(inputs, public, ours, name)
+    rows = by_profile[name]
     failed = [row for row in rows if row.promised and not row.ok]
     if output_format is ParityFormat.json:
         document = {

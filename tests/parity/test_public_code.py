@@ -25,13 +25,10 @@ TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP"
 def compared() -> dict[str, Any]:
     from mibspec.parity import (
         PeerUnavailableError,
-        compare_circuit,
+        circuit_parity,
         find_peers,
         load_circuit_inputs,
-        mibspec_side,
-        peer_job,
         peer_python,
-        run_peer,
     )
 
     try:
@@ -39,17 +36,8 @@ def compared() -> dict[str, Any]:
     except PeerUnavailableError as exc:
         pytest.skip(f"the public MIB code cannot be run here: {exc}")
     inputs = load_circuit_inputs(REPORT, [MODELS])
-    job = peer_job(inputs, peers, TASKS)
-    public = run_peer(python, job)
-    return {
-        profile: {
-            row.quantity: row
-            for row in compare_circuit(
-                inputs, public, mibspec_side(inputs, profile, TASKS, job["logit_tokens"]), profile
-            )
-        }
-        for profile in ("mib-2025", "default")
-    }
+    _, by_profile = circuit_parity(inputs, peers, python, ("mib-2025", "default"), TASKS)
+    return {profile: {row.quantity: row for row in rows} for profile, rows in by_profile.items()}
 
 
 def test_mib_2025_reproduces_every_value_it_promises(compared: dict[str, Any]) -> None:

@@ -106,9 +106,7 @@ class Inputs:
             raise OutputPathError(f"{option} {output} would overwrite the {self.what} {found}; {hint}")
 
 
-def declared_files(
-    document: Path, *, max_bytes: int | None = None
-) -> list[tuple[str, Path | None, Any]]:
+def declared_files(document: Path, *, max_bytes: int | None = None) -> list[tuple[str, Path | None, Any]]:
     """(artifact id, file, declared ``bytes``) for each artifact entry of a document; the file
     is ``None`` when its path leaves the document's folder. A file that is not a readable JSON
     object (or is larger than ``max_bytes``) declares nothing."""

@@ -80,4 +80,3 @@ TRACKS: dict[str, Track] = {
         ),
     )
 }
-

@@ -1,7 +1,15 @@
 """Parity with the public MIB code: run it in its own environment on a mibspec report's
 inputs and compare, value by value (``mibspec parity circuit``, ``benchmarks/parity/``)."""
 
-from ._circuit import CircuitInputs, ParityRow, compare_circuit, load_circuit_inputs, mibspec_side, peer_job
+from ._circuit import (
+    CircuitInputs,
+    ParityRow,
+    circuit_parity,
+    compare_circuit,
+    load_circuit_inputs,
+    mibspec_side,
+    peer_job,
+)
 from ._peer import (
     PEER_ENV_DIR_ENV,
     PEER_PYTHON_ENV,
@@ -24,6 +32,7 @@ __all__ = [
     "ParityRow",
     "PeerUnavailableError",
     "build_peer_env",
+    "circuit_parity",
     "compare_circuit",
     "default_env_dir",
     "find_peers",

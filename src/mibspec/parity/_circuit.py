@@ -28,7 +28,15 @@ from mibspec.core.profiles import load_profile
 from mibspec.core.sidecars import load_tensor, tensor_infos
 from mibspec.core.strict_json import read_json_lines
 
-__all__ = ["CircuitInputs", "ParityRow", "compare_circuit", "load_circuit_inputs", "mibspec_side", "peer_job"]
+__all__ = [
+    "CircuitInputs",
+    "ParityRow",
+    "circuit_parity",
+    "compare_circuit",
+    "load_circuit_inputs",
+    "mibspec_side",
+    "peer_job",
+]
 
 _FAMILIES = {"GPT2LMHeadModel": "gpt2", "LlamaForCausalLM": "llama"}
 
@@ -446,3 +454,36 @@ def compare_circuit(
                 )
             )
     return rows
+
+
+def circuit_parity(
+    inputs: CircuitInputs,
+    peers: Path,
+    python: Path,
+    profiles: Sequence[str],
+    tasks: Sequence[str],
+    *,
+    ig_steps: int = 5,
+) -> tuple[dict[str, Any], dict[str, list[ParityRow]]]:
+    """Run the public code once on ``inputs`` and compare it with mibspec under each profile.
+
+    Returns:
+        The public code's results and, per profile, the compared rows.
+
+    Raises:
+        PeerUnavailableError: the public code failed.
+    """
+    from ._peer import run_peer
+
+    job = peer_job(inputs, peers, tasks, ig_steps=ig_steps)
+    public = run_peer(python, job)
+    rows = {
+        profile: compare_circuit(
+            inputs,
+            public,
+            mibspec_side(inputs, profile, tasks, job["logit_tokens"], ig_steps=ig_steps),
+            profile,
+        )
+        for profile in profiles
+    }
+    return public, rows

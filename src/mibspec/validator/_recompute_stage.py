@@ -35,6 +35,7 @@ from ._context import RuleContext, StageStatus
 
 __all__ = ["mismatch_findings", "run_recompute"]
 
+
 def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
     """R103 for every comparison outside its tolerance."""
     findings = []

@@ -280,4 +280,3 @@ def _stacked_passes(
         neurons = None if plan.neurons is None else plan.neurons[group]
         run = PatchedPass(setup, ref, clean_input, plan.pruned[group], plan.reach[group], neurons, batch)
         yield group, run.metrics()
-

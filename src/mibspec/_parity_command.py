@@ -69,7 +69,10 @@ def parity_circuit_command(
         bool, typer.Option(help="Build the public code's environment in the cache when it is missing.")
     ] = False,
     model_root: Annotated[
-        list[Path] | None, typer.Option("--model-root", help="Folder to look for the report's model in.")
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
+        ),
     ] = None,
     profile: Annotated[
         str | None, typer.Option(help="Profile whose promises are checked; default the report's.")

@@ -251,3 +251,32 @@ def test_a_parity_row_agrees_within_the_profiles_tolerance() -> None:
     assert vector.group == "EAP edge scores"
     assert not ParityRow("EAP edge scores", 1e-3, 1e-3 + 3e-8, True, 1e-5, 1e-5, scale=2e-3).ok
     assert ParityRow("x", 0.0, 1e-9, False, 1e-5, 1e-5).as_dict()["rel_diff"] is None
+
+
+@pytest.mark.recompute
+@pytest.mark.slow
+def test_the_producer_writes_under_mib_2025_and_verify_recomputes_it(tmp_path: Path) -> None:
+    """``score circuit --profile mib-2025`` prepends the start token and says so; verify then
+    recomputes the same numbers, and a copy that drops the declaration does not match."""
+    import mibspec
+    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+
+    run = score_circuit(
+        CircuitOptions(
+            model_dir=MODELS / "tiny-gpt2",
+            dataset_path=EXAMPLE / "dataset.json",
+            out_dir=tmp_path / "out",
+            counterfactual_type="io_s2_flip",
+            method="random",
+            profile="mib-2025",
+        )
+    )
+    report = json.loads(run.report.read_text(encoding="utf-8"))
+    assert report["profile"] == "mib-2025"
+    assert report["settings"]["start_token"] == "prepend"
+    assert mibspec.verify(run.report, model_roots=[MODELS]).valid
+    claimed = json.loads((EXAMPLE / "report.json").read_text(encoding="utf-8"))["claims"]["m_full"]
+    assert abs(run.m_full - claimed) > 0.1  # the example has no start token
+    report["settings"]["start_token"] = "none"
+    run.report.write_text(json.dumps(report), encoding="utf-8")
+    assert not mibspec.verify(run.report, model_roots=[MODELS]).valid

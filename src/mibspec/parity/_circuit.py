@@ -4,7 +4,7 @@ MIB code (in its own environment) and by mibspec, value by value.
 Which differences a profile promises to keep within its float32 recomputation tolerance
 is decided per quantity from the conventions that quantity depends on (SPEC.md §6):
 
-* logits (log-softmax on the same tokens) and pruned circuit sizes: always;
+* logits (log-softmax on the same tokens): always;
 * m(N), m(∅), f(k), CPR, CMD at edge and node granularity under counterfactual patching:
   when the start-token convention in force is ``prepend`` (the public code's);
 * EAP edge scores: start token and ``attribution_scale``; EAP-IG (inputs) also
@@ -288,17 +288,25 @@ def mibspec_side(
     start = _start_token(inputs) if choice == "prepend" else None
     model = load_model(inputs.model_dir)
     universe = graph_universe(model)
-    tokens = _tokens(inputs, start)
+    ids, cids, mask, correct, counter = _tokens(inputs, start)
     out: dict[str, Any] = {"start_token": choice}
     if "logits" in tasks:
-        ids = torch.tensor(logit_tokens, dtype=torch.long)
-        out["logits"] = run_model(model, ids).logits.to(torch.float32).numpy()
+        logit_ids = torch.tensor(logit_tokens, dtype=torch.long)
+        out["logits"] = run_model(model, logit_ids).logits.to(torch.float32).numpy()
     for ablation in ("counterfactual", "mean"):
         key = "circuits_patching" if ablation == "counterfactual" else "circuits_mean"
         if key not in tasks:
             continue
         result = evaluate_circuits(
-            model, *tokens, inputs.membership, ablation=ablation, batch_size=inputs.batch_size
+            model,
+            ids,
+            cids,
+            mask,
+            correct,
+            counter,
+            inputs.membership,
+            ablation=ablation,
+            batch_size=inputs.batch_size,
         )
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
         out[key] = {
@@ -314,12 +322,14 @@ def mibspec_side(
         for ranking in ("signed", "absolute"):
             order = rank_edges(node_scores, ranking)
             for k in grid:
-                mask = np.zeros(universe.n_forward, dtype=bool)
-                mask[order[: int(k * universe.n_forward)]] = True
-                stacks.append(mask)
+                chosen = np.zeros(universe.n_forward, dtype=bool)
+                chosen[order[: int(k * universe.n_forward)]] = True
+                stacks.append(chosen)
                 where.append(ranking)
         edges = node_circuit_edges(universe, np.stack(stacks))
-        result = evaluate_circuits(model, *tokens, edges, batch_size=inputs.batch_size)
+        result = evaluate_circuits(
+            model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size
+        )
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
         out["nodes"] = {
             "m_full": m_full,
@@ -332,7 +342,11 @@ def mibspec_side(
         if key in tasks:
             out[key] = attribute_edges(
                 model,
-                *tokens,
+                ids,
+                cids,
+                mask,
+                correct,
+                counter,
                 method=method,  # type: ignore[arg-type]
                 steps=ig_steps,
                 batch_size=inputs.batch_size,

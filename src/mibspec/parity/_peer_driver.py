@@ -152,7 +152,7 @@ def _dataloader(job: dict[str, Any]) -> Any:
     from torch.utils.data import DataLoader
 
     items = [(clean, corrupted, [int(a), int(b)]) for clean, corrupted, a, b in job["rows"]]
-    return DataLoader(items, batch_size=job["batch_size"], collate_fn=collate_EAP)
+    return DataLoader(items, batch_size=job["batch_size"], collate_fn=collate_EAP)  # type: ignore[arg-type]
 
 
 def _metric(model: Any, **kwargs: Any) -> Any:

@@ -137,6 +137,8 @@ def small_ioi_dataset() -> SmallDataset:
         return target / "test.meta.json"
 
     return make
+
+
 InjectedRun = Callable[..., subprocess.CompletedProcess[str]]
 
 

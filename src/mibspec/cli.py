@@ -715,6 +715,16 @@ def _register_mib_commands() -> None:
 _register_mib_commands()
 
 
+def _register_parity_command() -> None:
+    # parity circuit: implemented in mibspec._parity_command (the public code runs in its own env).
+    from mibspec._parity_command import register
+
+    register(app)
+
+
+_register_parity_command()
+
+
 def main() -> None:
     """Console entry point: maps every failure to a documented exit code, never a traceback."""
     from mibspec.validator import InternalError

@@ -32,6 +32,7 @@ REPORT_CONVENTIONS: dict[str, dict[str, str]] = {
         "ranking": "/settings/ranking",
         "edge_count_rounding": "/settings/edge_count_rounding",
         "auroc_convention": "/claims/auroc/convention",
+        "start_token": "/settings/start_token",
     },
     "causal_bench": {"p_convention": "/settings/p_convention"},
     "causal_variable": {"checker": "/settings/checker"},

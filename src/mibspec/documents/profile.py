@@ -49,6 +49,27 @@ class Profile(Closed):
         description="conventions whose profile value applies whatever a report declares; a report "
         "declaring another value is an error (C122). grid and checker are always binding (K101, V108)",
     )
+    start_token: Literal["none", "prepend"] = Field(
+        default="none",
+        description="circuit track: whether recomputation prepends the model's start token to every "
+        "prompt when the report's settings.start_token is absent (mib-2025: prepend, as the public code's "
+        "prepend_bos=True)",
+    )
+    ig_points: Literal["right", "left"] = Field(
+        default="right",
+        description="EAP-IG (inputs) interpolation points of the reference producer: right = "
+        "α = 1/n … 1 (clean endpoint in), left = α = 0 … (n−1)/n (corrupted endpoint in, the public code)",
+    )
+    attribution_scale: Literal["per_example", "per_example_and_batch"] = Field(
+        default="per_example",
+        description="edge scores of the reference producer: the per-example score averaged over "
+        "examples, or that average also divided by each batch's size (the public code)",
+    )
+    recorded_size: Literal["complete_pruning"] = Field(
+        default="complete_pruning",
+        description="circuit sizes a report records: weighted edge counts after pruning to a fixed "
+        "point (both profiles; the public code at its pinned commit records sizes after one round)",
+    )
     severity: dict[
         Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]
     ] = Field(default_factory=dict, description="per-code severity overrides")

@@ -99,6 +99,11 @@ class CircuitSettings(Closed):
     metric: Literal["logit_difference", "probability_difference"] = "logit_difference"
     batch_size: PosInt | None = None
     padding_side: Literal["right", "left"] = "right"
+    start_token: Literal["none", "prepend"] | None = Field(
+        default=None,
+        description="whether the model's start token (config bos_token_id, else eos_token_id) is "
+        "prepended to every prompt; absent: the profile's start_token",
+    )
 
 
 class CurvePoint(Closed):

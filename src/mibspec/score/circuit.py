@@ -49,6 +49,13 @@ def score_circuit_command(
     ] = "20",
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Profile the report is written under; mib-2025 prepends the start token and scores "
+            "edges with the public EAP-IG code's interpolation points and scale."
+        ),
+    ] = "default",
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
     size = batch_size_or_exit(batch_size)
@@ -70,6 +77,7 @@ def score_circuit_command(
             batch_size=size,
             overwrite=overwrite,
             device=on,
+            profile=profile,
         )
         run = score_circuit(options, progress)
     valid = verify_written(run.report)

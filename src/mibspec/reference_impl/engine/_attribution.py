@@ -14,8 +14,13 @@ and ``logits``):
 * EAP: ``ḡ_d`` is the gradient on the clean input;
 * EAP-IG (inputs): ``ḡ_d`` is the mean of the gradients over ``steps`` runs whose
   ``input`` node output is ``o_input(corrupted) + (j/steps)·(o_input(clean) −
-  o_input(corrupted))``, j = 1..steps (every other node computed normally);
+  o_input(corrupted))``, j = 1..steps (every other node computed normally); with
+  ``ig_points="left"``, j = 0..steps−1 instead (the public EAP-IG code's points);
 * random: independent standard normal scores from a seeded local generator.
+
+With ``scale="per_example_and_batch"`` each batch's contribution is also divided by the
+batch's size (the public code differentiates a batch-mean metric and then divides by the
+number of examples).
 
 A positive score says that restoring the edge from the corrupted to the clean run raises
 the metric (to first order). The gradient per slot is taken by giving every slot its own
@@ -43,6 +48,8 @@ __all__ = ["ATTRIBUTION_METHODS", "AttributionMethod", "attribute_edges", "slot_
 
 AttributionMethod = Literal["eap", "eap-ig", "random"]
 ATTRIBUTION_METHODS: tuple[str, ...] = ("eap", "eap-ig", "random")
+IG_POINTS: tuple[str, ...] = ("right", "left")
+ATTRIBUTION_SCALES: tuple[str, ...] = ("per_example", "per_example_and_batch")
 
 
 def _forward_with_slots(
@@ -142,6 +149,8 @@ def attribute_edges(
     steps: int = 5,
     seed: int = 0,
     batch_size: int = 20,
+    ig_points: Literal["right", "left"] = "right",
+    scale: Literal["per_example", "per_example_and_batch"] = "per_example",
     progress: Callable[[int], None] | None = None,
 ) -> NDArray[np.float64]:
     """Edge scores in canonical edge order, ``(n_edges,)`` float64.
@@ -153,7 +162,10 @@ def attribute_edges(
         method: ``eap``, ``eap-ig`` or ``random`` (see the module docstring).
         steps: interpolation steps of ``eap-ig`` (≥ 1).
         seed: seed of the ``random`` method's local generator.
-        batch_size: examples per pass (scores do not depend on it beyond float rounding).
+        batch_size: examples per pass (scores do not depend on it beyond float rounding,
+            except under ``scale="per_example_and_batch"``).
+        ig_points: ``right`` (α = j/steps, j = 1..steps) or ``left`` (j = 0..steps−1).
+        scale: ``per_example`` or ``per_example_and_batch`` (see the module docstring).
         progress: called with the number of examples done after each batch.
 
     Raises:
@@ -165,6 +177,10 @@ def attribute_edges(
         raise ValueError(f"steps: expected an integer >= 1, got {steps!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
+    if ig_points not in IG_POINTS:
+        raise ValueError(f"ig_points: expected one of {list(IG_POINTS)}, got {ig_points!r}")
+    if scale not in ATTRIBUTION_SCALES:
+        raise ValueError(f"scale: expected one of {list(ATTRIBUTION_SCALES)}, got {scale!r}")
     if model.parallel_attn_mlp:
         raise ValueError("model: attribution supports sequential attention and MLP blocks only")
     universe = graph_universe(model)
@@ -194,11 +210,13 @@ def attribute_edges(
             grad = torch.zeros(
                 (universe.n_backward, *clean.shape[1:]), dtype=torch.float64, device=total.device
             )
-            for j in range(1, steps + 1):
+            first = 1 if ig_points == "right" else 0
+            for j in range(first, first + steps):
                 x0 = corrupted[0] + (j / steps) * (clean[0] - corrupted[0])
                 grad += wide(slot_gradients(model, x0, b_mask, tokens[sl]))
             grad /= steps
-        total += torch.einsum("fntd,bntd->fb", diff, grad)
+        batch = torch.einsum("fntd,bntd->fb", diff, grad)
+        total += batch if scale == "per_example" else batch / (sl.stop - sl.start)
         if progress is not None:
             progress(sl.stop)
     scores = (total / N).cpu().numpy()

@@ -22,13 +22,14 @@ import numpy as np
 
 from mibspec.core.files import sha256_file
 from mibspec.core.outputs import input_files
+from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import JsonLinesError, read_json_lines
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
-from ..recompute import ModelSource, encode_function
+from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
 from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
 
@@ -102,6 +103,8 @@ class CircuitOptions:
         overwrite: replace a report already in ``out_dir``.
         device: where the model computes (``cpu``, ``cuda:N``, ``mps``; see
             ``mibspec.reference_impl.devices.resolve_device``).
+        profile: the profile the report is written under; its ``start_token``,
+            ``ig_points`` and ``attribution_scale`` conventions are applied.
     """
 
     model_dir: Path
@@ -116,6 +119,7 @@ class CircuitOptions:
     grid: Sequence[float] = DEFAULT_GRID
     overwrite: bool = False
     device: str = "cpu"
+    profile: str = "default"
 
     def check(self) -> None:
         """Raises ValueError for a method the producer does not know or a misplaced scores file."""
@@ -123,6 +127,8 @@ class CircuitOptions:
             raise ValueError(f"method: expected one of {sorted(METHODS)}, got {self.method!r}")
         if (self.method == "scores") != (self.scores_path is not None):
             raise ValueError("scores_path: required with method 'scores' and only accepted with it")
+        if self.profile not in known_profiles():
+            raise ValueError(f"profile: expected one of {known_profiles()}, got {self.profile!r}")
 
 
 @dataclass(frozen=True)
@@ -325,7 +331,9 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
     inputs = open_model_and_dataset(
         Path(options.model_dir), options.dataset_path, options.counterfactual_type, options.device
     )
-    tokens = tokenize_pairs(inputs.rows, options.counterfactual_type, inputs.encode, "dataset")
+    profile = load_profile(options.profile)
+    start = _start_token(Path(options.model_dir)) if profile["start_token"] == "prepend" else None
+    tokens = tokenize_pairs(inputs.rows, options.counterfactual_type, inputs.encode, "dataset", start)
     n = tokens[0].shape[0]
     universe = graph_universe(inputs.model)
     batch, halve = plan_batch(
@@ -336,7 +344,7 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
         n,
     )
     scores, batch = with_oom_backoff(
-        lambda size: _edge_scores(options, inputs.model, tokens, universe.n_edges, progress, size),
+        lambda size: _edge_scores(options, profile, inputs.model, tokens, universe.n_edges, progress, size),
         batch,
         retry=halve,
     )
@@ -374,6 +382,7 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
 
 def _edge_scores(
     options: CircuitOptions,
+    profile: Any,
     model: Any,
     tokens: tuple[np.ndarray, ...],
     n_edges: int,
@@ -393,8 +402,25 @@ def _edge_scores(
         steps=options.steps,
         seed=options.seed,
         batch_size=batch_size,
+        ig_points=profile["ig_points"],
+        scale=profile["attribution_scale"],
         progress=start_task(progress, f"{METHODS[options.method]['name']} edge scores", tokens[0].shape[0]),
     )
+
+
+def _start_token(model_dir: Path) -> int:
+    """The start token of a local model folder's ``config.json``.
+
+    Raises:
+        ValueError: the config declares none.
+    """
+    from mibspec.reference_impl.engine import read_config  # torch: only when scoring
+
+    config = read_config((model_dir / "config.json").read_bytes(), "config.json")
+    token = config_start_token(config)
+    if token is None:
+        raise ValueError("model_dir: config.json declares neither bos_token_id nor eos_token_id")
+    return token
 
 
 def _curves(
@@ -489,7 +515,7 @@ def _circuit_report(
         "spec_version": SPEC_VERSION,
         "kind": "report",
         "track": "circuit",
-        "profile": "default",
+        "profile": options.profile,
         "title": f"{info['name']} circuits for {dataset.get('task')} on {Path(options.model_dir).name}",
         "method": _method_block(options),
         "task": {
@@ -512,6 +538,7 @@ def _circuit_report(
             "metric": "logit_difference",
             "batch_size": result.batch_size,
             "padding_side": "right",
+            **({"start_token": "prepend"} if _prepends(options.profile) else {}),
         },
         "claims": {
             "circuit": "circuit",
@@ -523,6 +550,10 @@ def _circuit_report(
             "cmd": {"value": result.cmd},
         },
     }
+
+
+def _prepends(profile: str) -> bool:
+    return bool(load_profile(profile)["start_token"] == "prepend")
 
 
 def _method_block(options: CircuitOptions) -> dict[str, Any]:

@@ -7,7 +7,7 @@ exported here for the producers too; this package itself imports no torch.
 """
 
 from ._hash_cache import FileHashCache, default_cache_dir
-from ._inputs import ModelSource, UnusableInputError, encode_function
+from ._inputs import ModelSource, UnusableInputError, config_start_token, encode_function
 from ._session import RecomputeSession
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "ModelSource",
     "RecomputeSession",
     "UnusableInputError",
+    "config_start_token",
     "default_cache_dir",
     "encode_function",
 ]

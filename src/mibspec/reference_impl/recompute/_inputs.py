@@ -151,6 +151,7 @@ class ModelSource:
     local: bool
     root: str | None = None
     tokenizer: bytes | None = field(default=None, repr=False, compare=False)
+    start_token: int | None = field(default=None, compare=False)
 
     @property
     def display(self) -> str:
@@ -442,7 +443,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
         ctx.model_files.extend(reader.used)
         _unpinned_finding(ctx, read, declared, source, pointer)
         tokenizer, weights = reused
-        return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
+        return _opened(source, tokenizer, config), weights
     mark = len(reader.used)
     blobs = {name: reader.read(name, paths[name], sizes[name]) for name in names}
     digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
@@ -464,7 +465,14 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     progress.advance()
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
-    return ModelSource(source.location, source.revision, True, source.root, tokenizer), weights
+    return _opened(source, tokenizer, config), weights
+
+
+def _opened(source: ModelSource, tokenizer: bytes, config: dict[str, Any]) -> ModelSource:
+    """``source`` once opened: with the tokenizer bytes that were hashed and the config's start token."""
+    return ModelSource(
+        source.location, source.revision, True, source.root, tokenizer, config_start_token(config)
+    )
 
 
 def _unpinned_finding(
@@ -483,6 +491,18 @@ def _unpinned_finding(
                 files=", ".join(unpinned),
             )
         )
+
+
+def config_start_token(config: dict[str, Any]) -> int | None:
+    """The start token a model's ``config.json`` declares: ``bos_token_id``, else
+    ``eos_token_id`` (as TransformerLens falls back to the end token), else ``None``."""
+    for key in ("bos_token_id", "eos_token_id"):
+        value = config.get(key)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def load_referenced_document(

@@ -42,7 +42,7 @@ from ._inputs import (
     read_rows,
 )
 
-__all__ = ["circuit_faithfulness", "recompute", "tokenize_pairs"]
+__all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
 
 
 def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
@@ -60,10 +60,11 @@ def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str
 
 
 def tokenize_pairs(
-    rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str
+    rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str, start_token: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Dataset rows as right-padded ``(clean, corrupted, mask, correct, counterfactual)`` token
-    arrays for the ``cf_type`` counterfactuals, under the model's ``encode``.
+    arrays for the ``cf_type`` counterfactuals, under the model's ``encode``; ``start_token``,
+    when given, is prepended to both prompts (never to the answers).
 
     Raises:
         UnusableInputError: at ``pointer``, for a row without that counterfactual or an
@@ -79,6 +80,8 @@ def tokenize_pairs(
                 pointer, f"dataset row {i}: the {cf_type!r} counterfactual has no answer (DS-5)"
             )
         a, b = encode(row["base"]["prompt"]), encode(cf["prompt"])
+        if start_token is not None:
+            a, b = [start_token, *a], [start_token, *b]
         if len(a) != len(b):
             raise UnusableInputError(
                 pointer,
@@ -103,6 +106,11 @@ def tokenize_pairs(
     for i, (a, b) in enumerate(zip(clean, corrupted, strict=True)):
         ids[i, : len(a)], cids[i, : len(b)], mask[i, : len(a)] = a, b, 1
     return ids, cids, mask, np.asarray(correct), np.asarray(counter)
+
+
+def start_token_choice(settings: dict[str, Any], profile: Any) -> str:
+    """``prepend`` or ``none``: the report's ``settings.start_token``, else its profile's (PR-3)."""
+    return str(convention(profile, {"track": "circuit", "settings": settings}, "start_token").value)
 
 
 def circuit_faithfulness(evaluation: Any, min_denominator: float = 1e-6) -> tuple[float, float, list[float]]:
@@ -221,8 +229,17 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
     rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
+    start = None
+    if start_token_choice(settings, profile) == "prepend":
+        start = source.start_token
+        if start is None:
+            raise UnusableInputError(
+                "/settings/start_token",
+                "a start token is to be prepended but the model's config.json declares neither "
+                "bos_token_id nor eos_token_id",
+            )
     ids, cids, mask, correct, counter = tokenize_pairs(
-        rows, task["counterfactual_type"], encode, "/task/dataset"
+        rows, task["counterfactual_type"], encode, "/task/dataset", start
     )
     if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
         raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")

@@ -1,0 +1,202 @@
+"""Parity harness: the public MIB circuit code against mibspec on the shipped tiny models.
+
+For each model the public code can load (TransformerLens 2.18: GPT-2 and Llama families),
+the public code runs in its own virtual environment (see ``mibspec.parity``) on the same
+weights, rows, counterfactuals and circuits as mibspec, and every quantity is compared
+under the ``mib-2025`` and ``default`` profiles:
+
+* tiny-gpt2: the report ``examples/circuit-ioi`` as shipped;
+* tiny-llama: a report written here by ``mibspec score circuit --method eap-ig`` on the
+  same dataset.
+
+Usage (from the repository root, mibspec's own environment active)::
+
+    python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
+
+``--build-env`` builds the public code's environment from scratch into the cache
+(``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
+torch and TransformerLens). Prints the results table of ``benchmarks/RESULTS.md``
+(largest absolute and relative difference per quantity) and exits 1 when a value a
+profile promises differs, 2 when the public code or its environment is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+from mibspec.parity import PeerUnavailableError, circuit_parity, find_peers, load_circuit_inputs, peer_python  # noqa: E402
+
+PROFILES = ("mib-2025", "default")
+TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP", "EAP-IG-inputs")
+MODELS = ROOT / "examples" / "models"
+
+
+def _llama_report(folder: Path) -> Path:
+    """A tiny-llama circuit report written by mibspec's producer on the IOI example rows."""
+    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+
+    run = score_circuit(
+        CircuitOptions(
+            model_dir=MODELS / "tiny-llama",
+            dataset_path=ROOT / "examples" / "circuit-ioi" / "dataset.json",
+            out_dir=folder / "circuit-ioi-llama",
+            counterfactual_type="io_s2_flip",
+            method="eap-ig",
+        )
+    )
+    return run.report
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _fmt(x: float) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.1e}"
+
+
+def summarise(
+    rows_by_profile: dict[str, list[dict]],
+) -> list[tuple[str, dict[str, tuple[float, float, bool]]]]:
+    """Per quantity group: (max |Δ|, max relative Δ, promised) under each profile."""
+    groups: dict[str, dict[str, tuple[float, float, bool]]] = {}
+    for profile, rows in rows_by_profile.items():
+        for row in rows:
+            a, r, p = groups.setdefault(row["group"], {}).get(profile, (0.0, 0.0, True))
+            rel = row["rel_diff"] if row["rel_diff"] is not None else math.inf
+            # relative differences of values below the absolute tolerance say nothing
+            rel = rel if abs(row["public"]) > 1e-5 or row["group"].endswith("scores") else 0.0
+            groups[row["group"]][profile] = (max(a, row["abs_diff"]), max(r, rel), p and row["promised"])
+    return list(groups.items())
+
+
+def markdown(results: dict) -> str:
+    lines = []
+    for model, by_profile in results["models"].items():
+        lines.append(f"\n**{model}** ({by_profile['n_rows']} rows, report `{by_profile['report']}`)\n")
+        lines.append(
+            "| quantity | mib-2025: max abs | max rel | promised | default: max abs | max rel | promised |"
+        )
+        lines.append("|---|---|---|---|---|---|---|")
+        for group, per in summarise(by_profile["rows"]):
+            cells = []
+            for profile in PROFILES:
+                a, r, p = per.get(profile, (math.nan, math.nan, False))
+                cells += [_fmt(a), _fmt(r), "yes" if p else "no"]
+            lines.append(f"| {group} | " + " | ".join(cells) + " |")
+    if "causal" in results:
+        causal = results["causal"]
+        lines.append(f"\n**causal variable** (report `{causal['report']}`, pyvene; both profiles alike)\n")
+        lines.append("| quantity | max abs | max rel | promised |")
+        lines.append("|---|---|---|---|")
+        for group, per in summarise({"both": causal["rows"]}):
+            a, r, p = per["both"]
+            lines.append(f"| {group} | {_fmt(a)} | {_fmt(r)} | {'yes' if p else 'no'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--peers", type=Path, default=None, help="public code folder (default $MIBSPEC_PEERS)"
+    )
+    parser.add_argument("--build-env", action="store_true", help="build the public code's env when missing")
+    parser.add_argument("--env-dir", type=Path, default=None, help="where that env lives (default: cache)")
+    parser.add_argument("--json", type=Path, default=None, help="write every compared value here")
+    parser.add_argument("--models", nargs="+", default=["tiny-gpt2", "tiny-llama"])
+    parser.add_argument(
+        "--causal-report",
+        type=Path,
+        default=ROOT / "examples" / "causal-variable-arithmetic" / "report.json",
+        help="causal-variable report whose featurizers are compared with pyvene ($MIBSPEC_PYVENE_PYTHON)",
+    )
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        peers = find_peers(args.peers)
+        python = peer_python(build=args.build_env, env_dir=args.env_dir)
+    except PeerUnavailableError as exc:
+        print(f"parity harness skipped: {exc}", file=sys.stderr)
+        return 2
+    results: dict = {
+        "commit": _commit(),
+        "peers": str(peers),
+        "python": platform.python_version(),
+        "models": {},
+    }
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="mibspec-parity-") as tmp:
+        for model in args.models:
+            t0 = time.perf_counter()
+            if model == "tiny-gpt2":
+                report = ROOT / "examples" / "circuit-ioi" / "report.json"
+            elif model == "tiny-llama":
+                report = _llama_report(Path(tmp))
+            else:
+                parser.error(f"no report for model {model!r}")
+            inputs = load_circuit_inputs(report, [MODELS])
+            public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS)
+            entry: dict = {
+                "report": str(report.relative_to(ROOT))
+                if report.is_relative_to(ROOT)
+                else "written by the harness",
+                "n_rows": len(inputs.rows),
+                "public_seconds": public["wall_seconds"],
+                "public_timings": public["timings"],
+                "rows": {profile: [row.as_dict() for row in rows] for profile, rows in by_profile.items()},
+            }
+            for profile, rows in by_profile.items():
+                bad = [row.quantity for row in rows if row.promised and not row.ok]
+                failed += len(bad)
+                print(
+                    f"{model} / {profile}: {len(rows)} values, promised differing: {bad or 'none'}",
+                    flush=True,
+                )
+            entry["seconds"] = time.perf_counter() - t0
+            results["models"][model] = entry
+    from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, pyvene_python
+
+    pyvene = pyvene_python()
+    if pyvene is None:
+        print(f"causal-variable parity skipped: {PYVENE_PYTHON_ENV} names no Python with pyvene", flush=True)
+    else:
+        t0 = time.perf_counter()
+        rows = compare_causal(args.causal_report, [MODELS], pyvene)
+        failed += sum(1 for row in rows if row.promised and not row.ok)
+        results["causal"] = {
+            "report": str(args.causal_report.relative_to(ROOT)),
+            "rows": [row.as_dict() for row in rows],
+            "seconds": time.perf_counter() - t0,
+        }
+        bad = [row.quantity for row in rows if row.promised and not row.ok]
+        print(f"causal variable (pyvene): {len(rows)} values, differing: {bad or 'none'}", flush=True)
+    results["seconds"] = time.perf_counter() - started
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(f"\nparity run at {results['commit']}, {results['seconds']:.0f} s")
+    print(markdown(results))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

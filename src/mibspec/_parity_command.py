@@ -1,0 +1,143 @@
+"""``mibspec parity circuit``: the public MIB code and mibspec side by side on a report."""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, usage_error
+from mibspec.core.display import visible
+
+parity_app = typer.Typer(
+    help="Run the public MIB code (in its own environment) on a report's inputs and compare.",
+    no_args_is_help=True,
+)
+
+_METHOD_TASKS = {"EAP": "EAP", "EAP-IG (inputs)": "EAP-IG-inputs"}
+
+
+class ParityFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+def _tasks(report: dict[str, Any], everything: bool) -> list[str]:
+    tasks = ["logits", "circuits_patching", "curve"]
+    method = _METHOD_TASKS.get(str(report.get("method", {}).get("name")))
+    if method is not None:
+        tasks.append(method)
+    if everything:
+        tasks += ["circuits_mean", "nodes", *(t for t in _METHOD_TASKS.values() if t not in tasks)]
+    return tasks
+
+
+def _table(rows: list[Any], profile: str, peers: Path) -> str:
+    header = f"{'quantity':<40} {'public':>15} {'mibspec':>15} {'|Δ|':>9} {'rel':>9}  verdict"
+    lines = [f"profile {profile}; public code at {peers}", header, "-" * len(header)]
+    for row in rows:
+        if row.promised:
+            verdict = "agrees" if row.ok else "DIFFERS (promised)"
+        else:
+            verdict = "not promised" + (f": {row.note}" if row.note else "")
+        lines.append(
+            f"{visible(row.quantity):<40} {row.public:>15.9g} {row.mibspec:>15.9g} "
+            f"{row.abs_diff:>9.2e} {row.rel_diff:>9.2e}  {verdict}"
+        )
+    return "\n".join(lines)
+
+
+@parity_app.command("circuit")
+def parity_circuit_command(
+    report: Annotated[Path, typer.Argument(help="A circuit-track report (edge granularity).")],
+    peer: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS."
+        ),
+    ] = None,
+    peer_python: Annotated[
+        Path | None,
+        typer.Option(
+            help="Python of the public code's environment; default $MIBSPEC_PEER_PYTHON or the cache."
+        ),
+    ] = None,
+    build_env: Annotated[
+        bool, typer.Option(help="Build the public code's environment in the cache when it is missing.")
+    ] = False,
+    model_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="Profile whose promises are checked; default the report's.")
+    ] = None,
+    everything: Annotated[
+        bool,
+        typer.Option("--all", help="Also node circuits, mean ablation and both attribution methods."),
+    ] = False,
+    output_format: Annotated[
+        ParityFormat, typer.Option("--format", help="text or json.")
+    ] = ParityFormat.text,
+) -> None:
+    """Print the public code's and mibspec's values side by side; exit 1 when a value the
+    profile promises to reproduce differs beyond its float32 tolerance, 2 when the public
+    code or its environment is missing."""
+    import os
+
+    from mibspec.core.profiles import known_profiles
+    from mibspec.parity import (
+        PEER_PYTHON_ENV,
+        PeerUnavailableError,
+        circuit_parity,
+        find_peers,
+        load_circuit_inputs,
+    )
+    from mibspec.parity import peer_python as find_python
+
+    if not report.is_file():
+        usage_error(f"report {report} does not exist")
+    try:
+        peers = find_peers(peer)
+        if peer_python is not None:
+            os.environ[PEER_PYTHON_ENV] = str(peer_python)
+        python = find_python(build=build_env)
+    except PeerUnavailableError as exc:
+        usage_error(str(exc))
+    try:
+        inputs = load_circuit_inputs(report, model_root or [])
+    except (ValueError, KeyError, OSError) as exc:
+        usage_error(f"cannot compare {report}: {exc}")
+    name = profile or str(inputs.report.get("profile", "default"))
+    if name not in known_profiles():
+        usage_error(f"unknown profile {name!r} (known: {', '.join(known_profiles())})")
+    steps = int(inputs.report.get("method", {}).get("hyperparameters", {}).get("ig_steps", 5))
+    tasks = _tasks(inputs.report, everything)
+    try:
+        _, by_profile = circuit_parity(inputs, peers, python, [name], tasks, ig_steps=steps)
+    except PeerUnavailableError as exc:
+        usage_error(str(exc))
+    rows = by_profile[name]
+    failed = [row for row in rows if row.promised and not row.ok]
+    if output_format is ParityFormat.json:
+        document = {
+            "profile": name,
+            "peers": str(peers),
+            "ok": not failed,
+            "rows": [r.as_dict() for r in rows],
+        }
+        typer.echo(json.dumps(document, indent=2, allow_nan=False, default=str))
+    else:
+        typer.echo(_table(rows, name, peers))
+        promised = sum(row.promised for row in rows)
+        typer.echo(f"{promised - len(failed)} of {promised} promised values agree")
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(parity_app, name="parity")

@@ -1,0 +1,44 @@
+"""Parity with the public MIB code: run it in its own environment on a mibspec report's
+inputs and compare, value by value (``mibspec parity circuit``, ``benchmarks/parity/``)."""
+
+from ._circuit import (
+    CircuitInputs,
+    ParityRow,
+    circuit_parity,
+    compare_circuit,
+    load_circuit_inputs,
+    mibspec_side,
+    peer_job,
+)
+from ._peer import (
+    PEER_ENV_DIR_ENV,
+    PEER_PYTHON_ENV,
+    PEER_REQUIREMENTS,
+    PEERS_ENV,
+    PeerUnavailableError,
+    build_peer_env,
+    default_env_dir,
+    find_peers,
+    peer_python,
+    run_peer,
+)
+
+__all__ = [
+    "PEERS_ENV",
+    "PEER_ENV_DIR_ENV",
+    "PEER_PYTHON_ENV",
+    "PEER_REQUIREMENTS",
+    "CircuitInputs",
+    "ParityRow",
+    "PeerUnavailableError",
+    "build_peer_env",
+    "circuit_parity",
+    "compare_circuit",
+    "default_env_dir",
+    "find_peers",
+    "load_circuit_inputs",
+    "mibspec_side",
+    "peer_job",
+    "peer_python",
+    "run_peer",
+]

@@ -1,0 +1,503 @@
+"""Circuit-track parity: a mibspec report's circuits, rows and model evaluated by the public
+MIB code (in its own environment) and by mibspec, value by value.
+
+Which differences a profile promises to keep within its float32 recomputation tolerance
+is decided per quantity from the conventions that quantity depends on (SPEC.md §6):
+
+* logits (log-softmax on the same tokens): always;
+* m(N), m(∅), f(k), CPR, CMD at edge and node granularity under counterfactual patching:
+  when the start-token convention in force is ``prepend`` (the public code's);
+* EAP edge scores: start token and ``attribution_scale``; EAP-IG (inputs) also
+  ``ig_points``;
+* mean ablation and the sizes the public code records after its top-n selection: never
+  (named convention differences).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mibspec.core.profiles import load_profile
+from mibspec.core.sidecars import load_tensor, tensor_infos
+from mibspec.core.strict_json import read_json_lines
+
+__all__ = [
+    "CircuitInputs",
+    "ParityRow",
+    "circuit_parity",
+    "compare_circuit",
+    "load_circuit_inputs",
+    "mibspec_side",
+    "peer_job",
+]
+
+_FAMILIES = {"GPT2LMHeadModel": "gpt2", "LlamaForCausalLM": "llama"}
+
+
+@dataclass(frozen=True)
+class CircuitInputs:
+    """What a circuit report points to, read from its folder."""
+
+    report: dict[str, Any]
+    model_dir: Path
+    family: str
+    rows: list[dict[str, Any]]
+    counterfactual_type: str
+    scores: np.ndarray  # (n_edges,) float32 as stored
+    membership: np.ndarray  # (K, n_edges) bool
+    points: list[tuple[str, float]]  # (ranking, k) of each membership row
+    batch_size: int
+
+
+@dataclass
+class ParityRow:
+    """One compared quantity: the public code's value, mibspec's, and whether the profile
+    promises they agree (within ``abs_tol + rel_tol·|public|``)."""
+
+    quantity: str
+    public: float
+    mibspec: float
+    promised: bool
+    abs_tol: float
+    rel_tol: float
+    note: str = ""
+    scale: float | None = None  # vectors: the max |public| their relative difference is taken against
+    group: str = ""  # the quantity family the results table summarises over
+
+    def __post_init__(self) -> None:
+        if not self.group:
+            self.group = _group(self.quantity)
+
+    @property
+    def abs_diff(self) -> float:
+        return abs(self.public - self.mibspec)
+
+    @property
+    def rel_diff(self) -> float:
+        base = abs(self.public) if self.scale is None else self.scale
+        return self.abs_diff / base if base > 0 else (0.0 if self.abs_diff == 0 else math.inf)
+
+    @property
+    def ok(self) -> bool:
+        base = abs(self.public) if self.scale is None else self.scale
+        return self.abs_diff <= self.abs_tol * (1 if self.scale is None else 0) + self.rel_tol * base
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "quantity": self.quantity,
+            "public": self.public,
+            "mibspec": self.mibspec,
+            "abs_diff": self.abs_diff,
+            "rel_diff": self.rel_diff if math.isfinite(self.rel_diff) else None,
+            "promised": self.promised,
+            "ok": self.ok,
+            "note": self.note,
+            "group": self.group,
+        }
+
+
+_GROUPS = (
+    ("logits", "logits (log-softmax)"),
+    ("mean ablation", "mean ablation: m(∅), f(k)"),
+    ("node circuit", "node circuits: m(∅), f(k)"),
+    ("report circuit", "f(k) of the report's circuits"),
+    ("MIB top-n", "f(k), MIB's top-n circuits"),
+    ("recorded", "recorded circuit sizes"),
+    ("CPR", "CPR"),
+    ("CMD", "CMD"),
+    ("EAP-IG", "EAP-IG (inputs) edge scores"),
+    ("EAP ", "EAP edge scores"),
+    ("m(N)", "m(N)"),
+    ("m(∅)", "m(∅)"),
+)
+
+
+def _group(quantity: str) -> str:
+    return next((name for key, name in _GROUPS if key in quantity), quantity)
+
+
+def _artifact(doc: dict[str, Any], folder: Path, artifact_id: str) -> Path:
+    entry = next((a for a in doc.get("artifacts", []) if a["id"] == artifact_id), None)
+    if entry is None:
+        raise ValueError(f"the document declares no artifact {artifact_id!r}")
+    return folder / entry["path"]
+
+
+def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any]) -> np.ndarray:
+    entry = next(a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"])
+    path = folder / entry["path"]
+    info = tensor_infos(path, entry["media_type"])[ref.get("tensor")]
+    return np.array(load_tensor(path, info))
+
+
+def _find_model(report: dict[str, Any], folder: Path, roots: Sequence[Path]) -> Path:
+    name = report["model"].get("path") or report["model"].get("id", "")
+    for root in [folder, *roots]:
+        candidate = Path(root) / name
+        if (candidate / "config.json").is_file():
+            return candidate.resolve()
+    raise ValueError(
+        f"model {name!r} not found beside the report or under {[str(r) for r in roots]} (use --model-root)"
+    )
+
+
+def load_circuit_inputs(report_path: Path, model_roots: Sequence[Path] = ()) -> CircuitInputs:
+    """Read a circuit report, its circuit document and tensors, its dataset rows and find
+    its model folder.
+
+    Raises:
+        ValueError: the report cannot be compared (not a recomputable circuit report).
+    """
+    report_path = Path(report_path)
+    folder = report_path.parent
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    if report.get("track") != "circuit":
+        raise ValueError(f"{report_path} is not a circuit report")
+    architecture = report["model"].get("architecture")
+    if architecture not in _FAMILIES:
+        raise ValueError(f"the public code path is driven for {sorted(_FAMILIES)}, not {architecture!r}")
+    settings, claims, task = report["settings"], report["claims"], report["task"]
+    if settings.get("granularity", "edge") != "edge":
+        raise ValueError("only edge-granularity reports are compared (node circuits are derived from them)")
+    circuit_path = _artifact(report, folder, claims["circuit"])
+    circuit = json.loads(circuit_path.read_text(encoding="utf-8"))
+    scores = _tensor(circuit, circuit_path.parent, circuit["scores"]).astype(np.float32)
+    membership = _tensor(circuit, circuit_path.parent, circuit["membership"]).astype(bool)
+    points = []
+    for curve in claims["curves"]:
+        for point in curve["points"]:
+            points.append((curve["ranking"], float(point["k"])))
+    order = [point["circuit"] for curve in claims["curves"] for point in curve["points"]]
+    dataset_path = _artifact(report, folder, task["dataset"])
+    dataset = json.loads(dataset_path.read_text(encoding="utf-8"))
+    rows_path = _artifact(dataset, dataset_path.parent, dataset["artifacts"][0]["id"])
+    with rows_path.open("rb") as handle:
+        rows = [row for _, row in read_json_lines(handle)]
+    return CircuitInputs(
+        report=report,
+        model_dir=_find_model(report, folder, model_roots),
+        family=_FAMILIES[architecture],
+        rows=rows,
+        counterfactual_type=task["counterfactual_type"],
+        scores=scores,
+        membership=membership[order],
+        points=points,
+        batch_size=int(settings.get("batch_size") or 20),
+    )
+
+
+def _node_scores(universe: Any, scores: np.ndarray) -> np.ndarray:
+    """A node score per source node: the sum of its outgoing edges' scores (float64), so
+    node circuits can be compared without node scores in the report."""
+    out = np.zeros(universe.n_forward, dtype=np.float64)
+    np.add.at(out, universe.edge_src, scores.astype(np.float64))
+    return out
+
+
+def _grid(report: dict[str, Any]) -> list[float]:
+    return [float(k) for k in report["settings"]["grid"]]
+
+
+def _tokens(inputs: CircuitInputs, start: int | None) -> tuple[np.ndarray, ...]:
+    from mibspec.reference_impl.recompute import ModelSource, encode_function
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
+
+    encode = encode_function(ModelSource(str(inputs.model_dir), None, local=True))
+    return tokenize_pairs(inputs.rows, inputs.counterfactual_type, encode, "dataset", start)
+
+
+def _start_token(inputs: CircuitInputs) -> int | None:
+    from mibspec.reference_impl.recompute import config_start_token
+
+    return config_start_token(json.loads((inputs.model_dir / "config.json").read_text(encoding="utf-8")))
+
+
+def peer_job(
+    inputs: CircuitInputs, peers: Path, tasks: Sequence[str], *, ig_steps: int = 5
+) -> dict[str, Any]:
+    """The peer driver's job for ``inputs``: prompts and answer ids as mibspec reads them,
+    edges by name, the report's circuits and derived node scores."""
+    from mibspec.reference_impl.engine import graph_universe, load_model
+
+    model = load_model(inputs.model_dir)
+    universe = graph_universe(model)
+    ids, _, mask, correct, counter = _tokens(inputs, None)
+    start = _start_token(inputs)
+    node_scores = _node_scores(universe, inputs.scores)
+    width = int(mask.sum(1).max())
+    logit_tokens = [
+        [start, *row[:width].tolist()] if start is not None else row[:width].tolist()
+        for row in ids[: inputs.batch_size]
+    ]
+    logit_tokens = [
+        row for row, m in zip(logit_tokens, mask[: inputs.batch_size], strict=True) if int(m.sum()) == width
+    ] or logit_tokens[:1]
+    return {
+        "peers": str(peers),
+        "model_dir": str(inputs.model_dir),
+        "family": inputs.family,
+        "batch_size": inputs.batch_size,
+        "ig_steps": ig_steps,
+        "threads": 1,
+        "rows": [
+            [
+                row["base"]["prompt"],
+                row["counterfactuals"][inputs.counterfactual_type]["prompt"],
+                int(a),
+                int(b),
+            ]
+            for row, a, b in zip(inputs.rows, correct, counter, strict=True)
+        ],
+        "edge_names": universe.edge_names(),
+        "scores": inputs.scores.astype(np.float64).tolist(),
+        "circuits": [np.flatnonzero(row).tolist() for row in inputs.membership],
+        "node_scores": dict(zip(universe.forward_names, node_scores.tolist(), strict=True)),
+        "node_counts": [int(k * universe.n_forward) for k in _grid(inputs.report)],
+        "logit_tokens": logit_tokens,
+        "tasks": list(tasks),
+    }
+
+
+def mibspec_side(
+    inputs: CircuitInputs, profile_name: str, tasks: Sequence[str], logit_tokens: Any, *, ig_steps: int = 5
+) -> dict[str, Any]:
+    """mibspec's values for the same quantities under ``profile_name`` (the report's own
+    ``settings.start_token`` wins over the profile's, as in recomputation)."""
+    import torch
+
+    from mibspec.reference_impl.engine import (
+        attribute_edges,
+        evaluate_circuits,
+        graph_universe,
+        load_model,
+        node_circuit_edges,
+        run_model,
+    )
+    from mibspec.reference_impl.metrics.circuit import rank_edges
+    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness, start_token_choice
+
+    profile = load_profile(profile_name)
+    choice = start_token_choice(inputs.report["settings"], profile)
+    start = _start_token(inputs) if choice == "prepend" else None
+    model = load_model(inputs.model_dir)
+    universe = graph_universe(model)
+    ids, cids, mask, correct, counter = _tokens(inputs, start)
+    out: dict[str, Any] = {"start_token": choice}
+    if "logits" in tasks:
+        logit_ids = torch.tensor(logit_tokens, dtype=torch.long)
+        out["logits"] = run_model(model, logit_ids).logits.to(torch.float32).numpy()
+    for ablation in ("counterfactual", "mean"):
+        key = "circuits_patching" if ablation == "counterfactual" else "circuits_mean"
+        if key not in tasks:
+            continue
+        result = evaluate_circuits(
+            model,
+            ids,
+            cids,
+            mask,
+            correct,
+            counter,
+            inputs.membership,
+            ablation=ablation,
+            batch_size=inputs.batch_size,
+        )
+        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+        out[key] = {
+            "m_full": m_full,
+            "m_empty": m_empty,
+            "f": values,
+            "sizes": [universe.weighted_edge_count(row) for row in inputs.membership],
+        }
+    if "nodes" in tasks:
+        node_scores = _node_scores(universe, inputs.scores)
+        grid = _grid(inputs.report)
+        stacks, where = [], []
+        for ranking in ("signed", "absolute"):
+            order = rank_edges(node_scores, ranking)
+            for k in grid:
+                chosen = np.zeros(universe.n_forward, dtype=bool)
+                chosen[order[: int(k * universe.n_forward)]] = True
+                stacks.append(chosen)
+                where.append(ranking)
+        edges = node_circuit_edges(universe, np.stack(stacks))
+        result = evaluate_circuits(
+            model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size
+        )
+        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+        out["nodes"] = {
+            "m_full": m_full,
+            "m_empty": m_empty,
+            "f": {
+                r: [v for v, w in zip(values, where, strict=True) if w == r] for r in ("signed", "absolute")
+            },
+        }
+    for method, key in (("eap", "EAP"), ("eap-ig", "EAP-IG-inputs")):
+        if key in tasks:
+            out[key] = attribute_edges(
+                model,
+                ids,
+                cids,
+                mask,
+                correct,
+                counter,
+                method=method,  # type: ignore[arg-type]
+                steps=ig_steps,
+                batch_size=inputs.batch_size,
+                ig_points=profile["ig_points"],
+                scale=profile["attribution_scale"],
+            )
+    return out
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    top = x.max(-1, keepdims=True)
+    return np.asarray(x - top - np.log(np.exp(x - top).sum(-1, keepdims=True)))
+
+
+def _f(m: float, full: float, empty: float) -> float:
+    return (m - empty) / (full - empty)
+
+
+def _vector_row(
+    name: str, public: np.ndarray, ours: np.ndarray, promised: bool, rel: float, note: str = ""
+) -> ParityRow:
+    diff = np.abs(public - ours)
+    i = int(np.argmax(diff))
+    scale = float(np.max(np.abs(public))) if public.size else 0.0
+    return ParityRow(name, float(public[i]), float(ours[i]), promised, 0.0, rel, note=note, scale=scale)
+
+
+def compare_circuit(
+    inputs: CircuitInputs, peer: dict[str, Any], ours: dict[str, Any], profile_name: str
+) -> list[ParityRow]:
+    """The side-by-side rows for one profile."""
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+
+    profile = load_profile(profile_name)
+    tol = profile["recompute"]["float32"]
+    a, r = float(tol["abs"]), float(tol["rel"])
+    prepend = ours["start_token"] == "prepend"
+    rows: list[ParityRow] = []
+    grid = _grid(inputs.report)
+
+    def add(name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
+        rows.append(ParityRow(name, float(public), float(mine), promised, a, r, note=note))
+
+    if "logits" in peer and "logits" in ours:
+        pub = np.asarray(peer["logits"], dtype=np.float64)
+        mine = np.asarray(ours["logits"], dtype=np.float64)
+        # TransformerLens centres the unembedding: logits agree up to a constant per position
+        pub, mine = _log_softmax(pub), _log_softmax(mine)
+        rows.append(_vector_row("log-softmax logits (same tokens)", pub.ravel(), mine.ravel(), True, r))
+    if "circuits_patching" in peer:
+        p, m = peer["circuits_patching"], ours["circuits_patching"]
+        add("m(N)", p["m_full"], m["m_full"], prepend)
+        add("m(∅)", p["m_empty"], m["m_empty"], prepend)
+        for i, (ranking, k) in enumerate(inputs.points):
+            add(
+                f"f({k:g}) {ranking}, report circuit",
+                _f(p["m"][i], p["m_full"], p["m_empty"]),
+                m["f"][i],
+                prepend,
+            )
+    if "curves" in peer and "circuits_patching" in ours:
+        m = ours["circuits_patching"]
+        by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}
+        for (ranking, _), value in zip(inputs.points, m["f"], strict=True):
+            by_ranking[ranking].append(value)
+        if profile["force_full_faithfulness"]:
+            for values in by_ranking.values():
+                values[-1] = 1.0
+        for ranking in ("signed", "absolute"):
+            curve = peer["curves"][ranking]
+            for k, pf, mf in zip(grid, curve["faithfulness"], by_ranking[ranking], strict=True):
+                add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, prepend)
+        add("CPR (signed)", peer["curves"]["signed"]["area_under"], cpr(grid, by_ranking["signed"]), prepend)
+        add(
+            "CMD (absolute)",
+            peer["curves"]["absolute"]["area_from_1"],
+            cmd(grid, by_ranking["absolute"]),
+            prepend,
+        )
+        sizes = dict(zip(inputs.points, ours["circuits_patching"]["sizes"], strict=True))
+        for ranking in ("signed", "absolute"):
+            for k, recorded in zip(grid, peer["curves"][ranking]["recorded_sizes"], strict=True):
+                add(
+                    f"size({k:g}) {ranking}, recorded",
+                    recorded,
+                    sizes[(ranking, k)],
+                    False,
+                    "recorded after one pruning round (named difference)",
+                )
+    if "circuits_mean" in peer and "circuits_mean" in ours:
+        p, m = peer["circuits_mean"], ours["circuits_mean"]
+        add("m(∅), mean ablation", p["m_empty"], m["m_empty"], False, "named difference: mean ablation")
+        for i, (ranking, k) in enumerate(inputs.points):
+            add(
+                f"f({k:g}) {ranking}, mean ablation",
+                _f(p["m"][i], p["m_full"], p["m_empty"]),
+                m["f"][i],
+                False,
+                "named difference: mean ablation",
+            )
+    if "nodes" in peer and "nodes" in ours:
+        p, m = peer["nodes"], ours["nodes"]
+        add("m(∅), node circuit", p["m_empty"], m["m_empty"], prepend)
+        for ranking in ("signed", "absolute"):
+            for k, pm, mf in zip(grid, p["m"][ranking], m["f"][ranking], strict=True):
+                add(f"f({k:g}) {ranking}, node circuit", _f(pm, p["m_full"], p["m_empty"]), mf, prepend)
+    for key, extra in (("EAP", ()), ("EAP-IG-inputs", ("ig_points",))):
+        if key in peer and key in ours:
+            promised = prepend and profile["attribution_scale"] == "per_example_and_batch"
+            promised = promised and all(profile[c] == "left" for c in extra)
+            rows.append(
+                _vector_row(
+                    f"{key} edge scores",
+                    np.asarray(peer[key]),
+                    np.asarray(ours[key]),
+                    promised,
+                    r,
+                    "relative to max |public score|",
+                )
+            )
+    return rows
+
+
+def circuit_parity(
+    inputs: CircuitInputs,
+    peers: Path,
+    python: Path,
+    profiles: Sequence[str],
+    tasks: Sequence[str],
+    *,
+    ig_steps: int = 5,
+) -> tuple[dict[str, Any], dict[str, list[ParityRow]]]:
+    """Run the public code once on ``inputs`` and compare it with mibspec under each profile.
+
+    Returns:
+        The public code's results and, per profile, the compared rows.
+
+    Raises:
+        PeerUnavailableError: the public code failed.
+    """
+    from ._peer import run_peer
+
+    job = peer_job(inputs, peers, tasks, ig_steps=ig_steps)
+    public = run_peer(python, job)
+    rows = {
+        profile: compare_circuit(
+            inputs,
+            public,
+            mibspec_side(inputs, profile, tasks, job["logit_tokens"], ig_steps=ig_steps),
+            profile,
+        )
+        for profile in profiles
+    }
+    return public, rows

@@ -1,0 +1,331 @@
+"""Peer-side driver of the parity harness: run the public MIB circuit code on a job file.
+
+This file is executed as a script by the *peer* environment's Python (TransformerLens 2.18,
+the pinned EAP-IG and MIB's circuit-track code on ``sys.path``), never imported by mibspec:
+it depends on nothing but the standard library, torch, transformers, TransformerLens and
+the peer folders given in the job. It reads ``job.json`` and writes ``result.json`` (and
+``logits.safetensors``) into the same folder:
+
+    python _peer_driver.py JOB_FOLDER
+
+Job fields: ``peers`` (folder), ``model_dir``, ``family`` (``gpt2`` or ``llama``),
+``batch_size``, ``ig_steps``, ``rows`` (``[clean prompt, counterfactual prompt, correct id,
+counterfactual id]``), ``edge_names`` (canonical order), ``scores`` (one per edge),
+``circuits`` (edge index lists), ``node_scores`` (name → score), ``node_counts`` (nodes kept
+per grid point), ``logit_tokens`` (token id rows, equal length), ``tasks`` (names below).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+class _CpuTorch:
+    """``torch`` for modules of the public code that allocate with ``device='cuda'`` where
+    the model's device is meant: the same module, with those allocations on the CPU."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def zeros(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("device") == "cuda":
+            kwargs["device"] = "cpu"
+        return self._torch.zeros(*args, **kwargs)
+
+
+def _load_model(job: dict[str, Any]) -> Any:
+    import torch
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+    from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_llama_weights
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = job["model_dir"]
+    hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+    hf.eval()
+    c = hf.config
+    # a random benchmark model has no tokenizer: its rows are given as token ids
+    tokenizer = (
+        AutoTokenizer.from_pretrained(folder, trust_remote_code=False) if job.get("tokenizer", True) else None
+    )
+    if job["family"] == "gpt2":
+        cfg = HookedTransformerConfig(
+            d_model=c.n_embd,
+            d_head=c.n_embd // c.n_head,
+            n_heads=c.n_head,
+            d_mlp=c.n_inner or 4 * c.n_embd,
+            n_layers=c.n_layer,
+            n_ctx=c.n_positions,
+            d_vocab=c.vocab_size,
+            act_fn=c.activation_function,
+            eps=c.layer_norm_epsilon,
+            normalization_type="LN",
+            positional_embedding_type="standard",
+            original_architecture="GPT2LMHeadModel",
+            default_prepend_bos=True,
+            dtype=torch.float32,
+        )
+        state = convert_gpt2_weights(hf, cfg)
+    elif job["family"] == "llama":
+        rope = getattr(c, "rope_theta", None) or (getattr(c, "rope_parameters", None) or {}).get(
+            "rope_theta", 10000.0
+        )
+        d_head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+        cfg = HookedTransformerConfig(
+            d_model=c.hidden_size,
+            d_head=d_head,
+            n_heads=c.num_attention_heads,
+            n_key_value_heads=c.num_key_value_heads,
+            d_mlp=c.intermediate_size,
+            n_layers=c.num_hidden_layers,
+            n_ctx=c.max_position_embeddings,
+            d_vocab=c.vocab_size,
+            act_fn=c.hidden_act,
+            eps=c.rms_norm_eps,
+            normalization_type="RMS",
+            positional_embedding_type="rotary",
+            rotary_dim=d_head,
+            rotary_base=rope,
+            rotary_adjacent_pairs=False,
+            gated_mlp=True,
+            final_rms=True,
+            original_architecture="LlamaForCausalLM",
+            default_prepend_bos=True,
+            dtype=torch.float32,
+        )
+        state = convert_llama_weights(hf, cfg)
+    else:
+        raise SystemExit(f"unsupported family {job['family']!r}")
+    model = HookedTransformer(cfg, tokenizer=tokenizer)
+    # the processing HookedTransformer.from_pretrained applies by default (MIB loads models that way)
+    model.load_and_process_state_dict(
+        state,
+        fold_ln=True,
+        center_writing_weights=cfg.normalization_type == "LN",
+        center_unembed=True,
+        fold_value_biases=True,
+        refactor_factored_attn_matrices=False,
+    )
+    model.eval()
+    # the configuration MIB's run_evaluation.py / run_attribution.py set
+    model.cfg.use_split_qkv_input = True
+    model.cfg.use_attn_result = True
+    model.cfg.use_hook_mlp_in = True
+    model.cfg.ungroup_grouped_query_attention = True
+    return model
+
+
+def _graph(model: Any, job: dict[str, Any], *, node_scores: bool = False) -> Any:
+    from eap.graph import Graph
+
+    graph = Graph.from_model(model, node_scores=node_scores)
+    names = job["edge_names"]
+    if len(graph.edges) != len(names):
+        raise SystemExit(f"edge universes differ: public {len(graph.edges)}, mibspec {len(names)}")
+    for name, score in zip(names, job["scores"], strict=True):
+        graph.edges[name].score = float(score)
+    return graph
+
+
+def _set_circuit(graph: Any, names: list[str], members: list[int]) -> None:
+    graph.in_graph[:] = False
+    graph.nodes_in_graph[:] = False
+    for i in members:
+        graph.edges[names[i]].in_graph = True
+    # nodes: as the graph's own top-n selection marks them before pruning
+    outgoing = graph.in_graph.any(dim=1)
+    ingoing = (graph.in_graph.any(dim=0).float() @ graph.forward_to_backward.float().T) > 0
+    ingoing[0] = True
+    graph.nodes_in_graph[:] = outgoing & ingoing
+
+
+def _dataloader(job: dict[str, Any]) -> Any:
+    from MIB_circuit_track.dataset import collate_EAP
+    from torch.utils.data import DataLoader
+
+    items = [(clean, corrupted, [int(a), int(b)]) for clean, corrupted, a, b in job["rows"]]
+    return DataLoader(items, batch_size=job["batch_size"], collate_fn=collate_EAP)  # type: ignore[arg-type]
+
+
+def _metric(model: Any, **kwargs: Any) -> Any:
+    from functools import partial
+
+    from MIB_circuit_track.metrics import get_metric
+
+    return partial(get_metric("logit_diff", "ioi", model.tokenizer, model), **kwargs)
+
+
+def _mean(values: Any) -> float:
+    return float(values.double().mean().item())
+
+
+def _bench(model: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """MIB's area-under-curve evaluation (signed ranking) on rows given as token ids, timed.
+
+    Only tokenisation is replaced (the rows are ids already, all of one length, so the
+    attention mask is all ones and the read position the last); the evaluation path —
+    baseline, empty circuit, top-n selection, pruning, patched passes, area — is the
+    public code's.
+    """
+    import eap.evaluate
+    import torch
+    from MIB_circuit_track.evaluation import evaluate_area_under_curve
+
+    def ids_tokenize(model: Any, inputs: Any, max_length: Any = None) -> Any:
+        tokens = torch.tensor(inputs, dtype=torch.long)
+        mask = torch.ones_like(tokens)
+        return tokens, mask, mask.sum(1), tokens.shape[1]
+
+    eap.evaluate.tokenize_plus = ids_tokenize  # type: ignore[attr-defined]
+    graph = _graph(model, job)
+    metric = _metric(model, mean=False, loss=False)
+    wall, cpu = time.perf_counter(), time.process_time()
+    _, area, _, _, faith = evaluate_area_under_curve(
+        model, graph, _dataloader(job), metric, quiet=True, level="edge", absolute=False
+    )
+    return {
+        "wall_seconds": time.perf_counter() - wall,
+        "cpu_seconds": time.process_time() - cpu,
+        "area_under": float(area),
+        "faithfulness": [float(f) for f in faith],
+    }
+
+
+def run(folder: Path) -> dict[str, Any]:
+    job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+    peers = Path(job["peers"])
+    sys.path[:0] = [str(peers / "eap-ig" / "src"), str(peers / "mib-circuit-track")]
+    import torch
+
+    torch.set_num_threads(int(job.get("threads", 1)))
+    torch.set_grad_enabled(True)
+    import eap.attribute
+    import eap.evaluate
+    import eap.utils
+
+    for module in (eap.attribute, eap.utils, eap.evaluate):
+        module.torch = _CpuTorch(torch)  # type: ignore[attr-defined]
+
+    from eap.attribute import attribute
+    from eap.evaluate import evaluate_baseline, evaluate_graph
+    from MIB_circuit_track.evaluation import evaluate_area_under_curve
+
+    out: dict[str, Any] = {"timings": {}}
+    tasks = set(job["tasks"])
+    model = _load_model(job)
+    names = job["edge_names"]
+    if "bench" in tasks:
+        out["bench"] = _bench(model, job)
+        return out
+    out["start_token"] = int(model.tokenizer.bos_token_id)
+    metric = _metric(model, mean=False, loss=False)
+
+    if "logits" in tasks:
+        from safetensors.torch import save_file
+
+        tokens = torch.tensor(job["logit_tokens"], dtype=torch.long)
+        with torch.inference_mode():
+            logits = model(tokens).to(torch.float32)
+        save_file({"logits": logits.contiguous()}, str(folder / "logits.safetensors"))
+        # how the public code tokenises the prompts: prepend_bos=True, right padding
+        from eap.utils import tokenize_plus
+
+        first = [r[0] for r in job["rows"][: job["batch_size"]]]
+        toks, _mask, lengths, _ = tokenize_plus(model, first)
+        out["tokenized"] = {"tokens": toks.tolist(), "lengths": lengths.tolist()}
+
+    dataloader = _dataloader(job)
+    if "curve" in tasks:
+        t0 = time.perf_counter()
+        curves = {}
+        for ranking, absolute in (("signed", False), ("absolute", True)):
+            graph = _graph(model, job)
+            counts, area_under, area_from_1, _average, faith = evaluate_area_under_curve(
+                model, graph, dataloader, metric, quiet=True, level="edge", absolute=absolute
+            )
+            curves[ranking] = {
+                "recorded_sizes": [float(c) for c in counts],
+                "area_under": float(area_under),
+                "area_from_1": float(area_from_1),
+                "faithfulness": [float(f) for f in faith],
+            }
+        out["curves"] = curves
+        out["timings"]["curve"] = time.perf_counter() - t0
+
+    for ablation in ("patching", "mean"):
+        if f"circuits_{ablation}" not in tasks:
+            continue
+        t0 = time.perf_counter()
+        graph = _graph(model, job)
+        kwargs: dict[str, Any] = {"quiet": True, "intervention": ablation}
+        if ablation == "mean":
+            kwargs["intervention_dataloader"] = _dataloader(job)
+        m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
+        graph.in_graph[:] = False
+        graph.nodes_in_graph[:] = False
+        m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, **kwargs))
+        values, sizes = [], []
+        for members in job["circuits"]:
+            _set_circuit(graph, names, members)
+            values.append(_mean(evaluate_graph(model, graph, dataloader, metric, **kwargs)))
+            sizes.append(float(graph.weighted_edge_count()))  # after evaluate_graph's pruning
+        out[f"circuits_{ablation}"] = {"m_full": m_full, "m_empty": m_empty, "m": values, "sizes": sizes}
+        out["timings"][f"circuits_{ablation}"] = time.perf_counter() - t0
+
+    if "nodes" in tasks:
+        t0 = time.perf_counter()
+        graph = _graph(model, job, node_scores=True)
+        for name, node in graph.nodes.items():
+            if name in job["node_scores"]:
+                node.score = float(job["node_scores"][name])
+        m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
+        graph.apply_topn(0, True, level="node")
+        m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, quiet=True))
+        nodes_runs = {}
+        for ranking, absolute in (("signed", False), ("absolute", True)):
+            values = []
+            for n in job["node_counts"]:
+                graph.apply_topn(n, absolute, level="node")
+                values.append(_mean(evaluate_graph(model, graph, dataloader, metric, quiet=True)))
+            nodes_runs[ranking] = values
+        out["nodes"] = {"m_full": m_full, "m_empty": m_empty, "m": nodes_runs}
+        out["timings"]["nodes"] = time.perf_counter() - t0
+
+    for method in ("EAP", "EAP-IG-inputs"):
+        if method not in tasks:
+            continue
+        t0 = time.perf_counter()
+        graph = _graph(model, job)
+        attribute(
+            model,
+            graph,
+            dataloader,
+            _metric(model, mean=True, loss=True),  # as MIB's run_attribution.py calls it
+            method,
+            "patching",
+            ig_steps=job["ig_steps"],
+            intervention_dataloader=dataloader,
+            quiet=True,
+        )
+        out[method] = [float(graph.edges[name].score) for name in names]
+        out["timings"][method] = time.perf_counter() - t0
+    return out
+
+
+def main() -> int:
+    folder = Path(sys.argv[1])
+    result = run(folder)
+    (folder / "result.json").write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -592,8 +592,7 @@ def import_mib_submission_command(
     track: featurizer documents (never the submission's code; token positions from
     --positions). The options before --positions apply to the circuit track only.
     """
-    from mibspec.importers import SubmissionOptions
-    from mibspec.importers._layout import submission_layout
+    from mibspec.importers import SubmissionOptions, submission_layout
 
     if not source.is_dir():
         usage_error(f"{source}: no such folder")

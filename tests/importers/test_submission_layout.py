@@ -13,7 +13,7 @@ from test_mib_submission import REVISION, _importance_folder
 from typer.testing import CliRunner
 
 from mibspec.cli import app
-from mibspec.importers._layout import submission_layout
+from mibspec.importers import submission_layout
 
 pytest.importorskip("torch")
 

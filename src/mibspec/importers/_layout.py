@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, _cell
 
-__all__ = ["MAX_ENTRIES", "Layout", "submission_layout"]
+__all__ = ["MAX_ENTRIES", "SubmissionLayout", "submission_layout"]
 
 #: Entries listed per folder when telling the layouts apart; a real submission has far fewer
 #: (MIB's circuit track: 9 files per folder; causal-variable track: 3 files per unit).
@@ -37,7 +37,7 @@ _CV_FILES = (_LISTING, _POSITIONS)
 
 
 @dataclass
-class Layout:
+class SubmissionLayout:
     """The tracks whose layout ``source`` matches, and why (one reason per track)."""
 
     circuit: list[str] = field(default_factory=list)
@@ -82,9 +82,9 @@ def _graph_file(path: Path) -> bool:
     return path.is_file() and path.suffix in _GRAPHS and path.name not in _CV_FILES
 
 
-def submission_layout(source: Path) -> Layout:
+def submission_layout(source: Path) -> SubmissionLayout:
     """The layouts ``source`` (a folder) matches; see the module docstring for the criteria."""
-    layout = Layout()
+    layout = SubmissionLayout()
     entries = _entries(source)
     graphs = [p for p in entries if _graph_file(p)]
     if graphs:

@@ -168,3 +168,26 @@ def test_export_of_reports_of_both_tracks_is_a_usage_error(tmp_path: Path) -> No
     assert code == 2, out + err
     assert "one track" in err
     assert not (tmp_path / "e").exists()
+
+
+def test_layout_detection_lists_a_bounded_number_of_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mibspec.importers._layout as layout_module
+
+    folder = _importance_folder(tmp_path / "method")
+    assert submission_layout(folder.parent).track == "circuit"
+    listed: list[Path] = []
+    original = Path.iterdir
+
+    def counting(self: Path):  # type: ignore[no-untyped-def]
+        for entry in original(self):
+            listed.append(entry)
+            yield entry
+
+    monkeypatch.setattr(Path, "iterdir", counting)
+    monkeypatch.setattr(layout_module, "MAX_ENTRIES", 2)  # the folder holds 3 files
+    layout = submission_layout(folder.parent)
+    assert layout.track is None
+    assert "more than 2 entries" in layout.problem(folder.parent)
+    assert len(listed) <= 2 + 2  # the budget, plus one entry past it per listing cut

@@ -13,8 +13,8 @@ what the folder holds, with the criteria the two importers themselves apply:
 
 The two folder names cannot both match (a variable folder's name has at least three parts).
 A folder with evidence of both layouts, or of neither, is refused (I107) with what each
-layout expects. Only names are listed, at most :data:`MAX_ENTRIES` per folder: nothing is
-read or run.
+layout expects. Only names are listed, at most :data:`MAX_ENTRIES` in all: nothing is read
+or run.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, _cell
 
 __all__ = ["MAX_ENTRIES", "SubmissionLayout", "submission_layout"]
 
-#: Entries listed per folder when telling the layouts apart; a real submission has far fewer
-#: (MIB's circuit track: 9 files per folder; causal-variable track: 3 files per unit).
-MAX_ENTRIES = 100_000
+#: Entries listed in all when telling the layouts apart; a real submission has far fewer
+#: (MIB's circuit track: 9 files per folder; causal-variable track: 3 files per unit, about
+#: 3,000 per variable folder with one unit per attention head of a 32 × 32 model).
+MAX_ENTRIES = 1_000_000
 
 _GRAPHS = (".json", ".pt")
 #: Files the causal-variable export writes at the top of its folder: they are not graphs.
@@ -42,11 +43,13 @@ class SubmissionLayout:
 
     circuit: list[str] = field(default_factory=list)
     causal_variable: list[str] = field(default_factory=list)
+    #: More than :data:`MAX_ENTRIES` entries: not told apart (no track).
+    too_large: bool = False
 
     @property
     def track(self) -> str | None:
         """``"circuit"`` or ``"causal_variable"`` when exactly one layout matched."""
-        if bool(self.circuit) == bool(self.causal_variable):
+        if self.too_large or bool(self.circuit) == bool(self.causal_variable):
             return None
         return "circuit" if self.circuit else "causal_variable"
 
@@ -58,7 +61,12 @@ class SubmissionLayout:
             "<TASK>_<MODEL>_<VARIABLE>/ folders with <unit>_featurizer, <unit>_inverse_featurizer and "
             "<unit>_indices files"
         )
-        if self.track is None and self.circuit:
+        if self.too_large:
+            return (
+                f"{source.name} and its folders hold more than {MAX_ENTRIES} entries, far more than a "
+                f"MIB submission; {expected}"
+            )
+        if self.circuit and self.causal_variable:
             return (
                 f"{source.name} mixes the two tracks' layouts "
                 f"({self.circuit[0]}; {self.causal_variable[0]}): "
@@ -67,11 +75,26 @@ class SubmissionLayout:
         return f"{source.name} matches neither track's layout: {expected}"
 
 
-def _entries(folder: Path) -> list[Path]:
-    try:
-        return sorted(islice(folder.iterdir(), MAX_ENTRIES))
-    except OSError:
-        return []
+class _Lister:
+    """Folder listings under one budget of entries, so that telling the layouts apart stays
+    bounded however many folders a submission nests; ``exhausted`` once a listing was cut."""
+
+    def __init__(self) -> None:
+        self.left = MAX_ENTRIES
+        self.exhausted = False
+
+    def __call__(self, folder: Path) -> list[Path]:
+        if self.exhausted:
+            return []
+        try:
+            found = sorted(islice(folder.iterdir(), self.left + 1))
+        except OSError:
+            return []
+        if len(found) > self.left:
+            self.exhausted = True
+            return []
+        self.left -= len(found)
+        return found
 
 
 def _unit_file(path: Path) -> bool:
@@ -85,6 +108,7 @@ def _graph_file(path: Path) -> bool:
 def submission_layout(source: Path) -> SubmissionLayout:
     """The layouts ``source`` (a folder) matches; see the module docstring for the criteria."""
     layout = SubmissionLayout()
+    _entries = _Lister()
     entries = _entries(source)
     graphs = [p for p in entries if _graph_file(p)]
     if graphs:
@@ -104,4 +128,5 @@ def submission_layout(source: Path) -> SubmissionLayout:
             layout.causal_variable.append(f"{sub.name}/ is a <TASK>_<MODEL>_<VARIABLE> folder")
         elif any(_unit_file(q) for p in inner if p.is_dir() for q in _entries(p)):
             layout.causal_variable.append(f"{sub.name}/ holds unit files one level deeper")
+    layout.too_large = _entries.exhausted
     return layout

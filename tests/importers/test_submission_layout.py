@@ -33,6 +33,14 @@ def _outputs(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _import_circuit(folder: Path, out: Path) -> None:
+    code, stdout, stderr = _run(
+        "import", "mib-submission", folder, "-o", out, "--model-revision", REVISION,
+        "--architecture", "GPT2LMHeadModel", "--method", "m",
+    )  # fmt: skip
+    assert code == 0, stdout + stderr
+
+
 def test_layouts_are_told_apart_by_the_importers_criteria(tmp_path: Path) -> None:
     circuit = _importance_folder(tmp_path / "c" / "method")
     cv = write_submission(tmp_path / "cv")
@@ -61,11 +69,7 @@ def test_causal_variable_folder_imports_through_the_single_command(tmp_path: Pat
 
 def test_circuit_folder_still_imports_through_the_single_command(tmp_path: Path) -> None:
     folder = _importance_folder(tmp_path / "method")
-    code, out, err = _run(
-        "import", "mib-submission", folder, "-o", tmp_path / "out", "--model-revision", REVISION,
-        "--architecture", "GPT2LMHeadModel", "--method", "m",
-    )  # fmt: skip
-    assert code == 0, out + err
+    _import_circuit(folder, tmp_path / "out")
     assert (tmp_path / "out" / "ioi_tiny" / "report.json").is_file()
 
 
@@ -149,11 +153,7 @@ def test_export_writes_the_track_of_the_reports_and_imports_back(tmp_path: Path)
 
 def test_export_of_reports_of_both_tracks_is_a_usage_error(tmp_path: Path) -> None:
     circuit = _importance_folder(tmp_path / "method")
-    code, out, err = _run(
-        "import", "mib-submission", circuit, "-o", tmp_path / "c", "--model-revision", REVISION,
-        "--architecture", "GPT2LMHeadModel", "--method", "m",
-    )  # fmt: skip
-    assert code == 0, out + err
+    _import_circuit(circuit, tmp_path / "c")
     source = write_submission(tmp_path / "submission")
     assert _run("import", "mib-submission", source, "-o", tmp_path / "cv")[0] == 0
     featurizer = sorted((tmp_path / "cv" / CELL).glob("*.json"))[0]

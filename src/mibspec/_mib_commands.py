@@ -1,5 +1,7 @@
-"""``mibspec import mib-dataset``, ``mibspec import mib-cv-submission`` and ``mibspec export
-mib-cv-submission``: MIB's released datasets and causal-variable submission folders.
+"""``mibspec import mib-dataset`` and the causal-variable side of ``mibspec import
+mib-submission`` and ``mibspec export mib-submission``: MIB's released datasets and
+causal-variable submission folders. ``import mib-cv-submission`` and ``export
+mib-cv-submission`` remain as aliases restricted to causal-variable folders and reports.
 
 Each import writes its documents, then verifies them (recomputation is left to ``mibspec
 verify``); the import's own warnings (for example the units whose token positions are still
@@ -122,23 +124,32 @@ def import_mib_dataset_command(
     _report(sources, result, output_format)
 
 
+PositionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--positions",
+        help="Causal-variable track: JSON object mapping the submission's token-position names to "
+        'declared rules, e.g. {"last_token": {"rule": "last"}}.',
+    ),
+]
+
+
 def import_mib_cv_submission_command(
     source: Annotated[Path, typer.Argument(help="A MIB causal-variable submission folder.")],
     out_dir: Annotated[
         Path,
         typer.Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
     ],
-    positions: Annotated[
-        Path | None,
-        typer.Option(
-            "--positions",
-            help="JSON object mapping the submission's token-position names to declared rules, "
-            'e.g. {"last_token": {"rule": "last"}}.',
-        ),
-    ] = None,
+    positions: PositionsOption = None,
     output_format: _FormatOption = _Format.text,
 ) -> None:
-    """Import a causal-variable submission's featurizers (never its code), then verify them."""
+    """Alias of `import mib-submission` for causal-variable folders: import a causal-variable
+    submission's featurizers (never its code), then verify them."""
+    run_cv_import(source, out_dir, positions, output_format.value)
+
+
+def run_cv_import(source: Path, out_dir: Path, positions: Path | None, output_format: str) -> None:
+    """Import a causal-variable submission folder, then verify and report what was written."""
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import import_mib_cv_submission
 
@@ -151,7 +162,7 @@ def import_mib_cv_submission_command(
         result = import_mib_cv_submission(source, out_dir, positions=positions)
     except OutputPathError as exc:
         usage_error(str(exc))
-    _report([source], result, output_format)
+    _report([source], result, _Format(output_format))
 
 
 def export_mib_cv_submission_command(
@@ -162,10 +173,16 @@ def export_mib_cv_submission_command(
     out_dir: Annotated[Path, typer.Option("--output", "-o", help="The submission folder to write.")],
     output_format: _FormatOption = _Format.text,
 ) -> None:
-    """Write the featurizers of causal-variable reports as a MIB submission folder.
+    """Alias of `export mib-submission` for causal-variable reports: write their featurizers
+    as a MIB submission folder.
 
     Token positions are written as declared rules (token_positions.json), not as code.
     """
+    run_cv_export(reports, out_dir, output_format.value)
+
+
+def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> None:
+    """Verify causal-variable reports, then write their featurizers as a submission folder."""
     import json
 
     from mibspec._api import verify as run_verify
@@ -178,7 +195,7 @@ def export_mib_cv_submission_command(
         if not report.is_file():
             usage_error(f"{report}: no such file")
     check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
-    render = REPORTERS[output_format.value]
+    render = REPORTERS[output_format]
     verified = run_verify(*reports, recompute=False)
     if not verified.valid:  # only verified declarations are written out
         render(verified, sys.stdout)
@@ -194,7 +211,7 @@ def export_mib_cv_submission_command(
         render(VerificationResult(documents=[failed]), sys.stdout)
         raise typer.Exit(EXIT_FINDINGS)
     written = [str(path) for path in result.written]
-    if output_format is _Format.json:
+    if output_format == _Format.json.value:
         typer.echo(json.dumps({"written": written}, indent=2))
     else:
         for path in written:

@@ -10,7 +10,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -30,6 +30,7 @@ from mibspec._command_support import (
     exit_on_internal_errors,
     usage_error,
 )
+from mibspec._mib_commands import PositionsOption
 
 app = typer.Typer(
     name="mibspec",
@@ -482,6 +483,17 @@ def schema_export(
         typer.echo(str(directory / path.name))
 
 
+def _render_import_failure(source: Path, findings: list[Any], output_format: OutputFormat) -> NoReturn:
+    """Report the findings of an input that could not be imported; exit 1."""
+    from mibspec._output_formats import REPORTERS
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    failed = DocumentResult(path=str(source), kind=None, findings=findings)
+    failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
+    REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
+    raise typer.Exit(EXIT_FINDINGS)
+
+
 def _import_and_verify(
     source: Path, out_dir: Path, output_format: OutputFormat, importer: str, **options: object
 ) -> None:
@@ -490,12 +502,6 @@ def _import_and_verify(
     from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
     from mibspec.core.outputs import OutputPathError
-    from mibspec.validator import (
-        DocumentResult,
-        Stage,
-        StageStatus,
-        VerificationResult,
-    )
 
     if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):
         usage_error(f"{source}: no such {'folder' if importer == 'import_mib_submission' else 'file'}")
@@ -509,10 +515,7 @@ def _import_and_verify(
     for note in getattr(result, "notes", ()):
         typer.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
-        failed = DocumentResult(path=str(source), kind=None, findings=result.findings)
-        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
-        render(VerificationResult(documents=[failed]), sys.stdout)
-        raise typer.Exit(EXIT_FINDINGS)
+        _render_import_failure(source, result.findings, output_format)
     verified = run_verify(*result.written, recompute=False)
     _explain_skipped_recompute(
         verified,
@@ -579,12 +582,18 @@ def import_eap_ig_command(
 def import_mib_submission_command(
     source: Annotated[
         Path,
-        typer.Argument(help="A MIB circuit-track submission: a <task>_<model> folder, or a folder of them."),
+        typer.Argument(
+            help="A MIB submission folder of either track: <task>_<model> folders (circuit track) or "
+            "<TASK>_<MODEL>_<VARIABLE> folders (causal-variable track); the layout is detected."
+        ),
     ],
     out_dir: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="Folder to write <task>_<model>/circuit.json (and report.json) into."
+            "--output",
+            "-o",
+            help="Folder to write <task>_<model>/circuit.json (and report.json), or "
+            "<TASK>_<MODEL>_<VARIABLE>/<unit>.json, into.",
         ),
     ],
     model_revision: RevisionOption = None,
@@ -608,12 +617,50 @@ def import_mib_submission_command(
             "--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."
         ),
     ] = None,
+    positions: PositionsOption = None,
     output_format: FormatOption = OutputFormat.text,
 ) -> None:
-    """Import MIB submission folders as circuit documents (and reports where results are present),
-    then verify what was written."""
-    from mibspec.importers import SubmissionOptions
+    """Import a MIB submission folder of either track, then verify what was written.
 
+    Circuit track: circuit documents (and reports where results are present). Causal-variable
+    track: featurizer documents (never the submission's code; token positions from
+    --positions). The options before --positions apply to the circuit track only.
+    """
+    from mibspec.importers import SubmissionOptions, submission_layout
+
+    if not source.is_dir():
+        usage_error(f"{source}: no such folder")
+    layout = submission_layout(source)
+    if layout.track is None:
+        from mibspec.validator import catalogue, make_finding
+
+        finding = make_finding(catalogue(), None, "I107", "", detail=layout.problem(source)).located(1, 1)
+        _render_import_failure(source, [finding], output_format)
+    circuit_options = {
+        "--model-revision": model_revision,
+        "--dataset": dataset,
+        "--split": split,
+        "--counterfactual-type": counterfactual_type,
+        "--architecture": architecture,
+        "--method": method,
+        "--model-files": model_files,
+    }
+    if layout.track == "causal_variable":
+        given = [name for name, value in circuit_options.items() if value is not None]
+        if given:
+            usage_error(
+                f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
+                "submission, whose featurizer documents name no model, dataset or method"
+            )
+        from mibspec._mib_commands import run_cv_import
+
+        run_cv_import(source, out_dir, positions, output_format.value)
+        return
+    if positions is not None:
+        usage_error(
+            f"--positions: a causal-variable option, but {source} is a circuit-track submission, "
+            "whose circuits have no token positions"
+        )
     options = SubmissionOptions(
         model_revision=model_revision,
         dataset=dataset,

@@ -1,5 +1,6 @@
 """Importers from the file formats of public benchmark code into mibspec documents."""
 
+from ._layout import SubmissionLayout, submission_layout
 from ._options import ImportOptions
 from .eap_ig import ImportResult, import_eap_ig
 from .mib_causal_results import import_mib_causal_results
@@ -11,6 +12,7 @@ from .mib_submission import SubmissionOptions, import_mib_submission
 __all__ = [
     "ImportOptions",
     "ImportResult",
+    "SubmissionLayout",
     "SubmissionOptions",
     "export_mib_cv_submission",
     "import_eap_ig",
@@ -19,4 +21,5 @@ __all__ = [
     "import_mib_cv_submission",
     "import_mib_dataset",
     "import_mib_submission",
+    "submission_layout",
 ]

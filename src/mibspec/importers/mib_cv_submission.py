@@ -415,7 +415,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, 
         "provenance": {
             "tool": {"name": "mibspec", "version": __version__},
             "created": source_created(created),
-            "command": "mibspec import mib-cv-submission",
+            "command": "mibspec import mib-submission",
         },
     }
     if tensors:
@@ -478,7 +478,7 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
 
     ``reports`` are causal-variable reports, or featurizer documents imported from a
     submission (which name their folder). They are expected to verify (``mibspec export
-    mib-cv-submission`` verifies them first): featurizer documents and weights are read as
+    mib-submission`` verifies them first): featurizer documents and weights are read as
     declared. A report's task, model architecture and variables name the folders; each unit's
     featurizer becomes the three unit files. A unit without a featurizer, a featurizer type
     other than ``subspace`` or ``identity``, or a location the layout cannot name is refused
@@ -511,7 +511,7 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
         "note": (
             "Token positions are declared rules (token_positions.json), not code: the public "
             "evaluator needs a token_position.py, which mibspec does not write. `mibspec import "
-            "mib-cv-submission DIR --positions token_positions.json` reads this folder back."
+            "mib-submission DIR --positions token_positions.json` reads this folder back."
         ),
         "units": listing,
     }

@@ -9,8 +9,10 @@ Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-2), ``spec/v1/metrics/circuit.m
    tokens of ``base.answer`` and of the counterfactual's ``answer`` (datasets.md DS-5); a row
    whose two prompts differ in token length is reported, never patched misaligned (DS-12);
 3. take each curve point's circuit (a row of the circuit document's ``membership``; for a
-   point without one, the top ``edges_at(k)`` edges of the document's scores under the
-   curve's ranking and the profile's tie-break);
+   point without one, at edge granularity the top ``edges_at(k)`` edges of the document's
+   scores under the curve's ranking and the profile's tie-break, at node granularity the
+   edges of the top nodes of its node scores (circuit.md MC-12); neuron-level circuits are
+   not rebuilt from scores);
 4. evaluate all circuits with the engine (one pass per example batch, every circuit
    stacked), average per-example metrics in float64, and recompute f, CPR and CMD with the
    metric functions the consistency rules use.
@@ -41,6 +43,7 @@ from ._inputs import (
     open_model,
     read_rows,
 )
+from ._node_circuits import NodeLevelCircuits
 
 __all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
 
@@ -130,10 +133,17 @@ def circuit_faithfulness(evaluation: Any, min_denominator: float = 1e-6) -> tupl
 
 
 def _circuits(
-    report: dict[str, Any], circuit_doc: dict[str, Any], folder: Path, n_edges: int, profile: Any
+    report: dict[str, Any], circuit_doc: dict[str, Any], folder: Path, universe: Any, profile: Any
 ) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None]:
-    """Stacked circuits (K, n_edges), the (curve, point) of each, and the neuron masks."""
+    """Stacked circuits (K, n_edges), the (curve, point) of each, and the neuron masks.
+
+    A point without a circuit is rebuilt from the document's scores at the report's
+    granularity: edge scores (MC-4), node scores (MC-12); neuron-level rebuilding is refused.
+    """
     claims = report["claims"]
+    n_edges = universe.n_edges
+    granularity = report["settings"].get("granularity") or circuit_doc.get("granularity", "edge")
+    node_level: NodeLevelCircuits | None = None
     membership = (
         _tensor(circuit_doc, folder, circuit_doc["membership"], "/claims/circuit")
         if circuit_doc.get("membership")
@@ -166,6 +176,20 @@ def _circuits(
                 rows.append(np.asarray(membership[index], dtype=bool))
                 if neurons is not None:
                     neuron_rows.append(np.asarray(neurons[index], dtype=bool))
+            elif granularity == "neuron":
+                raise UnusableInputError(
+                    "/settings/granularity",
+                    "rebuilding neuron-level circuits from neuron scores is not implemented: give each "
+                    "point its circuit (a membership row with its neuron mask)",
+                )
+            elif granularity == "node":
+                if curve["ranking"] not in ("signed", "absolute"):
+                    raise UnusableInputError(
+                        f"/claims/curves/{ci}/ranking", f"cannot rebuild {curve['ranking']} circuits"
+                    )
+                if node_level is None:
+                    node_level = _node_level(circuit_doc, folder, universe)
+                rows.append(node_level.circuit(point["k"], curve["ranking"], rounding))
             elif scores is not None:
                 if curve["ranking"] not in ("signed", "absolute"):
                     raise UnusableInputError(
@@ -185,6 +209,23 @@ def _circuits(
         raise UnusableInputError("/claims/circuit", "neuron masks cover only some of the curve's circuits")
     stacked = np.stack(rows) if rows else np.zeros((0, n_edges), dtype=bool)
     return stacked, where, (np.stack(neuron_rows) if neuron_rows else None)
+
+
+def _node_level(circuit_doc: dict[str, Any], folder: Path, universe: Any) -> NodeLevelCircuits:
+    """Node-level circuits from the document's node scores; never from its edge scores."""
+    if not circuit_doc.get("node_scores"):
+        raise UnusableInputError(
+            "/claims/circuit",
+            "a node-level point without a circuit is rebuilt from node scores, and the circuit document "
+            "has none (its edge scores rank edges, not nodes)",
+        )
+    scores = _tensor(circuit_doc, folder, circuit_doc["node_scores"], "/claims/circuit")
+    scored = (
+        _tensor(circuit_doc, folder, circuit_doc["node_scored"], "/claims/circuit")
+        if circuit_doc.get("node_scored")
+        else None
+    )
+    return NodeLevelCircuits(universe, scores, scored, "/claims/circuit")
 
 
 def _check_settings(report: dict[str, Any]) -> None:
@@ -255,7 +296,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             f"the circuit's graph has {graph['n_layers']} layers × {graph['n_heads']} heads, the model "
             f"{model.n_layers} × {model.n_heads}",
         )
-    circuits, where, neurons = _circuits(report, circuit_doc, circuit_folder, universe.n_edges, profile)
+    circuits, where, neurons = _circuits(report, circuit_doc, circuit_folder, universe, profile)
 
     n = ids.shape[0]
     batch, halve = batch_plan(

@@ -7,8 +7,9 @@ Usage::
 writes ``examples/models/tiny-cnn-digits/`` (``model.safetensors``, ``training.json``,
 ``README.md``) and then runs the saliency producer (what ``mibspec score saliency`` runs)
 on the first 64 images of the test split, writing ``examples/saliency-digits/``. The run is
-deterministic: the same seed, library versions and thread count give the same bytes (the
-wall-clock times in ``training.json`` aside); it takes about a minute on one core.
+deterministic: the same seed, library versions, thread count and CPU kernels give the same
+bytes (the wall-clock times in ``training.json`` aside; other kernels, e.g. AVX-512 instead of
+AVX2, give other weights); it takes about a minute on one core.
 Needs scikit-learn (its bundled digits images; nothing is downloaded) and captum.
 """
 

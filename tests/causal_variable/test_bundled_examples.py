@@ -1,7 +1,7 @@
 """The bundled causal-variable reports verify with recomputation on the shipped tiny model.
 
 Every claimed number of each report (each unit's score and kept-pair count per
-counterfactual set, each layer, Average, Highest, the row count) is recomputed and
+counterfactual set, each layer, Average, Best, the row count) is recomputed and
 compared; the comparisons' count is derived here from the report's own structure.
 """
 
@@ -45,7 +45,7 @@ def test_ioi_report_says_lower_is_better() -> None:
     data = json.loads((REPO / "examples" / "causal-variable-ioi" / "report.json").read_text(encoding="utf-8"))
     for variable in data["claims"]["variables"]:
         assert (variable["metric"], variable["better"]) == ("mse", "lower")
-        assert variable["highest"] == min(variable["per_layer"].values())
+        assert variable["best"] == min(variable["per_layer"].values())
     assert "lower is better" in data["description"]
 
 

@@ -1,7 +1,7 @@
 """A tiny CNN trained on scikit-learn's digits with a planted shortcut (saliency track).
 
 The recipe (:class:`DigitsRecipe`), all of it seeded and deterministic for a given
-thread count and library versions:
+thread count, library versions and CPU kernels:
 
 1. images: ``sklearn.datasets.load_digits`` (1,797 8×8 images bundled with scikit-learn,
    values 0 … 16), upsampled ×3 by pixel repetition to 24×24 and mapped affinely to

@@ -160,8 +160,9 @@ def test_a_pickle_with_a_callable_is_refused_and_never_runs(tmp_path: Path) -> N
     assert not marker.exists()
     assert not result.written
     assert not (tmp_path / "out").exists()
-    # The payload is live: an unrestricted load would have run it.
-    torch.load(featurizer, weights_only=False)
+    # The payload is live: an unrestricted load, in a separate process, runs it.
+    control = "import sys, torch; torch.load(sys.argv[1], weights_only=bool(0))"
+    subprocess.run([sys.executable, "-c", control, str(featurizer)], check=False, capture_output=True)
     assert marker.exists()
 
 

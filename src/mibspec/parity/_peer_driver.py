@@ -49,7 +49,7 @@ def _load_model(job: dict[str, Any]) -> Any:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = job["model_dir"]
-    hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
+    hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, trust_remote_code=False)
     hf.eval()
     c = hf.config
     # a random benchmark model has no tokenizer: its rows are given as token ids

@@ -33,7 +33,7 @@ def run(folder: Path) -> None:
     torch.set_num_threads(1)
     job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
     model = AutoModelForCausalLM.from_pretrained(
-        job["model_dir"], torch_dtype=torch.float32, attn_implementation="eager"
+        job["model_dir"], torch_dtype=torch.float32, attn_implementation="eager", trust_remote_code=False
     )
     model.eval()
     tensors = {}

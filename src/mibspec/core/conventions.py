@@ -42,7 +42,13 @@ REPORT_CONVENTIONS: dict[str, dict[str, str]] = {
 ALWAYS_BINDING: frozenset[str] = frozenset({"grid", "checker"})
 
 #: Conventions a profile may make binding through its ``binding`` list (conflicts: C122).
-BINDABLE: tuple[str, ...] = ("edge_count_rounding", "ranking", "auroc_convention", "p_convention")
+BINDABLE: tuple[str, ...] = (
+    "edge_count_rounding",
+    "ranking",
+    "auroc_convention",
+    "start_token",
+    "p_convention",
+)
 
 _MISSING = object()
 

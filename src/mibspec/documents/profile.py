@@ -44,13 +44,14 @@ class Profile(Closed):
     min_shapley_trials: int = Field(ge=1)
     p_convention: Literal["plus_one", "paper"]
     checker: Literal["exact_token", "substring"]
-    binding: list[Literal["edge_count_rounding", "ranking", "auroc_convention", "p_convention"]] = Field(
+    binding: list[
+        Literal["edge_count_rounding", "ranking", "auroc_convention", "start_token", "p_convention"]
+    ] = Field(
         default_factory=list,
         description="conventions whose profile value applies whatever a report declares; a report "
         "declaring another value is an error (C122). grid and checker are always binding (K101, V108)",
     )
     start_token: Literal["none", "prepend"] = Field(
-        default="none",
         description="circuit track: whether recomputation prepends the model's start token to every "
         "prompt when the report's settings.start_token is absent (mib-2025: prepend, as the public code's "
         "prepend_bos=True)",

@@ -202,8 +202,14 @@ def circuit_node_tensors(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Find
         "node_scored": [n_forward],
         "neuron_scores": [n_forward, d_model] if d_model else None,
         "neuron_scored": [n_forward, d_model] if d_model else None,
-        "node_membership": [doc["membership"]["shape"][0], n_forward] if "membership" in doc else None,
+        "node_membership": None,
     }
+    if "membership" in doc:
+        rows = list(doc["membership"]["shape"])[:1]
+        if rows:
+            shapes["node_membership"] = [rows[0], n_forward]
+        else:  # a membership tensor without rows: its own shape is reported (A110), not this one's
+            del shapes["node_membership"]
     broken = set()
     for key, shape in shapes.items():
         if key not in doc:

@@ -120,6 +120,18 @@ def jsonl_wrong_extension(folder: Folder) -> None:
     write_dataset(folder, n_rows=DATASET_ROWS, name="document.json", rows_file="dataset_rows.json")
 
 
+@case(
+    "counterfactual_dataset",
+    "DS-10",
+    "A dataset that declares neither its generator nor the released file it was imported from.",
+    ("V111", ""),
+)
+def origin_undeclared(folder: Folder) -> None:
+    doc = ioi_document(folder)
+    del doc["generator"]
+    save(folder, doc)
+
+
 @case("counterfactual_dataset", "S-3 DK-4", 'split "dev" is not defined.', ("S113", "/split"))
 def unknown_split(folder: Folder) -> None:
     doc = ioi_document(folder)

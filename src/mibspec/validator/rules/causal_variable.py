@@ -243,6 +243,14 @@ def causal_model_mechanism(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fi
 _MAX_ROW_FINDINGS = 10
 
 
+@rule("dataset-origin", codes=("V111",), kinds=("counterfactual_dataset",))
+def dataset_origin(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """A dataset declares where its rows come from: its generator, or the released file it was
+    imported from (datasets.md DS-10)."""
+    if "generator" not in doc and "source" not in doc:
+        yield ctx.finding("V111", "")
+
+
 @rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
 def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Every row's variables, answers and expected outputs follow from the declared causal model."""

@@ -11,7 +11,14 @@ from typing import Any
 
 from mibspec.core.spec import SPEC_VERSION, spec_dir
 from mibspec.core.version import __version__
-from mibspec.validator import DEFAULT_LIMITS, Limits, VerificationResult, VerifyOptions, verify_paths
+from mibspec.validator import (
+    DEFAULT_LIMITS,
+    RECOMPUTE_NOT_REQUESTED,
+    Limits,
+    VerificationResult,
+    VerifyOptions,
+    verify_paths,
+)
 
 __all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "run_device", "schema_bundle_hash", "verify"]
 
@@ -42,6 +49,7 @@ def collect_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
 def verify(
     *paths: str | os.PathLike[str],
     recompute: bool = True,
+    skipped_because: str = RECOMPUTE_NOT_REQUESTED,
     profile: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
     model_roots: Iterable[str | os.PathLike[str]] = (),
@@ -60,6 +68,8 @@ def verify(
     Args:
         paths: document files, or folders searched for ``report.json`` / ``*.report.json``.
         recompute: recompute claims from the declared artifacts (needs the ``recompute`` extra).
+        skipped_because: without ``recompute``, why the recompute stage was skipped, as its
+            detail says (default "not requested").
         profile: check under this profile instead of the one each report declares.
         limits: parse limits per document.
         model_roots: extra folders in which local model paths are looked up.
@@ -110,6 +120,7 @@ def verify(
         raise ValueError("address: only the ray executor joins a cluster")
     options = VerifyOptions(
         recompute=recompute,
+        skipped_because=skipped_because,
         profile=profile,
         limits=limits,
         model_roots=tuple(Path(root) for root in model_roots),

@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
+    "IMPORT_CHECKS_ONLY",
     "DeviceOption",
     "check_outputs_or_exit",
     "exit_on_internal_errors",
@@ -32,6 +33,11 @@ __all__ = [
 
 #: 0 conformant, 1 error-level findings, 2 usage error or unreadable path, 3 internal error.
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: The recompute stage's detail on what an import wrote: checked, not recomputed.
+IMPORT_CHECKS_ONLY = (
+    "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims"
+)
 
 #: ``--device`` of ``verify`` and of every ``score`` command (checked by the command).
 DeviceOption = Annotated[

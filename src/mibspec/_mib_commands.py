@@ -20,6 +20,7 @@ import typer
 from mibspec._command_support import (
     EXIT_FINDINGS,
     EXIT_OK,
+    IMPORT_CHECKS_ONLY,
     check_outputs_or_exit,
     exit_on_internal_errors,
     usage_error,
@@ -44,7 +45,6 @@ def _report(sources: list[Path], result: ImportResult, output_format: _Format) -
     from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
     from mibspec.validator import (
-        RECOMPUTE_NOT_REQUESTED,
         DocumentResult,
         Stage,
         StageStatus,
@@ -60,14 +60,7 @@ def _report(sources: list[Path], result: ImportResult, output_format: _Format) -
         render(VerificationResult(documents=[source_result]), sys.stdout)
         raise typer.Exit(EXIT_FINDINGS)
     # Several files import one by one: those that converted are written and verified.
-    verified = run_verify(*result.written, recompute=False)
-    for doc in verified.documents:
-        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
-            doc.set_stage(
-                Stage.RECOMPUTE,
-                StageStatus.SKIPPED,
-                "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
-            )
+    verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     if result.findings:
         if failed:
             source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "some inputs could not be imported")

@@ -10,27 +10,24 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
-
-from mibspec.core.display import visible
-from mibspec.core.version import __version__
-
-if TYPE_CHECKING:
-    from mibspec.validator import VerificationResult
 
 from mibspec._command_support import (
     EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    IMPORT_CHECKS_ONLY,
     DeviceOption,
     check_outputs_or_exit,
     exit_on_internal_errors,
     usage_error,
 )
 from mibspec._mib_commands import PositionsOption
+from mibspec.core.display import visible
+from mibspec.core.version import __version__
 
 app = typer.Typer(
     name="mibspec",
@@ -89,16 +86,6 @@ def _root(
     ] = False,
 ) -> None:
     """Verify interpretability benchmark reports against the mibspec standard."""
-
-
-def _explain_skipped_recompute(result: VerificationResult, detail: str) -> None:
-    """Say why the recompute stage did not run where the command knows better than the API's
-    "not requested" (the user passed --no-recompute; an import checks what it wrote)."""
-    from mibspec.validator import RECOMPUTE_NOT_REQUESTED, Stage, StageStatus
-
-    for doc in result.documents:
-        if doc.stages.get(Stage.RECOMPUTE) == (StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED):
-            doc.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, detail)
 
 
 @app.command()
@@ -266,6 +253,7 @@ def verify(
             result = run_verify(
                 *paths,
                 recompute=not no_recompute,
+                skipped_because="disabled (--no-recompute)",
                 profile=profile,
                 limits=Limits(
                     max_bytes=max_bytes,
@@ -289,8 +277,6 @@ def verify(
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         usage_error(str(exc))
         return
-    if no_recompute:
-        _explain_skipped_recompute(result, "disabled (--no-recompute)")
     render = REPORTERS[output_format.value]
     if output is None:
         render(result, sys.stdout)
@@ -516,11 +502,7 @@ def _import_and_verify(
         typer.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
         _render_import_failure(source, result.findings, output_format)
-    verified = run_verify(*result.written, recompute=False)
-    _explain_skipped_recompute(
-        verified,
-        "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims",
-    )
+    verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
     raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import version
@@ -15,6 +16,7 @@ import pytest
 import mibspec
 from mibspec._conformance import discover_cases
 from mibspec.core.spec import spec_dir
+from mibspec.validator import Stage
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 
@@ -190,3 +192,25 @@ def test_the_skipped_recompute_stage_names_the_flag_that_skipped_it(mibspec_cli:
     stages = [s for d in documents for s in d["stages"] if s["name"] == "recompute"]
     assert {s.get("detail") for s in stages if s["status"] == "skipped"} >= {"disabled (--no-recompute)"}
     assert "not requested" not in result.stdout
+
+
+def test_the_skipped_recompute_detail_reaches_every_worker(mibspec_cli: CliRun, tmp_path: Path) -> None:
+    """The reason the recompute stage was skipped is a verification option, so reports
+    verified in worker processes (-j 2) carry it as those verified here do."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "circuit"
+    for name in ("a", "b", "c"):
+        shutil.copytree(example, tmp_path / name)
+    result = mibspec_cli("verify", str(tmp_path), "--no-recompute", "-j", "2", "--format", "json")
+    reports = [d for d in json.loads(result.stdout)["documents"] if d["kind"] == "report"]
+    assert len(reports) == 3
+    for document in reports:
+        [stage] = [s for s in document["stages"] if s["name"] == "recompute"]
+        assert stage == {"name": "recompute", "status": "skipped", "detail": "disabled (--no-recompute)"}
+
+
+def test_the_api_takes_the_reason_a_skipped_recompute_stage_gives() -> None:
+    report = Path(__file__).resolve().parents[2] / "examples" / "circuit" / "report.json"
+    result = mibspec.verify(report, recompute=False, skipped_because="checked by the caller only")
+    [document] = [d for d in result.documents if d.kind == "report"]
+    assert document.stages[Stage.RECOMPUTE][1] == "checked by the caller only"
+    assert mibspec.verify(report, recompute=False).documents[0].stages[Stage.RECOMPUTE][1] == "not requested"

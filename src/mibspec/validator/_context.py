@@ -53,6 +53,9 @@ class VerifyOptions:
 
     Attributes:
         recompute: run the recompute stage (needs the ``recompute`` extra).
+        skipped_because: without ``recompute``, the recompute stage's detail: why it was
+            skipped (default "not requested"; the CLI says --no-recompute, an import that it
+            checks what it wrote).
         profile: check every report under this profile instead of the one it declares.
         limits: parse limits per document.
         follow_references: also verify documents referenced as artifacts.
@@ -74,6 +77,7 @@ class VerifyOptions:
     """
 
     recompute: bool = True
+    skipped_because: str = RECOMPUTE_NOT_REQUESTED
     profile: str | None = None
     limits: Limits = DEFAULT_LIMITS
     follow_references: bool = True

@@ -23,7 +23,6 @@ from mibspec.core.strict_json import ParsedDocument, load_json_file
 from ._annotations import normalize_numbers
 from ._catalogue import Catalogue, InternalError, catalogue, make_finding, parse_findings
 from ._context import (
-    RECOMPUTE_NOT_REQUESTED,
     DocumentResult,
     RuleContext,
     Stage,
@@ -172,7 +171,7 @@ class _Runner:
             result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "only reports carry claims to recompute")
         elif not self.options.recompute:
             # --no-recompute, or a command that checks structure only (import, score's own check).
-            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, RECOMPUTE_NOT_REQUESTED)
+            result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, self.options.skipped_because)
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:

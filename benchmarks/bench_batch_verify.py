@@ -7,12 +7,13 @@ circuit document, dataset and sidecars), then times the whole process of
 every claim is recomputed (seconds of work per report instead of milliseconds). Ratios
 are against `-j 1`; the outputs of every job count must be byte-identical.
 
-    python benchmarks/bench_batch_verify.py [--copies N] [--runs N] [--jobs 1 2 4] [--recompute]
+    python benchmarks/bench_batch_verify.py [--copies N] [--runs N] [--jobs 1 2 4] [--recompute] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -42,6 +43,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--recompute", action="store_true", help="recompute the IOI example's claims")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     jobs = sorted({1, *args.jobs})
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,6 +68,13 @@ def main() -> None:
         median = statistics.median(times[n])
         print(f"{n:>4} {median:>9.3f} {min(times[n]):>7.3f} {base / median:>17.2f}")
     print(f"outputs byte-identical across job counts and runs: {len(outputs) == 1}")
+    if args.json:
+        figures = [{"name": "outputs byte-identical", "value": len(outputs) == 1}]
+        for n in jobs:
+            median = statistics.median(times[n])
+            figures.append({"name": f"-j {n}, median wall", "value": median, "unit": "s"})
+            figures.append({"name": f"-j {n}, speed-up vs -j 1", "value": base / median, "unit": "×"})
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ Both run on one torch thread over the same examples; the cache is cleared before
 CPU seconds (the steadier figure on a shared machine). The largest per-example difference
 between the two is printed.
 
-Run: ``python benchmarks/bench_causal_bench_behaviour.py [--examples 32]``.
+Run: ``python benchmarks/bench_causal_bench_behaviour.py [--examples 32] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def cpu_best(repeats: int, run: Callable[[], object]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=32)
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     model = load_model(MODEL)
     encode = encode_function(ModelSource(str(MODEL), None, local=True))
@@ -66,6 +67,7 @@ def main() -> None:
     greedy[np.arange(15), np.flatnonzero(members)] = False
     workloads = {"greedy": greedy, "random": rng.random((20, n)) < 0.5}
     print(f"tiny-gpt2, {args.examples} IOI examples, one torch thread; CPU seconds, best of 3")
+    figures: list[dict[str, object]] = []
     with one_thread():
         behaviour = TransformerBehaviour(model, *tokens)
         for name, active in workloads.items():
@@ -86,6 +88,15 @@ def main() -> None:
                 f"  {name:7s} {len(active):3d} coalitions: behaviour {ours_s:6.3f} s, "
                 f"engine {engine_s:6.3f} s, speed-up {engine_s / ours_s:5.1f}x, max |Δm| {difference:.1e}"
             )
+            what = f"{name}, {len(active)} coalitions"
+            figures += [
+                {"name": f"{what}: behaviour, CPU", "value": ours_s, "unit": "s"},
+                {"name": f"{what}: engine, CPU", "value": engine_s, "unit": "s"},
+                {"name": f"{what}: speed-up", "value": engine_s / ours_s, "unit": "×"},
+                {"name": f"{what}: max |Δm|", "value": difference},
+            ]
+    if args.json:
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

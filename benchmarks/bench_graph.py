@@ -1,14 +1,16 @@
 """Timings of the graph universe on the largest MIB model (Llama-3.1-8B: 32 layers, 32 heads).
 
-Run: ``python benchmarks/bench_graph.py [--repeat N] [--seed S]``. Each figure is the
+Run: ``python benchmarks/bench_graph.py [--repeat N] [--seed S] [--json OUT]``. Each figure is the
 best of N runs (wall clock), so it measures the code rather than machine noise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per operation (best is kept)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random circuit and scores")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
 
@@ -85,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(name) for name, _, _ in rows)
     for name, seconds, note in rows:
         print(f"{name:<{width}}  {seconds * 1e3:9.1f} ms  {note}")
+    if args.json:
+        figures = [
+            {"name": name + (f" ({note})" if note else ""), "value": seconds * 1e3, "unit": "ms"}
+            for name, seconds, note in rows
+        ]
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
     return 0
 
 

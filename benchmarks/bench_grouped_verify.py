@@ -20,7 +20,7 @@ All ratios come from one run of this script:
    ``--no-recompute`` (milliseconds of work per report), whole processes, median of
    ``--runs``. Goal: ``-j 2`` ≥ 1.6× faster.
 
-Run: ``python benchmarks/bench_grouped_verify.py [--reports 20] [--rows 40] [--skip-ray]``.
+Run: ``python benchmarks/bench_grouped_verify.py [--reports 20] [--rows 40] [--skip-ray] [--json OUT]``.
 CPU time (``process_time`` of this process and its children) is printed next to wall
 time: on a shared machine it is the steadier figure.
 """
@@ -98,7 +98,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return time.perf_counter() - wall, _cpu() - cpu, out
 
 
-def _grouped(args: argparse.Namespace, tmp: Path) -> None:
+def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     from mibspec._api import collect_paths
     from mibspec._grouping import verify_many
     from mibspec._output_formats import REPORTERS
@@ -136,9 +136,18 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> None:
     ):
         print(f"   {name:<28} {wall:>8.2f} {cpu:>8.2f} {cpu / one_cpu:>19.2f}")
     print(f"   grouped / one by one (CPU): {grp_cpu / sep_cpu:.2f}; outputs byte-identical: {identical}")
+    what, ratio = f"1. {args.reports} reports, {args.rows} rows", grp_cpu / one_cpu
+    return [
+        {"name": f"{what}: one report alone, CPU", "value": one_cpu, "unit": "s"},
+        {"name": f"{what}: one by one, CPU", "value": sep_cpu, "unit": "s"},
+        {"name": f"{what}: grouped, CPU", "value": grp_cpu, "unit": "s"},
+        {"name": f"{what}: grouped / one report, CPU", "value": ratio, "goal": "≤ 2", "met": ratio <= 2},
+        {"name": f"{what}: grouped / one by one, CPU", "value": grp_cpu / sep_cpu},
+        {"name": f"{what}: outputs byte-identical", "value": identical},
+    ]
 
 
-def _hash_cache(args: argparse.Namespace, tmp: Path) -> None:
+def _hash_cache(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     import numpy as np
 
     from mibspec.reference_impl.recompute import FileHashCache
@@ -162,6 +171,11 @@ def _hash_cache(args: argparse.Namespace, tmp: Path) -> None:
     print(f"2. file-hash cache, one {args.hash_mib} MiB model file")
     print(f"   first run  {w1:8.3f} s wall {c1:8.3f} s CPU (files hashed: {h1})")
     print(f"   second run {w2:8.3f} s wall {c2:8.3f} s CPU (files hashed: {h2}); saved {w1 - w2:.3f} s")
+    what = f"2. hash cache, {args.hash_mib} MiB"
+    return [
+        {"name": f"{what}: first run (hashed {h1}), wall", "value": w1, "unit": "s"},
+        {"name": f"{what}: second run (hashed {h2}), wall", "value": w2, "unit": "s"},
+    ]
 
 
 def _cli(folder: Path, *extra: str) -> tuple[float, bytes]:
@@ -178,7 +192,7 @@ def _cli_cpu(folder: Path, *extra: str) -> tuple[float, float, bytes]:
     return elapsed, cpu, done.stdout
 
 
-def _ray(args: argparse.Namespace, tmp: Path) -> None:
+def _ray(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     root = tmp / "ray"
     build_corpus(root, args.ray_reports, args.rows, batch_sizes=(20, 10))
     roots = ("--model-root", str(MODELS))
@@ -197,9 +211,16 @@ def _ray(args: argparse.Namespace, tmp: Path) -> None:
     print(f"   -j 2 {j2:.2f} s; ray {ray_time:.2f} s (cluster start included), {warm:.2f} s on a running")
     print(f"   cluster; ray / -j 2: {ray_time / j2:.2f} ({warm / j2:.2f})")
     print(f"   outputs byte-identical: {out_j2 == out_ray}")
+    what = f"3. {args.ray_reports} reports in 2 groups"
+    return [
+        {"name": f"{what}: -j 2, wall", "value": j2, "unit": "s"},
+        {"name": f"{what}: ray with the cluster's start, wall", "value": ray_time, "unit": "s"},
+        {"name": f"{what}: ray on a running cluster, wall", "value": warm, "unit": "s"},
+        {"name": f"{what}: outputs byte-identical", "value": out_j2 == out_ray},
+    ]
 
 
-def _jobs(args: argparse.Namespace, tmp: Path) -> None:
+def _jobs(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     root = tmp / "small"
     for i in range(args.small):
         shutil.copytree(REPO / "examples" / "circuit", root / f"run{i:03d}")
@@ -219,6 +240,20 @@ def _jobs(args: argparse.Namespace, tmp: Path) -> None:
     c1, c2 = statistics.median(cpus[1]), statistics.median(cpus[2])
     print(f"   CPU of all processes: -j 1 {c1:.3f} s, -j 2 {c2:.3f} s (-j 2 / -j 1: {c2 / c1:.2f})")
     print(f"   outputs byte-identical: {len(outputs) == 1}")
+    what = f"4. {args.small} small reports, median of {args.runs}"
+    return [
+        {"name": f"{what}: -j 1, wall", "value": one, "unit": "s"},
+        {"name": f"{what}: -j 2, wall", "value": two, "unit": "s"},
+        {
+            "name": f"{what}: speed-up",
+            "value": one / two,
+            "unit": "×",
+            "goal": "≥ 1.6",
+            "met": one / two >= 1.6,
+        },
+        {"name": f"{what}: CPU of all processes, -j 2 / -j 1", "value": c2 / c1},
+        {"name": f"{what}: outputs byte-identical", "value": len(outputs) == 1},
+    ]
 
 
 def main() -> None:
@@ -231,18 +266,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--only", choices=["grouped", "hash", "ray", "jobs"], action="append")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     parts = args.only or ["grouped", "hash", "ray", "jobs"]
     if args.skip_ray and "ray" in parts:
         parts.remove("ray")
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.1f}")
+    figures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         # the benchmark's own cache folder: never the user's
         os.environ["MIBSPEC_CACHE_DIR"] = str(tmp / "cache")
         for part in parts:
-            {"grouped": _grouped, "hash": _hash_cache, "ray": _ray, "jobs": _jobs}[part](args, tmp)
+            figures += {"grouped": _grouped, "hash": _hash_cache, "ray": _ray, "jobs": _jobs}[part](args, tmp)
     print(f"load average at end {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

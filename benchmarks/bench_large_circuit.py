@@ -6,7 +6,10 @@ rows) in one safetensors sidecar. The EAP-IG form is the JSON the public MIB cod
 writes: one object per edge with its score and membership. Goal: mibspec under 3 s and
 at least 10x faster than check-jsonschema.
 
-    python benchmarks/bench_large_circuit.py [--keep DIR]
+    python benchmarks/bench_large_circuit.py [--keep DIR] [--size llama3|gpt2|tiny] [--json OUT]
+
+``--size`` picks the graph (default ``llama3``; the smaller ones are smoke runs). When
+check-jsonschema is not found the benchmark says so and exits 2.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 from mibspec.reference_impl.producers.folder import artifact_entry
 
+SIZES = {"llama3": (32, 32, 4096), "gpt2": (12, 12, 768), "tiny": (2, 2, 8)}
 EAP_IG_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -77,8 +81,8 @@ def _safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
             handle.write(np.ascontiguousarray(array).tobytes())
 
 
-def build(folder: Path) -> tuple[Path, Path, int]:
-    universe = GraphUniverse(GraphConfig(32, 32, False, 4096))
+def build(folder: Path, layers: int = 32, heads: int = 32, d_model: int = 4096) -> tuple[Path, Path, int]:
+    universe = GraphUniverse(GraphConfig(layers, heads, False, d_model))
     n = universe.n_edges
     rng = np.random.default_rng(0)
     scores = rng.standard_normal(n).astype(np.float32)
@@ -103,7 +107,13 @@ def build(folder: Path) -> tuple[Path, Path, int]:
     document = {
         "spec_version": "1.0",
         "kind": "circuit",
-        "graph": {"convention": "eap-ig", "n_layers": 32, "n_heads": 32, "d_model": 4096, "n_edges": n},
+        "graph": {
+            "convention": "eap-ig",
+            "n_layers": layers,
+            "n_heads": heads,
+            "d_model": d_model,
+            "n_edges": n,
+        },
         "granularity": "edge",
         "scores": {"artifact": "tensors", "tensor": "scores", "shape": [n], "dtype": "float32"},
         "membership": {
@@ -123,7 +133,8 @@ def build(folder: Path) -> tuple[Path, Path, int]:
     eap = folder / "eap_ig_graph.json"
     with eap.open("w") as handle:
         handle.write(
-            '{"cfg": {"n_layers": 32, "n_heads": 32, "parallel_attn_mlp": false, "d_model": 4096},\n'
+            f'{{"cfg": {{"n_layers": {layers}, "n_heads": {heads}, "parallel_attn_mlp": false, '
+            f'"d_model": {d_model}}},\n'
         )
         nodes = {name: {"in_graph": True} for name in universe.forward_names}
         handle.write(f' "nodes": {json.dumps(nodes)},\n "edges": {{')
@@ -144,31 +155,67 @@ def timed(command: list[str]) -> tuple[float, int]:
     return time.perf_counter() - start, completed.returncode
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="build the inputs in this folder and keep them")
+    parser.add_argument("--size", choices=sorted(SIZES), default="llama3")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
+    checker = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
+    if not Path(checker).is_file():
+        reason = "check-jsonschema not found (on PATH or beside this Python)"
+        print(f"skipped: {reason}")
+        if args.json:
+            args.json.write_text(json.dumps({"status": "not run", "reason": reason}), encoding="utf-8")
+        return 2
     folder = args.keep or Path(tempfile.mkdtemp(prefix="mibspec-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        doc, eap, n = build(folder)
+        doc, eap, n = build(folder, *SIZES[args.size])
         print(
             f"edges: {n:,}; sidecar {(folder / 'circuit.safetensors').stat().st_size / 1e6:.1f} MB; "
             f"EAP-IG JSON {eap.stat().st_size / 1e6:.1f} MB"
         )
         ours, code = timed([sys.executable, "-m", "mibspec", "verify", str(doc), "--no-recompute"])
         print(f"mibspec verify (schema + rules, whole process): {ours:.2f} s, exit {code}")
-        checker = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
-        theirs, code = timed([checker, "--schemafile", str(folder / "eap_ig.schema.json"), str(eap)])
-        print(f"check-jsonschema on the EAP-IG JSON (whole process): {theirs:.2f} s, exit {code}")
+        theirs, their_code = timed([checker, "--schemafile", str(folder / "eap_ig.schema.json"), str(eap)])
+        print(f"check-jsonschema on the EAP-IG JSON (whole process): {theirs:.2f} s, exit {their_code}")
         print(
             f"ratio: {theirs / ours:.1f}x (goal >= 10x); "
             f"mibspec goal < 3 s: {'met' if ours < 3 else 'NOT met'}"
         )
+        if args.json:
+            figures = [
+                {"name": "edges", "value": n},
+                # both documents are valid: a time of a run that failed compares nothing
+                {
+                    "name": "exit codes: mibspec, check-jsonschema",
+                    "value": f"{code}, {their_code}",
+                    "goal": "0, 0",
+                    "met": code == their_code == 0,
+                },
+                {
+                    "name": "mibspec verify --no-recompute, wall",
+                    "value": ours,
+                    "unit": "s",
+                    "goal": "< 3",
+                    "met": ours < 3,
+                },
+                {"name": "check-jsonschema on the EAP-IG JSON, wall", "value": theirs, "unit": "s"},
+                {
+                    "name": "check-jsonschema / mibspec",
+                    "value": theirs / ours,
+                    "unit": "×",
+                    "goal": "≥ 10",
+                    "met": theirs / ours >= 10,
+                },
+            ]
+            args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
     finally:
         if args.keep is None:
             shutil.rmtree(folder)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -28,7 +28,7 @@ average independent units, so their MSE scales as 1/P: the antithetic budget tha
 captum's error is ``P_needed = P_ours · MSE_ours / MSE_captum``, and the evaluation ratio
 is ``(1 + 25·P_captum) / (2 + 24·P_needed)``.
 
-Run: ``python benchmarks/bench_shapley_captum.py [--images 8] [--repeats 30]``.
+Run: ``python benchmarks/bench_shapley_captum.py [--images 8] [--repeats 30] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -259,6 +260,7 @@ def main() -> None:
     parser.add_argument(
         "--reference", type=int, default=1000, help="antithetic permutations of the reference"
     )
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, tensors, masks, dominant = load_example()
@@ -281,6 +283,18 @@ def main() -> None:
     print("== ratios ==")
     for label, value in ratios.items():
         print(f"  {label:<72} {value:>7.2f}")
+    if args.json:
+        figures = []
+        for label, value in ratios.items():
+            # a goal is written into the label: "… (goal <= 1.2)"
+            goal = re.search(r" \(goal (<=|>=) ([0-9.]+)\)$", label)
+            figure: dict[str, Any] = {"name": label[: goal.start()] if goal else label, "value": value}
+            if goal:
+                bound = float(goal[2])
+                figure["goal"] = f"{'≤' if goal[1] == '<=' else '≥'} {goal[2]}"
+                figure["met"] = value <= bound if goal[1] == "<=" else value >= bound
+            figures.append(figure)
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -12,14 +12,16 @@ Also shown: a bare interpreter start and a process that only imports the JSON Sc
 library. The commands run interleaved (one of each, then the next round), so that a change
 in machine load hits them alike; medians of the rounds are compared, of the wall-clock
 time and of the process's CPU time (user + system, the steadier figure on a busy machine). When
-``check-jsonschema`` is not installed the ratio to it is skipped, saying so.
+``check-jsonschema`` is not found (on PATH or beside this Python) the benchmark says so and
+exits 2: without the baseline there is no ratio to measure.
 
-    python benchmarks/bench_verify_startup.py [REPORT] [--runs N] [--check-jsonschema PATH]
+    python benchmarks/bench_verify_startup.py [REPORT] [--runs N] [--check-jsonschema PATH] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -76,16 +78,23 @@ def _measure(
     return times
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", nargs="?", default=str(REPO / "examples" / "circuit" / "report.json"))
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument(
         "--check-jsonschema",
-        default=shutil.which("check-jsonschema") or "",
-        help="the check-jsonschema executable (default: the one on PATH)",
+        default=shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema"),
+        help="the check-jsonschema executable (default: the one on PATH, else beside this Python)",
     )
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
+    if not Path(args.check_jsonschema).is_file():
+        reason = f"check-jsonschema not found at {args.check_jsonschema!r}; pass --check-jsonschema"
+        print(f"skipped: {reason}")
+        if args.json:
+            args.json.write_text(json.dumps({"status": "not run", "reason": reason}), encoding="utf-8")
+        return 2
     report = str(Path(args.report).resolve())
     python = sys.executable
     verify = "mibspec verify --no-recompute"
@@ -95,8 +104,8 @@ def main() -> None:
         verify: [python, "-m", "mibspec", "verify", report, "--no-recompute"],
     }
     baseline = "check-jsonschema --version"
-    if args.check_jsonschema:
-        cases[baseline] = [args.check_jsonschema, "--version"]
+    cases[baseline] = [args.check_jsonschema, "--version"]
+    figures: list[dict[str, object]] = []
     print(f"report: {report}  runs: {args.runs} per command and mode, interleaved")
     with tempfile.TemporaryDirectory() as scratch:
         for cached, label in ((False, "no bytecode cache (first run)"), (True, "bytecode cache")):
@@ -107,14 +116,24 @@ def main() -> None:
             print(f"{'command':<34} {'median wall s':>14} {'median CPU s':>13}")
             for name in times:
                 print(f"{name:<34} {wall[name]:>14.3f} {cpu[name]:>13.3f}")
-            if baseline not in times:
-                print(f"ratio to {baseline}: skipped (check-jsonschema not found; pass --check-jsonschema)")
-                continue
+                figures.append({"name": f"{label}: {name}, median CPU", "value": cpu[name], "unit": "s"})
             for what, medians in (("wall", wall), ("CPU", cpu)):
                 ratio = medians[verify] / medians[baseline]
                 verdict = "met" if ratio <= GOAL else "NOT met"
                 print(f"{verify} / {baseline}, {what}: {ratio:.2f}× (goal ≤ {GOAL}×: {verdict})")
+                figures.append(
+                    {
+                        "name": f"{label}: {verify} / {baseline}, {what}",
+                        "value": ratio,
+                        "unit": "×",
+                        "goal": f"≤ {GOAL}",
+                        "met": ratio <= GOAL,
+                    }
+                )
+    if args.json:
+        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -92,27 +92,67 @@ def summarise(
 
 def markdown(results: dict) -> str:
     lines = []
-    for model, by_profile in results["models"].items():
-        lines.append(f"\n**{model}** ({by_profile['n_rows']} rows, report `{by_profile['report']}`)\n")
-        lines.append(
-            "| quantity | mib-2025: max abs | max rel | promised | default: max abs | max rel | promised |"
+    for table in _tables(results):
+        lines.append(f"\n{table['title']}\n")
+        lines.append("| " + " | ".join(table["columns"]) + " |")
+        lines.append("|" + "---|" * len(table["columns"]))
+        lines += ["| " + " | ".join(row) + " |" for row in table["rows"]]
+    return "\n".join(lines)
+
+
+def _figures(results: dict, failed: int) -> list[dict]:
+    """The run's summary figures: time per model and the promised values that differ."""
+    figures: list[dict] = [
+        {
+            "name": f"{model}: {entry['n_rows']} rows, wall (public side included)",
+            "value": entry["seconds"],
+            "unit": "s",
+        }
+        for model, entry in results["models"].items()
+    ]
+    if "causal" in results:
+        figures.append(
+            {"name": "causal variable (pyvene), wall", "value": results["causal"]["seconds"], "unit": "s"}
         )
-        lines.append("|---|---|---|---|---|---|---|")
-        for group, per in summarise(by_profile["rows"]):
-            cells = []
+    figures.append({"name": "promised values that differ", "value": failed, "goal": "0", "met": failed == 0})
+    return figures
+
+
+def _tables(results: dict) -> list[dict]:
+    """The tables :func:`markdown` prints, as data (title, columns, rows)."""
+    tables = []
+    for model, entry in results["models"].items():
+        rows = []
+        for group, per in summarise(entry["rows"]):
+            cells = [group]
             for profile in PROFILES:
                 a, r, p = per.get(profile, (math.nan, math.nan, False))
                 cells += [_fmt(a), _fmt(r), "yes" if p else "no"]
-            lines.append(f"| {group} | " + " | ".join(cells) + " |")
+            rows.append(cells)
+        columns = ["quantity"]
+        for profile in PROFILES:
+            columns += [f"{profile}: max abs", "max rel", "promised"]
+        tables.append(
+            {
+                "title": f"**{model}** ({entry['n_rows']} rows, report `{entry['report']}`)",
+                "columns": columns,
+                "rows": rows,
+            }
+        )
     if "causal" in results:
-        causal = results["causal"]
-        lines.append(f"\n**causal variable** (report `{causal['report']}`, pyvene; both profiles alike)\n")
-        lines.append("| quantity | max abs | max rel | promised |")
-        lines.append("|---|---|---|---|")
-        for group, per in summarise({"both": causal["rows"]}):
+        rows = []
+        for group, per in summarise({"both": results["causal"]["rows"]}):
             a, r, p = per["both"]
-            lines.append(f"| {group} | {_fmt(a)} | {_fmt(r)} | {'yes' if p else 'no'} |")
-    return "\n".join(lines)
+            rows.append([group, _fmt(a), _fmt(r), "yes" if p else "no"])
+        tables.append(
+            {
+                "title": f"**causal variable** (report `{results['causal']['report']}`, pyvene; "
+                "both profiles alike)",
+                "columns": ["quantity", "max abs", "max rel", "promised"],
+                "rows": rows,
+            }
+        )
+    return tables
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         python = peer_python(build=args.build_env, env_dir=args.env_dir)
     except PeerUnavailableError as exc:
         print(f"parity harness skipped: {exc}", file=sys.stderr)
+        if args.json is not None:
+            args.json.write_text(json.dumps({"status": "not run", "reason": str(exc)}), encoding="utf-8")
         return 2
     results: dict = {
         "commit": _commit(),
@@ -191,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = [row.quantity for row in rows if row.promised and not row.ok]
         print(f"causal variable (pyvene): {len(rows)} values, differing: {bad or 'none'}", flush=True)
     results["seconds"] = time.perf_counter() - started
+    results.update(status="ok", figures=_figures(results, failed), tables=_tables(results))
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"\nparity run at {results['commit']}, {results['seconds']:.0f} s")

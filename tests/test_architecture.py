@@ -23,7 +23,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "mibspec"
 
-#: The packages directly under mibspec; the modules at the top (cli, _api, …) form "mibspec".
+#: The packages directly under mibspec; the modules at the top (cli, _verify_api, …) form "mibspec".
 PACKAGES = ("core", "validator", "reference_impl", "documents", "importers", "score")
 
 #: (importing package, imported module) pairs allowed to cross a package boundary to an

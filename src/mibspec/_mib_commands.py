@@ -42,8 +42,8 @@ _FormatOption = Annotated[_Format, typer.Option("--format", "-f", help="Output f
 
 def _report(sources: list[Path], result: ImportResult, output_format: _Format) -> None:
     """Render the import's findings, or verify and render what it wrote (with its warnings)."""
-    from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
     from mibspec.validator import (
         DocumentResult,
         Stage,
@@ -178,8 +178,8 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> Non
     """Verify causal-variable reports, then write their featurizers as a submission folder."""
     import json
 
-    from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import export_mib_cv_submission
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult

@@ -68,8 +68,8 @@ def report_command(
     ] = None,
 ) -> None:
     """Verify a report and summarise it in one self-contained HTML page with figures."""
-    from mibspec._api import collect_paths
-    from mibspec._api import verify as run_verify
+    from mibspec._verify_api import collect_paths
+    from mibspec._verify_api import verify as run_verify
     from mibspec.core.spec import install_hint
 
     if output is None and png_dir is None:
@@ -137,8 +137,8 @@ def leaderboard_command(
     ] = None,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
-    from mibspec._api import collect_paths
     from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
+    from mibspec._verify_api import collect_paths
     from mibspec.core.outputs import write_atomic
 
     renderer = render_markdown

@@ -73,7 +73,7 @@ class CiteFormat(str, enum.Enum):
 
 def _version(value: bool) -> None:
     if value:
-        from mibspec._api import SPEC_VERSION
+        from mibspec._verify_api import SPEC_VERSION
 
         typer.echo(f"mibspec {__version__} (spec {SPEC_VERSION})")
         raise typer.Exit(EXIT_OK)
@@ -200,10 +200,10 @@ def verify(
     import importlib.util
     import io
 
-    from mibspec._api import collect_paths, resolve_codes, run_device
-    from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
     from mibspec._progress import TerminalProgress
+    from mibspec._verify_api import collect_paths, resolve_codes, run_device
+    from mibspec._verify_api import verify as run_verify
     from mibspec.validator import Limits, known_profiles
 
     if profile is not None and profile not in known_profiles():
@@ -231,8 +231,8 @@ def verify(
         usage_error(str(exc))
         return
     if receipt is not None:  # before verifying: a receipt names files inside its folder only
-        from mibspec._api import collect_paths
         from mibspec._receipt import outside_folder
+        from mibspec._verify_api import collect_paths
 
         try:
             # Model files recomputation reads are named in the receipt too: each --model-root
@@ -429,7 +429,7 @@ def _schema_files() -> list[Path]:
 @schema_app.command("list")
 def schema_list() -> None:
     """List the schemas of the spec version: kind (what `schema show` takes), file and $id."""
-    from mibspec._api import SPEC_VERSION, schema_bundle_hash
+    from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
     from mibspec.core.spec import load_spec_json
 
     files = _schema_files()
@@ -485,8 +485,8 @@ def _import_and_verify(
 ) -> None:
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
-    from mibspec._api import verify as run_verify
     from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
     from mibspec.core.outputs import OutputPathError
 
     if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):

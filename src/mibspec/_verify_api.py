@@ -1,4 +1,5 @@
-"""The Python API behind the command line."""
+"""The Python API behind the command line: verify documents, collect report paths, resolve
+rule codes and devices, hash the schema bundle."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from mibspec._command_support import (
+from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -25,7 +25,7 @@ from mibspec._command_support import (
     exit_on_internal_errors,
     usage_error,
 )
-from mibspec._mib_commands import PositionsOption
+from mibspec.cli.imports import PositionsOption
 from mibspec.core.display import visible
 from mibspec.core.version import __version__
 
@@ -634,7 +634,7 @@ def import_mib_submission_command(
                 f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
                 "submission, whose featurizer documents name no model, dataset or method"
             )
-        from mibspec._mib_commands import run_cv_import
+        from mibspec.cli.imports import run_cv_import
 
         run_cv_import(source, out_dir, positions, output_format.value)
         return
@@ -689,8 +689,8 @@ def import_mib_causal_results_command(
 
 
 def _register_export_commands() -> None:
-    # export eap-ig, export mib-submission: implemented in mibspec._export_commands.
-    from mibspec._export_commands import register
+    # export eap-ig, export mib-submission: implemented in mibspec.cli.exports.
+    from mibspec.cli.exports import register
 
     register(app)
 
@@ -724,8 +724,8 @@ _register_score_commands()
 
 
 def _register_report_commands() -> None:
-    # report, leaderboard, conformance run, migrate: implemented in mibspec._report_commands.
-    from mibspec._report_commands import register
+    # report, leaderboard, conformance run, migrate: implemented in mibspec.cli.report_page.
+    from mibspec.cli.report_page import register
 
     register(app)
 
@@ -734,9 +734,9 @@ _register_report_commands()
 
 
 def _register_mib_commands() -> None:
-    # MIB datasets and causal-variable submissions: implemented in mibspec._mib_commands.
-    from mibspec._export_commands import export_app
-    from mibspec._mib_commands import register
+    # MIB datasets and causal-variable submissions: implemented in mibspec.cli.imports.
+    from mibspec.cli.exports import export_app
+    from mibspec.cli.imports import register
 
     register(import_app, export_app)
 
@@ -745,8 +745,8 @@ _register_mib_commands()
 
 
 def _register_parity_command() -> None:
-    # parity circuit: implemented in mibspec._parity_command (the public code runs in its own env).
-    from mibspec._parity_command import register
+    # parity circuit: implemented in mibspec.cli.parity (the public code runs in its own env).
+    from mibspec.cli.parity import register
 
     register(app)
 

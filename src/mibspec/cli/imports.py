@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mibspec._command_support import (
+from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
     IMPORT_CHECKS_ONLY,

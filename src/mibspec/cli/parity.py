@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, usage_error
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
 
 parity_app = typer.Typer(

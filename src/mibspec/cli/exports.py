@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from mibspec._command_support import EXIT_OK, check_outputs_or_exit, usage_error
-from mibspec._mib_commands import _Format
+from mibspec.cli._support import EXIT_OK, check_outputs_or_exit, usage_error
+from mibspec.cli.imports import _Format
 
 __all__ = ["register"]
 
@@ -99,7 +99,7 @@ def export_mib_submission_command(
             "holds one track; export each track into a folder of its own"
         )
     if set(tracks.values()) == {"causal_variable"}:
-        from mibspec._mib_commands import run_cv_export
+        from mibspec.cli.imports import run_cv_export
 
         run_cv_export(reports, out_dir, output_format.value)
         return

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from mibspec._command_support import (
+from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
     check_outputs_or_exit,

@@ -1,8 +1,7 @@
 """What every ``mibspec`` command shares: the exit codes, usage errors, the check that
 outputs can be written and are not inputs, and the exit for documents mibspec failed on.
 
-The commands live in :mod:`mibspec.cli`, :mod:`mibspec._report_commands` and the
-``mibspec score`` modules (:mod:`mibspec.score`); they all import these from here.
+The commands live in the modules of :mod:`mibspec.cli`; they all import these from here.
 """
 
 from __future__ import annotations

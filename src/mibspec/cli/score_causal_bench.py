@@ -180,7 +180,3 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
         for row in rows
     )
     return out
-
-
-def register(app: typer.Typer) -> None:
-    app.command("causal-bench")(score_causal_bench_command)

@@ -128,7 +128,3 @@ def score_causal_variable_command(
         typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("causal-variable")(score_causal_variable_command)

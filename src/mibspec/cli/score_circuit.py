@@ -86,7 +86,3 @@ def score_circuit_command(
     )
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("circuit")(score_circuit_command)

@@ -96,7 +96,3 @@ def score_saliency_command(
         )
     typer.echo(f"  verify with: mibspec verify {run.report}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("saliency")(score_saliency_command)

@@ -99,9 +99,9 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    from mibspec._api import collect_paths
     from mibspec._grouping import verify_many
     from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import collect_paths
     from mibspec.validator import VerifyOptions
 
     root = tmp / "grouped"
@@ -202,7 +202,7 @@ def _ray(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        from mibspec._api import verify
+        from mibspec._verify_api import verify
 
         warm, _, _ = _timed(lambda: verify(root, model_roots=[MODELS], executor="ray"))
     finally:

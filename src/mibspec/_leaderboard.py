@@ -152,8 +152,8 @@ def build_leaderboard(
     """
     import json
 
-    from mibspec._api import collect_paths
-    from mibspec._api import verify as run_verify
+    from mibspec._verify_api import collect_paths
+    from mibspec._verify_api import verify as run_verify
 
     board = Leaderboard()
     seen: dict[tuple[str, Cell], str] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import IO, Any
@@ -48,11 +49,19 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
     narrower terminal wraps the quantity names, or shows one block per claim when even
     the numbers alone would not fit.
     """
+    plain = _plain_lines(result, out)
+    if plain is not None:
+        out.writelines(f"{line}\n" for line in plain)
+    else:
+        _render_rich(result, out)
+
+
+def _render_rich(result: VerificationResult, out: IO[str]) -> None:
+    """The text output through rich: styles on a terminal, the comparison tables."""
+    # rich is imported only here: plain output (a pipe, a file) without a comparison table
+    # is written without it, which keeps `verify`'s start-up light.
     from rich.console import Console
     from rich.markup import escape
-
-    def shown(text: str) -> str:
-        return escape(visible(text))
 
     available = _output_width(out)
     tables = {
@@ -60,34 +69,72 @@ def render_text(result: VerificationResult, out: IO[str]) -> None:
     }
     width = available or max([80, *(table.natural_width for table in tables.values())])
     console = Console(file=out, highlight=False, soft_wrap=True, width=width)
-    styles = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
     for i, doc in enumerate(result.documents):
-        verdict = "[bold green]conformant[/]" if doc.valid else "[bold red]not conformant[/]"
-        origin = f" (referenced by {shown(doc.referenced_by)})" if doc.referenced_by else ""
-        console.print(f"[bold]{shown(doc.path)}[/] {shown(doc.kind or '?')}: {verdict}{origin}")
-        stages = "  ".join(f"{stage.value}: {status.value}" for stage, (status, _) in doc.stages.items())
-        if doc.description:  # what the report says it is (an example, a synthetic run, ...)
-            console.print(f"  [dim]description: {shown(doc.description)}[/]")
-        console.print(f"  [dim]{stages}[/]")
-        for stage, (status, detail) in doc.stages.items():
-            if detail and status.value in ("skipped", "not_run", "failed"):
-                console.print(f"  [dim]{stage.value} {status.value}: {shown(detail)}[/]")
-        for finding in doc.findings:
-            where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
-            pointer = f" [dim]at {shown(finding.pointer)}[/]" if finding.pointer else ""
-            console.print(
-                f"  {shown(doc.path)}:{where} [{styles[finding.severity]}]{shown(finding.code)}[/] "
-                f"{finding.severity.value}: {shown(finding.message)}{pointer}"
-            )
-            if finding.hint:
-                console.print(f"      [dim]hint: {shown(finding.hint)}[/]")
-            claimed, recomputed = finding.data.get("claimed"), finding.data.get("recomputed")
-            if claimed is not None or recomputed is not None:
-                console.print(f"      claimed {shown(repr(claimed))}, recomputed {shown(repr(recomputed))}")
+        for line in _document_lines(doc, lambda text: escape(visible(text)), _markup):
+            console.print(line)
         if i in tables:
             tables[i].show(console, available)
     verdict, summary = summary_line(result).split(" ", 1)
     console.print(f"[bold]{verdict}[/] {escape(summary)}")
+
+
+_SEVERITY_STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+#: What rich may change in text printed without colour: an emoji code (``:name:``, rich's
+#: own pattern), a backslash (rich's markup escapes do not round-trip every one) or a control
+#: character; such text goes through rich.
+_RICH_CHANGES = re.compile(r":\S*?:|[\\\x00-\x09\x0b-\x1f\x7f]")
+
+
+def _markup(style: str, text: str) -> str:
+    return f"[{style}]{text}[/]"
+
+
+def _unstyled(style: str, text: str) -> str:
+    return text
+
+
+def _plain_lines(result: VerificationResult, out: IO[str]) -> list[str] | None:
+    """The lines rich would write, when it would write them without any change: to a stream
+    that is not a terminal (nor forced to be one), without a claimed-vs-recomputed table and
+    without text rich reads as an emoji code; else ``None``."""
+    if any(doc.comparisons for doc in result.documents) or "TTY_COMPATIBLE" in os.environ:
+        return None
+    if "FORCE_COLOR" in os.environ or getattr(out, "isatty", lambda: False)():
+        return None
+    lines = [line for doc in result.documents for line in _document_lines(doc, visible, _unstyled)]
+    lines.append(summary_line(result))
+    return None if any(_RICH_CHANGES.search(line) for line in lines) else lines
+
+
+def _document_lines(
+    doc: DocumentResult, shown: Callable[[str], str], style: Callable[[str, str], str]
+) -> list[str]:
+    """One document's lines: its verdict, stages, findings; ``shown`` writes document text
+    (escaped for markup, or plain), ``style`` applies a style (markup, or none)."""
+    verdict = style("bold green", "conformant") if doc.valid else style("bold red", "not conformant")
+    origin = f" (referenced by {shown(doc.referenced_by)})" if doc.referenced_by else ""
+    lines = [f"{style('bold', shown(doc.path))} {shown(doc.kind or '?')}: {verdict}{origin}"]
+    stages = "  ".join(f"{stage.value}: {status.value}" for stage, (status, _) in doc.stages.items())
+    if doc.description:  # what the report says it is (an example, a synthetic run, ...)
+        lines.append(f"  {style('dim', f'description: {shown(doc.description)}')}")
+    lines.append(f"  {style('dim', stages)}")
+    for stage, (status, detail) in doc.stages.items():
+        if detail and status.value in ("skipped", "not_run", "failed"):
+            lines.append(f"  {style('dim', f'{stage.value} {status.value}: {shown(detail)}')}")
+    for finding in doc.findings:
+        where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
+        pointer = f" {style('dim', f'at {shown(finding.pointer)}')}" if finding.pointer else ""
+        code = style(_SEVERITY_STYLES[finding.severity], shown(finding.code))
+        lines.append(
+            f"  {shown(doc.path)}:{where} {code} {finding.severity.value}: {shown(finding.message)}{pointer}"
+        )
+        if finding.hint:
+            lines.append(f"      {style('dim', f'hint: {shown(finding.hint)}')}")
+        claimed, recomputed = finding.data.get("claimed"), finding.data.get("recomputed")
+        if claimed is not None or recomputed is not None:
+            lines.append(f"      claimed {shown(repr(claimed))}, recomputed {shown(repr(recomputed))}")
+    return lines
 
 
 def _output_width(out: IO[str]) -> int | None:

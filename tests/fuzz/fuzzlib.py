@@ -820,7 +820,7 @@ class Fuzzer:
         self.seconds_per_input = seconds_per_input
 
     def run(self, item: FuzzInput) -> Outcome:
-        from mibspec._api import verify
+        from mibspec._verify_api import verify
 
         saved: dict[str, bytes] = {}
         document = item.folder / item.document

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from mibspec._api import collect_paths
 from mibspec._grouping import plan_units, verify_many
 from mibspec._output_formats import REPORTERS
+from mibspec._verify_api import collect_paths
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
 
 pytestmark = pytest.mark.recompute

@@ -9,6 +9,7 @@ from typing import get_args
 
 import pytest
 
+from mibspec.cli.table import COMMANDS, Command
 from mibspec.core.spec import spec_dir
 from mibspec.core.tracks import TRACKS
 from mibspec.documents.report import Report
@@ -34,7 +35,9 @@ def test_each_part_a_track_names_exists(name: str) -> None:
     module, _, function = track.recomputer.partition(":")
     assert importlib.util.find_spec(module) is not None
     assert f"def {function}(" in Path(importlib.util.find_spec(module).origin or "").read_text("utf-8")
-    assert callable(importlib.import_module(track.score_command).register)
+    module, _, function = track.score_command.partition(":")
+    assert callable(getattr(importlib.import_module(module), function))
+    assert track.score_command in {entry.target for entry in COMMANDS if isinstance(entry, Command)}
     assert track.figures
 
 

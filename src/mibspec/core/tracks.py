@@ -25,8 +25,8 @@ class Track:
         recomputer: ``module:function`` of the recompute stage's entry point for its reports.
         recompute_needs: the optional packages the recomputer needs before it can run (a
             missing one is R101); the recomputer may check further ones itself.
-        score_command: module under ``mibspec.score`` whose ``register(app)`` adds
-            ``mibspec score <command>``.
+        score_command: ``module:function`` of its ``mibspec score <command>``, as the command
+            table (``mibspec.cli.table``) names it.
         figures: the figure kinds ``mibspec report`` draws for its reports, in order.
     """
 
@@ -49,7 +49,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.circuit", "mibspec.validator.rules.circuit_document"),
             recomputer="mibspec.reference_impl.recompute.circuit:recompute",
             recompute_needs=_MODEL_EXTRA,
-            score_command="mibspec.score.circuit",
+            score_command="mibspec.cli.score_circuit:score_circuit_command",
             figures=("faithfulness",),
         ),
         Track(
@@ -57,7 +57,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.causal_variable",),
             recomputer="mibspec.reference_impl.recompute.causal_variable:recompute",
             recompute_needs=_MODEL_EXTRA,
-            score_command="mibspec.score.causal_variable",
+            score_command="mibspec.cli.score_causal_variable:score_causal_variable_command",
             figures=("layer_position",),
         ),
         Track(
@@ -65,7 +65,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.saliency",),
             recomputer="mibspec.reference_impl.recompute.saliency:recompute",
             recompute_needs=("torch",),
-            score_command="mibspec.score.saliency",
+            score_command="mibspec.cli.score_saliency:score_saliency_command",
             figures=("saliency",),
         ),
         Track(
@@ -75,7 +75,7 @@ TRACKS: dict[str, Track] = {
             # the report's behaviour is a transformer (R104 if it is missing).
             recomputer="mibspec.reference_impl.recompute.causal_bench:recompute",
             recompute_needs=(),
-            score_command="mibspec.score.causal_bench",
+            score_command="mibspec.cli.score_causal_bench:score_causal_bench_command",
             figures=("radar", "null", "jaccard"),
         ),
     )

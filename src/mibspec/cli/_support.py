@@ -1,12 +1,12 @@
 """What every ``mibspec`` command shares: the exit codes, usage errors, the check that
 outputs can be written and are not inputs, and the exit for documents mibspec failed on.
 
-The commands live in :mod:`mibspec.cli`, :mod:`mibspec._report_commands` and the
-``mibspec score`` modules (:mod:`mibspec.score`); they all import these from here.
+The commands live in the modules of :mod:`mibspec.cli`; they all import these from here.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -26,7 +26,9 @@ __all__ = [
     "EXIT_USAGE",
     "IMPORT_CHECKS_ONLY",
     "DeviceOption",
+    "OutputFormat",
     "check_outputs_or_exit",
+    "check_profile_or_exit",
     "exit_on_internal_errors",
     "usage_error",
 ]
@@ -38,6 +40,14 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 IMPORT_CHECKS_ONLY = (
     "not run by import, which checks what it wrote; `mibspec verify` on it recomputes its claims"
 )
+
+
+class OutputFormat(str, enum.Enum):
+    """``--format`` of the commands that write text for people or JSON."""
+
+    text = "text"
+    json = "json"
+
 
 #: ``--device`` of ``verify`` and of every ``score`` command (checked by the command).
 DeviceOption = Annotated[
@@ -54,6 +64,14 @@ def usage_error(message: str) -> NoReturn:
     """Print ``mibspec: error: MESSAGE`` (escaped) on stderr and exit 2."""
     typer.echo(f"mibspec: error: {visible(message)}", err=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+def check_profile_or_exit(profile: str | None) -> None:
+    """A usage error unless ``profile`` is ``None`` or a known profile."""
+    from mibspec.validator import known_profiles
+
+    if profile is not None and profile not in known_profiles():
+        usage_error(f"unknown profile {profile!r}; known profiles: {', '.join(known_profiles())}")
 
 
 def check_outputs_or_exit(

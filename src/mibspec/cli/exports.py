@@ -8,22 +8,26 @@ do not verify or cannot be written in MIB's layout give their findings and exit 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from mibspec._command_support import EXIT_OK, check_outputs_or_exit, usage_error
-from mibspec._mib_commands import _Format
-
-__all__ = ["register"]
-
-export_app = typer.Typer(
-    help="Write mibspec documents in the file formats of other tools.", no_args_is_help=True
+from mibspec.cli._support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    OutputFormat,
+    check_outputs_or_exit,
+    exit_on_internal_errors,
+    usage_error,
 )
 
+__all__ = ["export_eap_ig_command", "export_mib_cv_submission_command", "export_mib_submission_command"]
 
-@export_app.command("eap-ig")
+_FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
 def export_eap_ig_command(
     source: Annotated[Path, typer.Argument(help="A circuit document (circuit.json).")],
     target: Annotated[Path, typer.Option("--output", "-o", help="The EAP-IG graph JSON to write.")],
@@ -60,7 +64,6 @@ def _track(path: Path) -> str:
     return "circuit"
 
 
-@export_app.command("mib-submission")
 def export_mib_submission_command(
     reports: Annotated[
         list[Path],
@@ -78,8 +81,8 @@ def export_mib_submission_command(
         ),
     ],
     output_format: Annotated[
-        _Format, typer.Option("--format", "-f", help="Output format (causal-variable reports).")
-    ] = _Format.text,
+        OutputFormat, typer.Option("--format", "-f", help="Output format (causal-variable reports).")
+    ] = OutputFormat.text,
 ) -> None:
     """Write reports as a MIB submission folder of their track: circuit reports as one
     <task>_<model> folder each, causal-variable reports as their featurizers' unit files
@@ -99,8 +102,6 @@ def export_mib_submission_command(
             "holds one track; export each track into a folder of its own"
         )
     if set(tracks.values()) == {"causal_variable"}:
-        from mibspec._mib_commands import run_cv_export
-
         run_cv_export(reports, out_dir, output_format.value)
         return
     check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
@@ -113,6 +114,59 @@ def export_mib_submission_command(
     raise typer.Exit(EXIT_OK)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``export`` command group to ``app``."""
-    app.add_typer(export_app, name="export")
+def export_mib_cv_submission_command(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="Causal-variable reports (or featurizers imported from a submission) to write."),
+    ],
+    out_dir: Annotated[Path, typer.Option("--output", "-o", help="The submission folder to write.")],
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Alias of `export mib-submission` for causal-variable reports: write their featurizers
+    as a MIB submission folder.
+
+    Token positions are written as declared rules (token_positions.json), not as code.
+    """
+    run_cv_export(reports, out_dir, output_format.value)
+
+
+def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> None:
+    """Verify causal-variable reports, then write their featurizers as a submission folder."""
+    import json
+
+    from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import export_mib_cv_submission
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    for report in reports:
+        if not report.is_file():
+            usage_error(f"{report}: no such file")
+    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
+    render = REPORTERS[output_format]
+    verified = run_verify(*reports, recompute=False)
+    if not verified.valid:  # only verified declarations are written out
+        render(verified, sys.stdout)
+        exit_on_internal_errors(verified)
+        raise typer.Exit(EXIT_FINDINGS)
+    try:
+        result = export_mib_cv_submission(reports, out_dir)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    if result.findings:
+        failed = DocumentResult(path=", ".join(map(str, reports)), kind=None, findings=result.findings)
+        failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the reports could not be exported")
+        render(VerificationResult(documents=[failed]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    written = [str(path) for path in result.written]
+    if output_format == OutputFormat.json.value:
+        typer.echo(json.dumps({"written": written}, indent=2))
+    else:
+        for path in written:
+            typer.echo(path)
+        typer.echo(
+            "token positions are written as declared rules (token_positions.json), not as code: "
+            "MIB's evaluator needs a token_position.py, which mibspec does not write"
+        )
+    raise typer.Exit(EXIT_OK)

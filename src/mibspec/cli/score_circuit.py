@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import check_output_folder, finish, producing, require_paths, verify_written
-from ._device import DeviceOption, batch_size_or_exit, device_or_exit
+from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
+from ._score_device import DeviceOption, batch_size_or_exit, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -86,7 +86,3 @@ def score_circuit_command(
     )
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("circuit")(score_circuit_command)

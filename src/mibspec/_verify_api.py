@@ -1,4 +1,5 @@
-"""The Python API behind the command line."""
+"""The Python API behind the command line: verify documents, collect report paths, resolve
+rule codes and devices, hash the schema bundle."""
 
 from __future__ import annotations
 
@@ -109,13 +110,14 @@ def verify(
             ``batch_size``, or a device that is malformed or not present (``DeviceError``,
             a ``ValueError``).
     """
-    from mibspec._grouping import EXECUTORS, verify_many
-
     if jobs < 1:
         raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
     device, batch_size = run_device(device, batch_size, recompute)
-    if executor not in EXECUTORS:
-        raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if executor != "process":  # the default is known without loading the grouping module
+        from mibspec._grouping import EXECUTORS
+
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
     if address is not None and executor != "ray":
         raise ValueError("address: only the ray executor joins a cluster")
     options = VerifyOptions(
@@ -132,12 +134,17 @@ def verify(
         hash_cache=hash_cache,
     )
     files = collect_paths(paths)
-    if executor == "ray":
-        result = verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
-    elif not recompute and (jobs == 1 or len(files) == 1):
+    if executor != "ray" and not recompute and (jobs == 1 or len(files) == 1):
         result = verify_paths(files, options)
     else:
-        result = verify_many(files, options, jobs)
+        # Grouped verification (processes, Ray) is loaded only when it runs: a plain
+        # `verify --no-recompute` starts without it.
+        from mibspec._grouping import verify_many
+
+        if executor == "ray":
+            result = verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
+        else:
+            result = verify_many(files, options, jobs)
     if options.select or options.ignore:
         for doc in result.documents:
             doc.findings = [f for f in doc.findings if options.reports(f.code)]

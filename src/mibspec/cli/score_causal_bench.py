@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ._common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
-from ._device import DeviceOption, device_or_exit
+from ._score_common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
+from ._score_device import DeviceOption, device_or_exit
 
 
 class BehaviourKind(str, enum.Enum):
@@ -180,7 +180,3 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
         for row in rows
     )
     return out
-
-
-def register(app: typer.Typer) -> None:
-    app.command("causal-bench")(score_causal_bench_command)

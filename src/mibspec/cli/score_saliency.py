@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import check_output_folder, finish, producing, require_paths, verify_written
-from ._device import DeviceOption, device_or_exit
+from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
+from ._score_device import DeviceOption, device_or_exit
 
 
 class Sampler(str, enum.Enum):
@@ -96,7 +96,3 @@ def score_saliency_command(
         )
     typer.echo(f"  verify with: mibspec verify {run.report}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("saliency")(score_saliency_command)

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ._common import check_output_folder, finish, producing, require_paths, verify_written
-from ._device import DeviceOption, device_or_exit
+from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
+from ._score_device import DeviceOption, device_or_exit
 
 
 class Method(str, enum.Enum):
@@ -128,7 +128,3 @@ def score_causal_variable_command(
         typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("causal-variable")(score_causal_variable_command)

@@ -9,13 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, usage_error
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
-
-parity_app = typer.Typer(
-    help="Run the public MIB code (in its own environment) on a report's inputs and compare.",
-    no_args_is_help=True,
-)
 
 _METHOD_TASKS = {"EAP": "EAP", "EAP-IG (inputs)": "EAP-IG-inputs"}
 
@@ -50,7 +45,6 @@ def _table(rows: list[Any], profile: str, peers: Path) -> str:
     return "\n".join(lines)
 
 
-@parity_app.command("circuit")
 def parity_circuit_command(
     report: Annotated[Path, typer.Argument(help="A circuit-track report (edge granularity).")],
     peer: Annotated[
@@ -137,7 +131,3 @@ def parity_circuit_command(
         promised = sum(row.promised for row in rows)
         typer.echo(f"{promised - len(failed)} of {promised} promised values agree")
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(parity_app, name="parity")

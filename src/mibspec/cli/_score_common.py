@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from mibspec._command_support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
 from mibspec.core.display import visible
 from mibspec.core.progress import Progress
 

@@ -3,7 +3,7 @@ a malformed value or an absent device is a usage error."""
 
 from __future__ import annotations
 
-from mibspec._command_support import DeviceOption, usage_error
+from mibspec.cli._support import DeviceOption, usage_error
 
 __all__ = ["DeviceOption", "batch_size_or_exit", "device_or_exit"]
 

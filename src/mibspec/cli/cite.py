@@ -1,0 +1,30 @@
+"""``mibspec cite``: how to cite the spec version and its schema bundle."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import typer
+
+__all__ = ["cite_command"]
+
+
+class CiteFormat(str, enum.Enum):
+    bibtex = "bibtex"
+    text = "text"
+    cff = "cff"
+
+
+def cite_command(
+    output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex,
+) -> None:
+    """How to cite the spec version and the exact schema bundle a report was checked with."""
+    from mibspec._citation import citation_bibtex, citation_cff, citation_text
+
+    render = {
+        CiteFormat.bibtex: citation_bibtex,
+        CiteFormat.cff: citation_cff,
+        CiteFormat.text: citation_text,
+    }
+    typer.echo(render[output_format](), nl=False)

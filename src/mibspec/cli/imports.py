@@ -1,0 +1,377 @@
+"""``mibspec import mib-dataset`` and the causal-variable side of ``mibspec import
+mib-submission`` and ``mibspec export mib-submission``: MIB's released datasets and
+causal-variable submission folders. ``import mib-cv-submission`` and ``export
+mib-cv-submission`` remain as aliases restricted to causal-variable folders and reports.
+
+Each import writes its documents, then verifies them (recomputation is left to ``mibspec
+verify``); the import's own warnings (for example the units whose token positions are still
+undeclared) are reported with the verification, under the source's path.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from mibspec.cli._support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    IMPORT_CHECKS_ONLY,
+    OutputFormat,
+    check_outputs_or_exit,
+    exit_on_internal_errors,
+    usage_error,
+)
+from mibspec.core.display import visible
+
+if TYPE_CHECKING:
+    from mibspec.importers import ImportResult
+
+__all__ = [
+    "PositionsOption",
+    "import_eap_ig_command",
+    "import_mib_causal_results_command",
+    "import_mib_circuit_results_command",
+    "import_mib_cv_submission_command",
+    "import_mib_dataset_command",
+    "import_mib_submission_command",
+]
+
+_FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+
+
+def _report(sources: list[Path], result: ImportResult, output_format: OutputFormat) -> None:
+    """Render the import's findings, or verify and render what it wrote (with its warnings)."""
+    from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
+    from mibspec.validator import (
+        DocumentResult,
+        Stage,
+        StageStatus,
+        VerificationResult,
+    )
+
+    render = REPORTERS[output_format.value]
+    where = str(sources[0]) if len(sources) == 1 else ", ".join(str(s) for s in sources)
+    source_result = DocumentResult(path=where, kind=None, findings=list(result.findings))
+    failed = any(f.severity.value == "error" for f in result.findings)
+    if failed and not result.written:
+        source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "the input could not be imported")
+        render(VerificationResult(documents=[source_result]), sys.stdout)
+        raise typer.Exit(EXIT_FINDINGS)
+    # Several files import one by one: those that converted are written and verified.
+    verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
+    if result.findings:
+        if failed:
+            source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "some inputs could not be imported")
+        else:
+            source_result.set_stage(Stage.PARSE, StageStatus.PASSED, "imported, with warnings")
+        verified = VerificationResult(documents=[source_result, *verified.documents])
+    render(verified, sys.stdout)
+    exit_on_internal_errors(verified)
+    raise typer.Exit(EXIT_OK if verified.valid and not failed else EXIT_FINDINGS)
+
+
+def import_mib_dataset_command(
+    sources: Annotated[
+        list[Path],
+        typer.Argument(help="Released dataset files: parquet (needs the mib extra) or JSON Lines."),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
+    ],
+    task: Annotated[
+        str | None, typer.Option(help="ioi, mcqa, arc_easy, arithmetic or ravel (default: from the columns).")
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="train, validation, test or private_test (default: from the file name)."),
+    ] = None,
+    hub_id: Annotated[
+        str | None, typer.Option("--hub-id", help="The dataset repository, e.g. mib-bench/ioi.")
+    ] = None,
+    revision: Annotated[str | None, typer.Option(help="The repository's full commit hash.")] = None,
+    attributes: Annotated[
+        Path | None,
+        typer.Option(
+            "--attributes",
+            help="RAVEL's attribute table (entity → {attribute: value}), from which RAVEL's answers come.",
+        ),
+    ] = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Import MIB's released dataset files as counterfactual datasets, then verify them."""
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import import_mib_dataset
+
+    for source in [*sources, *([attributes] if attributes else [])]:
+        if not source.is_file():
+            usage_error(f"{source}: no such file")
+    check_outputs_or_exit([], sources, folders=[(out_dir, "--output")])
+    try:
+        result = import_mib_dataset(
+            sources, out_dir, task=task, split=split, hub_id=hub_id, revision=revision, attributes=attributes
+        )
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    _report(sources, result, output_format)
+
+
+PositionsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--positions",
+        help="Causal-variable track: JSON object mapping the submission's token-position names to "
+        'declared rules, e.g. {"last_token": {"rule": "last"}}.',
+    ),
+]
+
+
+def import_mib_cv_submission_command(
+    source: Annotated[Path, typer.Argument(help="A MIB causal-variable submission folder.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
+    ],
+    positions: PositionsOption = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Alias of `import mib-submission` for causal-variable folders: import a causal-variable
+    submission's featurizers (never its code), then verify them."""
+    run_cv_import(source, out_dir, positions, output_format.value)
+
+
+def run_cv_import(source: Path, out_dir: Path, positions: Path | None, output_format: str) -> None:
+    """Import a causal-variable submission folder, then verify and report what was written."""
+    from mibspec.core.outputs import OutputPathError
+    from mibspec.importers import import_mib_cv_submission
+
+    if not source.is_dir():
+        usage_error(f"{source}: no such folder")
+    if positions is not None and not positions.is_file():
+        usage_error(f"{positions}: no such file")
+    check_outputs_or_exit([], [], folders=[(out_dir, "--output")])
+    try:
+        result = import_mib_cv_submission(source, out_dir, positions=positions)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    _report([source], result, OutputFormat(output_format))
+
+
+def _render_import_failure(source: Path, findings: list[Any], output_format: OutputFormat) -> NoReturn:
+    """Report the findings of an input that could not be imported; exit 1."""
+    from mibspec._output_formats import REPORTERS
+    from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+
+    failed = DocumentResult(path=str(source), kind=None, findings=findings)
+    failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
+    REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
+    raise typer.Exit(EXIT_FINDINGS)
+
+
+def _import_and_verify(
+    source: Path, out_dir: Path, output_format: OutputFormat, importer: str, **options: object
+) -> None:
+    """Run an importer, report its findings, or verify and report what it wrote."""
+    from mibspec import importers
+    from mibspec._output_formats import REPORTERS
+    from mibspec._verify_api import verify as run_verify
+    from mibspec.core.outputs import OutputPathError
+
+    if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):
+        usage_error(f"{source}: no such {'folder' if importer == 'import_mib_submission' else 'file'}")
+    check_outputs_or_exit([], [source], folders=[(out_dir, "--output")])
+    render = REPORTERS[output_format.value]
+    try:
+        result = getattr(importers, importer)(source, out_dir, **options)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+        return
+    for note in getattr(result, "notes", ()):
+        typer.echo(f"mibspec: note: {visible(note)}", err=True)
+    if not result.ok:
+        _render_import_failure(source, result.findings, output_format)
+    verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
+    render(verified, sys.stdout)
+    exit_on_internal_errors(verified)
+    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+
+
+RevisionOption = Annotated[
+    str | None, typer.Option("--model-revision", help="The model's 40-hex hub commit (pins it: rule A111).")
+]
+
+
+DatasetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="A counterfactual-dataset document (copied beside each report), or a hub id pinned as "
+        "ID@40-HEX-REVISION.",
+    ),
+]
+
+
+SplitOption = Annotated[
+    str | None, typer.Option("--split", help="The split the results are on: train, validation, test.")
+]
+
+
+def _report_options(revision: str | None, dataset: str | None, split: str | None) -> dict[str, object]:
+    from mibspec.importers import ImportOptions
+
+    return {"options": ImportOptions(model_revision=revision, dataset=dataset, split=split)}
+
+
+def import_eap_ig_command(
+    source: Annotated[
+        Path, typer.Argument(help="An EAP-IG graph: .json or .pt (read with weights_only=True).")
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="The MIB model id of the graph (gpt2, qwen2.5, ...).")
+    ] = None,
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Import an EAP-IG graph as a circuit document, then verify what was written."""
+    if dataset is not None or split is not None:
+        usage_error(
+            "--dataset and --split describe a report's task; a circuit document has none: give them to "
+            "`mibspec import mib-submission`, which writes the report"
+        )
+    if model_revision is not None and model is None:
+        usage_error("--model-revision needs --model (the MIB model id it pins)")
+    _import_and_verify(
+        source, out_dir, output_format, "import_eap_ig", model=model, model_revision=model_revision
+    )
+
+
+def import_mib_submission_command(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="A MIB submission folder of either track: <task>_<model> folders (circuit track) or "
+            "<TASK>_<MODEL>_<VARIABLE> folders (causal-variable track); the layout is detected."
+        ),
+    ],
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Folder to write <task>_<model>/circuit.json (and report.json), or "
+            "<TASK>_<MODEL>_<VARIABLE>/<unit>.json, into.",
+        ),
+    ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
+    counterfactual_type: Annotated[
+        str | None,
+        typer.Option(
+            "--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."
+        ),
+    ] = None,
+    architecture: Annotated[
+        str | None, typer.Option("--architecture", help="Architecture of a model outside MIB's five.")
+    ] = None,
+    method: Annotated[
+        str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
+    ] = None,
+    model_files: Annotated[
+        Path | None,
+        typer.Option(
+            "--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."
+        ),
+    ] = None,
+    positions: PositionsOption = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Import a MIB submission folder of either track, then verify what was written.
+
+    Circuit track: circuit documents (and reports where results are present). Causal-variable
+    track: featurizer documents (never the submission's code; token positions from
+    --positions). The options before --positions apply to the circuit track only.
+    """
+    from mibspec.importers import SubmissionOptions, submission_layout
+
+    if not source.is_dir():
+        usage_error(f"{source}: no such folder")
+    layout = submission_layout(source)
+    if layout.track is None:
+        from mibspec.validator import catalogue, make_finding
+
+        finding = make_finding(catalogue(), None, "I107", "", detail=layout.problem(source)).located(1, 1)
+        _render_import_failure(source, [finding], output_format)
+    circuit_options = {
+        "--model-revision": model_revision,
+        "--dataset": dataset,
+        "--split": split,
+        "--counterfactual-type": counterfactual_type,
+        "--architecture": architecture,
+        "--method": method,
+        "--model-files": model_files,
+    }
+    if layout.track == "causal_variable":
+        given = [name for name, value in circuit_options.items() if value is not None]
+        if given:
+            usage_error(
+                f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
+                "submission, whose featurizer documents name no model, dataset or method"
+            )
+        run_cv_import(source, out_dir, positions, output_format.value)
+        return
+    if positions is not None:
+        usage_error(
+            f"--positions: a causal-variable option, but {source} is a circuit-track submission, "
+            "whose circuits have no token positions"
+        )
+    options = SubmissionOptions(
+        model_revision=model_revision,
+        dataset=dataset,
+        split=split,
+        counterfactual_type=counterfactual_type,
+        architecture=architecture,
+        method=method,
+        model_files=model_files,
+    )
+    _import_and_verify(source, out_dir, output_format, "import_mib_submission", options=options)
+
+
+def import_mib_circuit_results_command(
+    source: Annotated[Path, typer.Argument(help="A MIB circuit-track leaderboard results JSON file.")],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
+    ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
+    options = _report_options(model_revision, dataset, split)
+    _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results", **options)
+
+
+def import_mib_causal_results_command(
+    source: Annotated[Path, typer.Argument(help="A MIB causal-variable-track result JSON file.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
+    ],
+    model_revision: RevisionOption = None,
+    dataset: DatasetOption = None,
+    split: SplitOption = None,
+    output_format: _FormatOption = OutputFormat.text,
+) -> None:
+    """Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks)."""
+    options = _report_options(model_revision, dataset, split)
+    _import_and_verify(source, out_dir, output_format, "import_mib_causal_results", **options)

@@ -1,0 +1,83 @@
+"""``mibspec leaderboard``: verify every report below a folder and tabulate the conformant ones.
+
+A thin layer over :mod:`mibspec._leaderboard`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibspec.cli._support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    check_outputs_or_exit,
+    check_profile_or_exit,
+    usage_error,
+)
+from mibspec.core.display import visible
+
+__all__ = ["leaderboard_command"]
+
+
+def leaderboard_command(
+    directory: Annotated[Path, typer.Argument(help="Folder searched for report.json / *.report.json.")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to OUT.md (Markdown), OUT.html, or OUT.json (a leaderboard document that "
+            "`mibspec verify` checks); default: Markdown on stdout.",
+        ),
+    ] = None,
+    recompute: Annotated[bool, typer.Option("--recompute", help="Also run the recompute stage.")] = False,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Check under this profile instead of the declared ones.")
+    ] = None,
+    model_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
+        ),
+    ] = None,
+) -> None:
+    """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
+    from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
+    from mibspec._verify_api import collect_paths
+    from mibspec.core.outputs import write_atomic
+
+    renderer = render_markdown
+    if output is not None:
+        suffix = output.suffix.lower()
+        if suffix in (".html", ".htm"):
+            renderer = render_html
+        elif suffix == ".json":
+            renderer = render_json
+        elif suffix not in (".md", ".markdown"):
+            usage_error(f"{output}: the output must end in .md, .html or .json")
+    if not directory.is_dir():
+        usage_error(f"{directory}: no such folder")
+    check_profile_or_exit(profile)
+    try:
+        check_outputs_or_exit([(output, "--output")], collect_paths([directory]))
+        board = build_leaderboard(
+            directory, recompute=recompute, profile=profile, model_roots=model_root or ()
+        )
+    except FileNotFoundError as exc:
+        usage_error(str(exc))
+        return
+    text = renderer(board)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(output, text)
+        typer.echo(
+            f"{visible(str(output))}: {len(board.entries)} report(s) tabulated, "
+            f"{len(board.rejected)} rejected, "
+            f"{len(board.not_tabulated)} not tabulated"
+        )
+    raise typer.Exit(EXIT_FINDINGS if board.rejected else EXIT_OK)

@@ -1,0 +1,59 @@
+"""``mibspec migrate``: migrate a document to another spec version.
+
+A thin layer over :mod:`mibspec._migrate`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
+from mibspec.core.display import visible
+
+__all__ = ["migrate_command"]
+
+
+def migrate_command(
+    source: Annotated[Path, typer.Argument(help="The document to migrate.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the result.")] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", help="Target spec version (default: the current one).")
+    ] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Replace the input file.")] = False,
+) -> None:
+    """Migrate a document to another spec version (atomic write; the input is kept unless --in-place)."""
+    from mibspec._migrate import MigrationError, UnreadableDocumentError, migrate_file
+
+    if in_place and output is not None:
+        usage_error("pass either -o OUT or --in-place, not both")
+    if not in_place and output is None:
+        usage_error("pass -o OUT (the input is kept) or --in-place (the input is replaced)")
+    try:
+        result = migrate_file(source, output, to_version=to, in_place=in_place)
+    except UnreadableDocumentError as exc:
+        for finding in exc.findings:
+            where = f"{finding.line}:{finding.column}" if finding.line is not None else "1:1"
+            pointer = f" at {finding.pointer}" if finding.pointer else ""
+            typer.echo(
+                visible(
+                    f"{exc.path}:{where} {finding.code} {finding.severity.value}: {finding.message}{pointer}"
+                )
+            )
+        raise typer.Exit(EXIT_FINDINGS) from None
+    except (MigrationError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        usage_error(str(exc))
+        return
+    if result.already_current:
+        typer.echo(
+            f"{visible(str(source))} is already at spec {result.to_version}; "
+            "nothing to migrate, nothing written"
+        )
+        raise typer.Exit(EXIT_OK)
+    chain = " → ".join([result.from_version, *(step.to_version for step in result.steps)])
+    typer.echo(visible(f"{source}: spec {chain}; written to {source if in_place else output}"))
+    for step in result.steps:
+        typer.echo(f"  {step.from_version} → {step.to_version}: {step.description}")
+    raise typer.Exit(EXIT_OK)

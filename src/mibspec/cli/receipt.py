@@ -1,0 +1,34 @@
+"""``mibspec verify-receipt``: re-hash the files a verification receipt lists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, OutputFormat, usage_error
+from mibspec.core.display import visible
+
+__all__ = ["verify_receipt_command"]
+
+
+def verify_receipt_command(
+    receipt: Annotated[Path, typer.Argument(help="A receipt written by `mibspec verify --receipt`.")],
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+) -> None:
+    """Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed."""
+    from mibspec._receipt import ReceiptError, check_receipt
+
+    try:
+        check = check_receipt(receipt)
+    except ReceiptError as exc:
+        usage_error(str(exc))
+        return
+    if output_format is OutputFormat.json:
+        typer.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
+    else:
+        for line in check.lines():
+            typer.echo(visible(line))
+    raise typer.Exit(EXIT_OK if check.unchanged else EXIT_FINDINGS)

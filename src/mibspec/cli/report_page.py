@@ -1,0 +1,99 @@
+"""``mibspec report``: verify a report and summarise it in one HTML page with figures.
+
+A thin layer over :mod:`mibspec._html_report`; this module imports only typer and the
+standard library at import time.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mibspec.cli._support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    check_outputs_or_exit,
+    check_profile_or_exit,
+    exit_on_internal_errors,
+    usage_error,
+)
+from mibspec.core.display import visible
+
+__all__ = ["report_command"]
+
+
+class KAxis(str, enum.Enum):
+    log = "log"
+    linear = "linear"
+
+
+def report_command(
+    path: Annotated[Path, typer.Argument(help="A report.json (or a folder holding exactly one report).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the HTML page to this file.")
+    ] = None,
+    png_dir: Annotated[
+        Path | None, typer.Option("--png-dir", help="Write every figure as <name>.png into this folder.")
+    ] = None,
+    recompute: Annotated[
+        bool, typer.Option("--recompute", help="Also run the recompute stage (claimed-vs-recomputed table).")
+    ] = False,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Check under this profile instead of the declared one.")
+    ] = None,
+    k_axis: Annotated[KAxis, typer.Option("--k-axis", help="k axis of the faithfulness figure.")] = KAxis.log,
+    model_root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
+        ),
+    ] = None,
+) -> None:
+    """Verify a report and summarise it in one self-contained HTML page with figures."""
+    from mibspec._verify_api import collect_paths
+    from mibspec._verify_api import verify as run_verify
+    from mibspec.core.spec import install_hint
+
+    if output is None and png_dir is None:
+        usage_error("nothing to write: pass -o OUT.html and/or --png-dir DIR")
+    check_profile_or_exit(profile)
+    try:
+        found = collect_paths([path])
+    except FileNotFoundError as exc:
+        usage_error(str(exc))
+        return
+    if len(found) != 1:
+        usage_error(f"{path} holds {len(found)} reports; pass one report file")
+    check_outputs_or_exit([(output, "--output")], found, folders=[(png_dir, "--png-dir")])
+    try:
+        import matplotlib  # noqa: F401  (only to fail early with a clear message)
+    except ModuleNotFoundError:
+        usage_error(f"figures need matplotlib: {install_hint('plots')}")
+    from mibspec._html_report import build_report_page, render_html
+    from mibspec.core.outputs import OutputPathError, input_files, write_atomic
+
+    result = run_verify(found[0], recompute=recompute, profile=profile, model_roots=model_root or ())
+    page = build_report_page(result, found[0], k_axis=k_axis.value)
+    if png_dir is not None:
+        inputs = input_files(found)
+        pngs = [(png_dir / f"{figure.name}.png", figure.data) for figure in page.figures]
+        try:
+            for target, _ in pngs:
+                inputs.refuse(target, "--png-dir")
+        except OutputPathError as exc:
+            usage_error(str(exc))
+        for target, data in pngs:
+            write_atomic(target, data)
+            typer.echo(visible(str(target)))
+    if output is not None:
+        write_atomic(output, render_html(page))
+        typer.echo(visible(str(output)))
+    for skipped in page.skipped:
+        typer.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
+    verdict = "conformant" if result.valid else "not conformant"
+    typer.echo(f"{visible(str(found[0]))}: {verdict}; {len(page.figures)} figure(s)", err=True)
+    exit_on_internal_errors(result)
+    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)

@@ -1,0 +1,181 @@
+"""Every ``mibspec`` command, in one table: the only place commands are registered.
+
+An entry names a command (its words, ``"schema list"``), the ``module:function`` that
+implements it and the summary its group's ``--help`` lists; a group entry names a command
+group and its help. The application is built from this table (:mod:`mibspec.cli._lazy`),
+and a command's module is imported only when that command runs or shows its own help: so
+``mibspec verify`` never imports the importers, the exporters, the parity harness or the
+``score`` commands. A command's full help is its function's docstring, whose first paragraph
+is the summary here (``tests/cli/test_command_table.py`` checks that they agree).
+
+This module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["COMMANDS", "Command", "Group"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: ``name`` its words after ``mibspec``, ``target`` the ``module:function``
+    implementing it, ``summary`` the first paragraph of that function's docstring."""
+
+    name: str
+    target: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """A command group: ``name`` its words after ``mibspec``, ``help`` what ``--help`` says."""
+
+    name: str
+    help: str
+
+
+_CLI = "mibspec.cli"
+
+#: The commands and groups, in the order ``--help`` lists them.
+COMMANDS: tuple[Command | Group, ...] = (
+    Command(
+        "verify",
+        f"{_CLI}.verify:verify_command",
+        "Check documents: strict parsing, schema, rules, then recomputation of claims.",
+    ),
+    Command(
+        "verify-receipt",
+        f"{_CLI}.receipt:verify_receipt_command",
+        "Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed.",
+    ),
+    Command(
+        "rules",
+        f"{_CLI}.rules:rules_command",
+        "List the rule catalogue, or explain one rule, or show the spec's requirement coverage.",
+    ),
+    Command(
+        "cite",
+        f"{_CLI}.cite:cite_command",
+        "How to cite the spec version and the exact schema bundle a report was checked with.",
+    ),
+    Command(
+        "report",
+        f"{_CLI}.report_page:report_command",
+        "Verify a report and summarise it in one self-contained HTML page with figures.",
+    ),
+    Command(
+        "leaderboard",
+        f"{_CLI}.leaderboard:leaderboard_command",
+        "Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD).",
+    ),
+    Command(
+        "migrate",
+        f"{_CLI}.migrate:migrate_command",
+        "Migrate a document to another spec version (atomic write; the input is kept unless --in-place).",
+    ),
+    Group("schema", "List, show and export the spec's JSON Schemas."),
+    Command(
+        "schema list",
+        f"{_CLI}.schema:schema_list_command",
+        "List the schemas of the spec version: kind (what `schema show` takes), file and $id.",
+    ),
+    Command(
+        "schema show",
+        f"{_CLI}.schema:schema_show_command",
+        "Print one schema (JSON), e.g. `mibspec schema show report`.",
+    ),
+    Command(
+        "schema export",
+        f"{_CLI}.schema:schema_export_command",
+        "Write the spec version's schema bundle into a folder (for editors and offline hooks).",
+    ),
+    Group("import", "Convert files written by other tools into mibspec documents."),
+    Command(
+        "import eap-ig",
+        f"{_CLI}.imports:import_eap_ig_command",
+        "Import an EAP-IG graph as a circuit document, then verify what was written.",
+    ),
+    Command(
+        "import mib-submission",
+        f"{_CLI}.imports:import_mib_submission_command",
+        "Import a MIB submission folder of either track, then verify what was written.",
+    ),
+    Command(
+        "import mib-circuit-results",
+        f"{_CLI}.imports:import_mib_circuit_results_command",
+        "Import MIB circuit results as reports, then verify them (exit 1 lists what they lack).",
+    ),
+    Command(
+        "import mib-causal-results",
+        f"{_CLI}.imports:import_mib_causal_results_command",
+        "Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks).",
+    ),
+    Command(
+        "import mib-dataset",
+        f"{_CLI}.imports:import_mib_dataset_command",
+        "Import MIB's released dataset files as counterfactual datasets, then verify them.",
+    ),
+    Command(
+        "import mib-cv-submission",
+        f"{_CLI}.imports:import_mib_cv_submission_command",
+        "Alias of `import mib-submission` for causal-variable folders: import a causal-variable "
+        "submission's featurizers (never its code), then verify them.",
+    ),
+    Group("score", "Run a reference method on a model and a dataset and write a complete report."),
+    Command(
+        "score circuit",
+        f"{_CLI}.score_circuit:score_circuit_command",
+        "Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes.",
+    ),
+    Command(
+        "score causal-variable",
+        f"{_CLI}.score_causal_variable:score_causal_variable_command",
+        "Learn featurizers, score them by interchange interventions, write a report verify recomputes.",
+    ),
+    Command(
+        "score saliency",
+        f"{_CLI}.score_saliency:score_saliency_command",
+        "Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes.",
+    ),
+    Command(
+        "score causal-bench",
+        f"{_CLI}.score_causal_bench:score_causal_bench_command",
+        "Run activation patching, gradient attribution, ablation scanning and circuit discovery on "
+        "a behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes.",
+    ),
+    Group("export", "Write mibspec documents in the file formats of other tools."),
+    Command(
+        "export eap-ig",
+        f"{_CLI}.exports:export_eap_ig_command",
+        "Write a circuit document as a graph EAP-IG's Graph.from_json loads.",
+    ),
+    Command(
+        "export mib-submission",
+        f"{_CLI}.exports:export_mib_submission_command",
+        "Write reports as a MIB submission folder of their track: circuit reports as one "
+        "<task>_<model> folder each, causal-variable reports as their featurizers' unit files "
+        "(token positions as declared rules, token_positions.json, never as code).",
+    ),
+    Command(
+        "export mib-cv-submission",
+        f"{_CLI}.exports:export_mib_cv_submission_command",
+        "Alias of `export mib-submission` for causal-variable reports: write their featurizers as "
+        "a MIB submission folder.",
+    ),
+    Group("conformance", "Run the conformance suite."),
+    Command(
+        "conformance run",
+        f"{_CLI}.conformance:conformance_run_command",
+        "Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails).",
+    ),
+    Group("parity", "Run the public MIB code (in its own environment) on a report's inputs and compare."),
+    Command(
+        "parity circuit",
+        f"{_CLI}.parity:parity_circuit_command",
+        "Print the public code's and mibspec's values side by side; exit 1 when a value the "
+        "profile promises to reproduce differs beyond its float32 tolerance, 2 when the public "
+        "code or its environment is missing.",
+    ),
+)

@@ -1,0 +1,127 @@
+"""The command table (``mibspec.cli.table``): the one place commands are registered, and the
+lazy loading it allows: ``verify`` imports no other command's module."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from mibspec.cli import app
+from mibspec.cli.table import COMMANDS, Command, Group
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "src" / "mibspec"
+COMMAND_ENTRIES = [entry for entry in COMMANDS if isinstance(entry, Command)]
+
+#: What the command line loads to run ``verify``: the entry point, the table, the lazy
+#: groups, the shared helpers and verify's own module.
+VERIFY_MODULES = {
+    "mibspec.cli",
+    "mibspec.cli._lazy",
+    "mibspec.cli._support",
+    "mibspec.cli.table",
+    "mibspec.cli.verify",
+}
+
+
+def _callback(entry: Command) -> object:
+    module, _, function = entry.target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def test_names_are_unique_and_every_command_is_in_a_listed_group() -> None:
+    names = [entry.name for entry in COMMANDS]
+    assert len(names) == len(set(names))
+    groups = {entry.name for entry in COMMANDS if isinstance(entry, Group)}
+    for entry in COMMAND_ENTRIES:
+        parent = entry.name.rpartition(" ")[0]
+        assert not parent or parent in groups, entry.name
+    assert all(any(c.name.startswith(f"{g} ") for c in COMMAND_ENTRIES) for g in groups)
+
+
+@pytest.mark.parametrize("entry", COMMAND_ENTRIES, ids=lambda entry: entry.name)
+def test_each_summary_is_the_first_paragraph_of_its_commands_help(entry: Command) -> None:
+    doc = inspect.getdoc(_callback(entry)) or ""
+    assert entry.summary.split() == doc.split("\n\n")[0].split()
+
+
+def test_the_application_is_exactly_the_table() -> None:
+    def walk(command: object, prefix: str) -> list[str]:
+        found = []
+        for name, sub in getattr(command, "commands", {}).items():
+            path = f"{prefix} {name}".strip()
+            found.append(path)
+            found.extend(walk(sub, path))
+        return found
+
+    assert walk(typer.main.get_command(app), "") == [entry.name for entry in _tree_order()]
+
+
+def _tree_order() -> list[Command | Group]:
+    """The table's entries in depth-first order (a group, then its commands)."""
+    ordered: list[Command | Group] = []
+    for entry in COMMANDS:
+        if " " not in entry.name:
+            ordered.append(entry)
+            ordered.extend(e for e in COMMANDS if e.name.startswith(f"{entry.name} "))
+    return ordered
+
+
+def test_no_module_registers_a_command_outside_the_table() -> None:
+    """Only the entry point declares the root (and its --version callback) and only the lazy
+    groups turn a table entry into a command: nothing else calls typer's registration."""
+    allowed = {("cli/__init__.py", "Typer"), ("cli/__init__.py", "callback"), ("cli/_lazy.py", "Typer")}
+    allowed |= {("cli/_lazy.py", "command")}
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = node.func.attr
+                if name in ("Typer", "command", "add_typer", "callback", "add_command"):
+                    found.add((path.relative_to(PACKAGE).as_posix(), name))
+    assert found == allowed
+
+
+def _loaded_modules(*args: str) -> set[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['mibspec', *{list(args)!r}]\n"
+        "from mibspec.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tempfile.gettempdir()
+    )
+    return set(done.stderr.split("\n")[-2].split())
+
+
+def test_verify_imports_no_other_commands_module() -> None:
+    report = str(REPO / "examples" / "circuit" / "report.json")
+    loaded = _loaded_modules("verify", report, "--no-recompute")
+    assert "mibspec.validator" in loaded  # it did verify
+    assert {m for m in loaded if m.startswith("mibspec.cli")} == VERIFY_MODULES
+    others = ("mibspec.importers", "mibspec.exporters", "mibspec.parity", "mibspec.reference_impl.producers")
+    assert not [m for m in loaded if m.startswith(others)]
+    assert not loaded & {
+        "mibspec._leaderboard",
+        "mibspec._html_report",
+        "mibspec._migrate",
+        "mibspec._citation",
+    }
+
+
+def test_listing_the_commands_imports_none_of_them() -> None:
+    loaded = _loaded_modules("--help")
+    assert {m for m in loaded if m.startswith("mibspec.cli")} == VERIFY_MODULES - {"mibspec.cli.verify"}

@@ -257,8 +257,8 @@ class Location(Closed):
         "`mlp_output`: the MLP's contribution to the residual stream; `attention_heads`: the listed "
         "heads' outputs before the output projection (d_head values each, concatenated in order)"
     )
-    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
     position: TokenPosition
+    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
 
 
 class Featurizer(_Document):

@@ -49,7 +49,7 @@ from mibspec._compare_trees import compare_trees
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.documents import document_bytes
 from mibspec.documents.common import Provenance
-from mibspec.documents.kinds import CausalModel, CausalVariable
+from mibspec.documents.kinds import CausalModel, CausalVariable, CounterfactualDataset
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
@@ -91,7 +91,7 @@ IOI_ROWS = 10
 DATASET_SEED = 2025
 
 
-def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
+def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> CounterfactualDataset:
     """The IOI test rows (reference generator) and their dataset document; optionally the causal model."""
     dataset = generate("ioi", "test", IOI_ROWS, seed=DATASET_SEED)
     meta = dataset.metadata
@@ -99,17 +99,7 @@ def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
     artifacts = [
         folder.artifact("rows", "dataset", "dataset.jsonl", "application/jsonl", rows=len(dataset.rows))
     ]
-    doc: Json = {
-        "spec_version": SPEC_VERSION,
-        "kind": "counterfactual_dataset",
-        "description": "IOI test prompts, each with eight counterfactual prompts and the outputs the causal "
-        "model expects under interchange interventions.",
-        "task": "ioi",
-        "split": meta["split"],
-        "examples": "rows",
-        "counterfactual_types": meta["counterfactual_types"],
-        "variables": meta["variables"],
-    }
+    reference: Json = {}
     if causal_model:
         folder.write("causal_model.json", document_bytes(ioi_causal_model()))
         artifacts.append(
@@ -117,10 +107,22 @@ def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
                 "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
             )
         )
-        doc["causal_model"] = "causal-model"
-    doc |= {"generator": meta["generator"], "filters": meta["filters"], "artifacts": artifacts}
-    doc["provenance"] = PROVENANCE
-    folder.json("dataset.json", doc)
+        reference["causal_model"] = "causal-model"
+    doc = CounterfactualDataset(
+        description="IOI test prompts, each with eight counterfactual prompts and the outputs the causal "
+        "model expects under interchange interventions.",
+        task="ioi",
+        split=meta["split"],
+        examples="rows",
+        counterfactual_types=meta["counterfactual_types"],
+        variables=meta["variables"],
+        **reference,
+        generator=meta["generator"],
+        filters=meta["filters"],
+        artifacts=artifacts,
+        provenance=Provenance.model_validate(PROVENANCE),
+    )
+    folder.write("dataset.json", document_bytes(doc))
     return doc
 
 

@@ -47,6 +47,9 @@ from numpy.typing import NDArray
 
 from mibspec._compare_trees import compare_trees
 from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import document_bytes
+from mibspec.documents.common import Provenance
+from mibspec.documents.kinds import CausalModel, CausalVariable, CounterfactualDataset
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
@@ -88,7 +91,7 @@ IOI_ROWS = 10
 DATASET_SEED = 2025
 
 
-def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
+def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> CounterfactualDataset:
     """The IOI test rows (reference generator) and their dataset document; optionally the causal model."""
     dataset = generate("ioi", "test", IOI_ROWS, seed=DATASET_SEED)
     meta = dataset.metadata
@@ -96,56 +99,60 @@ def ioi_dataset(folder: OutputFolder, *, causal_model: bool) -> Json:
     artifacts = [
         folder.artifact("rows", "dataset", "dataset.jsonl", "application/jsonl", rows=len(dataset.rows))
     ]
-    doc: Json = {
-        "spec_version": SPEC_VERSION,
-        "kind": "counterfactual_dataset",
-        "description": "IOI test prompts, each with eight counterfactual prompts and the outputs the causal "
-        "model expects under interchange interventions.",
-        "task": "ioi",
-        "split": meta["split"],
-        "examples": "rows",
-        "counterfactual_types": meta["counterfactual_types"],
-        "variables": meta["variables"],
-    }
+    reference: Json = {}
     if causal_model:
-        folder.json("causal_model.json", ioi_causal_model())
+        folder.write("causal_model.json", document_bytes(ioi_causal_model()))
         artifacts.append(
             folder.artifact(
                 "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
             )
         )
-        doc["causal_model"] = "causal-model"
-    doc |= {"generator": meta["generator"], "filters": meta["filters"], "artifacts": artifacts}
-    doc["provenance"] = PROVENANCE
-    folder.json("dataset.json", doc)
+        reference["causal_model"] = "causal-model"
+    doc = CounterfactualDataset(
+        description="IOI test prompts, each with eight counterfactual prompts and the outputs the causal "
+        "model expects under interchange interventions.",
+        task="ioi",
+        split=meta["split"],
+        examples="rows",
+        counterfactual_types=meta["counterfactual_types"],
+        variables=meta["variables"],
+        **reference,
+        generator=meta["generator"],
+        filters=meta["filters"],
+        artifacts=artifacts,
+        provenance=Provenance.model_validate(PROVENANCE),
+    )
+    folder.write("dataset.json", document_bytes(doc))
     return doc
 
 
-def ioi_causal_model() -> Json:
+def ioi_causal_model() -> CausalModel:
     fit = mv.IOI_PAPER_FIT
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "causal_model",
-        "description": "IOI: the logit difference logit(IO) - logit(S) is linear in the subject token and "
+    return CausalModel(
+        description="IOI: the logit difference logit(IO) - logit(S) is linear in the subject token and "
         "position signals (MIB App. G.5.4 fit).",
-        "task": "ioi",
-        "mechanism": "ioi_linear",
-        "variables": [
-            {"name": "output_token", "description": "the indirect object's name, the expected answer"},
-            {"name": "output_position", "values": [0, 1], "description": "position of the indirect object"},
-            {
-                "name": "logit_difference",
-                "description": "bias + token_coeff * token signal + position_coeff * position signal",
-            },
+        task="ioi",
+        mechanism="ioi_linear",
+        variables=[
+            CausalVariable(
+                name="output_token", description="the indirect object's name, the expected answer"
+            ),
+            CausalVariable(
+                name="output_position", values=[0, 1], description="position of the indirect object"
+            ),
+            CausalVariable(
+                name="logit_difference",
+                description="bias + token_coeff * token signal + position_coeff * position signal",
+            ),
         ],
-        "outputs": ["logit_difference"],
-        "parameters": {
+        outputs=["logit_difference"],
+        parameters={
             "bias": fit.bias,
             "token_coeff": fit.token_coeff,
             "position_coeff": fit.position_coeff,
         },
-        "provenance": PROVENANCE,
-    }
+        provenance=Provenance.model_validate(PROVENANCE),
+    )
 
 
 # --------------------------------------------------------------------------- circuit track

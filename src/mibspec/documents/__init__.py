@@ -1,7 +1,8 @@
 """Typed Python API for mibspec documents, and the source of the JSON Schemas.
 
 Each document kind is a pydantic model; :func:`generate_schema` turns it into the
-draft 2020-12 schema shipped in ``spec/v1/schemas/<kind>.schema.json``.
+draft 2020-12 schema shipped in ``spec/v1/schemas/<kind>.schema.json``, and
+:func:`document_bytes` writes a document built from it.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
-from ._base import DIALECT, SPEC_VERSION, SchemaGenerator, schema_id
+from ._base import DIALECT, SPEC_VERSION, TAGS, SchemaGenerator, schema_id
 from .common import Artifact, Method, ModelRef, Provenance, Seed, Uncertainty
 from .conformance import Expectation
 from .kinds import (
@@ -60,7 +61,10 @@ __all__ = [
     "ShortcutDataset",
     "Uncertainty",
     "VerificationOutput",
+    "document_bytes",
+    "dump",
     "generate_schema",
+    "json_file_bytes",
     "parse_document",
     "schema_names",
     "schema_text",
@@ -131,3 +135,28 @@ def schema_text(name: str) -> str:
 def parse_document(kind: str, data: Any) -> Any:
     """Build the typed model of a document that already passed schema validation."""
     return _adapter(kind).validate_python(data)
+
+
+def dump(document: BaseModel) -> dict[str, Any]:
+    """A document built from its model, as JSON data: keys in the model's field order, the fields
+    never set left out, and ``spec_version``, ``kind`` (and a report's ``track``) always present.
+
+    >>> from mibspec.documents.kinds import CausalModel, CausalVariable
+    >>> list(dump(CausalModel(task="t", mechanism="ioi_linear", variables=[CausalVariable(name="x")],
+    ...                       outputs=["x"])))
+    ['spec_version', 'kind', 'task', 'mechanism', 'variables', 'outputs']
+    """
+    tags = {name for name in TAGS if name in type(document).model_fields}
+    marked = type(document).model_construct(document.model_fields_set | tags, **dict(document))
+    return marked.model_dump(mode="json", exclude_unset=True)
+
+
+def document_bytes(document: BaseModel) -> bytes:
+    """The file of a document built from its model: :func:`dump` as JSON with a two-space indent,
+    UTF-8 text (not ASCII escapes), no NaN or infinity, and a trailing newline."""
+    return json_file_bytes(dump(document))
+
+
+def json_file_bytes(data: Any) -> bytes:
+    """JSON data as a document file: two-space indent, UTF-8, no NaN or infinity, trailing newline."""
+    return (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")

@@ -7,7 +7,7 @@ the committed files differ from what the models generate.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
@@ -15,12 +15,20 @@ from pydantic_core import core_schema
 
 from mibspec.core.spec import SPEC_VERSION
 
-__all__ = ["SPEC_VERSION", "Closed", "SchemaGenerator", "SpecVersion", "schema_id"]
+__all__ = ["CURRENT_VERSION", "SPEC_VERSION", "TAGS", "Closed", "SchemaGenerator", "SpecVersion", "schema_id"]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 #: The spec versions a document may declare: 1.1 and the 1.0 it extends (same schema folder).
 SpecVersion = Literal["1.0", "1.1"]
+assert SPEC_VERSION in get_args(SpecVersion)
+#: The version a document built from a model declares.
+CURRENT_VERSION = cast(SpecVersion, SPEC_VERSION)
+
+#: The fields that say what a document is. Their defaults (the current spec version, the
+#: model's kind and track) are filled in when a document is built from its model and always
+#: written; in the schemas they stay required and carry no default.
+TAGS = ("spec_version", "kind", "track")
 
 
 def schema_id(name: str, version: str = SPEC_VERSION) -> str:
@@ -59,6 +67,14 @@ class SchemaGenerator(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         generated = super().model_schema(schema)
         generated.pop("title", None)
+        properties = generated.get("properties", {})
+        tags = [name for name in TAGS if "default" in properties.get(name, {})]
+        if tags:
+            # A document's tags default only for whoever builds one; a document must state them.
+            for name in tags:
+                del properties[name]["default"]
+            required = set(generated.get("required", [])) | set(tags)
+            generated["required"] = [name for name in properties if name in required]
         return generated
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:

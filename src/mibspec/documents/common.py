@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from ._base import Closed
 
@@ -31,6 +31,7 @@ __all__ = [
     "ToolInfo",
     "Uncertainty",
     "Unit",
+    "model_ref",
 ]
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="lower-case hex SHA-256")]
@@ -135,26 +136,28 @@ class ModelConfigSummary(Closed):
     parallel_attn_mlp: bool = False
 
 
-class _ModelBase(Closed):
-    architecture: str = Field(
-        min_length=1, description="e.g. `GPT2LMHeadModel`, `LlamaForCausalLM`, `tiny-cnn-v1`"
-    )
-    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
-    config: ModelConfigSummary | None = None
+#: A model reference starts with its ``source``; each source lists its own fields in its own order.
+Architecture = Annotated[
+    str, Field(min_length=1, description="e.g. `GPT2LMHeadModel`, `LlamaForCausalLM`, `tiny-cnn-v1`")
+]
+ModelDtype = Literal["float32", "float16", "bfloat16"]
 
 
-class LocalModel(_ModelBase):
+class LocalModel(Closed):
     """A model folder on disk, resolved against the report's folder or a declared model root."""
 
     source: Literal["local"]
     path: str = Field(min_length=1)
+    architecture: Architecture
+    dtype: ModelDtype = "float32"
+    config: ModelConfigSummary | None = None
     files: dict[str, Sha256] = Field(
         default_factory=dict,
         description="SHA-256 of the model folder's files, by file name (checked on recomputation)",
     )
 
 
-class HubModel(_ModelBase):
+class HubModel(Closed):
     """A model on a hub, pinned to an exact revision (rule A111 requires the pin)."""
 
     source: Literal["hub"]
@@ -164,13 +167,19 @@ class HubModel(_ModelBase):
         pattern=r"^[0-9a-f]{40}$",
         description="the full commit hash; absent only in reports imported from files that do not record it",
     )
+    architecture: Architecture
+    dtype: ModelDtype = "float32"
+    config: ModelConfigSummary | None = None
     files: dict[str, Sha256] = Field(default_factory=dict)
 
 
-class RegistryModel(_ModelBase):
+class RegistryModel(Closed):
     """An architecture from mibspec's built-in registry with weights in a sidecar."""
 
     source: Literal["registry"]
+    architecture: Architecture
+    dtype: ModelDtype = "float32"
+    config: ModelConfigSummary | None = None
     weights: ArtifactRef
 
 
@@ -206,3 +215,11 @@ class Provenance(Closed):
     hardware: str | None = None
     source_revision: str | None = None
     command: str | None = None
+
+
+_MODEL_REF: TypeAdapter[LocalModel | HubModel | RegistryModel] = TypeAdapter(ModelRef)
+
+
+def model_ref(data: Any) -> LocalModel | HubModel | RegistryModel:
+    """The model reference held in ``data`` (a mapping with its ``source``), validated."""
+    return _MODEL_REF.validate_python(data)

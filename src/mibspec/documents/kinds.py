@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from ._base import Closed, SpecVersion
+from ._base import CURRENT_VERSION, Closed, SpecVersion
 from .common import (
     Artifact,
     ArtifactRef,
@@ -45,11 +45,13 @@ Version = SpecVersion
 
 
 class _Document(Closed):
-    spec_version: Version
+    """The fields every kind starts with. A kind narrows ``kind`` (which keeps its place) and ends
+    with ``artifacts``, ``provenance`` and ``extensions``, declared in the kind itself so that they
+    follow its own fields: the field order is the key order of the documents written."""
+
+    spec_version: Version = CURRENT_VERSION
+    kind: str
     description: str | None = None
-    provenance: Provenance | None = None
-    artifacts: list[Artifact] = Field(default_factory=list)
-    extensions: Extensions | None = None
 
 
 class TensorRef(Closed):
@@ -97,7 +99,7 @@ class CircuitEntry(Closed):
 class Circuit(_Document):
     """Edge scores and/or circuits over a model's computation graph."""
 
-    kind: Literal["circuit"]
+    kind: Literal["circuit"] = "circuit"
     model: ModelRef | None = None
     graph: GraphSpec
     granularity: Literal["edge", "node", "neuron"] = "edge"
@@ -134,6 +136,9 @@ class Circuit(_Document):
         description="bool matrix (n_forward, d_model): false where the source left the neuron unscored",
     )
     circuits: list[CircuitEntry] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None
 
 
 # --- counterfactual dataset and causal model -----------------------------------------------
@@ -176,7 +181,7 @@ class DatasetSource(Closed):
 class CounterfactualDataset(_Document):
     """Base inputs paired with counterfactual inputs (rows in a JSON Lines sidecar)."""
 
-    kind: Literal["counterfactual_dataset"]
+    kind: Literal["counterfactual_dataset"] = "counterfactual_dataset"
     task: str = Field(min_length=1, description="e.g. `ioi`, `arithmetic`, `mcqa`, `arc_easy`, `ravel`")
     split: Literal["train", "validation", "test", "private_test"]
     examples: ArtifactRef = Field(description="the JSON Lines artifact holding the rows (datasets.md)")
@@ -188,6 +193,9 @@ class CounterfactualDataset(_Document):
     source: DatasetSource | None = Field(
         default=None, description="for rows imported from a released file: that file, pinned"
     )
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None
 
 
 class CausalVariable(Closed):
@@ -199,12 +207,15 @@ class CausalVariable(Closed):
 class CausalModel(_Document):
     """A task's high-level causal model, built from a named built-in mechanism."""
 
-    kind: Literal["causal_model"]
+    kind: Literal["causal_model"] = "causal_model"
     task: str = Field(min_length=1)
     mechanism: Literal["ioi_linear", "answer_pointer", "two_digit_carry", "attribute_lookup"]
     variables: list[CausalVariable] = Field(min_length=1)
     outputs: list[str] = Field(min_length=1, description="variables the model's output depends on")
     parameters: dict[str, Any] = Field(default_factory=dict)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None
 
 
 # --- featurizer ----------------------------------------------------------------------------
@@ -246,14 +257,14 @@ class Location(Closed):
         "`mlp_output`: the MLP's contribution to the residual stream; `attention_heads`: the listed "
         "heads' outputs before the output projection (d_head values each, concatenated in order)"
     )
-    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
     position: TokenPosition
+    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
 
 
 class Featurizer(_Document):
     """An invertible map from a model location to features, declared as data (no code)."""
 
-    kind: Literal["featurizer"]
+    kind: Literal["featurizer"] = "featurizer"
     type: Literal["identity", "subspace", "rotation", "pca", "sae"]
     location: Location
     input_dim: PosInt = Field(
@@ -285,6 +296,9 @@ class Featurizer(_Document):
         "(the sae_k largest pre-activations, ties to the lower index, then relu)",
     )
     sae_k: PosInt | None = Field(default=None, description="sae with topk: the number of active latents")
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None
 
 
 # --- shortcut dataset (pixel-level saliency) -----------------------------------------------
@@ -302,7 +316,7 @@ class ShortcutPerturbation(Closed):
 class ShortcutDataset(_Document):
     """Images carrying a class-specific shortcut perturbation."""
 
-    kind: Literal["shortcut_dataset"]
+    kind: Literal["shortcut_dataset"] = "shortcut_dataset"
     source: str = Field(min_length=1, description="where the clean images come from")
     split: Literal["train", "validation", "test"]
     n_classes: PosInt
@@ -312,6 +326,9 @@ class ShortcutDataset(_Document):
     labels: TensorRef
     perturbation: ShortcutPerturbation
     seeds: list[Seed] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None
 
 
 # --- leaderboard ---------------------------------------------------------------------------
@@ -341,7 +358,10 @@ class Leaderboard(_Document):
     """A MIB-style circuit-track leaderboard: per method, cells and the Average and Score
     derived from them (as `mibspec leaderboard -o FILE.json` writes it, or as a paper quotes it)."""
 
-    kind: Literal["leaderboard"]
-    track: Literal["circuit"]
+    kind: Literal["leaderboard"] = "leaderboard"
+    track: Literal["circuit"] = "circuit"
     title: str = Field(min_length=1)
     tables: list[LeaderboardTable] = Field(min_length=1)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    provenance: Provenance | None = None
+    extensions: Extensions | None = None

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._base import Closed, SpecVersion
+from ._base import CURRENT_VERSION, Closed, SpecVersion
 from .common import (
     Artifact,
     ArtifactRef,
@@ -71,18 +71,18 @@ def _rounding() -> Any:
 
 
 class _ReportBase(Closed):
-    spec_version: SpecVersion
-    kind: Literal["report"]
+    """The fields every report starts with. A track narrows ``track`` (which keeps its place),
+    then lists its own fields, ``seeds`` among them, and ends with ``artifacts``, ``rounding``,
+    ``provenance`` and ``extensions``: the field order is the key order of the reports written."""
+
+    spec_version: SpecVersion = CURRENT_VERSION
+    kind: Literal["report"] = "report"
+    track: str
     profile: str = Field(default="default", min_length=1, description="conventions profile (profiles/)")
     title: str | None = None
     description: str | None = None
     method: Method
     task: TaskRef
-    seeds: list[Seed] = Field(default_factory=list)
-    artifacts: list[Artifact] = Field(default_factory=list)
-    provenance: Provenance
-    rounding: Rounding | None = _rounding()
-    extensions: Extensions | None = None
 
 
 # --- MIB circuit localization --------------------------------------------------------------
@@ -160,10 +160,15 @@ class CircuitClaims(Closed):
 class CircuitReport(_ReportBase):
     """MIB circuit localization: faithfulness curve, CPR, CMD (and AUROC)."""
 
-    track: Literal["circuit"]
+    track: Literal["circuit"] = "circuit"
+    seeds: list[Seed] = Field(default_factory=list)
     model: ModelRef
     settings: CircuitSettings
     claims: CircuitClaims
+    artifacts: list[Artifact] = Field(default_factory=list)
+    rounding: Rounding | None = _rounding()
+    provenance: Provenance
+    extensions: Extensions | None = None
 
 
 # --- MIB causal variable localization ------------------------------------------------------
@@ -253,10 +258,15 @@ class CausalVariableClaims(Closed):
 class CausalVariableReport(_ReportBase):
     """MIB causal variable localization: interchange-intervention accuracy per unit."""
 
-    track: Literal["causal_variable"]
+    track: Literal["causal_variable"] = "causal_variable"
+    seeds: list[Seed] = Field(default_factory=list)
     model: ModelRef
     settings: CausalVariableSettings = Field(default_factory=CausalVariableSettings)
     claims: CausalVariableClaims
+    artifacts: list[Artifact] = Field(default_factory=list)
+    rounding: Rounding | None = _rounding()
+    provenance: Provenance
+    extensions: Extensions | None = None
 
 
 # --- CAUSAL-BENCH --------------------------------------------------------------------------
@@ -410,13 +420,18 @@ class CausalBenchClaims(Closed):
 class CausalBenchReport(_ReportBase):
     """CAUSAL-BENCH: multi-metric scoring of component sets, convergence test."""
 
-    track: Literal["causal_bench"]
+    track: Literal["causal_bench"] = "causal_bench"
     behaviour: Behaviour
     model: ModelRef | None = Field(default=None, description="the model of a transformer behaviour")
     universe: list[ComponentId] = Field(min_length=1, description="all components, canonical order")
     ground_truth: list[ComponentId] | None = None
     settings: CausalBenchSettings
     claims: CausalBenchClaims
+    seeds: list[Seed] = Field(default_factory=list)
+    artifacts: list[Artifact] = Field(default_factory=list)
+    rounding: Rounding | None = _rounding()
+    provenance: Provenance
+    extensions: Extensions | None = None
 
 
 # --- pixel-level saliency ------------------------------------------------------------------
@@ -429,14 +444,6 @@ class SaliencySettings(Closed):
     auc_convention: Literal["normalised_trapezoid", "unit_step_sum"] = "normalised_trapezoid"
     shapley_sampler: Literal["exact", "permutation", "antithetic", "rotated_antithetic"]
     shapley_trials: PosInt = 1
-    shapley_permutations: PosInt | None = None
-    shapley_seed: int | None = Field(
-        default=None,
-        ge=0,
-        le=2**64 - 1,
-        description="root seed of the permutations; the image at dataset index i uses "
-        "SeedSequence([seed, i]) (metrics/saliency.md MS-10); required to recompute a sampled ground truth",
-    )
     placeholder: Literal["clean"] = Field(
         default="clean",
         description="value a removed pixel takes in the Shapley game and the deletion/addition curves: "
@@ -447,6 +454,14 @@ class SaliencySettings(Closed):
         default="probability",
         description="deletion/addition curve value per image: the class probability, or 1 when the "
         "argmax is the class (MS-7)",
+    )
+    shapley_permutations: PosInt | None = None
+    shapley_seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**64 - 1,
+        description="root seed of the permutations; the image at dataset index i uses "
+        "SeedSequence([seed, i]) (metrics/saliency.md MS-10); required to recompute a sampled ground truth",
     )
 
 
@@ -488,10 +503,15 @@ class SaliencyClaims(Closed):
 class SaliencyReport(_ReportBase):
     """Pixel-level saliency evaluation against Shapley ground truth."""
 
-    track: Literal["saliency"]
+    track: Literal["saliency"] = "saliency"
+    seeds: list[Seed] = Field(default_factory=list)
     model: ModelRef
     settings: SaliencySettings
     claims: SaliencyClaims
+    artifacts: list[Artifact] = Field(default_factory=list)
+    rounding: Rounding | None = _rounding()
+    provenance: Provenance
+    extensions: Extensions | None = None
 
 
 Report = Annotated[

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
-from mibspec.core.spec import SPEC_VERSION
+#: The mechanisms a causal model document names.
+Mechanism = Literal["ioi_linear", "answer_pointer", "two_digit_carry", "attribute_lookup"]
 
 __all__ = [
     "INTERVENED",
@@ -381,13 +382,16 @@ def causal_model_document(task: str, parameters: Mapping[str, Any] | None = None
         "answer_pointer": {"n_choices": 4},
         "attribute_lookup": {},
     }
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "causal_model",
-        "description": _DESCRIPTIONS[mechanism],
-        "task": task,
-        "mechanism": mechanism,
-        "variables": [dict(v) for v in _VARIABLES[mechanism]],
-        "outputs": list(_OUTPUTS[mechanism]),
-        "parameters": dict(parameters) if parameters is not None else defaults[mechanism],
-    }
+    # pydantic only when a document is built: validation reads causal models without it
+    from mibspec.documents import dump
+    from mibspec.documents.kinds import CausalModel, CausalVariable
+
+    document = CausalModel(
+        description=_DESCRIPTIONS[mechanism],
+        task=task,
+        mechanism=cast(Mechanism, mechanism),
+        variables=[CausalVariable.model_validate(v) for v in _VARIABLES[mechanism]],
+        outputs=list(_OUTPUTS[mechanism]),
+        parameters=dict(parameters) if parameters is not None else defaults[mechanism],
+    )
+    return dump(document)

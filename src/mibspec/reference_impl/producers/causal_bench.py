@@ -26,7 +26,9 @@ import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
-from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import CausalBenchReport, document_bytes
+from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
+from mibspec.documents.report import Behaviour, CausalBenchClaims, CausalBenchSettings, TaskRef
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -49,7 +51,7 @@ from ..behaviour.study import (
 from ..metrics import causal_bench as cb
 from ..recompute.circuit import tokenize_pairs
 from .circuit import ModelAndDataset, _model_ref, dataset_artifact, dataset_files, open_model_and_dataset
-from .folder import OutputFolder, created_timestamp, json_bytes
+from .folder import OutputFolder, created_timestamp
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -529,7 +531,7 @@ def build_causal_bench_files(options: CausalBenchOptions, result: CausalBenchRes
         seeds=_seeds(result.behaviour["seed"], options.convergence_seed, options.run_seeds),
         provenance=_provenance(torch=False),
     )
-    return {"report.json": json_bytes(report)}
+    return {"report.json": document_bytes(report)}
 
 
 def _transformer_files(
@@ -571,7 +573,7 @@ def _transformer_files(
         model=_model_ref(Path(str(options.model_dir)), rows.inputs.model),
         artifacts=[dataset_artifact(files)],
     )
-    files["report.json"] = json_bytes(report)
+    files["report.json"] = document_bytes(report)
     return files
 
 
@@ -599,33 +601,33 @@ def _report(
     provenance: dict[str, Any],
     model: dict[str, Any] | None = None,
     artifacts: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    report: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "causal_bench",
-        "profile": "default",
-        "title": title,
-        "description": description,
-        "method": {
-            "name": "CAUSAL-BENCH localization methods",
-            "version": "1.0",
-            "description": "; ".join(f"{name}: {text}" for name, text in METHOD_TEXT.items()),
-            "citation": METHOD_CITATION,
-        },
-        "task": task,
-        "behaviour": result.behaviour,
-    }
+) -> CausalBenchReport:
+    optional: dict[str, Any] = {}
     if model is not None:
-        report["model"] = model
-    report["universe"] = result.universe
+        optional["model"] = model_ref(model)
     if result.truth is not None:
-        report["ground_truth"] = result.truth
-    report |= {"settings": result.settings, "claims": result.claims, "seeds": seeds}
+        optional["ground_truth"] = result.truth
     if artifacts:
-        report["artifacts"] = artifacts
-    report["provenance"] = provenance
-    return report
+        optional["artifacts"] = [Artifact.model_validate(entry) for entry in artifacts]
+    return CausalBenchReport(
+        profile="default",
+        title=title,
+        description=description,
+        method=Method(
+            name="CAUSAL-BENCH localization methods",
+            version="1.0",
+            description="; ".join(f"{name}: {text}" for name, text in METHOD_TEXT.items()),
+            citation=Citation.model_validate(METHOD_CITATION),
+        ),
+        task=TaskRef.model_validate(task),
+        behaviour=Behaviour.model_validate(result.behaviour),
+        universe=result.universe,
+        settings=CausalBenchSettings.model_validate(result.settings),
+        claims=CausalBenchClaims.model_validate(result.claims),
+        seeds=[Seed.model_validate(seed) for seed in seeds],
+        provenance=Provenance.model_validate(provenance),
+        **optional,
+    )
 
 
 def _provenance(*, torch: bool) -> dict[str, Any]:

@@ -23,13 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import CausalVariableReport, document_bytes
+from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
+from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef, VariableClaims
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
 from ..metrics.causal_variable import Better
@@ -46,6 +49,8 @@ from ._featurizer_training import (
 )
 from .circuit import _dataset_input, _model_ref, _provenance, _strict_rows
 from .folder import OutputFolder, created_timestamp
+
+Checker = Literal["exact_token", "substring"]
 
 __all__ = [
     "DEFAULT_POSITIONS",
@@ -603,7 +608,7 @@ def _write_report(
         *featurizers,
     ]
     report = build_report(options, setup, result, artifacts, provenance)
-    folder.json("report.json", report)
+    folder.write("report.json", document_bytes(report))
     claims = result.claims
     return CausalVariableRun(
         folder.root / "report.json",
@@ -629,7 +634,7 @@ def _dataset_document(
     return copy
 
 
-def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) -> dict[str, Any]:
+def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) -> Method:
     """The report's ``method``: name, description, citation and the hyperparameters that apply."""
     method, steps, learning_rate = options.method, options.steps, options.learning_rate
     hyper: dict[str, Any] = {
@@ -649,15 +654,12 @@ def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) ->
     if method == "sae":
         hyper |= {"sae_latents": options.sae_latents or 4 * setup.model.d_model, "sae_steps": steps}
     info = METHODS[method]
-    block: dict[str, Any] = {
-        "name": info["name"],
-        "version": "1.0",
-        "description": info["description"],
-        "hyperparameters": hyper,
-    }
-    if "citation" in info:
-        block["citation"] = info["citation"]
-    return block
+    citation: dict[str, Any] = (
+        {"citation": Citation.model_validate(info["citation"])} if "citation" in info else {}
+    )
+    return Method(
+        name=info["name"], version="1.0", description=info["description"], hyperparameters=hyper, **citation
+    )
 
 
 def build_report(
@@ -666,7 +668,7 @@ def build_report(
     result: CausalVariableResult,
     artifacts: list[dict[str, Any]],
     provenance: dict[str, Any],
-) -> dict[str, Any]:
+) -> CausalVariableReport:
     """The report document of a run, given the artifact entries of the files written beside it."""
     dataset, seed, n_train = setup.dataset, options.seed, len(setup.train)
     mse_note = (
@@ -675,42 +677,37 @@ def build_report(
         if setup.metric == "mse"
         else ""
     )
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "causal_variable",
-        "profile": options.profile,
-        "title": f"{METHODS[options.method]['name']} featurizers for the {setup.task} variables of "
+    split: dict[str, Any] = {"split": dataset["split"]} if dataset.get("split") else {}
+    return CausalVariableReport(
+        profile=options.profile,
+        title=f"{METHODS[options.method]['name']} featurizers for the {setup.task} variables of "
         f"{options.model_dir.name}",
-        "description": f"Featurizers trained on {n_train} generated train rows (seed {seed}), scored "
+        description=f"Featurizers trained on {n_train} generated train rows (seed {seed}), scored "
         f"by interchange interventions on the {dataset.get('split')} rows." + mse_note,
-        "method": _method_block(options, setup),
-        "task": {
-            "name": setup.task,
-            "dataset": "dataset",
-            **({"split": dataset["split"]} if dataset.get("split") else {}),
-            "n_examples": len(setup.rows),
-        },
-        "seeds": [
-            {"purpose": "train split generation", "value": seed},
-            {
-                "purpose": "featurizer initialisation and batch order "
+        method=_method_block(options, setup),
+        task=TaskRef(name=setup.task, dataset="dataset", **split, n_examples=len(setup.rows)),
+        seeds=[
+            Seed(purpose="train split generation", value=seed),
+            Seed(
+                purpose="featurizer initialisation and batch order "
                 "(per unit: seed·1000003 + variable·10007 + unit)",
-                "value": seed,
-            },
+                value=seed,
+            ),
         ],
-        "model": _model_ref(options.model_dir, setup.model),
-        "settings": {
-            "intervention": "interchange",
-            "checker": setup.checker,
-            "example_filter": "model_correct_on_base_and_counterfactuals",
-            "batch_size": int(options.batch_size),
-            "causal_model": "causal-model",
-        },
-        "claims": {"variables": result.claims},
-        "artifacts": artifacts,
-        "provenance": provenance,
-    }
+        model=model_ref(_model_ref(options.model_dir, setup.model)),
+        settings=CausalVariableSettings(
+            intervention="interchange",
+            checker=cast(Checker, setup.checker),  # the profile's checker, already validated
+            example_filter="model_correct_on_base_and_counterfactuals",
+            batch_size=int(options.batch_size),
+            causal_model="causal-model",
+        ),
+        claims=CausalVariableClaims(
+            variables=[VariableClaims.model_validate(claim) for claim in result.claims]
+        ),
+        artifacts=[Artifact.model_validate(entry) for entry in artifacts],
+        provenance=Provenance.model_validate(provenance),
+    )
 
 
 def _slug(spec: str) -> str:

@@ -27,6 +27,17 @@ from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import JsonLinesError, read_json_lines
+from mibspec.documents import CircuitReport, document_bytes
+from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
+from mibspec.documents.kinds import Circuit, CircuitEntry, GraphSpec, TensorRef
+from mibspec.documents.report import (
+    CircuitClaims,
+    CircuitSettings,
+    Curve,
+    NonNegativeClaim,
+    ScalarClaim,
+    TaskRef,
+)
 
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, config_start_token, encode_function
@@ -258,39 +269,33 @@ def circuit_files(
     """``circuit.safetensors`` (float32 scores, membership) and ``circuit.json``, by file name."""
     tensors = safetensors_bytes({"scores": scores, "membership": membership})
     config = universe.cfg
-    document = {
-        "spec_version": SPEC_VERSION,
-        "kind": "circuit",
-        "description": description,
-        "model": model,
-        "graph": {
-            "convention": "eap-ig",
-            "n_layers": config.n_layers,
-            "n_heads": config.n_heads,
-            "parallel_attn_mlp": config.parallel_attn_mlp,
-            "d_model": config.d_model,
-            "n_edges": universe.n_edges,
-        },
-        "granularity": "edge",
-        "scores": {
-            "artifact": "tensors",
-            "tensor": "scores",
-            "shape": [universe.n_edges],
-            "dtype": "float32",
-        },
-        "membership": {
-            "artifact": "tensors",
-            "tensor": "membership",
-            "shape": list(membership.shape),
-            "dtype": "bool",
-        },
-        "circuits": entries,
-        "artifacts": [
-            artifact_entry(tensors, "tensors", "scores", "circuit.safetensors", "application/x-safetensors")
+    document = Circuit(
+        description=description,
+        model=model_ref(model),
+        graph=GraphSpec(
+            convention="eap-ig",
+            n_layers=config.n_layers,
+            n_heads=config.n_heads,
+            parallel_attn_mlp=config.parallel_attn_mlp,
+            d_model=config.d_model,
+            n_edges=universe.n_edges,
+        ),
+        granularity="edge",
+        scores=TensorRef(artifact="tensors", tensor="scores", shape=[universe.n_edges], dtype="float32"),
+        membership=TensorRef(
+            artifact="tensors", tensor="membership", shape=list(membership.shape), dtype="bool"
+        ),
+        circuits=[CircuitEntry.model_validate(entry) for entry in entries],
+        artifacts=[
+            Artifact.model_validate(
+                artifact_entry(
+                    tensors, "tensors", "scores", "circuit.safetensors", "application/x-safetensors"
+                )
+            )
         ],
-        "provenance": provenance,
-    }
-    return {"circuit.safetensors": tensors, "circuit.json": json_bytes(document)}
+        provenance=Provenance.model_validate(provenance),
+    )
+    return {"circuit.safetensors": tensors, "circuit.json": document_bytes(document)}
 
 
 def score_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitRun:
@@ -456,12 +461,12 @@ def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[
     inputs = result.inputs
     dataset = inputs.dataset
     files = dataset_files(dataset, inputs.rows_bytes, len(inputs.rows), provenance)
-    model_ref = _model_ref(Path(options.model_dir), inputs.model)
+    model = _model_ref(Path(options.model_dir), inputs.model)
     files |= circuit_files(
         description=f"{METHODS[options.method]['name']} edge scores on {dataset.get('task')} "
         f"({options.counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
         "score and by |score| at each grid point.",
-        model=model_ref,
+        model=model,
         universe=result.universe,
         scores=result.scores,
         membership=result.membership,
@@ -474,8 +479,8 @@ def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[
         ),
         dataset_artifact(files),
     ]
-    report = _circuit_report(options, result, model_ref)
-    files["report.json"] = json_bytes({**report, "artifacts": artifacts, "provenance": provenance})
+    report = _circuit_report(options, result, model, artifacts, provenance)
+    files["report.json"] = document_bytes(report)
     return files
 
 
@@ -507,63 +512,65 @@ def dataset_artifact(files: Mapping[str, bytes]) -> dict[str, Any]:
 
 
 def _circuit_report(
-    options: CircuitOptions, result: CircuitResult, model_ref: dict[str, Any]
-) -> dict[str, Any]:
-    """The report without its artifacts and provenance."""
+    options: CircuitOptions,
+    result: CircuitResult,
+    model: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+    provenance: dict[str, Any],
+) -> CircuitReport:
     dataset, info = result.inputs.dataset, METHODS[options.method]
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "circuit",
-        "profile": options.profile,
-        "title": f"{info['name']} circuits for {dataset.get('task')} on {Path(options.model_dir).name}",
-        "method": _method_block(options),
-        "task": {
-            "name": dataset.get("task"),
-            "dataset": "dataset",
-            **({"split": dataset["split"]} if dataset.get("split") else {}),
-            "counterfactual_type": options.counterfactual_type,
-            "n_examples": result.n_examples,
-        },
-        "seeds": [{"purpose": "random edge scores", "value": options.seed}]
-        if options.method == "random"
-        else [],
-        "model": model_ref,
-        "settings": {
-            "ablation": "counterfactual",
-            "granularity": "edge",
-            "grid": list(options.grid),
-            "ranking": {"cpr": "signed", "cmd": "absolute"},
-            "edge_count_rounding": "floor",
-            "metric": "logit_difference",
-            "batch_size": result.batch_size,
-            "padding_side": "right",
-            **({"start_token": "prepend"} if _prepends(options.profile) else {}),
-        },
-        "claims": {
-            "circuit": "circuit",
-            "n_edges": result.universe.n_edges,
-            "m_full": result.m_full,
-            "m_empty": result.m_empty,
-            "curves": result.curves,
-            "cpr": {"value": result.cpr},
-            "cmd": {"value": result.cmd},
-        },
-    }
+    split: dict[str, Any] = {"split": dataset["split"]} if dataset.get("split") else {}
+    start_token: dict[str, Any] = {"start_token": "prepend"} if _prepends(options.profile) else {}
+    return CircuitReport(
+        profile=options.profile,
+        title=f"{info['name']} circuits for {dataset.get('task')} on {Path(options.model_dir).name}",
+        method=_method_block(options),
+        task=TaskRef(
+            name=dataset["task"],
+            dataset="dataset",
+            **split,
+            counterfactual_type=options.counterfactual_type,
+            n_examples=result.n_examples,
+        ),
+        seeds=[Seed(purpose="random edge scores", value=options.seed)] if options.method == "random" else [],
+        model=model_ref(model),
+        settings=CircuitSettings(
+            ablation="counterfactual",
+            granularity="edge",
+            grid=list(options.grid),
+            ranking={"cpr": "signed", "cmd": "absolute"},
+            edge_count_rounding="floor",
+            metric="logit_difference",
+            batch_size=result.batch_size,
+            padding_side="right",
+            **start_token,
+        ),
+        claims=CircuitClaims(
+            circuit="circuit",
+            n_edges=result.universe.n_edges,
+            m_full=result.m_full,
+            m_empty=result.m_empty,
+            curves=[Curve.model_validate(curve) for curve in result.curves],
+            cpr=ScalarClaim(value=result.cpr),
+            cmd=NonNegativeClaim(value=result.cmd),
+        ),
+        artifacts=[Artifact.model_validate(entry) for entry in artifacts],
+        provenance=Provenance.model_validate(provenance),
+    )
 
 
 def _prepends(profile: str) -> bool:
     return bool(load_profile(profile)["start_token"] == "prepend")
 
 
-def _method_block(options: CircuitOptions) -> dict[str, Any]:
+def _method_block(options: CircuitOptions) -> Method:
     info = METHODS[options.method]
-    block: dict[str, Any] = {"name": info["name"], "version": "1.0", "description": info["description"]}
+    optional: dict[str, Any] = {}
     if options.method == "eap-ig":
-        block["hyperparameters"] = {"ig_steps": options.steps}
+        optional["hyperparameters"] = {"ig_steps": options.steps}
     if "citation" in info:
-        block["citation"] = info["citation"]
-    return block
+        optional["citation"] = Citation.model_validate(info["citation"])
+    return Method(name=info["name"], version="1.0", description=info["description"], **optional)
 
 
 def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:

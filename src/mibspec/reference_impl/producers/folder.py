@@ -20,13 +20,15 @@ import numpy as np
 
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.sidecars import safetensors_bytes
+from mibspec.documents import json_file_bytes
 
 __all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
 
 
 def json_bytes(obj: Any) -> bytes:
-    """Canonical document bytes: two-space indent, UTF-8, trailing newline."""
-    return (json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    """Canonical document bytes: two-space indent, UTF-8, trailing newline (as
+    :func:`mibspec.documents.document_bytes` writes a document built from its model)."""
+    return json_file_bytes(obj)
 
 
 def npy_bytes(array: Any) -> bytes:

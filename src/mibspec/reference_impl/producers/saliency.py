@@ -39,7 +39,9 @@ import numpy as np
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import SaliencyReport, document_bytes
+from mibspec.documents.common import Artifact, Citation, Method, Provenance, RegistryModel, Seed
+from mibspec.documents.report import SaliencyClaims, SaliencySettings, TaskRef
 
 from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
@@ -451,7 +453,7 @@ def build_saliency_files(
         ref = _tensor_ref("maps", scores.maps[name], artifact_id)
         method_rows.append({"name": name, "maps": ref, "channel_reduction": "sum", **row})
     claims = _claims(scores, truth_ref, method_rows)
-    files["report.json"] = json_bytes(_report(inputs, options, claims, artifacts, provenance))
+    files["report.json"] = document_bytes(_report(inputs, options, claims, artifacts, provenance))
     return files
 
 
@@ -524,41 +526,41 @@ def _settings(options: SaliencyOptions, steps: int) -> dict[str, Any]:
     return settings
 
 
-def _seeds(options: SaliencyOptions, methods: list[str]) -> list[dict[str, Any]]:
+def _seeds(options: SaliencyOptions, methods: list[str]) -> list[Seed]:
     seeds = (
         []
         if options.sampler == "exact"
-        else [{"purpose": "Shapley permutations", "value": options.shapley_seed}]
+        else [Seed(purpose="Shapley permutations", value=options.shapley_seed)]
     )
     if "gradient_shap" in methods:
-        seeds.append({"purpose": "gradient_shap baselines and sampling", "value": options.maps_seed})
+        seeds.append(Seed(purpose="gradient_shap baselines and sampling", value=options.maps_seed))
     return seeds
 
 
-def _method(methods: list[str]) -> dict[str, Any]:
+def _method(methods: list[str]) -> Method:
     """The report's ``method``: the captum methods and their settings."""
     import captum
 
     from mibspec.reference_impl.vision import METHODS
 
-    return {
-        "name": "captum saliency methods",
-        "version": captum.__version__,
-        "description": "Standard attribution methods from captum, scored against the Shapley ground "
+    return Method(
+        name="captum saliency methods",
+        version=captum.__version__,
+        description="Standard attribution methods from captum, scored against the Shapley ground "
         "truth over the shortcut patch.",
-        "hyperparameters": {
+        hyperparameters={
             "target": "logit of the shortcut's class",
             "input": "perturbed image",
             "methods": {
                 name: {"captum": METHODS[name].captum_class, **METHODS[name].settings} for name in methods
             },
         },
-        "citation": {
-            "text": "Kokhlikyan et al. (2020). Captum: A unified and generic model interpretability "
-            "library for PyTorch.",
-            "url": "https://arxiv.org/abs/2009.07896",
-        },
-    }
+        citation=Citation(
+            text="Kokhlikyan et al. (2020). Captum: A unified and generic model interpretability library "
+            "for PyTorch.",
+            url="https://arxiv.org/abs/2009.07896",
+        ),
+    )
 
 
 def _report(
@@ -567,29 +569,26 @@ def _report(
     claims: dict[str, Any],
     artifacts: list[dict[str, Any]],
     provenance: dict[str, Any],
-) -> dict[str, Any]:
+) -> SaliencyReport:
     arch, chosen = inputs.architecture, inputs.methods
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "saliency",
-        "profile": "default",
-        "title": f"Pixel-level evaluation of {len(chosen)} captum saliency methods on {arch}",
-        "description": "Maps and ground truth cover the dominant images in dataset order; each method "
+    return SaliencyReport(
+        profile="default",
+        title=f"Pixel-level evaluation of {len(chosen)} captum saliency methods on {arch}",
+        description="Maps and ground truth cover the dominant images in dataset order; each method "
         "explains the logit of the shortcut's class on the perturbed image. The row "
         f"{GROUND_TRUTH_METHOD!r} evaluates the ground truth itself (the reference for the deletion and "
         "addition areas).",
-        "method": _method(chosen),
-        "task": {
-            "name": options.task_name,
-            "dataset": "dataset",
-            "split": inputs.dataset.get("split", "test"),
-            "n_examples": claims["dominance"]["n_images"],
-        },
-        "seeds": _seeds(options, chosen),
-        "model": {"source": "registry", "architecture": arch, "dtype": "float32", "weights": "weights"},
-        "settings": _settings(options, inputs.curve_steps),
-        "claims": claims,
-        "artifacts": artifacts,
-        "provenance": provenance,
-    }
+        method=_method(chosen),
+        task=TaskRef(
+            name=options.task_name,
+            dataset="dataset",
+            split=inputs.dataset.get("split", "test"),
+            n_examples=claims["dominance"]["n_images"],
+        ),
+        seeds=_seeds(options, chosen),
+        model=RegistryModel(source="registry", architecture=arch, dtype="float32", weights="weights"),
+        settings=SaliencySettings.model_validate(_settings(options, inputs.curve_steps)),
+        claims=SaliencyClaims.model_validate(claims),
+        artifacts=[Artifact.model_validate(entry) for entry in artifacts],
+        provenance=Provenance.model_validate(provenance),
+    )

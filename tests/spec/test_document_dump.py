@@ -1,0 +1,152 @@
+"""Documents built from the typed models: one serialiser, tags written once."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import KINDS, CircuitReport, document_bytes, dump, parse_document
+from mibspec.documents.kinds import CausalModel, CausalVariable, Circuit, GraphSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "mibspec"
+
+#: Modules that still write a ``"spec_version"`` key in a dict display, with the reason.
+SPEC_VERSION_KEY_ALLOWED = {
+    # The JSON output of `mibspec verify` and the validator's context: not documents.
+    "_output_formats.py",
+    "validator/_context.py",
+    # Still built as dicts: their key orders differ from the models' field order, so building
+    # them from the models would change the bytes they write.
+    "_leaderboard.py",
+    "importers/eap_ig.py",
+    "importers/mib_cv_submission.py",
+    "importers/mib_dataset.py",
+    "importers/mib_submission.py",
+    "importers/mib_results.py",
+    "importers/mib_causal_results.py",
+    # The dataset document read from a dataset's .meta.json, passed on as the input's copy.
+    "reference_impl/producers/circuit.py",
+    # A featurizer's keys follow the training method (feature_indices last for a learnt mask).
+    "reference_impl/producers/causal_variable.py",
+}
+
+
+def _causal_model(**fields: object) -> CausalModel:
+    return CausalModel(
+        task="ioi", mechanism="ioi_linear", variables=[CausalVariable(name="x")], outputs=["x"], **fields
+    )
+
+
+def test_tags_are_written_though_never_set() -> None:
+    data = dump(_causal_model())
+    assert data["spec_version"] == SPEC_VERSION
+    assert data["kind"] == "causal_model"
+    assert list(data)[:2] == ["spec_version", "kind"]
+
+
+def test_a_reports_track_is_written_though_never_set() -> None:
+    data = json.loads((ROOT / "examples" / "circuit" / "report.json").read_text(encoding="utf-8"))
+    fields = {k: v for k, v in data.items() if k not in ("spec_version", "kind", "track")}
+    report = CircuitReport.model_validate(fields)
+    assert list(dump(report))[:3] == ["spec_version", "kind", "track"]
+    assert dump(report)["track"] == "circuit"
+
+
+def test_fields_not_set_are_left_out_and_defaults_set_are_kept() -> None:
+    data = dump(_causal_model(parameters={}))
+    assert not {"description", "artifacts", "provenance"} & set(data)
+    assert data["parameters"] == {}
+    graph = dump(Circuit(graph=GraphSpec(n_layers=1, n_heads=1, n_edges=3)))["graph"]
+    assert graph == {"n_layers": 1, "n_heads": 1, "n_edges": 3}
+
+
+def test_keys_follow_the_field_order_whatever_the_order_given() -> None:
+    model = CausalModel(
+        parameters={"b": 1, "a": 2},
+        outputs=["x"],
+        variables=[CausalVariable(description="d", name="x")],
+        mechanism="ioi_linear",
+        task="ioi",
+        description="text",
+    )
+    data = dump(model)
+    assert list(data) == [
+        "spec_version",
+        "kind",
+        "description",
+        "task",
+        "mechanism",
+        "variables",
+        "outputs",
+        "parameters",
+    ]
+    assert list(data["variables"][0]) == ["name", "description"]
+    assert list(data["parameters"]) == ["b", "a"]  # a dictionary keeps its own order
+
+
+def test_document_bytes_is_the_project_s_json_layout() -> None:
+    model = _causal_model(description="naïve")
+    text = document_bytes(model)
+    assert text == (json.dumps(dump(model), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    assert "naïve".encode() in text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "examples/circuit/circuit.json",
+        "examples/circuit/report.json",
+        "examples/causal-bench-planted/report.json",
+        "examples/causal-bench-tiny-gpt2/report.json",
+        "examples/circuit-ioi/report.json",
+        "examples/saliency-digits/report.json",
+        "examples/saliency/dataset.json",
+        "examples/causal_variable/causal_model.json",
+    ],
+)
+def test_round_trip_model_bytes_model(path: str) -> None:
+    raw = (ROOT / path).read_bytes()
+    data = json.loads(raw)
+    model = parse_document(data["kind"], data)
+    written = document_bytes(model)
+    assert written == raw
+    again = json.loads(written)
+    assert parse_document(again["kind"], again) == model
+
+
+def test_every_kind_writes_its_tags() -> None:
+    for kind, (model, _) in KINDS.items():
+        if kind == "report":
+            continue
+        assert model.model_fields["kind"].default == kind
+        assert model.model_fields["spec_version"].default == SPEC_VERSION
+
+
+def _dict_keys(tree: ast.AST) -> list[int]:
+    return [
+        key.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for key in node.keys
+        if isinstance(key, ast.Constant) and key.value == "spec_version"
+    ]
+
+
+def test_documents_are_not_written_as_dicts_with_a_spec_version() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.split("/")[0] in ("documents", "core"):
+            continue
+        lines = _dict_keys(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[relative] = lines
+    unexpected = {name: lines for name, lines in found.items() if name not in SPEC_VERSION_KEY_ALLOWED}
+    assert not unexpected, f"build these documents from mibspec.documents models: {unexpected}"
+    stale = SPEC_VERSION_KEY_ALLOWED - set(found)
+    assert not stale, f"no longer write a spec_version dict key; take them off the list: {sorted(stale)}"

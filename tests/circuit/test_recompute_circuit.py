@@ -105,7 +105,9 @@ def test_tampered_claims_are_not_reproduced(tmp_path: Path) -> None:
     assert ("R103", "/claims/curves/0/points/6/faithfulness") in codes
     assert ("R103", "/claims/cpr/value") in codes
     finding = next(f for f in result.documents[0].findings if f.pointer == "/claims/m_full")
-    assert finding.data["claimed"] - finding.data["recomputed"] == pytest.approx(0.5, abs=1e-9)
+    # the claim was computed in float32 on one machine; another CPU may round its last bits
+    # differently (about 1e-7 here), so the offset is compared within float32's resolution
+    assert finding.data["claimed"] - finding.data["recomputed"] == pytest.approx(0.5, abs=1e-5)
 
 
 def test_model_not_found_or_changed_is_reported(tmp_path: Path) -> None:

@@ -4,9 +4,12 @@ Reports whose forward passes are the same — same track, model (source, folder 
 revision, pinned files), dtype, dataset document, counterfactual type, ablation, positions
 and batch size — form a *group*. The reports of a group are verified one after another
 in one process with one :class:`~mibspec.reference_impl.recompute._session.RecomputeSession`:
-the model is read, hashed and built once, and the clean and ablation runs of each batch
-are computed once. Grouping only decides what runs where: every cache is keyed by content,
-so a report's result is the one it gets when verified alone.
+the model is read, hashed and built once, the clean and ablation runs of each batch are
+computed once, and so is each distinct circuit on each batch (reports of a group share the
+full and empty circuits at least, and re-submissions share all of theirs). Grouping only
+decides what runs where: every cache is keyed by content, and a circuit's metrics do not
+depend on the circuits evaluated with it, so a report's result is the one it gets when
+verified alone.
 
 A *unit* is the list of reports one worker verifies: a group (split in parts when there are
 fewer groups than workers), or, without recomputation, a run of consecutive reports. Each

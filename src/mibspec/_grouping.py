@@ -22,7 +22,8 @@ Executors:
 * ``process`` (``jobs`` > 1): ``jobs - 1`` persistent worker processes and this process
   take units from one queue, so worker start-up overlaps with work and costs once per
   worker, never once per report (workers are forked where that is safe, see
-  :func:`_start_method`);
+  :func:`_start_method`; without recomputation, after this process verified the first
+  report, so that they start with its imports and compiled schemas);
 * ``ray``: one task per unit on a Ray cluster (``address``, else a local one), with
   ``num_gpus=1`` when the device is CUDA. A task whose worker dies is retried
   :data:`RAY_MAX_RETRIES` times; after that its reports are failed (a failed stage and an
@@ -221,7 +222,16 @@ def _run_processes(
     jobs: int,
     keep: Callable[[list[int], list[PathResult]], None],
 ) -> None:
-    """``jobs - 1`` worker processes and this one take units from one queue."""
+    """``jobs - 1`` worker processes and this one take units from one queue.
+
+    Without recomputation this process first verifies the first report itself: the
+    workers, forked after it, start with every module verification needs imported and
+    the schemas compiled, instead of each paying for that again.
+    """
+    if not options.recompute and units and units[0]:
+        first, *rest = units[0]
+        keep([first], verify_unit([files[first]], options))
+        units = [rest, *units[1:]] if rest else units[1:]
     context = _start_method()
     pending = deque(range(len(units)))
     running: dict[Future[list[PathResult]], int] = {}

@@ -226,3 +226,34 @@ def test_circuits_shared_by_reports_are_evaluated_once_with_the_bytes_of_each_al
     assert sum(evaluated) < evaluated_alone
     values = {json.dumps(d["recomputed"]) for d in json.loads(alone)["documents"] if d["kind"] == "report"}
     assert len(values) == 3  # each report's own circuits show in its recomputed values
+
+
+def test_workers_start_after_this_process_verified_the_first_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # forked then, a worker starts with the modules imported and the schemas compiled
+    import functools
+
+    import mibspec._grouping as grouping
+
+    for name in "abcdef":
+        shutil.copytree(REPO / "examples" / "circuit", tmp_path / name)
+    files = collect_paths([tmp_path])
+    here: list[list[str]] = []  # units verified in this process (a worker's calls stay there)
+    at_start: list[list[list[str]]] = []
+    verify_unit, start_method = grouping.verify_unit, grouping._start_method
+
+    @functools.wraps(verify_unit)
+    def recording(paths: list[str], options: VerifyOptions) -> Any:
+        here.append(list(paths))
+        return verify_unit(paths, options)
+
+    def starting() -> Any:
+        at_start.append([list(p) for p in here])
+        return start_method()
+
+    monkeypatch.setattr(grouping, "verify_unit", recording)
+    monkeypatch.setattr(grouping, "_start_method", starting)
+    options = VerifyOptions(recompute=False)
+    assert _json(verify_many(files, options, 2)) == _json(verify_paths(files, options))
+    assert at_start == [[[files[0]]]]

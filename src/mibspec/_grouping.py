@@ -250,7 +250,9 @@ def _run_processes(
 
     with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context) as pool:
         while pending or running:
-            while pending and len(running) < jobs - 1:
+            # two units in flight per worker: a worker that finishes one starts the next at
+            # once instead of idling until this process is done with its own unit
+            while pending and len(running) < 2 * (jobs - 1):
                 index = pending.popleft()
                 paths = [files[i] for i in units[index]]
                 try:

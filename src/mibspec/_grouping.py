@@ -4,9 +4,12 @@ Reports whose forward passes are the same — same track, model (source, folder 
 revision, pinned files), dtype, dataset document, counterfactual type, ablation, positions
 and batch size — form a *group*. The reports of a group are verified one after another
 in one process with one :class:`~mibspec.reference_impl.recompute._session.RecomputeSession`:
-the model is read, hashed and built once, and the clean and ablation runs of each batch
-are computed once. Grouping only decides what runs where: every cache is keyed by content,
-so a report's result is the one it gets when verified alone.
+the model is read, hashed and built once, the clean and ablation runs of each batch are
+computed once, and so is each distinct circuit on each batch (reports of a group share the
+full and empty circuits at least, and re-submissions share all of theirs). Grouping only
+decides what runs where: every cache is keyed by content, and a circuit's metrics do not
+depend on the circuits evaluated with it, so a report's result is the one it gets when
+verified alone.
 
 A *unit* is the list of reports one worker verifies: a group (split in parts when there are
 fewer groups than workers), or, without recomputation, a run of consecutive reports. Each
@@ -19,7 +22,8 @@ Executors:
 * ``process`` (``jobs`` > 1): ``jobs - 1`` persistent worker processes and this process
   take units from one queue, so worker start-up overlaps with work and costs once per
   worker, never once per report (workers are forked where that is safe, see
-  :func:`_start_method`);
+  :func:`_start_method`; without recomputation, after this process verified the first
+  report, so that they start with its imports and compiled schemas);
 * ``ray``: one task per unit on a Ray cluster (``address``, else a local one), with
   ``num_gpus=1`` when the device is CUDA. A task whose worker dies is retried
   :data:`RAY_MAX_RETRIES` times; after that its reports are failed (a failed stage and an
@@ -218,7 +222,16 @@ def _run_processes(
     jobs: int,
     keep: Callable[[list[int], list[PathResult]], None],
 ) -> None:
-    """``jobs - 1`` worker processes and this one take units from one queue."""
+    """``jobs - 1`` worker processes and this one take units from one queue.
+
+    Without recomputation this process first verifies the first report itself: the
+    workers, forked after it, start with every module verification needs imported and
+    the schemas compiled, instead of each paying for that again.
+    """
+    if not options.recompute and units and units[0]:
+        first, *rest = units[0]
+        keep([first], verify_unit([files[first]], options))
+        units = [rest, *units[1:]] if rest else units[1:]
     context = _start_method()
     pending = deque(range(len(units)))
     running: dict[Future[list[PathResult]], int] = {}
@@ -237,7 +250,9 @@ def _run_processes(
 
     with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context) as pool:
         while pending or running:
-            while pending and len(running) < jobs - 1:
+            # two units in flight per worker: a worker that finishes one starts the next at
+            # once instead of idling until this process is done with its own unit
+            while pending and len(running) < 2 * (jobs - 1):
                 index = pending.popleft()
                 paths = [files[i] for i in units[index]]
                 try:

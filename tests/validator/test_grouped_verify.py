@@ -174,3 +174,86 @@ def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, inj
         assert not documents[path]["valid"]
         assert "internal error" in documents[path]["stages"][0]["detail"]
     assert all(documents[path]["valid"] for path in reports if path not in failed)
+
+
+@pytest.fixture(scope="module")
+def mixed_corpus(tmp_path_factory: pytest.TempPathFactory, report_copies: Any) -> list[str]:
+    """Three copies of the IOI example on the same rows: the signed curve's circuits shared by
+    all, each absolute-curve circuit of the second and third its own."""
+    root = tmp_path_factory.mktemp("mixed")
+    report_copies(root, 3, ROWS, circuits="mixed")
+    return collect_paths([root])
+
+
+def _distinct_patched_circuits(paths: list[str]) -> int:
+    """Distinct pruned circuits of the reports' membership rows, but the empty and full ones."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    universe = GraphUniverse(GraphConfig(n_layers=4, n_heads=4))
+    seen = set()
+    for path in paths:
+        for row in load_file(str(Path(path).parent / "circuit.safetensors"))["membership"]:
+            pruned = universe.prune(row)
+            if 0 < pruned.sum() < universe.n_edges:
+                seen.add(np.packbits(pruned).tobytes())
+    return len(seen)
+
+
+def test_circuits_shared_by_reports_are_evaluated_once_with_the_bytes_of_each_alone(
+    mixed_corpus: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.reference_impl.engine import _evaluate
+
+    evaluated: list[int] = []
+    original = _evaluate._stacked_passes
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        for group, values in original(*args, **kwargs):
+            evaluated.append(len(group))
+            yield group, values
+
+    monkeypatch.setattr(_evaluate, "_stacked_passes", counting)
+    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    alone = _json(verify_paths(mixed_corpus, options))
+    evaluated_alone = sum(evaluated)
+    evaluated.clear()
+    assert _json(verify_many(mixed_corpus, options)) == alone
+    batches = math.ceil(ROWS / 20)
+    assert sum(evaluated) == batches * _distinct_patched_circuits(mixed_corpus)
+    assert sum(evaluated) < evaluated_alone
+    values = {json.dumps(d["recomputed"]) for d in json.loads(alone)["documents"] if d["kind"] == "report"}
+    assert len(values) == 3  # each report's own circuits show in its recomputed values
+
+
+def test_workers_start_after_this_process_verified_the_first_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # forked then, a worker starts with the modules imported and the schemas compiled
+    import functools
+
+    import mibspec._grouping as grouping
+
+    for name in "abcdef":
+        shutil.copytree(REPO / "examples" / "circuit", tmp_path / name)
+    files = collect_paths([tmp_path])
+    here: list[list[str]] = []  # units verified in this process (a worker's calls stay there)
+    at_start: list[list[list[str]]] = []
+    verify_unit, start_method = grouping.verify_unit, grouping._start_method
+
+    @functools.wraps(verify_unit)
+    def recording(paths: list[str], options: VerifyOptions) -> Any:
+        here.append(list(paths))
+        return verify_unit(paths, options)
+
+    def starting() -> Any:
+        at_start.append([list(p) for p in here])
+        return start_method()
+
+    monkeypatch.setattr(grouping, "verify_unit", recording)
+    monkeypatch.setattr(grouping, "_start_method", starting)
+    options = VerifyOptions(recompute=False)
+    assert _json(verify_many(files, options, 2)) == _json(verify_paths(files, options))
+    assert at_start == [[[files[0]]]]

@@ -8,8 +8,10 @@ reachable sets nearly coincide, up to a memory budget.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +42,18 @@ class CircuitPlan:
     full: NDArray[np.bool_]  # (K,) every edge and every neuron kept: the clean run
     empty: NDArray[np.bool_]  # (K,) no edge kept: the ablation run
     todo: NDArray[np.int64]  # the other circuits, by reachable-set size
+
+    @cached_property
+    def digests(self) -> list[bytes]:
+        """Per circuit, the SHA-256 of its pruned edges and neuron mask: what its metrics
+        on a batch depend on besides the batch and the ablation."""
+        out = []
+        for i in range(self.pruned.shape[0]):
+            digest = hashlib.sha256(np.packbits(self.pruned[i]).tobytes())
+            if self.neurons is not None:
+                digest.update(np.packbits(self.neurons[i]).tobytes())
+            out.append(digest.digest())
+        return out
 
 
 def plan_circuits(
@@ -78,17 +92,29 @@ def bytes_per_circuit(model: ModelWeights, n_active: int, *, rows: int, position
 
 
 def chunks(
-    order: NDArray[np.int64], reach: NDArray[np.bool_], cost: Callable[[int], int], budget: int
+    order: NDArray[np.int64],
+    reach: NDArray[np.bool_],
+    cost: Callable[[int], int],
+    budget: int,
+    spread: NDArray[np.bool_] | None = None,
 ) -> Iterator[NDArray[np.int64]]:
     """Consecutive groups of circuits whose stacked pass fits the memory budget.
 
     A stacked pass computes the union of its circuits' reachable nodes for every circuit,
     so a circuit joins a group only while the union stays within ``UNION_SLACK`` of the
     group's smallest reachable set (``order`` is sorted by reachable-set size).
+
+    ``spread`` ``(K, n_forward)``: per circuit, the MLP nodes it reads off the read
+    positions (:func:`~._graph_index.needed_everywhere`). A stacked pass computes such an
+    MLP at every position for every circuit of the stack, and at the read positions alone
+    is another sum of the same terms; so a circuit joins a group only when no circuit of
+    the group would see one of its reachable MLPs computed otherwise than alone. With it,
+    each circuit's metrics are those of its pass alone, whatever else is in the stack.
     """
     start = 0
     while start < len(order):
         union = reach[order[start]].copy()
+        spread_union = None if spread is None else spread[order[start]].copy()
         limit = max(int(union.sum()) * (1 + UNION_SLACK), int(union.sum()) + 2)
         stop = start + 1
         while stop < len(order):
@@ -96,6 +122,12 @@ def chunks(
             size = int(trial.sum())
             if size > limit or (stop - start + 1) * cost(size) > budget:
                 break
+            if spread is not None and spread_union is not None:
+                spread_trial = spread_union | spread[order[stop]]
+                members = order[start : stop + 1]
+                if ((spread_trial[None] & reach[members]) != spread[members]).any():
+                    break
+                spread_union = spread_trial
             union = trial
             stop += 1
         yield order[start:stop]

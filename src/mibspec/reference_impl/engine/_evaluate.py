@@ -32,6 +32,7 @@ stored rows (``_mixing``), the store of a stack (``_stack``) and the patched for
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ from ._ablation import (
 )
 from ._arena import Arena
 from ._chunks import CircuitPlan, batches, bytes_per_circuit, chunks, plan_circuits
-from ._graph_index import graph_index
+from ._graph_index import graph_index, needed_everywhere
 from ._inputs import (
     check_ablation,
     check_circuits,
@@ -204,7 +205,7 @@ def evaluate_circuits(
     universe = graph_universe(model)
     edges = check_circuits(universe, circuits)
     neuron_mask = check_neurons(model, neurons, edges.shape[0])
-    constant = ablation_constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size)
+    constant = _constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size, reuse)
     plan = plan_circuits(universe, edges, neuron_mask)
     setup = PassSetup(
         model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype, model.device), _MIXING
@@ -232,9 +233,10 @@ def evaluate_circuits(
             out[plan.full, sl] = clean_m[sl]
             out[plan.empty, sl] = empty_m[sl]
             if len(plan.todo):
-                clean_input = _forward.embed(model, b_ids, positions)
-                for group, values in _stacked_passes(setup, plan, ref, clean_input, batch, budget):
-                    out[group, sl] = values.cpu().numpy()
+                parts = (constant, b_ids, b_cids, b_mask)
+                key = None if reuse is None else reuse.key(model, parts, "circuits")
+                inputs = functools.partial(_forward.embed, model, b_ids, positions)
+                out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, budget, reuse, key)
             if progress is not None:
                 progress(sl.stop)
     return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=plan.n_edges, ablation=ablation)
@@ -274,19 +276,87 @@ def _unpatched_runs(
     return _forward.final_residual(model, ids, mask), constant_reference(model, constant, (B, T), rope)
 
 
+def _constant(
+    model: ModelWeights,
+    ablation: str,
+    ablation_values: object,
+    mean_set: tuple[object, object],
+    corrupted: tuple[torch.Tensor, torch.Tensor],
+    size: int,
+    reuse: ActivationCache | None,
+) -> torch.Tensor | None:
+    """:func:`ablation_constant`; the dataset mean of the ``mean`` ablation is taken from
+    ``reuse`` when an evaluation on the same model and inputs computed it."""
+    compute = functools.partial(
+        ablation_constant, model, ablation, ablation_values, mean_set, corrupted, size
+    )
+    if reuse is None or ablation != "mean" or mean_set[0] is not None or mean_set[1] is not None:
+        return compute()
+    return reuse.get_or_compute(model, (*corrupted, torch.tensor([size])), compute, "mean")
+
+
+def _circuit_metrics(
+    setup: PassSetup,
+    plan: CircuitPlan,
+    ref: Reference,
+    clean_input: Callable[[], torch.Tensor],
+    batch: BatchContext,
+    budget: int,
+    reuse: ActivationCache | None,
+    batch_key: bytes | None,
+) -> NDArray[np.float64]:
+    """Metrics ``(len(plan.todo), B)`` of the circuits that need a patched pass, in the order
+    of ``plan.todo``: each distinct circuit (pruned edges and neuron mask) is evaluated once,
+    or taken from ``reuse`` when another evaluation on the batch (``batch_key``) did."""
+    keys = [_circuit_key(plan, int(i), batch_key) for i in plan.todo]
+    values: dict[bytes, NDArray[np.float64]] = {}
+    missing: list[int] = []
+    for i, key in zip(plan.todo.tolist(), keys, strict=True):
+        if key in values:
+            continue
+        found = None if reuse is None else reuse.get(setup.model, key)
+        if found is None:
+            missing.append(i)
+            values[key] = np.empty(0)  # a placeholder until its pass runs
+        else:
+            values[key] = found
+    if missing:
+        where = {int(i): key for i, key in zip(plan.todo.tolist(), keys, strict=True)}
+        todo = np.asarray(missing, dtype=np.int64)  # a subsequence of plan.todo: still in order
+        for group, metrics in _stacked_passes(setup, plan, todo, ref, clean_input(), batch, budget):
+            for i, row in zip(group.tolist(), metrics.cpu().numpy(), strict=True):
+                values[where[i]] = row
+                if reuse is not None:
+                    reuse.put(setup.model, where[i], row, row.nbytes)
+    return np.stack([values[key] for key in keys])
+
+
+def _circuit_key(plan: CircuitPlan, index: int, batch_key: bytes | None) -> bytes:
+    """What a circuit's metrics on a batch depend on besides the batch: its pruned edges, its
+    neuron mask and the mixing mode."""
+    return hashlib.sha256((batch_key or b"") + _MIXING.encode() + plan.digests[index]).digest()
+
+
 def _stacked_passes(
     setup: PassSetup,
     plan: CircuitPlan,
+    todo: NDArray[np.int64],
     ref: Reference,
     clean_input: torch.Tensor,
     batch: BatchContext,
     budget: int,
 ) -> Iterator[tuple[NDArray[np.int64], torch.Tensor]]:
-    """Metrics ``(C, B)`` of the circuits that need a patched pass, one stack at a time."""
+    """Metrics ``(C, B)`` of the circuits ``todo`` (indices into the plan, sorted by
+    reachable-set size), one stack at a time."""
     model = setup.model
     B, T, _ = clean_input.shape
     cost = functools.partial(bytes_per_circuit, model, rows=B, positions=T)
-    groups = list(chunks(plan.todo, plan.reach, cost, budget))
+    # the MLPs each circuit reads off the read positions: stacks keep every circuit's own choice
+    mlp = setup.ix.mlp
+    spread = np.zeros_like(plan.reach)
+    everywhere = needed_everywhere(setup.ix, plan.pruned[todo], plan.reach[todo])
+    spread[todo[:, None], mlp[None, :]] = everywhere[:, mlp]
+    groups = list(chunks(todo, plan.reach, cost, budget, spread))
     # the largest store first, so that growing passes do not map new memory each time
     rows = max(len(g) * (1 + int(plan.reach[g].any(axis=0).sum())) for g in groups)
     setup.arena.reserve("store", rows * B * T * model.d_model)

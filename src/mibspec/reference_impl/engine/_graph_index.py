@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from ..graph import GraphUniverse
 from ._weights import ModelWeights
 
-__all__ = ["GraphIndex", "graph_index", "read_only"]
+__all__ = ["GraphIndex", "graph_index", "needed_everywhere", "read_only"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,7 +69,16 @@ def graph_index(model: ModelWeights, universe: GraphUniverse) -> GraphIndex:
 
 def read_only(ix: GraphIndex, edges: NDArray[np.bool_], reach: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """``(n_forward,)``: nodes whose patched output no circuit of the stack reads off the
-    read positions.
+    read positions (see :func:`needed_everywhere`)."""
+    # any() over an axis of a 2-D array is an array (numpy's stubs also allow a scalar)
+    return ~np.asarray(needed_everywhere(ix, edges, reach).any(axis=0))
+
+
+def needed_everywhere(
+    ix: GraphIndex, edges: NDArray[np.bool_], reach: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """``(C, n_forward)``: per circuit, its reachable nodes whose patched output it reads off
+    the read positions.
 
     The metric reads the logits slot at each example's read position only. A node's
     output is needed at every position when one of its circuit edges enters a k or v
@@ -88,5 +97,4 @@ def read_only(ix: GraphIndex, edges: NDArray[np.bool_], reach: NDArray[np.bool_]
         out = edges[:, f] & into_node & reach[:, node]  # (C, n_backward)
         if out.any():
             everywhere[:, f] = (out & (spreads | everywhere[:, node])).any(axis=1)
-    # any() over an axis of a 2-D array is an array (numpy's stubs also allow a scalar)
-    return ~np.asarray((everywhere & reach).any(axis=0))
+    return everywhere & reach

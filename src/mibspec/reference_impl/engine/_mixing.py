@@ -29,7 +29,11 @@ def sparse_is_cheaper(n_edges: int, k: int, s: int) -> bool:
 
 
 def mix(
-    w: NDArray[np.bool_], rows: torch.Tensor, out: torch.Tensor | None = None, mode: Mixing = "auto"
+    w: NDArray[np.bool_],
+    rows: torch.Tensor,
+    out: torch.Tensor | None = None,
+    mode: Mixing = "auto",
+    sizes: NDArray[np.int64] | None = None,
 ) -> torch.Tensor:
     """``Σ_s w[c, j, s] · rows[c, s]``: for each circuit c and slot j the sum of the rows its
     edges select, ``(C, k, n)`` from 0/1 ``w`` ``(C, k, s)`` and ``rows`` ``(C, s, n)``.
@@ -41,6 +45,10 @@ def mix(
     let the two forms be compared on the same circuits); both are sums of the same
     terms, so they differ by float rounding only, and each is deterministic.
     Half-precision models always take the dense product.
+
+    ``sizes`` ``(C, 3)``, when given, are the ``(terms, k, s)`` each circuit's choice is
+    made on instead of its row of ``w``: those of its own pass, so that the form a circuit
+    takes does not depend on the slots and rows other circuits of its stack bring.
     """
     C, k, s = w.shape
     n = rows.shape[-1]
@@ -50,6 +58,9 @@ def mix(
     if rows.dtype not in (torch.float32, torch.float64):
         # a dense product accumulates half-precision terms in float32; chained sums would not
         sparse = np.zeros(C, dtype=np.bool_)
+    elif mode == "auto" and sizes is not None:
+        own = [sparse_is_cheaper(int(n), int(kc), int(sc)) for n, kc, sc in sizes]
+        sparse = np.array(own, dtype=np.bool_)
     elif mode == "auto":
         sparse = np.array([sparse_is_cheaper(int(c), k, s) for c in counts], dtype=np.bool_)
     else:

@@ -1,12 +1,21 @@
-"""Unpatched runs shared by several evaluations on the same model and examples.
+"""Runs shared by several evaluations on the same model and examples.
 
 Reports that differ only in their circuits run the same clean and ablation passes on every
-batch. :class:`ActivationCache`, passed to :func:`evaluate_circuits` as ``reuse``, keeps
-those passes' results keyed by their content — the model object, the ablation constant and
-the batch's clean ids, corrupted ids and mask (bytes, shapes and dtypes) — so each is
-computed once. A cached entry is exactly what the pass returned, so results do not depend
-on whether it was reused. Memory is bounded by ``max_bytes`` (least recently used entries
-are dropped first; an entry larger than the bound is not kept).
+batch, and reports of the same method share circuits too (every curve holds the full model
+and the empty circuit; re-submissions and other claims over the same circuits share all).
+:class:`ActivationCache`, passed to :func:`evaluate_circuits` as ``reuse``, keeps results
+keyed by their content — the model object, the ablation constant and the batch's clean
+ids, corrupted ids and mask (bytes, shapes and dtypes):
+
+* the clean and ablation runs of a batch;
+* the per-example metrics of a circuit on a batch, keyed also by the pruned circuit and
+  its neuron mask (a circuit's metrics do not depend on the other circuits of its stack,
+  see :func:`~._chunks.chunks`);
+* the dataset mean of the ``mean`` ablation.
+
+So each is computed once. A cached entry is exactly what was computed, so results do not
+depend on whether it was reused. Memory is bounded by ``max_bytes`` (least recently used
+entries are dropped first; an entry larger than the bound is not kept).
 """
 
 from __future__ import annotations
@@ -39,32 +48,56 @@ class ActivationCache:
         # key -> (model kept alive so that its id is not reused, value, bytes)
         self._entries: OrderedDict[bytes, tuple[Any, Any, int]] = OrderedDict()
 
-    def get_or_compute(self, model: Any, parts: tuple[Any, ...], compute: Callable[[], T]) -> T:
-        """The cached value for ``model`` and the tensors ``parts``, else ``compute()``."""
-        key = _key(model, parts)
+    def get_or_compute(
+        self, model: Any, parts: tuple[Any, ...], compute: Callable[[], T], tag: str = ""
+    ) -> T:
+        """The cached value for ``model`` and the tensors ``parts``, else ``compute()``;
+        ``tag`` tells apart values of different kinds computed from the same tensors."""
+        key = self.key(model, parts, tag)
+        entry = self._lookup(model, key)
+        if entry is not None:
+            return entry[1]  # type: ignore[no-any-return]
+        value = compute()
+        self.put(model, key, value, _nbytes(value))
+        return value
+
+    def key(self, model: Any, parts: tuple[Any, ...], tag: str = "") -> bytes:
+        """The content key of ``model`` and the tensors ``parts`` (for :meth:`get`, :meth:`put`)."""
+        return _key(model, parts, tag)
+
+    def get(self, model: Any, key: bytes) -> Any:
+        """The value kept under ``key`` for ``model``, else ``None``."""
+        entry = self._lookup(model, key)
+        return None if entry is None else entry[1]
+
+    def _lookup(self, model: Any, key: bytes) -> tuple[Any, Any, int] | None:
         entry = self._entries.get(key)
         if entry is not None and entry[0] is model:
             self._entries.move_to_end(key)
             self.hits += 1
-            return entry[1]  # type: ignore[no-any-return]
+            return entry
         self.misses += 1
-        value = compute()
-        size = _nbytes(value)
+        return None
+
+    def put(self, model: Any, key: bytes, value: Any, size: int) -> None:
+        """Keep ``value`` (``size`` bytes) under ``key`` for ``model``."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.size -= old[2]
         if size <= self.max_bytes:
             self._entries[key] = (model, value, size)
             self.size += size
             while self.size > self.max_bytes:
                 _, (_, _, dropped) = self._entries.popitem(last=False)
                 self.size -= dropped
-        return value
 
     def clear(self) -> None:
         self._entries.clear()
         self.size = 0
 
 
-def _key(model: Any, parts: tuple[Any, ...]) -> bytes:
-    digest = hashlib.sha256(str(id(model)).encode())
+def _key(model: Any, parts: tuple[Any, ...], tag: str = "") -> bytes:
+    digest = hashlib.sha256(f"{id(model)}\x00{tag}".encode())
     for part in parts:
         if part is None:
             digest.update(b"\x00none")

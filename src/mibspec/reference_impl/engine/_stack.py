@@ -39,6 +39,7 @@ class Stack:
     ) -> None:
         self.model, self.ix, self.ref, self.arena, self.mixing = model, ix, ref, arena, mixing
         self.edges = edges  # (C, n_forward, n_backward), pruned
+        self.reach = reach  # (C, n_forward)
         self.C = edges.shape[0]
         self.active = np.flatnonzero(reach.any(axis=0))  # forward indices, ascending
         # Row 0 of the store holds the ablated input of the slots being formed, so that
@@ -62,6 +63,20 @@ class Stack:
         if with_base:
             w = np.concatenate([np.ones((*w.shape[:2], 1), dtype=np.bool_), w], axis=2)
         return w
+
+    def _own_sizes(
+        self, sources: NDArray[np.int64], slots: NDArray[np.int64], w: NDArray[np.bool_], with_base: bool
+    ) -> NDArray[np.int64]:
+        """``(C, 3)`` terms, slots and rows of each circuit's mixing product in its own pass.
+
+        Alone, a circuit's pass forms only the slots it has an edge into and streams only
+        its reachable sources (and row 0 with ``with_base``); the mixing form is chosen on
+        these (see :func:`mix`), so a circuit mixes alike in any stack.
+        """
+        k = self.edges[:, :, slots].any(axis=1).sum(axis=1)
+        s = self.reach[:, sources].sum(axis=1) + int(with_base)
+        edges = w[:, :, int(with_base) :].reshape(self.C, -1).sum(axis=1)
+        return np.stack([edges + k * int(with_base), k, s], axis=1).astype(np.int64)
 
     def workspace(self, k: int, rest: tuple[int, ...]) -> torch.Tensor:
         """A contiguous ``(C, k, prod(rest))`` block of the arena, shared by every layer:
@@ -139,7 +154,8 @@ class Stack:
         first = 0 if with_base else 1 + lo
         flat = buffer[:, first : 1 + hi].reshape(C, 1 + hi - first, -1)
         out = self.workspace(k, rest) if reuse else None
-        return mix(w, flat, out, self.mixing).view(C, k, *rest)
+        sizes = self._own_sizes(sources, slots, w, with_base)
+        return mix(w, flat, out, self.mixing, sizes).view(C, k, *rest)
 
     def _normalised_per_layer(
         self,
@@ -165,7 +181,8 @@ class Stack:
             lin_rows = np.concatenate([[0], lin_rows])
         if with_base or w.any():
             picked = buffer[:, torch.from_numpy(lin_rows).to(buffer.device)].reshape(C, len(lin_rows), -1)
-            total = mix(w, picked, mode=self.mixing).view(C, k, *rest)
+            sizes = self._own_sizes(sources[lin], slots, w, with_base)
+            total = mix(w, picked, mode=self.mixing, sizes=sizes).view(C, k, *rest)
         layers = self.ix.layer_of[sources]
         for layer in np.unique(layers[heads]).tolist():
             members = np.flatnonzero(heads & (layers == layer))
@@ -173,7 +190,9 @@ class Stack:
             if not w.any():
                 continue
             a, b = 1 + lo + int(members[0]), 1 + lo + int(members[-1]) + 1
-            mixed = mix(w, buffer[:, a:b].reshape(C, b - a, -1), mode=self.mixing).view(C, k, *rest)
+            sizes = self._own_sizes(sources[members], slots, w, False)
+            rows = buffer[:, a:b].reshape(C, b - a, -1)
+            mixed = mix(w, rows, mode=self.mixing, sizes=sizes).view(C, k, *rest)
             norm_w = self.model.layers[layer].norm_attn_out
             assert norm_w is not None
             part = _ops.norm(group_sum[layer] + mixed, norm_w) - group_out[layer]

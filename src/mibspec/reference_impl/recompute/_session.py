@@ -9,9 +9,10 @@ content, so a report's result does not depend on which reports were verified bef
   hashing a model file that has not changed since it was hashed;
 * one model is kept, keyed by its folder, revision, dtype and the digests of the files it
   was built from; it is used again only when the files still have those digests;
-* the clean and ablation runs of batches are kept in an ``ActivationCache`` (bounded, by
-  default :data:`~mibspec.reference_impl.engine.DEFAULT_ACTIVATION_BYTES`; the environment
-  variable ``MIBSPEC_ACTIVATION_CACHE_BYTES`` sets another bound, 0 turns it off).
+* the clean and ablation runs of batches, each distinct circuit's per-example metrics on
+  a batch and the ``mean`` ablation's dataset mean are kept in an ``ActivationCache``
+  (bounded, by default :data:`~mibspec.reference_impl.engine.DEFAULT_ACTIVATION_BYTES`; the
+  environment variable ``MIBSPEC_ACTIVATION_CACHE_BYTES`` sets another bound, 0 turns it off).
 """
 
 from __future__ import annotations

@@ -1,0 +1,165 @@
+"""A circuit's metrics are those of its own pass, bit for bit, whatever else is stacked with
+it; so evaluations on the same model and batch share them: each distinct circuit (and the
+mean of the mean ablation) is computed once, and the results are the bytes computed alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from mibspec.reference_impl.engine import (  # noqa: E402
+    ActivationCache,
+    _ablation,
+    _evaluate,
+    evaluate_circuits,
+    graph_universe,
+    load_model,
+    random_model,
+)
+from mibspec.reference_impl.threads import one_thread  # noqa: E402
+
+pytestmark = pytest.mark.recompute
+
+N_EXAMPLES, SEQ = 6, 7
+LENGTHS = (7, 5, 6, 3, 7, 4)
+# sparse circuits reach few nodes, dense ones every node: both kinds get stacked
+DENSITIES = (0.02, 0.03, 0.05, 0.1, 0.3, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Any:
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Tiny float32 models (float32: rounding shows where float64 would hide it)."""
+    return {
+        family: load_model(
+            random_model(family, tmp_path_factory.mktemp(family), seed=30 + i), dtype="float32"
+        )
+        for i, family in enumerate(("gpt2", "llama", "gemma2"))
+    }
+
+
+def _data(vocab: int, seed: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    mask = torch.tensor([[1] * n + [0] * (SEQ - n) for n in LENGTHS])
+    return {
+        "clean": torch.randint(0, vocab, (N_EXAMPLES, SEQ), generator=gen) * mask,
+        "corrupted": torch.randint(0, vocab, (N_EXAMPLES, SEQ), generator=gen) * mask,
+        "mask": mask,
+        "correct": torch.randint(0, vocab, (N_EXAMPLES,), generator=gen),
+        "counterfactual": torch.randint(0, vocab, (N_EXAMPLES,), generator=gen),
+    }
+
+
+def _circuits(weights: Any, seed: int) -> np.ndarray:
+    universe = graph_universe(weights)
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.random(universe.edge_mask.shape) < p for p in DENSITIES]) & universe.edge_mask[None]
+
+
+def _engine(weights: Any, data: dict[str, torch.Tensor], circuits: np.ndarray, **kw: Any) -> Any:
+    args = (data["clean"], data["corrupted"], data["mask"], data["correct"], data["counterfactual"])
+    return evaluate_circuits(weights, *args, circuits, batch_size=3, **kw)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2"])
+@pytest.mark.parametrize("ablation", ["counterfactual", "mean"])
+def test_a_circuits_metrics_do_not_depend_on_its_stack(
+    models: dict[str, Any], family: str, ablation: str
+) -> None:
+    weights = models[family]
+    data = _data(64, 1)
+    circuits = _circuits(weights, 2)
+    stacked = _engine(weights, data, circuits, ablation=ablation).circuits
+    alone = np.stack([_engine(weights, data, c[None], ablation=ablation).circuits[0] for c in circuits])
+    assert stacked.tobytes() == alone.tobytes()
+    some = [1, 4, 6, 9]
+    assert (
+        _engine(weights, data, circuits[some], ablation=ablation).circuits.tobytes()
+        == stacked[some].tobytes()
+    )
+
+
+def test_neuron_masked_circuits_do_not_depend_on_their_stack(models: dict[str, Any]) -> None:
+    weights = models["llama"]
+    data = _data(64, 3)
+    circuits = _circuits(weights, 4)
+    rng = np.random.default_rng(5)
+    neurons = rng.random((len(circuits), weights.n_forward, weights.d_model)) < 0.8
+    stacked = _engine(weights, data, circuits, neurons=neurons).circuits
+    alone = [
+        _engine(weights, data, c[None], neurons=n[None]).circuits[0]
+        for c, n in zip(circuits, neurons, strict=True)
+    ]
+    assert stacked.tobytes() == np.stack(alone).tobytes()
+
+
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of circuits of every patched pass."""
+    counted: list[int] = []
+    original = _evaluate._stacked_passes
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        for group, values in original(*args, **kwargs):
+            counted.append(len(group))
+            yield group, values
+
+    monkeypatch.setattr(_evaluate, "_stacked_passes", counting)
+    return counted
+
+
+@pytest.mark.parametrize("ablation", ["counterfactual", "mean"])
+def test_shared_circuits_are_evaluated_once_with_the_bytes_of_each_alone(
+    models: dict[str, Any], passes: list[int], monkeypatch: pytest.MonkeyPatch, ablation: str
+) -> None:
+    weights = models["llama"]
+    data = _data(64, 6)
+    circuits = _circuits(weights, 7)
+    means: list[int] = []
+    original_mean = _ablation.mean_node_outputs
+
+    def mean(*args: Any, **kwargs: Any) -> Any:
+        means.append(1)
+        return original_mean(*args, **kwargs)
+
+    monkeypatch.setattr(_ablation, "mean_node_outputs", mean)
+    first, second = [0, 1, 2, 3, 4, 5], [3, 4, 5, 6, 7, 8, 9, 3]  # three shared, one repeated
+    _engine(weights, data, circuits[sorted({*first, *second})], ablation=ablation)
+    distinct = sum(passes)  # the patched circuits of both, each once
+    passes.clear()
+    alone = [_engine(weights, data, circuits[sel], ablation=ablation) for sel in (first, second)]
+    evaluated_alone = sum(passes)
+    passes.clear()
+    means.clear()
+    reuse = ActivationCache()
+    shared = [
+        _engine(weights, data, circuits[sel], ablation=ablation, reuse=reuse) for sel in (first, second)
+    ]
+    for a, b in zip(alone, shared, strict=True):
+        for name in ("circuits", "clean", "empty", "n_edges"):
+            assert getattr(a, name).tobytes() == getattr(b, name).tobytes()
+    # alone, the shared circuits are evaluated by both (a repeat within one evaluation once)
+    assert distinct < evaluated_alone
+    assert sum(passes) == distinct
+    assert len(means) == (1 if ablation == "mean" else 0)
+
+
+def test_a_cache_never_serves_another_models_circuits(models: dict[str, Any], tmp_path: Path) -> None:
+    data = _data(64, 8)
+    reuse = ActivationCache()
+    twin = load_model(random_model("llama", tmp_path, seed=99), dtype="float32")
+    circuits = _circuits(models["llama"], 9)
+    a = _engine(models["llama"], data, circuits, reuse=reuse)
+    b = _engine(twin, data, circuits, reuse=reuse)
+    assert b.circuits.tobytes() == _engine(twin, data, circuits).circuits.tobytes()
+    assert a.circuits.tobytes() != b.circuits.tobytes()

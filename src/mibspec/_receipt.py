@@ -107,61 +107,11 @@ def build_receipt(
     """
     from mibspec._batch import imported_versions
     from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
-    from mibspec.core.outputs import declared_files
     from mibspec.core.version import __version__
     from mibspec.validator import DEFAULT_LIMITS
 
     base = Path(receipt_path).resolve().parent
-    max_bytes = options.get("max_bytes", DEFAULT_LIMITS.max_bytes)
-    files: list[dict[str, Any]] = []
-    seen: set[Path] = set()
-
-    def add(
-        path: Path,
-        role: str,
-        document: str,
-        artifact_id: str | None = None,
-        refused: str | None = None,
-        hashed: tuple[str, int] | None = None,
-    ) -> None:
-        resolved = path.resolve()
-        if resolved in seen:
-            return
-        seen.add(resolved)
-        entry: dict[str, Any] = {"path": _relative(resolved, base), "role": role}
-        if refused is None:
-            if hashed is None:
-                hashed = _sha256(resolved) if resolved.is_file() else None
-            entry.update(sha256=hashed[0] if hashed else None, bytes=hashed[1] if hashed else None)
-        else:  # the verification did not read it: neither does the receipt
-            entry.update(sha256=None, bytes=_size(resolved))
-        entry["document"] = document
-        if artifact_id is not None:
-            entry["artifact_id"] = artifact_id
-        if refused is not None:
-            entry["refused"] = refused
-        files.append(entry)
-
-    for doc in result.documents:
-        size = _size(Path(doc.path))
-        too_large = size is not None and size > max_bytes
-        refused = f"over the document size limit of {max_bytes} bytes (P107)" if too_large else None
-        add(Path(doc.path), "document", doc.path, None, refused)
-    for doc in result.documents:
-        if doc.stages[Stage.PARSE][0] is not StageStatus.PASSED:
-            continue
-        for artifact_id, target, declared in declared_files(Path(doc.path)):
-            if target is None:
-                continue
-            size = _size(target)
-            refused = None
-            if size is not None and size != declared:  # A104: not hashed by the rules stage
-                refused = f"its size, {size} bytes, differs from the declared {declared!r} (A104)"
-            add(target, "artifact", doc.path, artifact_id, refused)
-    for doc in result.documents:
-        # the hash of the bytes recomputation used, not of the file as it is now
-        for used in doc.model_files:
-            add(Path(used.path), "model", doc.path, hashed=(used.sha256, used.size))
+    files = _receipt_files(result, base, options.get("max_bytes", DEFAULT_LIMITS.max_bytes))
     return {
         "receipt_version": RECEIPT_VERSION,
         "tool": {"name": "mibspec", "version": __version__},
@@ -188,6 +138,70 @@ def build_receipt(
         "files": files,
         "documents": [doc.to_json() for doc in result.documents],
     }
+
+
+def _receipt_files(result: VerificationResult, base: Path, max_bytes: int) -> list[dict[str, Any]]:
+    """Every file the verification read, once each: the documents, their artifacts, the model files."""
+    from mibspec.core.outputs import declared_files
+
+    files = _FileList(base)
+    for doc in result.documents:
+        size = _size(Path(doc.path))
+        too_large = size is not None and size > max_bytes
+        refused = f"over the document size limit of {max_bytes} bytes (P107)" if too_large else None
+        files.add(Path(doc.path), "document", doc.path, None, refused)
+    for doc in result.documents:
+        if doc.stages[Stage.PARSE][0] is not StageStatus.PASSED:
+            continue
+        for artifact_id, target, declared in declared_files(Path(doc.path)):
+            if target is None:
+                continue
+            size = _size(target)
+            refused = None
+            if size is not None and size != declared:  # A104: not hashed by the rules stage
+                refused = f"its size, {size} bytes, differs from the declared {declared!r} (A104)"
+            files.add(target, "artifact", doc.path, artifact_id, refused)
+    for doc in result.documents:
+        # the hash of the bytes recomputation used, not of the file as it is now
+        for used in doc.model_files:
+            files.add(Path(used.path), "model", doc.path, hashed=(used.sha256, used.size))
+    return files.entries
+
+
+class _FileList:
+    """The receipt's file entries, paths relative to ``base``; a file listed once, first role kept."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.entries: list[dict[str, Any]] = []
+        self.seen: set[Path] = set()
+
+    def add(
+        self,
+        path: Path,
+        role: str,
+        document: str,
+        artifact_id: str | None = None,
+        refused: str | None = None,
+        hashed: tuple[str, int] | None = None,
+    ) -> None:
+        resolved = path.resolve()
+        if resolved in self.seen:
+            return
+        self.seen.add(resolved)
+        entry: dict[str, Any] = {"path": _relative(resolved, self.base), "role": role}
+        if refused is None:
+            if hashed is None:
+                hashed = _sha256(resolved) if resolved.is_file() else None
+            entry.update(sha256=hashed[0] if hashed else None, bytes=hashed[1] if hashed else None)
+        else:  # the verification did not read it: neither does the receipt
+            entry.update(sha256=None, bytes=_size(resolved))
+        entry["document"] = document
+        if artifact_id is not None:
+            entry["artifact_id"] = artifact_id
+        if refused is not None:
+            entry["refused"] = refused
+        self.entries.append(entry)
 
 
 def write_receipt(

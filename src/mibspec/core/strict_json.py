@@ -529,13 +529,7 @@ class _Scanner:
             pos = match.end()
 
     def scan(self) -> None:
-        values: dict[str, int] = {}
-        keys: dict[str, int] = {}
-        wanted: set[str] | None = set()  # record nothing when only diagnosing
-        if self.map is not None:
-            if self.map._values is None:
-                self.map._values = {}
-            values, keys, wanted = self.map._values, self.map._keys, self.map._wanted
+        values, keys, wanted = self._recording()
         # Each stack frame: [container kind, pointer, next array index, pointer exact, seen keys]
         stack: list[list[Any]] = []
         expecting_key = False
@@ -550,16 +544,7 @@ class _Scanner:
                     pointer, exact = _child(stack[-1], key)
                     self._check_string(key, token, offset, pointer)
                     if key in stack[-1][4]:
-                        self.problems.append(
-                            ParseProblem(
-                                "duplicate-key",
-                                f"duplicate key {key!r} in object",
-                                offset=offset,
-                                pointer=pointer,
-                                hint="every key of a JSON object must be unique; later values "
-                                "would silently replace earlier ones",
-                            )
-                        )
+                        self._duplicate_key(key, offset, pointer)
                     elif exact and (wanted is None or pointer in wanted):
                         keys.setdefault(pointer, offset)
                     stack[-1][4].add(key)
@@ -590,30 +575,55 @@ class _Scanner:
                 values.setdefault(pointer, offset)
             if kind == "string":
                 self._check_string(None, token, offset, pointer)
-            elif kind == "constant":
-                self.problems.append(
-                    ParseProblem(
-                        "non-finite-number",
-                        f"{token} is not a JSON number",
-                        offset=offset,
-                        pointer=pointer,
-                        hint="JSON has no NaN or Infinity; report a missing value by omitting it",
-                    )
-                )
-            elif kind == "number" and not math.isfinite(float(token)):
-                self.problems.append(
-                    ParseProblem(
-                        "non-finite-number",
-                        f"{token if len(token) <= 40 else token[:20] + '…'} overflows to infinity",
-                        offset=offset,
-                        pointer=pointer,
-                    )
-                )
+            elif kind == "constant" or (kind == "number" and not math.isfinite(float(token))):
+                self._non_finite(kind, token, offset, pointer)
             if token == "{":
                 stack.append(["object", pointer, 0, exact, set()])
                 expecting_key = True
             elif token == "[":
                 stack.append(["array", pointer, 0, exact, set()])
+
+    def _recording(self) -> tuple[dict[str, int], dict[str, int], set[str] | None]:
+        """Where ``scan`` records value and key offsets, and which pointers (``None``: all)."""
+        if self.map is None:
+            return {}, {}, set()  # record nothing when only diagnosing
+        if self.map._values is None:
+            self.map._values = {}
+        return self.map._values, self.map._keys, self.map._wanted
+
+    def _duplicate_key(self, key: str, offset: int, pointer: str) -> None:
+        self.problems.append(
+            ParseProblem(
+                "duplicate-key",
+                f"duplicate key {key!r} in object",
+                offset=offset,
+                pointer=pointer,
+                hint="every key of a JSON object must be unique; later values "
+                "would silently replace earlier ones",
+            )
+        )
+
+    def _non_finite(self, kind: str, token: str, offset: int, pointer: str) -> None:
+        """A NaN or Infinity constant, or a number that overflows to infinity."""
+        if kind == "constant":
+            self.problems.append(
+                ParseProblem(
+                    "non-finite-number",
+                    f"{token} is not a JSON number",
+                    offset=offset,
+                    pointer=pointer,
+                    hint="JSON has no NaN or Infinity; report a missing value by omitting it",
+                )
+            )
+            return
+        self.problems.append(
+            ParseProblem(
+                "non-finite-number",
+                f"{token if len(token) <= 40 else token[:20] + '…'} overflows to infinity",
+                offset=offset,
+                pointer=pointer,
+            )
+        )
 
     def _check_string(self, value: str | None, token: str, offset: int, pointer: str) -> None:
         if "\\u" not in token:

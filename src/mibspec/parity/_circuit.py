@@ -18,15 +18,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mibspec.core.profiles import load_profile
 from mibspec.core.sidecars import load_tensor, tensor_infos
 from mibspec.core.strict_json import read_json_lines
+
+if TYPE_CHECKING:
+    from mibspec.reference_impl.engine import Ablation
 
 __all__ = [
     "CircuitInputs",
@@ -272,81 +275,30 @@ def mibspec_side(
     ``settings.start_token`` wins over the profile's, as in recomputation)."""
     import torch
 
-    from mibspec.reference_impl.engine import (
-        attribute_edges,
-        evaluate_circuits,
-        graph_universe,
-        load_model,
-        node_circuit_edges,
-        run_model,
-    )
-    from mibspec.reference_impl.metrics.circuit import rank_edges
-    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness, start_token_choice
+    from mibspec.reference_impl.engine import attribute_edges, graph_universe, load_model, run_model
+    from mibspec.reference_impl.recompute.circuit import start_token_choice
 
     profile = load_profile(profile_name)
     choice = start_token_choice(inputs.report["settings"], profile)
     start = _start_token(inputs) if choice == "prepend" else None
     model = load_model(inputs.model_dir)
     universe = graph_universe(model)
-    ids, cids, mask, correct, counter = _tokens(inputs, start)
+    examples = _tokens(inputs, start)
     out: dict[str, Any] = {"start_token": choice}
     if "logits" in tasks:
         logit_ids = torch.tensor(logit_tokens, dtype=torch.long)
         out["logits"] = run_model(model, logit_ids).logits.to(torch.float32).numpy()
     for ablation in ("counterfactual", "mean"):
         key = "circuits_patching" if ablation == "counterfactual" else "circuits_mean"
-        if key not in tasks:
-            continue
-        result = evaluate_circuits(
-            model,
-            ids,
-            cids,
-            mask,
-            correct,
-            counter,
-            inputs.membership,
-            ablation=ablation,
-            batch_size=inputs.batch_size,
-        )
-        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
-        out[key] = {
-            "m_full": m_full,
-            "m_empty": m_empty,
-            "f": values,
-            "sizes": [universe.weighted_edge_count(row) for row in inputs.membership],
-        }
+        if key in tasks:
+            out[key] = _circuits_side(model, universe, examples, inputs, profile, ablation)
     if "nodes" in tasks:
-        node_scores = _node_scores(universe, inputs.scores)
-        grid = _grid(inputs.report)
-        stacks, where = [], []
-        for ranking in ("signed", "absolute"):
-            order = rank_edges(node_scores, ranking)
-            for k in grid:
-                chosen = np.zeros(universe.n_forward, dtype=bool)
-                chosen[order[: int(k * universe.n_forward)]] = True
-                stacks.append(chosen)
-                where.append(ranking)
-        edges = node_circuit_edges(universe, np.stack(stacks))
-        result = evaluate_circuits(
-            model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size
-        )
-        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
-        out["nodes"] = {
-            "m_full": m_full,
-            "m_empty": m_empty,
-            "f": {
-                r: [v for v, w in zip(values, where, strict=True) if w == r] for r in ("signed", "absolute")
-            },
-        }
+        out["nodes"] = _nodes_side(model, universe, examples, inputs, profile)
     for method, key in (("eap", "EAP"), ("eap-ig", "EAP-IG-inputs")):
         if key in tasks:
             out[key] = attribute_edges(
                 model,
-                ids,
-                cids,
-                mask,
-                correct,
-                counter,
+                *examples,
                 method=method,  # type: ignore[arg-type]
                 steps=ig_steps,
                 batch_size=inputs.batch_size,
@@ -354,6 +306,68 @@ def mibspec_side(
                 scale=profile["attribution_scale"],
             )
     return out
+
+
+def _circuits_side(
+    model: Any,
+    universe: Any,
+    examples: tuple[np.ndarray, ...],
+    inputs: CircuitInputs,
+    profile: Any,
+    ablation: Ablation,
+) -> dict[str, Any]:
+    """m(N), m(∅), f and the weighted size of each of the report's circuits under ``ablation``."""
+    from mibspec.reference_impl.engine import evaluate_circuits
+    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
+
+    ids, cids, mask, correct, counter = examples
+    result = evaluate_circuits(
+        model,
+        ids,
+        cids,
+        mask,
+        correct,
+        counter,
+        inputs.membership,
+        ablation=ablation,
+        batch_size=inputs.batch_size,
+    )
+    m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    return {
+        "m_full": m_full,
+        "m_empty": m_empty,
+        "f": values,
+        "sizes": [universe.weighted_edge_count(row) for row in inputs.membership],
+    }
+
+
+def _nodes_side(
+    model: Any, universe: Any, examples: tuple[np.ndarray, ...], inputs: CircuitInputs, profile: Any
+) -> dict[str, Any]:
+    """m(N), m(∅) and f of the top nodes at each grid point, signed and absolute ranking."""
+    from mibspec.reference_impl.engine import evaluate_circuits, node_circuit_edges
+    from mibspec.reference_impl.metrics.circuit import rank_edges
+    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
+
+    node_scores = _node_scores(universe, inputs.scores)
+    grid = _grid(inputs.report)
+    stacks, where = [], []
+    for ranking in ("signed", "absolute"):
+        order = rank_edges(node_scores, ranking)
+        for k in grid:
+            chosen = np.zeros(universe.n_forward, dtype=bool)
+            chosen[order[: int(k * universe.n_forward)]] = True
+            stacks.append(chosen)
+            where.append(ranking)
+    edges = node_circuit_edges(universe, np.stack(stacks))
+    ids, cids, mask, correct, counter = examples
+    result = evaluate_circuits(model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size)
+    m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    return {
+        "m_full": m_full,
+        "m_empty": m_empty,
+        "f": {r: [v for v, w in zip(values, where, strict=True) if w == r] for r in ("signed", "absolute")},
+    }
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -378,96 +392,108 @@ def compare_circuit(
     inputs: CircuitInputs, peer: dict[str, Any], ours: dict[str, Any], profile_name: str
 ) -> list[ParityRow]:
     """The side-by-side rows for one profile."""
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
-
     profile = load_profile(profile_name)
     tol = profile["recompute"]["float32"]
-    a, r = float(tol["abs"]), float(tol["rel"])
-    prepend = ours["start_token"] == "prepend"
-    rows: list[ParityRow] = []
-    grid = _grid(inputs.report)
-
-    def add(name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
-        rows.append(ParityRow(name, float(public), float(mine), promised, a, r, note=note))
-
+    rows = _Rows(float(tol["abs"]), float(tol["rel"]), ours["start_token"] == "prepend")
     if "logits" in peer and "logits" in ours:
         pub = np.asarray(peer["logits"], dtype=np.float64)
         mine = np.asarray(ours["logits"], dtype=np.float64)
         # TransformerLens centres the unembedding: logits agree up to a constant per position
         pub, mine = _log_softmax(pub), _log_softmax(mine)
-        rows.append(_vector_row("log-softmax logits (same tokens)", pub.ravel(), mine.ravel(), True, r))
+        rows.rows.append(
+            _vector_row("log-softmax logits (same tokens)", pub.ravel(), mine.ravel(), True, rows.rel)
+        )
     if "circuits_patching" in peer:
         p, m = peer["circuits_patching"], ours["circuits_patching"]
-        add("m(N)", p["m_full"], m["m_full"], prepend)
-        add("m(∅)", p["m_empty"], m["m_empty"], prepend)
+        rows.add("m(N)", p["m_full"], m["m_full"], rows.prepend)
+        rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.prepend)
         for i, (ranking, k) in enumerate(inputs.points):
-            add(
-                f"f({k:g}) {ranking}, report circuit",
-                _f(p["m"][i], p["m_full"], p["m_empty"]),
-                m["f"][i],
-                prepend,
-            )
+            f = _f(p["m"][i], p["m_full"], p["m_empty"])
+            rows.add(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.prepend)
     if "curves" in peer and "circuits_patching" in ours:
-        m = ours["circuits_patching"]
-        by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}
-        for (ranking, _), value in zip(inputs.points, m["f"], strict=True):
-            by_ranking[ranking].append(value)
-        if profile["force_full_faithfulness"]:
-            for values in by_ranking.values():
-                values[-1] = 1.0
-        for ranking in ("signed", "absolute"):
-            curve = peer["curves"][ranking]
-            for k, pf, mf in zip(grid, curve["faithfulness"], by_ranking[ranking], strict=True):
-                add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, prepend)
-        add("CPR (signed)", peer["curves"]["signed"]["area_under"], cpr(grid, by_ranking["signed"]), prepend)
-        add(
-            "CMD (absolute)",
-            peer["curves"]["absolute"]["area_from_1"],
-            cmd(grid, by_ranking["absolute"]),
-            prepend,
-        )
-        sizes = dict(zip(inputs.points, ours["circuits_patching"]["sizes"], strict=True))
-        for ranking in ("signed", "absolute"):
-            for k, recorded in zip(grid, peer["curves"][ranking]["recorded_sizes"], strict=True):
-                add(
-                    f"size({k:g}) {ranking}, recorded",
-                    recorded,
-                    sizes[(ranking, k)],
-                    False,
-                    "recorded after one pruning round (named difference)",
-                )
+        _curve_rows(rows, inputs, peer["curves"], ours["circuits_patching"], profile)
     if "circuits_mean" in peer and "circuits_mean" in ours:
         p, m = peer["circuits_mean"], ours["circuits_mean"]
-        add("m(∅), mean ablation", p["m_empty"], m["m_empty"], False, "named difference: mean ablation")
+        note = "named difference: mean ablation"
+        rows.add("m(∅), mean ablation", p["m_empty"], m["m_empty"], False, note)
         for i, (ranking, k) in enumerate(inputs.points):
-            add(
-                f"f({k:g}) {ranking}, mean ablation",
-                _f(p["m"][i], p["m_full"], p["m_empty"]),
-                m["f"][i],
-                False,
-                "named difference: mean ablation",
-            )
+            f = _f(p["m"][i], p["m_full"], p["m_empty"])
+            rows.add(f"f({k:g}) {ranking}, mean ablation", f, m["f"][i], False, note)
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
-        add("m(∅), node circuit", p["m_empty"], m["m_empty"], prepend)
+        rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.prepend)
         for ranking in ("signed", "absolute"):
-            for k, pm, mf in zip(grid, p["m"][ranking], m["f"][ranking], strict=True):
-                add(f"f({k:g}) {ranking}, node circuit", _f(pm, p["m_full"], p["m_empty"]), mf, prepend)
+            for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
+                f = _f(pm, p["m_full"], p["m_empty"])
+                rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.prepend)
+    _attribution_rows(rows, peer, ours, profile)
+    return rows.rows
+
+
+@dataclass
+class _Rows:
+    """The rows of one comparison, under the profile's float32 tolerance (``abs_``, ``rel``);
+    ``prepend``: whether mibspec prepends a start token as the public code does."""
+
+    abs_: float
+    rel: float
+    prepend: bool
+    rows: list[ParityRow] = field(default_factory=list)
+
+    def add(self, name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
+        self.rows.append(
+            ParityRow(name, float(public), float(mine), promised, self.abs_, self.rel, note=note)
+        )
+
+
+def _curve_rows(
+    rows: _Rows, inputs: CircuitInputs, curves: dict[str, Any], patching: dict[str, Any], profile: Any
+) -> None:
+    """MIB's top-n curves against mibspec's report circuits: f(k), CPR, CMD and the sizes."""
+    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+
+    grid = _grid(inputs.report)
+    by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}
+    for (ranking, _), value in zip(inputs.points, patching["f"], strict=True):
+        by_ranking[ranking].append(value)
+    if profile["force_full_faithfulness"]:
+        for values in by_ranking.values():
+            values[-1] = 1.0
+    for ranking in ("signed", "absolute"):
+        for k, pf, mf in zip(grid, curves[ranking]["faithfulness"], by_ranking[ranking], strict=True):
+            rows.add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.prepend)
+    rows.add("CPR (signed)", curves["signed"]["area_under"], cpr(grid, by_ranking["signed"]), rows.prepend)
+    rows.add(
+        "CMD (absolute)", curves["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), rows.prepend
+    )
+    sizes = dict(zip(inputs.points, patching["sizes"], strict=True))
+    for ranking in ("signed", "absolute"):
+        for k, recorded in zip(grid, curves[ranking]["recorded_sizes"], strict=True):
+            rows.add(
+                f"size({k:g}) {ranking}, recorded",
+                recorded,
+                sizes[(ranking, k)],
+                False,
+                "recorded after one pruning round (named difference)",
+            )
+
+
+def _attribution_rows(rows: _Rows, peer: dict[str, Any], ours: dict[str, Any], profile: Any) -> None:
+    """EAP and EAP-IG edge scores; promised only under the public code's conventions."""
     for key, extra in (("EAP", ()), ("EAP-IG-inputs", ("ig_points",))):
         if key in peer and key in ours:
-            promised = prepend and profile["attribution_scale"] == "per_example_and_batch"
+            promised = rows.prepend and profile["attribution_scale"] == "per_example_and_batch"
             promised = promised and all(profile[c] == "left" for c in extra)
-            rows.append(
+            rows.rows.append(
                 _vector_row(
                     f"{key} edge scores",
                     np.asarray(peer[key]),
                     np.asarray(ours[key]),
                     promised,
-                    r,
+                    rows.rel,
                     "relative to max |public score|",
                 )
             )
-    return rows
 
 
 def circuit_parity(

@@ -201,6 +201,40 @@ def _bench(model: Any, job: dict[str, Any]) -> dict[str, Any]:
 
 def run(folder: Path) -> dict[str, Any]:
     job = json.loads((folder / "job.json").read_text(encoding="utf-8"))
+    _prepare(job)
+    out: dict[str, Any] = {"timings": {}}
+    tasks = set(job["tasks"])
+    model = _load_model(job)
+    if "bench" in tasks:
+        out["bench"] = _bench(model, job)
+        return out
+    out["start_token"] = int(model.tokenizer.bos_token_id)
+    metric = _metric(model, mean=False, loss=False)
+    if "logits" in tasks:
+        out["tokenized"] = _logits(model, job, folder)
+    dataloader = _dataloader(job)
+
+    def timed(key: str, timing: str, compute: Any, *args: Any) -> None:
+        t0 = time.perf_counter()
+        out[key] = compute(model, job, *args)
+        out["timings"][timing] = time.perf_counter() - t0
+
+    if "curve" in tasks:
+        timed("curves", "curve", _curves, dataloader, metric)
+    for ablation in ("patching", "mean"):
+        if f"circuits_{ablation}" in tasks:
+            timed(f"circuits_{ablation}", f"circuits_{ablation}", _circuits, dataloader, metric, ablation)
+    if "nodes" in tasks:
+        timed("nodes", "nodes", _nodes, dataloader, metric)
+    for method in ("EAP", "EAP-IG-inputs"):
+        if method in tasks:
+            timed(method, method, _attribution, dataloader, method)
+    return out
+
+
+def _prepare(job: dict[str, Any]) -> None:
+    """The peer folders on ``sys.path``, torch's threads and gradients set, and the public
+    code's modules given the CPU-allocating ``torch``."""
     peers = Path(job["peers"])
     sys.path[:0] = [str(peers / "eap-ig" / "src"), str(peers / "mib-circuit-track")]
     import torch
@@ -214,110 +248,100 @@ def run(folder: Path) -> dict[str, Any]:
     for module in (eap.attribute, eap.utils, eap.evaluate):
         module.torch = _CpuTorch(torch)  # type: ignore[attr-defined]
 
-    from eap.attribute import attribute
-    from eap.evaluate import evaluate_baseline, evaluate_graph
+
+def _logits(model: Any, job: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The logits on ``logit_tokens`` written to ``logits.safetensors``; returns how the
+    public code tokenises the first batch's prompts (prepend_bos=True, right padding)."""
+    import torch
+    from eap.utils import tokenize_plus
+    from safetensors.torch import save_file
+
+    tokens = torch.tensor(job["logit_tokens"], dtype=torch.long)
+    with torch.inference_mode():
+        logits = model(tokens).to(torch.float32)
+    save_file({"logits": logits.contiguous()}, str(folder / "logits.safetensors"))
+    first = [r[0] for r in job["rows"][: job["batch_size"]]]
+    toks, _mask, lengths, _ = tokenize_plus(model, first)
+    return {"tokens": toks.tolist(), "lengths": lengths.tolist()}
+
+
+def _curves(model: Any, job: dict[str, Any], dataloader: Any, metric: Any) -> dict[str, Any]:
+    """MIB's area-under-curve evaluation under the signed and the absolute ranking."""
     from MIB_circuit_track.evaluation import evaluate_area_under_curve
 
-    out: dict[str, Any] = {"timings": {}}
-    tasks = set(job["tasks"])
-    model = _load_model(job)
-    names = job["edge_names"]
-    if "bench" in tasks:
-        out["bench"] = _bench(model, job)
-        return out
-    out["start_token"] = int(model.tokenizer.bos_token_id)
-    metric = _metric(model, mean=False, loss=False)
-
-    if "logits" in tasks:
-        from safetensors.torch import save_file
-
-        tokens = torch.tensor(job["logit_tokens"], dtype=torch.long)
-        with torch.inference_mode():
-            logits = model(tokens).to(torch.float32)
-        save_file({"logits": logits.contiguous()}, str(folder / "logits.safetensors"))
-        # how the public code tokenises the prompts: prepend_bos=True, right padding
-        from eap.utils import tokenize_plus
-
-        first = [r[0] for r in job["rows"][: job["batch_size"]]]
-        toks, _mask, lengths, _ = tokenize_plus(model, first)
-        out["tokenized"] = {"tokens": toks.tolist(), "lengths": lengths.tolist()}
-
-    dataloader = _dataloader(job)
-    if "curve" in tasks:
-        t0 = time.perf_counter()
-        curves = {}
-        for ranking, absolute in (("signed", False), ("absolute", True)):
-            graph = _graph(model, job)
-            counts, area_under, area_from_1, _average, faith = evaluate_area_under_curve(
-                model, graph, dataloader, metric, quiet=True, level="edge", absolute=absolute
-            )
-            curves[ranking] = {
-                "recorded_sizes": [float(c) for c in counts],
-                "area_under": float(area_under),
-                "area_from_1": float(area_from_1),
-                "faithfulness": [float(f) for f in faith],
-            }
-        out["curves"] = curves
-        out["timings"]["curve"] = time.perf_counter() - t0
-
-    for ablation in ("patching", "mean"):
-        if f"circuits_{ablation}" not in tasks:
-            continue
-        t0 = time.perf_counter()
+    curves = {}
+    for ranking, absolute in (("signed", False), ("absolute", True)):
         graph = _graph(model, job)
-        kwargs: dict[str, Any] = {"quiet": True, "intervention": ablation}
-        if ablation == "mean":
-            kwargs["intervention_dataloader"] = _dataloader(job)
-        m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
-        graph.in_graph[:] = False
-        graph.nodes_in_graph[:] = False
-        m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, **kwargs))
-        values, sizes = [], []
-        for members in job["circuits"]:
-            _set_circuit(graph, names, members)
-            values.append(_mean(evaluate_graph(model, graph, dataloader, metric, **kwargs)))
-            sizes.append(float(graph.weighted_edge_count()))  # after evaluate_graph's pruning
-        out[f"circuits_{ablation}"] = {"m_full": m_full, "m_empty": m_empty, "m": values, "sizes": sizes}
-        out["timings"][f"circuits_{ablation}"] = time.perf_counter() - t0
-
-    if "nodes" in tasks:
-        t0 = time.perf_counter()
-        graph = _graph(model, job, node_scores=True)
-        for name, node in graph.nodes.items():
-            if name in job["node_scores"]:
-                node.score = float(job["node_scores"][name])
-        m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
-        graph.apply_topn(0, True, level="node")
-        m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, quiet=True))
-        nodes_runs = {}
-        for ranking, absolute in (("signed", False), ("absolute", True)):
-            values = []
-            for n in job["node_counts"]:
-                graph.apply_topn(n, absolute, level="node")
-                values.append(_mean(evaluate_graph(model, graph, dataloader, metric, quiet=True)))
-            nodes_runs[ranking] = values
-        out["nodes"] = {"m_full": m_full, "m_empty": m_empty, "m": nodes_runs}
-        out["timings"]["nodes"] = time.perf_counter() - t0
-
-    for method in ("EAP", "EAP-IG-inputs"):
-        if method not in tasks:
-            continue
-        t0 = time.perf_counter()
-        graph = _graph(model, job)
-        attribute(
-            model,
-            graph,
-            dataloader,
-            _metric(model, mean=True, loss=True),  # as MIB's run_attribution.py calls it
-            method,
-            "patching",
-            ig_steps=job["ig_steps"],
-            intervention_dataloader=dataloader,
-            quiet=True,
+        counts, area_under, area_from_1, _average, faith = evaluate_area_under_curve(
+            model, graph, dataloader, metric, quiet=True, level="edge", absolute=absolute
         )
-        out[method] = [float(graph.edges[name].score) for name in names]
-        out["timings"][method] = time.perf_counter() - t0
-    return out
+        curves[ranking] = {
+            "recorded_sizes": [float(c) for c in counts],
+            "area_under": float(area_under),
+            "area_from_1": float(area_from_1),
+            "faithfulness": [float(f) for f in faith],
+        }
+    return curves
+
+
+def _circuits(model: Any, job: dict[str, Any], dataloader: Any, metric: Any, ablation: str) -> dict[str, Any]:
+    """m(N), m(∅) and every circuit's m and (pruned) size under ``ablation``."""
+    from eap.evaluate import evaluate_baseline, evaluate_graph
+
+    graph = _graph(model, job)
+    kwargs: dict[str, Any] = {"quiet": True, "intervention": ablation}
+    if ablation == "mean":
+        kwargs["intervention_dataloader"] = _dataloader(job)
+    m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
+    graph.in_graph[:] = False
+    graph.nodes_in_graph[:] = False
+    m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, **kwargs))
+    values, sizes = [], []
+    for members in job["circuits"]:
+        _set_circuit(graph, job["edge_names"], members)
+        values.append(_mean(evaluate_graph(model, graph, dataloader, metric, **kwargs)))
+        sizes.append(float(graph.weighted_edge_count()))  # after evaluate_graph's pruning
+    return {"m_full": m_full, "m_empty": m_empty, "m": values, "sizes": sizes}
+
+
+def _nodes(model: Any, job: dict[str, Any], dataloader: Any, metric: Any) -> dict[str, Any]:
+    """m(N), m(∅) and m of the top nodes at each of ``node_counts``, signed and absolute."""
+    from eap.evaluate import evaluate_baseline, evaluate_graph
+
+    graph = _graph(model, job, node_scores=True)
+    for name, node in graph.nodes.items():
+        if name in job["node_scores"]:
+            node.score = float(job["node_scores"][name])
+    m_full = _mean(evaluate_baseline(model, dataloader, metric, quiet=True))
+    graph.apply_topn(0, True, level="node")
+    m_empty = _mean(evaluate_graph(model, graph, dataloader, metric, quiet=True))
+    nodes_runs = {}
+    for ranking, absolute in (("signed", False), ("absolute", True)):
+        values = []
+        for n in job["node_counts"]:
+            graph.apply_topn(n, absolute, level="node")
+            values.append(_mean(evaluate_graph(model, graph, dataloader, metric, quiet=True)))
+        nodes_runs[ranking] = values
+    return {"m_full": m_full, "m_empty": m_empty, "m": nodes_runs}
+
+
+def _attribution(model: Any, job: dict[str, Any], dataloader: Any, method: str) -> list[float]:
+    """Every edge's score from the public ``attribute`` (EAP or EAP-IG-inputs), in the job's order."""
+    from eap.attribute import attribute
+
+    graph = _graph(model, job)
+    attribute(
+        model,
+        graph,
+        dataloader,
+        _metric(model, mean=True, loss=True),  # as MIB's run_attribution.py calls it
+        method,
+        "patching",
+        ig_steps=job["ig_steps"],
+        intervention_dataloader=dataloader,
+        quiet=True,
+    )
+    return [float(graph.edges[name].score) for name in job["edge_names"]]
 
 
 def main() -> int:

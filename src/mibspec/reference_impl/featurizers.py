@@ -65,6 +65,37 @@ def expected_weights(doc: Mapping[str, Any]) -> tuple[dict[str, list[int]], list
     kind = doc.get("type")
     d, n = int(doc["input_dim"]), int(doc["n_features"])
     weights: Mapping[str, Any] = doc.get("weights") or {}
+    required, optional, problems = _type_weights(doc, kind, d, n)
+    for field, applies_to in (("pca_centring", "pca"), ("sae_activation", "sae"), ("sae_k", "sae")):
+        if kind != applies_to and doc.get(field) is not None:
+            problems.append((f"/{field}", f"{field} applies to {applies_to} featurizers, not {kind}"))
+    allowed = {**optional, **required}
+    for name in required:
+        if name not in weights:
+            problems.append(("/weights", f"a {kind} featurizer needs the weight {name!r}"))
+    for name, ref in weights.items():
+        if name not in allowed:
+            problems.append((f"/weights/{name}", f"a {kind} featurizer has no weight {name!r}"))
+            continue
+        if list(ref.get("shape", [])) != allowed[name]:
+            problems.append(
+                (
+                    f"/weights/{name}/shape",
+                    f"{name} must have shape {allowed[name]}; declared {ref.get('shape')}",
+                )
+            )
+        if ref.get("dtype") not in ORTHONORMAL_TOLERANCE:
+            problems.append(
+                (f"/weights/{name}/dtype", f"{name} must be a float tensor; declared {ref.get('dtype')}")
+            )
+    return allowed, problems
+
+
+def _type_weights(
+    doc: Mapping[str, Any], kind: Any, d: int, n: int
+) -> tuple[dict[str, list[int]], dict[str, list[int]], list[tuple[str, str]]]:
+    """The required and the optional weight shapes of a featurizer type, and the problems of
+    its feature count and type-specific fields."""
     problems: list[tuple[str, str]] = []
     required: dict[str, list[int]] = {}
     optional: dict[str, list[int]] = {}
@@ -97,45 +128,27 @@ def expected_weights(doc: Mapping[str, Any]) -> tuple[dict[str, list[int]], list
         target["scale"] = [d]
     elif kind == "sae":
         required.update({"W_enc": [d, n], "b_enc": [n], "W_dec": [n, d], "b_dec": [d]})
-        activation = doc.get("sae_activation")
-        if activation is None:
-            problems.append(("/sae_activation", "an sae featurizer declares sae_activation"))
-        if activation == "jumprelu":
-            required["threshold"] = [n]
-        if activation == "topk":
-            k = doc.get("sae_k")
-            if k is None:
-                problems.append(("/sae_k", "a topk sae declares sae_k"))
-            elif k > n:
-                problems.append(("/sae_k", f"sae_k {k} exceeds the {n} latents"))
-        elif doc.get("sae_k") is not None:
-            problems.append(("/sae_k", "sae_k applies to the topk activation only"))
-    if kind != "pca" and doc.get("pca_centring") is not None:
-        problems.append(("/pca_centring", f"pca_centring applies to pca featurizers, not {kind}"))
-    if kind != "sae" and doc.get("sae_activation") is not None:
-        problems.append(("/sae_activation", f"sae_activation applies to sae featurizers, not {kind}"))
-    if kind != "sae" and doc.get("sae_k") is not None:
-        problems.append(("/sae_k", f"sae_k applies to sae featurizers, not {kind}"))
-    allowed = {**optional, **required}
-    for name in required:
-        if name not in weights:
-            problems.append(("/weights", f"a {kind} featurizer needs the weight {name!r}"))
-    for name, ref in weights.items():
-        if name not in allowed:
-            problems.append((f"/weights/{name}", f"a {kind} featurizer has no weight {name!r}"))
-            continue
-        if list(ref.get("shape", [])) != allowed[name]:
-            problems.append(
-                (
-                    f"/weights/{name}/shape",
-                    f"{name} must have shape {allowed[name]}; declared {ref.get('shape')}",
-                )
-            )
-        if ref.get("dtype") not in ORTHONORMAL_TOLERANCE:
-            problems.append(
-                (f"/weights/{name}/dtype", f"{name} must be a float tensor; declared {ref.get('dtype')}")
-            )
-    return allowed, problems
+        problems += _sae_problems(doc, required, n)
+    return required, optional, problems
+
+
+def _sae_problems(doc: Mapping[str, Any], required: dict[str, list[int]], n: int) -> list[tuple[str, str]]:
+    """An SAE's activation and ``sae_k`` (adding the JumpReLU threshold to ``required``)."""
+    problems: list[tuple[str, str]] = []
+    activation = doc.get("sae_activation")
+    if activation is None:
+        problems.append(("/sae_activation", "an sae featurizer declares sae_activation"))
+    if activation == "jumprelu":
+        required["threshold"] = [n]
+    if activation == "topk":
+        k = doc.get("sae_k")
+        if k is None:
+            problems.append(("/sae_k", "a topk sae declares sae_k"))
+        elif k > n:
+            problems.append(("/sae_k", f"sae_k {k} exceeds the {n} latents"))
+    elif doc.get("sae_k") is not None:
+        problems.append(("/sae_k", "sae_k applies to the topk activation only"))
+    return problems
 
 
 def orthonormal_weights(doc: Mapping[str, Any]) -> tuple[str, ...]:

@@ -171,18 +171,7 @@ def attribute_edges(
     Raises:
         ValueError: on a malformed argument, naming it.
     """
-    if method not in ATTRIBUTION_METHODS:
-        raise ValueError(f"method: expected one of {list(ATTRIBUTION_METHODS)}, got {method!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps: expected an integer >= 1, got {steps!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
-    if ig_points not in IG_POINTS:
-        raise ValueError(f"ig_points: expected one of {list(IG_POINTS)}, got {ig_points!r}")
-    if scale not in ATTRIBUTION_SCALES:
-        raise ValueError(f"scale: expected one of {list(ATTRIBUTION_SCALES)}, got {scale!r}")
-    if model.parallel_attn_mlp:
-        raise ValueError("model: attribution supports sequential attention and MLP blocks only")
+    _check_options(model, method, steps, batch_size, ig_points, scale)
     universe = graph_universe(model)
     if method == "random":
         rng = np.random.default_rng(seed)
@@ -221,3 +210,21 @@ def attribute_edges(
             progress(sl.stop)
     scores = (total / N).cpu().numpy()
     return universe.from_matrix(np.where(universe.edge_mask, scores, 0.0)).astype(np.float64)
+
+
+def _check_options(
+    model: ModelWeights, method: object, steps: object, batch_size: object, ig_points: object, scale: object
+) -> None:
+    """``attribute_edges``'s options, each refused with a ValueError naming it."""
+    if method not in ATTRIBUTION_METHODS:
+        raise ValueError(f"method: expected one of {list(ATTRIBUTION_METHODS)}, got {method!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps: expected an integer >= 1, got {steps!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size: expected an integer >= 1, got {batch_size!r}")
+    if ig_points not in IG_POINTS:
+        raise ValueError(f"ig_points: expected one of {list(IG_POINTS)}, got {ig_points!r}")
+    if scale not in ATTRIBUTION_SCALES:
+        raise ValueError(f"scale: expected one of {list(ATTRIBUTION_SCALES)}, got {scale!r}")
+    if model.parallel_attn_mlp:
+        raise ValueError("model: attribution supports sequential attention and MLP blocks only")

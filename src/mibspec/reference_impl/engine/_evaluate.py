@@ -211,7 +211,28 @@ def evaluate_circuits(
         model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype, model.device), _MIXING
     )
 
-    K, N = edges.shape[0], ids.shape[0]
+    out, clean_m, empty_m = _evaluate_batches(
+        setup, plan, constant, (ids, cids, mask, tokens), edges.shape[0], size, budget, reuse, progress
+    )
+    return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=plan.n_edges, ablation=ablation)
+
+
+def _evaluate_batches(
+    setup: PassSetup,
+    plan: CircuitPlan,
+    constant: torch.Tensor | None,
+    examples: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    K: int,
+    size: int,
+    budget: int,
+    reuse: ActivationCache | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The metric of every circuit, of the full model and of the empty circuit on every example,
+    one batch of ``size`` examples at a time: ``(K, N)``, ``(N,)``, ``(N,)``."""
+    model = setup.model
+    ids, cids, mask, tokens = examples
+    N = ids.shape[0]
     out = np.empty((K, N), dtype=np.float64)
     clean_m = np.empty(N, dtype=np.float64)
     empty_m = np.empty(N, dtype=np.float64)
@@ -239,7 +260,7 @@ def evaluate_circuits(
                 out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, budget, reuse, key)
             if progress is not None:
                 progress(sl.stop)
-    return CircuitMetrics(circuits=out, clean=clean_m, empty=empty_m, n_edges=plan.n_edges, ablation=ablation)
+    return out, clean_m, empty_m
 
 
 def _batch_context(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -602,71 +602,26 @@ def _read_rotary(
     hf: Any, arch: str, family: str, source: str, revision: str | None, dtype: torch.dtype
 ) -> ModelWeights:
     cfg = hf.config
-    if getattr(cfg, "use_bidirectional_attention", False):
-        raise ValueError("model: bidirectional attention is not a causal LM the engine handles")
-    rope = getattr(cfg, "rope_parameters", None) or {}
-    rope_type = rope.get("rope_type", "default") if isinstance(rope, dict) else "default"
-    if rope_type not in _STATIC_ROPE:
-        raise ValueError(
-            f"model: rotary embedding type {rope_type!r} depends on the sequence length; "
-            f"expected one of {sorted(_STATIC_ROPE)}"
-        )
+    _check_rotary_config(cfg)
     base = hf.model
     d = int(cfg.hidden_size)
     H, G = int(cfg.num_attention_heads), int(cfg.num_key_value_heads)
     if H % G:
         raise ValueError(f"model: num_attention_heads ({H}) must be a multiple of num_key_value_heads ({G})")
     e = int(getattr(cfg, "head_dim", None) or d // H)
-    eps = float(cfg.rms_norm_eps)
     gemma = family == "gemma2"
-    norm_kind: NormKind = "rms_offset" if gemma else "rms"
-    act_name = cfg.hidden_activation if gemma else cfg.hidden_act
-    activation = _activation(act_name)
+    norm = _rms_norm_reader(gemma, float(cfg.rms_norm_eps), dtype)
+    activation = _activation(cfg.hidden_activation if gemma else cfg.hidden_act)
     # Gemma-2 scales scores by a configured constant rather than the head width.
     attn_scale = float(cfg.query_pre_attn_scalar) ** -0.5 if gemma else e**-0.5
     layer_types = list(getattr(cfg, "layer_types", None) or ["full_attention"] * len(base.layers))
     window = getattr(cfg, "sliding_window", None)
-
-    def norm(mod: Any) -> NormWeights:
-        return NormWeights(norm_kind, _t(mod.weight, dtype), None, eps)
-
     layers = []
     for i, block in enumerate(base.layers):
-        att, mlp = block.self_attn, block.mlp
         if layer_types[i] not in ("full_attention", "sliding_attention"):
             raise ValueError(f"model: unsupported attention layer type {layer_types[i]!r} in layer {i}")
         sliding = int(window) if layer_types[i] == "sliding_attention" and window else None
-        layers.append(
-            LayerWeights(
-                norm_attn=norm(block.input_layernorm),
-                w_qkv=_t(
-                    torch.cat(
-                        [
-                            _linear_in(att.q_proj.weight, H, e),
-                            _linear_in(att.k_proj.weight, G, e),
-                            _linear_in(att.v_proj.weight, G, e),
-                        ],
-                        dim=1,
-                    ),
-                    dtype,
-                ),
-                b_qkv=_opt(_qkv_bias(att, H, G, e), dtype),
-                n_heads=H,
-                n_kv_heads=G,
-                w_o=_t(att.o_proj.weight.T.reshape(H, e, d), dtype),
-                b_o=_opt(_bias(att.o_proj), dtype),
-                norm_attn_out=norm(block.post_attention_layernorm) if gemma else None,
-                norm_mlp=norm(block.pre_feedforward_layernorm if gemma else block.post_attention_layernorm),
-                w_in=_t(mlp.up_proj.weight.T, dtype),
-                b_in=_opt(_bias(mlp.up_proj), dtype),
-                w_gate=_t(mlp.gate_proj.weight.T, dtype),
-                w_out=_t(mlp.down_proj.weight.T, dtype),
-                b_out=_opt(_bias(mlp.down_proj), dtype),
-                norm_mlp_out=norm(block.post_feedforward_layernorm) if gemma else None,
-                attn_scale=attn_scale,
-                sliding_window=sliding,
-            )
-        )
+        layers.append(_rotary_layer(block, norm, gemma, (H, G, e, d), attn_scale, sliding, dtype))
     rotary = base.rotary_emb
     head = hf.get_output_embeddings()
     embed_scale = None
@@ -697,6 +652,72 @@ def _read_rotary(
         attn_softcap=_float_or_none(getattr(cfg, "attn_logit_softcapping", None)) if gemma else None,
         final_softcap=_float_or_none(getattr(cfg, "final_logit_softcapping", None)) if gemma else None,
         activation=activation,
+    )
+
+
+def _check_rotary_config(cfg: Any) -> None:
+    """Refuse a bidirectional model and a rotary embedding that depends on the sequence length."""
+    if getattr(cfg, "use_bidirectional_attention", False):
+        raise ValueError("model: bidirectional attention is not a causal LM the engine handles")
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    rope_type = rope.get("rope_type", "default") if isinstance(rope, dict) else "default"
+    if rope_type not in _STATIC_ROPE:
+        raise ValueError(
+            f"model: rotary embedding type {rope_type!r} depends on the sequence length; "
+            f"expected one of {sorted(_STATIC_ROPE)}"
+        )
+
+
+def _rms_norm_reader(gemma: bool, eps: float, dtype: torch.dtype) -> Callable[[Any], NormWeights]:
+    """Reads an RMS norm module's weights (of the ``rms_offset`` kind for Gemma-2)."""
+    norm_kind: NormKind = "rms_offset" if gemma else "rms"
+
+    def norm(mod: Any) -> NormWeights:
+        return NormWeights(norm_kind, _t(mod.weight, dtype), None, eps)
+
+    return norm
+
+
+def _rotary_layer(
+    block: Any,
+    norm: Callable[[Any], NormWeights],
+    gemma: bool,
+    shape: tuple[int, int, int, int],
+    attn_scale: float,
+    sliding: int | None,
+    dtype: torch.dtype,
+) -> LayerWeights:
+    """One decoder block's weights; ``shape`` is (heads, key-value heads, head width, d_model)."""
+    H, G, e, d = shape
+    att, mlp = block.self_attn, block.mlp
+    return LayerWeights(
+        norm_attn=norm(block.input_layernorm),
+        w_qkv=_t(
+            torch.cat(
+                [
+                    _linear_in(att.q_proj.weight, H, e),
+                    _linear_in(att.k_proj.weight, G, e),
+                    _linear_in(att.v_proj.weight, G, e),
+                ],
+                dim=1,
+            ),
+            dtype,
+        ),
+        b_qkv=_opt(_qkv_bias(att, H, G, e), dtype),
+        n_heads=H,
+        n_kv_heads=G,
+        w_o=_t(att.o_proj.weight.T.reshape(H, e, d), dtype),
+        b_o=_opt(_bias(att.o_proj), dtype),
+        norm_attn_out=norm(block.post_attention_layernorm) if gemma else None,
+        norm_mlp=norm(block.pre_feedforward_layernorm if gemma else block.post_attention_layernorm),
+        w_in=_t(mlp.up_proj.weight.T, dtype),
+        b_in=_opt(_bias(mlp.up_proj), dtype),
+        w_gate=_t(mlp.gate_proj.weight.T, dtype),
+        w_out=_t(mlp.down_proj.weight.T, dtype),
+        b_out=_opt(_bias(mlp.down_proj), dtype),
+        norm_mlp_out=norm(block.post_feedforward_layernorm) if gemma else None,
+        attn_scale=attn_scale,
+        sliding_window=sliding,
     )
 
 

@@ -365,20 +365,9 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     Raises:
         UnusableInputError: R104 (or R107 when over the size limit) at the declaration at fault.
     """
-    from ..engine import check_model_size, load_model_from_bytes, model_size, read_config
-
     declaration = ctx.data["model"]
     declared: dict[str, str] = dict(declaration.get("files") or {})
-    max_bytes = ctx.options.limits.max_model_bytes
-
-    def vet(data: bytes) -> dict[str, Any]:
-        try:
-            config = read_config(data, _CONFIG)
-            check_model_size(model_size(config), dtype, max_bytes)
-        except ValueError as exc:
-            raise _size_error(pointer, exc) from exc
-        return config
-
+    vet = _config_vetter(dtype, ctx.options.limits.max_model_bytes, pointer)
     source = resolve_model(declaration, ctx.folder, ctx.options.model_roots, pointer)
     if not source.local:
         source = _hub_snapshot(source, pointer, vet)
@@ -391,7 +380,69 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     progress.start(f"reading the config of {source.display}", config_size)
     config = vet(reader.read(_CONFIG, config_path, config_size))
     check_declared_model(ctx, declaration, config, source.display, pointer)
+    files = _model_files(ctx, reader, source, declared, pointer, config_size)
+    progress.start(f"reading and hashing the model files of {source.display}", sum(files.sizes.values()))
+    for name in files.extra:
+        reader.read(name, files.paths[name], files.sizes[name], keep=False)
+    # The files the weights are built from: the config and index bytes read above, and the
+    # digests of the weights and tokenizer. A model built earlier in this run from files
+    # with the same digests is used again instead of being read and built twice.
+    model_key = (
+        source.location,
+        source.revision,
+        dtype,
+        tuple((f.name, f.sha256) for f in reader.used if f.name in (_CONFIG, _INDEX)),
+    )
+    reused = None if session is None else _reused_model(session, model_key, reader, files)
+    if reused is not None:
+        ctx.model_files.extend(reader.used)
+        _unpinned_finding(ctx, files.read, declared, source, pointer)
+        tokenizer, weights = reused
+        return _opened(source, tokenizer, config), weights
+    mark = len(reader.used)
+    blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
+    digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
+    ctx.model_files.extend(reader.used)
+    _unpinned_finding(ctx, files.read, declared, source, pointer)
+    tokenizer = blobs.pop(_TOKENIZER)
+    weights = _build_model(ctx, progress, source, config, blobs, dtype, pointer)
+    if session is not None:
+        session.keep_model(model_key, digests, (tokenizer, weights))
+    return _opened(source, tokenizer, config), weights
 
+
+def _config_vetter(dtype: str, max_bytes: int, pointer: str) -> Callable[[bytes], dict[str, Any]]:
+    """A function reading a config's bytes and refusing a model over ``max_bytes`` in ``dtype``."""
+    from ..engine import check_model_size, model_size, read_config
+
+    def vet(data: bytes) -> dict[str, Any]:
+        try:
+            config = read_config(data, _CONFIG)
+            check_model_size(model_size(config), dtype, max_bytes)
+        except ValueError as exc:
+            raise _size_error(pointer, exc) from exc
+        return config
+
+    return vet
+
+
+@dataclass(frozen=True)
+class _ModelFiles:
+    """The files a model is built from, located and measured before any is read."""
+
+    names: list[str]  # the weight files, then the tokenizer
+    read: set[str]  # every file used, the config and index included
+    extra: list[str]  # pinned but not used: checked all the same
+    paths: dict[str, Path]
+    sizes: dict[str, int]
+
+
+def _model_files(
+    ctx: Any, reader: _Reader, source: ModelSource, declared: dict[str, str], pointer: str, config_size: int
+) -> _ModelFiles:
+    """The weight files (from the index when the weights are sharded), the tokenizer and the
+    pinned extras, located; R107 when they hold more than ``--max-model-bytes``."""
+    max_bytes = ctx.options.limits.max_model_bytes
     if (Path(source.location) / _WEIGHTS).is_file() or not (Path(source.location) / _INDEX).is_file():
         weight_names, index = [_WEIGHTS], None
     else:
@@ -409,7 +460,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
         raise UnusableInputError(pointer, f"the model folder {source.location} has no {_TOKENIZER}")
     names = [*weight_names, _TOKENIZER]
     read = {_CONFIG, *names, *([_INDEX] if index is not None else [])}
-    extra = sorted(set(declared) - read)  # pinned but not used: checked all the same
+    extra = sorted(set(declared) - read)
     paths = {name: reader.locate(name) for name in [*names, *extra]}
     sizes = {name: path.stat().st_size for name, path in paths.items()}
     total = config_size + sum(sizes.values()) + (len(index) if index is not None else 0)
@@ -419,37 +470,35 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
             f"the model was not loaded: its files hold {total} bytes, over the limit of {max_bytes} bytes "
             "(--max-model-bytes)",
         )
-    progress.start(f"reading and hashing the model files of {source.display}", sum(sizes.values()))
-    for name in extra:
-        reader.read(name, paths[name], sizes[name], keep=False)
-    # The files the weights are built from: the config and index bytes read above, and the
-    # digests of the weights and tokenizer. A model built earlier in this run from files
-    # with the same digests is used again instead of being read and built twice.
-    model_key = (
-        source.location,
-        source.revision,
-        dtype,
-        tuple((f.name, f.sha256) for f in reader.used if f.name in (_CONFIG, _INDEX)),
-    )
-    reused = None
-    if session is not None and session.has_model(model_key):
-        mark = len(reader.used)
-        for name in names:
-            reader.read(name, paths[name], sizes[name], keep=False)
-        reused = session.model(model_key, tuple((f.name, f.sha256) for f in reader.used[mark:]))
-        if reused is None:  # changed since: read and build anew
-            del reader.used[mark:]
-    if reused is not None:
-        ctx.model_files.extend(reader.used)
-        _unpinned_finding(ctx, read, declared, source, pointer)
-        tokenizer, weights = reused
-        return _opened(source, tokenizer, config), weights
+    return _ModelFiles(names, read, extra, paths, sizes)
+
+
+def _reused_model(session: Any, model_key: Any, reader: _Reader, files: _ModelFiles) -> Any:
+    """The ``(tokenizer, weights)`` the session built from files with the same digests, else
+    ``None`` (the files hashed for the check then dropped from ``reader.used``)."""
+    if not session.has_model(model_key):
+        return None
     mark = len(reader.used)
-    blobs = {name: reader.read(name, paths[name], sizes[name]) for name in names}
-    digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
-    ctx.model_files.extend(reader.used)
-    _unpinned_finding(ctx, read, declared, source, pointer)
-    tokenizer = blobs.pop(_TOKENIZER)
+    for name in files.names:
+        reader.read(name, files.paths[name], files.sizes[name], keep=False)
+    reused = session.model(model_key, tuple((f.name, f.sha256) for f in reader.used[mark:]))
+    if reused is None:  # changed since: read and build anew
+        del reader.used[mark:]
+    return reused
+
+
+def _build_model(
+    ctx: Any,
+    progress: Any,
+    source: ModelSource,
+    config: dict[str, Any],
+    blobs: dict[str, bytes],
+    dtype: str,
+    pointer: str,
+) -> Any:
+    """The engine weights built from the bytes read, on the run's device."""
+    from ..engine import load_model_from_bytes
+
     progress.start(f"loading {source.display}", 1)
     try:
         weights = load_model_from_bytes(
@@ -463,9 +512,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     except Exception as exc:  # loading is the model's business; any failure is a finding
         raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
     progress.advance()
-    if session is not None:
-        session.keep_model(model_key, digests, (tokenizer, weights))
-    return _opened(source, tokenizer, config), weights
+    return weights
 
 
 def _opened(source: ModelSource, tokenizer: bytes, config: dict[str, Any]) -> ModelSource:

@@ -257,17 +257,40 @@ def _study(
     *,
     planted: bool,
 ) -> None:
-    claims, settings = report["claims"], report["settings"]
+    claims = report["claims"]
     universe = list(source.universe)
     truth = report.get("ground_truth")
     if planted and truth is None:
         truth = ids(source.oracle(None).planted, universe)  # type: ignore[attr-defined]
-    weights = settings["weights"]
-    cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
-    methods = claims["methods"]
     behaviour_dependent = not planted
     with _degenerate("/behaviour"):
         beta = source.oracle(None)
+    recomputed = _methods(report, source, beta, checks, progress, truth, behaviour_dependent)
+    _set_checks(report, checks, universe)
+    if claims.get("threshold_sensitivity") is not None:
+        _sensitivity(report, source, checks, progress, truth, behaviour_dependent)
+    _weight_robustness(claims, recomputed, checks, behaviour_dependent)
+    if claims.get("scaling"):
+        if not planted:
+            raise UnusableInputError("/claims/scaling", "the scaling study needs a planted behaviour (MB-20)")
+        _scaling(report, checks, progress)
+
+
+def _methods(
+    report: Mapping[str, Any],
+    source: BehaviourSource,
+    beta: Any,
+    checks: _Comparisons,
+    progress: Progress,
+    truth: Any,
+    behaviour_dependent: bool,
+) -> dict[str, dict[str, float]]:
+    """Every method's sets re-identified (when it names a procedure) and its metrics recomputed."""
+    settings = report["settings"]
+    universe = list(source.universe)
+    weights = settings["weights"]
+    cos_threshold = settings.get("cos_threshold", cb.DEFAULT_COS_THRESHOLD)
+    methods = report["claims"]["methods"]
     total = sum(1 + len(m["runs"]) for m in methods if m.get("procedure"))
     progress.start("re-running localization methods", total)
     recomputed: dict[str, dict[str, float]] = {}
@@ -276,26 +299,7 @@ def _study(
         name = method["name"]
         procedure = _procedure(method, base)
         if procedure is not None:
-            with _degenerate("/behaviour"):
-                found = identify(procedure, beta, procedure.seed)
-                checks.members(
-                    f"{base}/components",
-                    f"{name}, identified set",
-                    method["components"],
-                    ids(found, universe),
-                    universe,
-                )
-                progress.advance()
-                for r, run in enumerate(method["runs"]):
-                    again = identify(procedure, source.oracle(run["seed"]), run["seed"])
-                    checks.members(
-                        f"{base}/runs/{r}/components",
-                        f"{name}, seed run {run['seed']}",
-                        run["components"],
-                        ids(again, universe),
-                        universe,
-                    )
-                    progress.advance()
+            _identified(method, base, procedure, source, beta, checks, progress)
         with _degenerate("/behaviour"):
             metrics, reduced = set_metrics(
                 beta,
@@ -312,6 +316,47 @@ def _study(
                 f"{base}/reduced", f"{name}, COS-reduced set", method["reduced"], reduced, universe
             )
         _metric_checks(checks, f"{base}/metrics", name, method["metrics"], metrics, behaviour_dependent)
+    return recomputed
+
+
+def _identified(
+    method: Mapping[str, Any],
+    base: str,
+    procedure: Any,
+    source: BehaviourSource,
+    beta: Any,
+    checks: _Comparisons,
+    progress: Progress,
+) -> None:
+    """The method's procedure re-run: its identified set, then one set per seed run."""
+    universe = list(source.universe)
+    name = method["name"]
+    with _degenerate("/behaviour"):
+        found = identify(procedure, beta, procedure.seed)
+        checks.members(
+            f"{base}/components",
+            f"{name}, identified set",
+            method["components"],
+            ids(found, universe),
+            universe,
+        )
+        progress.advance()
+        for r, run in enumerate(method["runs"]):
+            again = identify(procedure, source.oracle(run["seed"]), run["seed"])
+            checks.members(
+                f"{base}/runs/{r}/components",
+                f"{name}, seed run {run['seed']}",
+                run["components"],
+                ids(again, universe),
+                universe,
+            )
+            progress.advance()
+
+
+def _set_checks(report: Mapping[str, Any], checks: _Comparisons, universe: list[Any]) -> None:
+    """Convergence, consensus and majority sets and the Jaccard matrix over the methods' sets."""
+    claims, settings = report["claims"], report["settings"]
+    methods = claims["methods"]
     sets = [method["components"] for method in methods]
     if claims.get("convergence") is not None:
         _convergence_checks(
@@ -341,8 +386,15 @@ def _study(
                         float(matrix[i, j]),
                         behaviour=False,
                     )
-    if claims.get("threshold_sensitivity") is not None:
-        _sensitivity(report, source, checks, progress, truth, behaviour_dependent)
+
+
+def _weight_robustness(
+    claims: Mapping[str, Any],
+    recomputed: dict[str, dict[str, float]],
+    checks: _Comparisons,
+    behaviour_dependent: bool,
+) -> None:
+    """Each scenario's composites recomputed from the methods' recomputed metrics."""
     for s, scenario in enumerate(claims.get("weight_robustness") or []):
         for name, claimed in scenario["composites"].items():
             parts = recomputed.get(name)
@@ -354,10 +406,6 @@ def _study(
                 value,
                 behaviour=behaviour_dependent,
             )
-    if claims.get("scaling"):
-        if not planted:
-            raise UnusableInputError("/claims/scaling", "the scaling study needs a planted behaviour (MB-20)")
-        _scaling(report, checks, progress)
 
 
 def _metric_checks(

@@ -374,7 +374,7 @@ class Evaluator:
         """
         import torch
 
-        from ..engine import Site, greedy_tokens, intervened_logits
+        from ..engine import Site
 
         site = Site.from_location(location)
         result = UnitResult()
@@ -395,32 +395,9 @@ class Evaluator:
                 positions = torch.tensor([p.base_pos for p in chunk], dtype=torch.long, device=ids.device)
                 src = sources[start : start + len(chunk)]
                 if metric == "mse":
-                    with torch.no_grad():
-                        logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
-                    for p, row_logits in zip(chunk, wide(logits), strict=True):
-                        io, s = ioi_logit_names(self.prompt(p.row, "base"))
-                        a, b = self.answer_ids(io, p.row)[0], self.answer_ids(s, p.row)[0]
-                        diffs.append(float(row_logits[a] - row_logits[b]))
-                    continue
-                answers = [self.answer_ids(str(p.expected), p.row) for p in chunk]
-                n = max(len(a) for a in answers)
-                if n == 1:
-                    with torch.no_grad():
-                        logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
-                    generated = logits.argmax(-1, keepdim=True).tolist()
+                    diffs += self._logit_differences(chunk, ids, mask, site, positions, src, featurizer)
                 else:
-                    generated = greedy_tokens(
-                        self.model,
-                        ids,
-                        mask,
-                        n,
-                        site=site,
-                        positions=positions,
-                        sources=src,
-                        featurizer=featurizer,
-                    ).tolist()
-                for p, gen, answer in zip(chunk, generated, answers, strict=True):
-                    hits.append(_check_answer(self.checker, gen, answer, str(p.expected), self.codec))
+                    hits += self._hits(chunk, ids, mask, site, positions, src, featurizer)
             if metric == "mse":
                 targets = [p.target for p in pairs]
                 result.scores[cf_type] = ioi_mse(np.asarray(diffs), np.asarray(targets, dtype=np.float64))
@@ -430,6 +407,54 @@ class Evaluator:
             if progress is not None:
                 progress()
         return result
+
+    def _logit_differences(
+        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, positions: Any, src: Any, featurizer: Any
+    ) -> list[float]:
+        """Per intervened pair, logit(IO) − logit(S) of the base prompt's names (the MSE's inputs)."""
+        import torch
+
+        from ..engine import intervened_logits
+
+        with torch.no_grad():
+            logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
+        diffs = []
+        for p, row_logits in zip(chunk, wide(logits), strict=True):
+            io, s = ioi_logit_names(self.prompt(p.row, "base"))
+            a, b = self.answer_ids(io, p.row)[0], self.answer_ids(s, p.row)[0]
+            diffs.append(float(row_logits[a] - row_logits[b]))
+        return diffs
+
+    def _hits(
+        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, positions: Any, src: Any, featurizer: Any
+    ) -> list[bool]:
+        """Per intervened pair, whether the model's answer is the expected one (greedy decoding
+        when an expected answer spans several tokens)."""
+        import torch
+
+        from ..engine import greedy_tokens, intervened_logits
+
+        answers = [self.answer_ids(str(p.expected), p.row) for p in chunk]
+        n = max(len(a) for a in answers)
+        if n == 1:
+            with torch.no_grad():
+                logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
+            generated = logits.argmax(-1, keepdim=True).tolist()
+        else:
+            generated = greedy_tokens(
+                self.model,
+                ids,
+                mask,
+                n,
+                site=site,
+                positions=positions,
+                sources=src,
+                featurizer=featurizer,
+            ).tolist()
+        return [
+            _check_answer(self.checker, gen, answer, str(p.expected), self.codec)
+            for p, gen, answer in zip(chunk, generated, answers, strict=True)
+        ]
 
 
 # --------------------------------------------------------------------------- recompute stage

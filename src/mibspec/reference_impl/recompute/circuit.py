@@ -254,18 +254,31 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-    from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe
-
     report, profile = ctx.data, ctx.profile
     _check_settings(report)
-    settings, claims, task = report["settings"], report["claims"], report["task"]
     dtype = report["model"].get("dtype", "float32")
-    abs_tol, rel_tol = recompute_tolerance(profile, dtype)
+    tolerances = recompute_tolerance(profile, dtype)
 
     source, model = open_model(ctx, progress, dtype)
-    encode = encode_function(source)
+    tensors = _tokenized_dataset(ctx, source, model)
+    circuits, where, neurons = _model_circuits(ctx, model)
+    result = _evaluate(ctx, progress, model, tensors, circuits, len(where), neurons)
+    try:
+        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    except ValueError as exc:
+        raise UnusableInputError(
+            "/claims/m_full", f"faithfulness is undefined on this model and dataset: {exc}"
+        ) from exc
+    n = tensors[0].shape[0]
+    points = list(zip(where, values, strict=True))
+    return Recomputation(comparisons=_comparisons(report, profile, tolerances, n, m_full, m_empty, points))
 
+
+def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The dataset's pairs as ``(ids, cids, mask, correct, counter)``, checked against the model."""
+    report, profile = ctx.data, ctx.profile
+    settings, task = report["settings"], report["task"]
+    encode = encode_function(source)
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
@@ -284,9 +297,17 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     )
     if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
         raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")
+    return ids, cids, mask, correct, counter
 
+
+def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None]:
+    """The claimed circuits over the model's graph: ``_circuits``'s circuits, points and neurons."""
+    # the engine imports torch: loaded only when a circuit report is recomputed
+    from mibspec.reference_impl.engine import graph_universe
+
+    report, profile = ctx.data, ctx.profile
     circuit_doc, circuit_folder = load_referenced_document(
-        ctx, claims["circuit"], "/claims/circuit", "circuit"
+        ctx, report["claims"]["circuit"], "/claims/circuit", "circuit"
     )
     universe = graph_universe(model)
     graph = circuit_doc["graph"]
@@ -296,8 +317,25 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
             f"the circuit's graph has {graph['n_layers']} layers × {graph['n_heads']} heads, the model "
             f"{model.n_layers} × {model.n_heads}",
         )
-    circuits, where, neurons = _circuits(report, circuit_doc, circuit_folder, universe, profile)
+    return _circuits(report, circuit_doc, circuit_folder, universe, profile)
 
+
+def _evaluate(
+    ctx: Any,
+    progress: Progress,
+    model: Any,
+    tensors: tuple[Any, ...],
+    circuits: Any,
+    n_circuits: int,
+    neurons: Any,
+) -> Any:
+    """Every circuit evaluated on the whole dataset, the batch halved on running out of memory."""
+    # torch-backed modules: loaded only when a circuit report is recomputed
+    from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
+    from mibspec.reference_impl.engine import evaluate_circuits
+
+    settings = ctx.data["settings"]
+    ids, cids, mask, correct, counter = tensors
     n = ids.shape[0]
     batch, halve = batch_plan(
         ctx, int(settings.get("batch_size") or 20), example_bytes(model, ids.shape[1]), n
@@ -314,7 +352,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     def run(size: int) -> Any:
         nonlocal reported
         reported = 0
-        progress.start(f"recomputing {len(where)} circuits on {n} examples", n)
+        progress.start(f"recomputing {n_circuits} circuits on {n} examples", n)
         # mean ablation averages over the corrupted inputs of the whole dataset (the default)
         return evaluate_circuits(
             model,
@@ -332,13 +370,21 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         )
 
     result, _ = with_oom_backoff(run, batch, retry=halve)
-    try:
-        m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
-    except ValueError as exc:
-        raise UnusableInputError(
-            "/claims/m_full", f"faithfulness is undefined on this model and dataset: {exc}"
-        ) from exc
+    return result
 
+
+def _comparisons(
+    report: dict[str, Any],
+    profile: Any,
+    tolerances: tuple[float, float],
+    n: int,
+    m_full: float,
+    m_empty: float,
+    points: list[tuple[tuple[int, int], float]],
+) -> list[Comparison]:
+    """m(N), m(∅), every curve point's f(k), CPR and CMD next to their claims."""
+    claims, task = report["claims"], report["task"]
+    abs_tol, rel_tol = tolerances
     comparisons: list[Comparison] = []
 
     def add(pointer: str, quantity: str, claimed: Any, value: float) -> None:
@@ -353,7 +399,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     add("/claims/m_full", "m(N), full model", claims.get("m_full"), m_full)
     add("/claims/m_empty", "m(∅), empty circuit", claims.get("m_empty"), m_empty)
     curves: dict[str, tuple[list[float], list[float]]] = {}
-    for (ci, pi), value in zip(where, values, strict=True):
+    for (ci, pi), value in points:
         curve = claims["curves"][ci]
         point = curve["points"][pi]
         ks, fs = curves.setdefault(curve["ranking"], ([], []))
@@ -377,4 +423,4 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
                 claims[metric]["value"],
                 compute(*curves[ranking]),
             )
-    return Recomputation(comparisons=comparisons)
+    return comparisons

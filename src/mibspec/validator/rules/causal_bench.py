@@ -80,10 +80,26 @@ def causal_bench_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator
 @rule("causal-bench-sets", track="causal_bench", codes=("C104", "C105", "C106", "C108", "C109", "C114"))
 def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, P/R/F1, M, S, Jaccard matrix, consensus and majority follow from the declared sets."""
-    from mibspec.reference_impl.behaviour.planted import default_planted
-    from mibspec.reference_impl.metrics import causal_bench as cb
-
     universe = doc["universe"]
+    repeated = list(_repeated_components(universe, ctx))
+    yield from repeated
+    if repeated:
+        return  # the set metrics index the universe: undefined when it repeats a component
+    unknown = list(_unknown_components(doc, set(universe)))
+    for pointer, component in unknown:
+        yield ctx.finding("C109", pointer, component=component)
+    if unknown:
+        return  # the set metrics are undefined over components outside the universe
+    yield from _set_metrics(doc, ctx)
+    yield from _weight_robustness(doc["claims"], ctx)
+    yield from _scaling_sets(doc["claims"], ctx)
+    yield from _consensus_and_majority(doc, ctx)
+    if "jaccard" in doc["claims"]:
+        yield from _jaccard(doc["claims"], ctx)
+
+
+def _repeated_components(universe: list[str], ctx: RuleContext) -> Iterator[Finding]:
+    """A component the universe lists more than once (C114), pointing at its first listing."""
     first: dict[str, int] = {}
     for index, component in enumerate(universe):
         if component in first:
@@ -91,38 +107,34 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                 "C114", f"/universe/{index}", component=component, first=f"/universe/{first[component]}"
             )
         first.setdefault(component, index)
-    if len(first) != len(universe):
-        return  # the set metrics index the universe: undefined when it repeats a component
-    known = set(universe)
-    claims = doc["claims"]
-    unknown = list(_unknown_components(doc, known))
-    for pointer, component in unknown:
-        yield ctx.finding("C109", pointer, component=component)
-    if unknown:
-        return  # the set metrics are undefined over components outside the universe
 
-    def check(code: str, pointer: str, name: str, claimed: float, recomputed: float) -> Iterator[Finding]:
-        return compare(ctx, code, pointer, claimed, recomputed, metric=name)
 
+def _set_metrics(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Composite, M, S and P/R/F1 of every method and of every threshold-sensitivity point."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
+    universe, claims = doc["universe"], doc["claims"]
     truth = doc.get("ground_truth")
     weights = doc["settings"]["weights"]
     for m, method in enumerate(claims["methods"]):
         base, metrics = f"/claims/methods/{m}/metrics", method["metrics"]
         yield from _composite(ctx, f"{base}/composite", metrics, weights, "composite")
-        yield from check(
-            "C106", f"{base}/M", "M", metrics["M"], cb.minimality(set(method["components"]), universe)
-        )
+        minimality = cb.minimality(set(method["components"]), universe)
+        yield from compare(ctx, "C106", f"{base}/M", metrics["M"], minimality, metric="M")
         runs = [set(run["components"]) for run in method["runs"]]
-        yield from check("C106", f"{base}/S", "S", metrics["S"], cb.stability(runs))
+        yield from compare(ctx, "C106", f"{base}/S", metrics["S"], cb.stability(runs), metric="S")
         yield from _prf(ctx, base, metrics, method["components"], truth)
     sensitivity = claims.get("threshold_sensitivity")
     for p, point in enumerate(sensitivity["points"] if sensitivity else []):
         base, metrics = f"/claims/threshold_sensitivity/points/{p}/metrics", point["metrics"]
         yield from _composite(ctx, f"{base}/composite", metrics, weights, "composite")
-        yield from check(
-            "C106", f"{base}/M", "M", metrics["M"], cb.minimality(set(point["components"]), universe)
-        )
+        minimality = cb.minimality(set(point["components"]), universe)
+        yield from compare(ctx, "C106", f"{base}/M", metrics["M"], minimality, metric="M")
         yield from _prf(ctx, base, metrics, point["components"], truth)
+
+
+def _weight_robustness(claims: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Each weight configuration's composites follow from the methods' parts under its weights."""
     parts_of = {method["name"]: method["metrics"] for method in claims["methods"]}
     names_index = {method["name"]: m for m, method in enumerate(claims["methods"])}
     for s, scenario in enumerate(claims.get("weight_robustness") or []):
@@ -137,6 +149,11 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                     parts_at=f"/claims/methods/{names_index[name]}/metrics",
                 )
 
+
+def _scaling_sets(claims: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The scaling study's sets lie in their model's universe and their P/R/F1 follow from them."""
+    from mibspec.reference_impl.behaviour.planted import default_planted
+
     for c, config in enumerate(claims.get("scaling") or []):
         size = (config["n_layers"], config["n_heads"])
         scaled_truth = default_planted(*size)
@@ -147,8 +164,15 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                 yield ctx.finding("C109", f"{base}/components/{i}", component=component)
             if not outside:
                 yield from _prf(ctx, base, entry, entry["components"], scaled_truth)
+
+
+def _consensus_and_majority(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The claimed consensus and majority sets follow from the methods' sets (C108)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
+    claims = doc["claims"]
     method_sets = [set(method["components"]) for method in claims["methods"]]
-    order = {component: index for index, component in enumerate(universe)}
+    order = {component: index for index, component in enumerate(doc["universe"])}
     for key, compute in (("consensus", cb.consensus_set), ("majority", cb.majority_set)):
         if key in claims:
             expected = sorted(compute(method_sets), key=order.__getitem__)
@@ -156,37 +180,35 @@ def causal_bench_sets(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding
                 yield ctx.finding(
                     "C108", f"/claims/{key}", what=key, claimed=claims[key], recomputed=expected
                 )
-    if "jaccard" in claims:
-        names = [method["name"] for method in claims["methods"]]
-        jaccard = claims["jaccard"]
-        if jaccard["methods"] != names:
-            yield ctx.finding(
-                "C108",
-                "/claims/jaccard/methods",
-                what="Jaccard matrix methods",
-                claimed=jaccard["methods"],
-                recomputed=names,
-            )
-        else:
-            expected_matrix = cb.jaccard_matrix(method_sets)
-            for i, row in enumerate(jaccard["matrix"]):
-                for j, value in enumerate(row):
-                    if i >= len(names) or j >= len(names):
-                        yield ctx.finding(
-                            "C108",
-                            f"/claims/jaccard/matrix/{i}/{j}",
-                            what="Jaccard matrix",
-                            claimed=value,
-                            recomputed="no such method pair",
-                        )
-                    else:
-                        yield from check(
-                            "C108",
-                            f"/claims/jaccard/matrix/{i}/{j}",
-                            "Jaccard",
-                            value,
-                            float(expected_matrix[i, j]),
-                        )
+
+
+def _jaccard(claims: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The Jaccard matrix names the report's methods in order and follows from their sets (C108)."""
+    from mibspec.reference_impl.metrics import causal_bench as cb
+
+    names = [method["name"] for method in claims["methods"]]
+    jaccard = claims["jaccard"]
+    if jaccard["methods"] != names:
+        yield ctx.finding(
+            "C108",
+            "/claims/jaccard/methods",
+            what="Jaccard matrix methods",
+            claimed=jaccard["methods"],
+            recomputed=names,
+        )
+        return
+    expected_matrix = cb.jaccard_matrix([set(method["components"]) for method in claims["methods"]])
+    for i, row in enumerate(jaccard["matrix"]):
+        for j, value in enumerate(row):
+            pointer = f"/claims/jaccard/matrix/{i}/{j}"
+            if i >= len(names) or j >= len(names):
+                yield ctx.finding(
+                    "C108", pointer, what="Jaccard matrix", claimed=value, recomputed="no such method pair"
+                )
+            else:
+                yield from compare(
+                    ctx, "C108", pointer, value, float(expected_matrix[i, j]), metric="Jaccard"
+                )
 
 
 def _composite(

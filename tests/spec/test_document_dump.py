@@ -27,8 +27,6 @@ SPEC_VERSION_KEY_ALLOWED = {
     "importers/mib_cv_submission.py",
     "importers/mib_dataset.py",
     "importers/mib_submission.py",
-    "importers/mib_results.py",
-    "importers/mib_causal_results.py",
     # The dataset document read from a dataset's .meta.json, passed on as the input's copy.
     "reference_impl/producers/circuit.py",
     # A featurizer's keys follow the training method (feature_indices last for a learnt mask).

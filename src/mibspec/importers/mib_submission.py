@@ -21,11 +21,20 @@ from typing import Any
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
+from mibspec.documents.kinds import Circuit, CircuitEntry
 from mibspec.validator import Finding, catalogue, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, hub_model
 from ._safe_pickle import UnsafePickleError, load_results_pickle
-from .eap_ig import EapIgGraph, ImportResult, _MalformedError, graph_document, malformed_finding, read_eap_ig
+from .eap_ig import (
+    EapIgGraph,
+    ImportResult,
+    _MalformedError,
+    graph_document,
+    malformed_finding,
+    read_eap_ig,
+    tensor_ref,
+)
 
 __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
 
@@ -94,7 +103,7 @@ def import_mib_submission(
             )
         )
         return result
-    outputs: list[tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
+    outputs: list[tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]] = []
     for folder in folders:
         try:
             outputs.append(_convert(folder, options, dataset))
@@ -161,7 +170,7 @@ def _folder(path: Path) -> _Folder:
 
 def _convert(
     path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
-) -> tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+) -> tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]:
     folder = _folder(path)
     grid = circuit_grid()
     graphs = []
@@ -211,7 +220,7 @@ def _missing(folder: _Folder, graphs: list[EapIgGraph], grid: list[float]) -> st
 
 def _nine(
     folder: _Folder, graphs: list[EapIgGraph], grid: list[float]
-) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+) -> tuple[Circuit, dict[str, Any], list[int]]:
     import numpy as np
 
     from mibspec.reference_impl.metrics.circuit import edges_at
@@ -241,35 +250,24 @@ def _nine(
     first, tensors = graph_document(
         EapIgGraph(universe, None, membership[0]), f"the MIB submission folder {folder.path.name}"
     )
-    document = {k: v for k, v in first.items() if k not in ("membership", "node_membership", "circuits")}
     tensors = {"membership": membership}
     n, n_rows = universe.n_edges, len(rows) + 1
-    document["membership"] = {
-        "artifact": "tensors",
-        "tensor": "membership",
-        "shape": [n_rows, n],
-        "dtype": "bool",
-    }
+    update: dict[str, Any] = {"membership": tensor_ref("membership", [n_rows, n], "bool")}
     if all(g.node_in_graph is not None for g in rows):
         flags = [g.node_in_graph for g in rows if g.node_in_graph is not None]
         nodes = np.stack([*flags, np.ones(universe.n_forward, dtype=bool)])
         tensors["node_membership"] = nodes
-        document["node_membership"] = {
-            "artifact": "tensors",
-            "tensor": "node_membership",
-            "shape": [n_rows, universe.n_forward],
-            "dtype": "bool",
-        }
-    document["circuits"] = [
-        {
-            "index": index,
-            "k": k,
-            "n_edges": int(membership[index].sum()),
-            "weighted_size": universe.weighted_edge_count(membership[index]),
-        }
+        update["node_membership"] = tensor_ref("node_membership", [n_rows, universe.n_forward], "bool")
+    update["circuits"] = [
+        CircuitEntry(
+            index=index,
+            k=k,
+            n_edges=int(membership[index].sum()),
+            weighted_size=universe.weighted_edge_count(membership[index]),
+        )
         for index, k in enumerate([*grid, 1.0])
     ]
-    return document, tensors, list(range(n_rows))
+    return first.model_copy(update=update), tensors, list(range(n_rows))
 
 
 def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -325,7 +323,7 @@ def _check_results(data: Any, file: Path) -> dict[str, Any]:
 
 
 def _report(
-    folder: _Folder, document: dict[str, Any], points: list[int] | None, options: SubmissionOptions
+    folder: _Folder, document: Circuit, points: list[int] | None, options: SubmissionOptions
 ) -> dict[str, Any]:
     split, results = _results(folder, options.split)
     grid = list(load_profile("mib-2025").grid)
@@ -378,7 +376,7 @@ def _report(
         "model": model,
         "settings": {
             "ablation": "counterfactual",
-            "granularity": document["granularity"],
+            "granularity": document.granularity,
             "grid": grid,
             "ranking": {
                 "cpr": "signed" if "signed" in results else "absolute",
@@ -389,7 +387,7 @@ def _report(
         },
         "claims": {
             "circuit": "circuit",
-            "n_edges": document["graph"]["n_edges"],
+            "n_edges": document.graph.n_edges,
             "curves": curves,
             "cpr": {"value": cpr_from["area_under"]},
             "cmd": {"value": cmd_from["area_from_1"]},

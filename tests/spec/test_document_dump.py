@@ -24,7 +24,6 @@ SPEC_VERSION_KEY_ALLOWED = {
     # them from the models would change the bytes they write.
     "_leaderboard.py",
     "importers/mib_dataset.py",
-    "importers/mib_submission.py",
     # The dataset document read from a dataset's .meta.json, passed on as the input's copy.
     "reference_impl/producers/circuit.py",
     # A featurizer's keys follow the training method (feature_indices last for a learnt mask).

@@ -322,7 +322,6 @@ LONG_FUNCTIONS = {
     "importers/mib_dataset.py::_import_one": "not yet split: importers still build dicts",
     "importers/mib_cv_submission.py::_document": "not yet split: importers still build dicts",
     "importers/mib_causal_results.py::_reports": "not yet split: importers still build dicts",
-    "importers/mib_results.py::_reports": "not yet split: importers still build dicts",
     "importers/eap_ig.py::_from_json": "not yet split: importers still build dicts",
     "cli/parity.py::parity_circuit_command": "not yet split: one table per parity group",
     "reference_impl/engine/_forward.py::_run": "hot path: the per-layer loop stays in one frame",

@@ -23,12 +23,6 @@ SPEC_VERSION_KEY_ALLOWED = {
     # Still built as dicts: their key orders differ from the models' field order, so building
     # them from the models would change the bytes they write.
     "_leaderboard.py",
-    "importers/eap_ig.py",
-    "importers/mib_cv_submission.py",
-    "importers/mib_dataset.py",
-    "importers/mib_submission.py",
-    "importers/mib_results.py",
-    "importers/mib_causal_results.py",
     # The dataset document read from a dataset's .meta.json, passed on as the input's copy.
     "reference_impl/producers/circuit.py",
     # A featurizer's keys follow the training method (feature_indices last for a learnt mask).

@@ -12,16 +12,17 @@ whose edges carry no score at all is a circuit in MIB's binary form.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
+from mibspec.documents import document_bytes
+from mibspec.documents.common import Artifact, model_ref
+from mibspec.documents.kinds import Circuit, CircuitEntry, GraphSpec, TensorRef
 from mibspec.reference_impl.producers.folder import artifact_entry
 from mibspec.validator import (
     Finding,
@@ -140,7 +141,7 @@ def import_eap_ig(
         document, tensors = graph_document(graph, f"the EAP-IG graph {source.name}")
         if model is not None:
             ImportOptions(model_revision=model_revision).check()
-            document = _reorder({**document, "model": hub_model(model, model_revision)})
+            document = document.model_copy(update={"model": model_ref(hub_model(model, model_revision))})
     except _MalformedError as exc:
         result.findings.append(malformed_finding(cat, exc, source))
         return result
@@ -149,11 +150,6 @@ def import_eap_ig(
         return result
     result.written, result.sidecars = write_circuit(document, tensors, out_dir, [source])
     return result
-
-
-def _reorder(document: dict[str, Any]) -> dict[str, Any]:
-    order = ["spec_version", "kind", "description", "model"]
-    return {**{k: document[k] for k in order if k in document}, **document}
 
 
 def malformed_finding(cat: Any, exc: _MalformedError, source: Path) -> Finding:
@@ -171,7 +167,7 @@ def malformed_finding(cat: Any, exc: _MalformedError, source: Path) -> Finding:
 
 
 def write_circuit(
-    document: dict[str, Any], tensors: dict[str, Any], out_dir: Path, sources: list[Path]
+    document: Circuit, tensors: dict[str, Any], out_dir: Path, sources: list[Path]
 ) -> tuple[list[Path], list[Path]]:
     """Write ``out_dir/circuit.json`` and its sidecar (atomically); never over a source."""
     sidecar, target = out_dir / SIDECAR, out_dir / DOCUMENT
@@ -180,11 +176,9 @@ def write_circuit(
         inputs.refuse(path, "output")
     data = safetensors_bytes(tensors)
     write_atomic(sidecar, data)
-    document = {
-        **document,
-        "artifacts": [artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")],
-    }
-    write_atomic(target, json.dumps(document, indent=2) + "\n")
+    entry = artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")
+    document = document.model_copy(update={"artifacts": [Artifact.model_validate(entry)]})
+    write_atomic(target, document_bytes(document))
     return [target], [sidecar]
 
 
@@ -398,11 +392,12 @@ def _from_pt(raw: dict[str, Any]) -> EapIgGraph:
     return graph
 
 
-def _ref(name: str, shape: list[int], dtype: str) -> dict[str, Any]:
-    return {"artifact": "tensors", "tensor": name, "shape": shape, "dtype": dtype}
+def tensor_ref(name: str, shape: list[int], dtype: str) -> TensorRef:
+    """A reference to the tensor ``name`` of the circuit sidecar."""
+    return TensorRef.model_validate({"artifact": "tensors", "tensor": name, "shape": shape, "dtype": dtype})
 
 
-def graph_document(graph: EapIgGraph, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def graph_document(graph: EapIgGraph, what: str) -> tuple[Circuit, dict[str, Any]]:
     """The circuit document (without artifacts) and sidecar tensors of one graph.
 
     Raises:
@@ -418,58 +413,60 @@ def graph_document(graph: EapIgGraph, what: str) -> tuple[dict[str, Any], dict[s
         graph.edge_scores is None or bool(in_graph.any()) or (node_in is not None and bool(node_in.any()))
     )
     neurons = graph.neurons if has_circuit else None  # a neuron mask only means something in a circuit
+    granularity: Literal["edge", "node", "neuron"]
     if neurons is not None or graph.neuron_scores is not None:
         granularity = "neuron"
     elif graph.node_scores is not None:
         granularity = "node"
     else:
         granularity = "edge"
-    document: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "circuit",
-        "description": f"Imported from {what} by mibspec {__version__}.",
-        "graph": {
-            "convention": "eap-ig",
-            "n_layers": universe.cfg.n_layers,
-            "n_heads": universe.cfg.n_heads,
-            "parallel_attn_mlp": universe.cfg.parallel_attn_mlp,
-            "n_edges": n,
-        },
-        "granularity": granularity,
-    }
-    if universe.cfg.d_model is not None:
-        document["graph"]["d_model"] = universe.cfg.d_model
+    graph_fields: dict[str, Any] = {} if universe.cfg.d_model is None else {"d_model": universe.cfg.d_model}
+    spec = GraphSpec(
+        convention="eap-ig",
+        n_layers=universe.cfg.n_layers,
+        n_heads=universe.cfg.n_heads,
+        parallel_attn_mlp=universe.cfg.parallel_attn_mlp,
+        n_edges=n,
+        **graph_fields,
+    )
+    document: dict[str, Any] = {}
     tensors: dict[str, Any] = {}
     if graph.edge_scores is not None:
         tensors["scores"] = np.asarray(graph.edge_scores).astype(np.float32)
-        document["scores"] = _ref("scores", [n], "float32")
+        document["scores"] = tensor_ref("scores", [n], "float32")
     for key, values in (("node", graph.node_scores), ("neuron", graph.neuron_scores)):
         if values is None:
             continue
         scored = ~np.isnan(values)
         tensors[f"{key}_scores"] = np.where(scored, values, 0.0).astype(np.float32)
         tensors[f"{key}_scored"] = scored
-        document[f"{key}_scores"] = _ref(f"{key}_scores", list(values.shape), "float32")
-        document[f"{key}_scored"] = _ref(f"{key}_scored", list(values.shape), "bool")
+        document[f"{key}_scores"] = tensor_ref(f"{key}_scores", list(values.shape), "float32")
+        document[f"{key}_scored"] = tensor_ref(f"{key}_scored", list(values.shape), "bool")
     if has_circuit:
         tensors["membership"] = in_graph[None, :]
-        document["membership"] = _ref("membership", [1, n], "bool")
+        document["membership"] = tensor_ref("membership", [1, n], "bool")
         if node_in is not None:
             tensors["node_membership"] = np.asarray(node_in, dtype=bool)[None, :]
-            document["node_membership"] = _ref("node_membership", [1, n_forward], "bool")
+            document["node_membership"] = tensor_ref("node_membership", [1, n_forward], "bool")
         fraction = None
         if neurons is not None:
             tensors["neurons"] = np.asarray(neurons, dtype=bool)[None, :, :]
-            document["neuron_masks"] = _ref("neurons", [1, *neurons.shape], "bool")
+            document["neuron_masks"] = tensor_ref("neurons", [1, *neurons.shape], "bool")
             try:
                 fraction = universe.neuron_fraction(np.asarray(neurons, dtype=bool))
             except ValueError as exc:
                 raise _MalformedError("I101", "/nodes", detail=str(exc)) from None
         document["circuits"] = [
-            {
-                "index": 0,
-                "n_edges": int(in_graph.sum()),
-                "weighted_size": universe.weighted_edge_count(in_graph, fraction),
-            }
+            CircuitEntry(
+                index=0,
+                n_edges=int(in_graph.sum()),
+                weighted_size=universe.weighted_edge_count(in_graph, fraction),
+            )
         ]
-    return document, tensors
+    circuit = Circuit(
+        description=f"Imported from {what} by mibspec {__version__}.",
+        graph=spec,
+        granularity=granularity,
+        **document,
+    )
+    return circuit, tensors

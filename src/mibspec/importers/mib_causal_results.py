@@ -36,8 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from mibspec.core.pointers import escape_pointer_token
-from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
+from mibspec.documents import CausalVariableReport
+from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.kinds import Location
+from mibspec.documents.report import (
+    CausalVariableClaims,
+    CausalVariableSettings,
+    TaskRef,
+    UnitScore,
+    VariableClaims,
+)
 
 from ._options import ImportOptions
 from .eap_ig import ImportResult, _MalformedError
@@ -93,7 +102,7 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
-def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport]]:
     from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
 
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
@@ -160,20 +169,24 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         except ValueError as exc:  # a unit scored on some counterfactual sets only
             raise _MalformedError("I101", "/dataset", detail=f"variable {name!r}: {exc}") from exc
         claims.append(
-            {
-                "name": name,
-                "metric": "mse" if ioi else "iia",
-                "better": better,
-                "units": [
-                    {"id": key, "location": u["location"], "scores": dict(sorted(u["scores"].items()))}
+            VariableClaims(
+                name=name,
+                metric="mse" if ioi else "iia",
+                better=better,
+                units=[
+                    UnitScore(
+                        id=key,
+                        location=Location.model_validate(u["location"]),
+                        scores=dict(sorted(u["scores"].items())),
+                    )
                     for key, u in sorted(
                         units.items(), key=lambda item: (item[1]["location"]["layer"], item[0])
                     )
                 ],
-                "per_layer": {str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
-                "average": aggregate.average,
-                "best": aggregate.best,
-            }
+                per_layer={str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
+                average=aggregate.average,
+                best=aggregate.best,
+            )
         )
 
     scoring = (
@@ -182,30 +195,27 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if ioi
         else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
     )
-    report = {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "causal_variable",
-        "profile": "mib-2025",
-        "title": f"{method} on {task} ({model_name}), imported from MIB results",
-        "description": (
+    report = CausalVariableReport(
+        profile="mib-2025",
+        title=f"{method} on {task} ({model_name}), imported from MIB results",
+        description=(
             f"Imported from {source.name} by mibspec {__version__}. The result file records scores per "
             "counterfactual dataset and model unit only: the featurizers, the token-position functions, "
             "the dataset rows and the model revision are absent, so the scores cannot be recomputed "
             "(V110 and A111 list what is missing). Per layer, Average and best were computed from the "
             f"unit scores as the MIB leaderboard aggregates them. {scoring}"
         ),
-        "method": {"name": method},
-        "task": {"name": task},
-        "model": {"source": "hub", "id": hub_id, "architecture": architecture, "config": config},
-        "settings": {"checker": "substring"},
-        "claims": {"variables": claims},
-        "provenance": {
-            "tool": {"name": "mibspec", "version": __version__},
-            "created": source_created(source),
-            "command": f"mibspec import mib-causal-results {source.name}",
-        },
-    }
+        method=Method(name=method),
+        task=TaskRef(name=task),
+        model=model_ref({"source": "hub", "id": hub_id, "architecture": architecture, "config": config}),
+        settings=CausalVariableSettings(checker="substring"),
+        claims=CausalVariableClaims(variables=claims),
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=source_created(source),
+            command=f"mibspec import mib-causal-results {source.name}",
+        ),
+    )
     yield folder_name(task, model_name, method), report
 
 

@@ -38,14 +38,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.core.spec import SPEC_VERSION, install_hint
+from mibspec.core.spec import install_hint
 from mibspec.core.version import __version__
-from mibspec.documents.kinds import Featurizer, TokenPosition
+from mibspec.documents import document_bytes
+from mibspec.documents.common import Artifact, Provenance, ToolInfo
+from mibspec.documents.kinds import Featurizer, Location, TensorRef, TokenPosition
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
 from .eap_ig import ImportResult
@@ -74,7 +76,7 @@ MIB_TASKS: dict[str, tuple[str, tuple[str, ...]]] = {
 _TASK_FOLDERS = {task: folder for folder, (task, _) in MIB_TASKS.items()}
 _COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
 _UNIT_KINDS = {component: kind for kind, component in _COMPONENTS.items()}
-_CLASSES = {
+_CLASSES: dict[str, tuple[Literal["subspace", "identity"], str]] = {
     "SubspaceFeaturizerModule": ("subspace", "SubspaceInverseFeaturizerModule"),
     "IdentityFeaturizerModule": ("identity", "IdentityInverseFeaturizerModule"),
 }
@@ -125,7 +127,7 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
     units = list(_units(source, report))
     if not units and not any(f.severity.value == "error" for f in findings):
         report("I120", "", f"{source.name} holds no <TASK>_<MODEL>_<VARIABLE> folder with unit files")
-    documents: list[tuple[Path, dict[str, Any], bytes | None]] = []
+    documents: list[tuple[Path, Featurizer, bytes | None]] = []
     undeclared: list[str] = []
     stems: dict[Path, str] = {}
     for unit in units:
@@ -134,15 +136,15 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
         except _UnitError as exc:
             report(exc.code, exc.pointer, exc.detail)
             continue
-        position = document["location"]["position"]
+        position = document.location.position
         pointer = f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}"
-        if position["rule"] == "named":
+        if position.rule == "named":
             undeclared.append(f"{unit.cell}/{unit.unit_id}")
             report(
                 "I121",
                 pointer,
                 f"unit {unit.unit_id!r} of {unit.cell}: no declared rule for token position "
-                f"{position['name']!r} (map it in --positions); the unit keeps the 'named' rule",
+                f"{position.name!r} (map it in --positions); the unit keeps the 'named' rule",
             )
         stem = _stem(unit.unit_id)
         target = out_dir / unit.cell / f"{stem}.json"
@@ -153,7 +155,7 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
         data = None
         if tensors:
             data = safetensors_bytes(tensors)
-            document["artifacts"] = [_artifact(data, f"{stem}.safetensors")]
+            document = document.model_copy(update={"artifacts": [_artifact(data, f"{stem}.safetensors")]})
         documents.append((target, document, data))
     if undeclared:
         shown = ", ".join(undeclared[:20]) + (
@@ -177,7 +179,7 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
             sidecar = target.with_suffix(".safetensors")
             write_atomic(sidecar, data)
             result.sidecars.append(sidecar)
-        write_atomic(target, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(target, document_bytes(document))
         result.written.append(target)
     return result
 
@@ -307,7 +309,7 @@ def _rotation(info: dict[str, Any], name: str, pointer: str) -> Any:
     return matrix
 
 
-def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer, dict[str, Any]]:
     cell_pointer = f"/{escape_pointer_token(unit.cell)}"
     pointer = f"{cell_pointer}/{escape_pointer_token(unit.unit_id)}"
     parsed = parse_unit_id(unit.unit_id)
@@ -398,37 +400,34 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[dict[str, 
                 )
             n_features = input_dim
         created = unit.files["_featurizer"]
-    document: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "featurizer",
-        "type": _CLASSES[featurizer_class][0],
-        "location": location,
-        "input_dim": int(input_dim),
-        "n_features": int(n_features),
-        **({"feature_indices": indices} if indices is not None else {}),
-        "error": "add_base_error",
-        "description": (
+    optional: dict[str, Any] = {} if indices is None else {"feature_indices": indices}
+    if tensors:
+        array = tensors["rotation"]
+        rotation = {
+            "artifact": "weights",
+            "tensor": "rotation",
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+        }
+        optional["weights"] = {"rotation": TensorRef.model_validate(rotation)}
+    document = Featurizer(
+        type=_CLASSES[featurizer_class][0],
+        location=Location.model_validate(location),
+        input_dim=int(input_dim),
+        n_features=int(n_features),
+        **optional,
+        error="add_base_error",
+        description=(
             f"Imported by mibspec {__version__} from the MIB causal-variable submission unit "
             f"{unit.unit_id} ({featurizer_class}) of {unit.cell}: {variable} of {folder} on {model}."
         ),
-        "extensions": {_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
-        "provenance": {
-            "tool": {"name": "mibspec", "version": __version__},
-            "created": source_created(created),
-            "command": "mibspec import mib-submission",
-        },
-    }
-    if tensors:
-        array = tensors["rotation"]
-        document["weights"] = {
-            "rotation": {
-                "artifact": "weights",
-                "tensor": "rotation",
-                "shape": list(array.shape),
-                "dtype": str(array.dtype),
-            }
-        }
-    Featurizer.model_validate(document)  # built to the typed model; written as the dict it validated
+        extensions={_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=source_created(created),
+            command="mibspec import mib-submission",
+        ),
+    )
     return document, tensors
 
 
@@ -457,17 +456,17 @@ def _stem(unit_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", unit_id).strip("-.") or "unit"
 
 
-def _artifact(data: bytes, path: str) -> dict[str, Any]:
+def _artifact(data: bytes, path: str) -> Artifact:
     import hashlib
 
-    return {
-        "id": "weights",
-        "role": "weights",
-        "path": path,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "media_type": "application/x-safetensors",
-    }
+    return Artifact(
+        id="weights",
+        role="weights",
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        bytes=len(data),
+        media_type="application/x-safetensors",
+    )
 
 
 # --------------------------------------------------------------------------- export

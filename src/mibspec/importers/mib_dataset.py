@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mibspec.core.outputs import Inputs, write_atomic
-from mibspec.core.spec import SPEC_VERSION, install_hint
+from mibspec.core.spec import install_hint
 from mibspec.core.strict_json import JsonLinesError, Limits, read_json_lines
 from mibspec.core.version import __version__
-from mibspec.documents import CounterfactualDataset
+from mibspec.documents import CounterfactualDataset, document_bytes
 from mibspec.validator import catalogue, load_json_file, make_finding
 
 from .eap_ig import ImportResult, _MalformedError
@@ -244,8 +244,6 @@ def _import_one(
         )
     pinned = f"{hub_id}@{revision}" if hub_id and revision else hub_id or "an unnamed repository"
     document: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "counterfactual_dataset",
         "task": task,
         "split": split,
         "examples": "examples",
@@ -281,6 +279,7 @@ def _import_one(
         "provenance": {
             "tool": {"name": "mibspec", "version": __version__},
             "created": source_created(source),
+            "libraries": {},
             "command": f"mibspec import mib-dataset {source.name}",
         },
     }
@@ -300,7 +299,7 @@ def _import_one(
             }
         )
     model = CounterfactualDataset.model_validate(document)
-    write_atomic(document_path, json.dumps(model.model_dump(mode="json", exclude_none=True), indent=2) + "\n")
+    write_atomic(document_path, document_bytes(model))
     return document_path, rows_path
 
 

@@ -19,7 +19,6 @@ size check (each circuit at most k·|E| edges) the public backend skips.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -27,9 +26,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from mibspec.core.outputs import Inputs, write_atomic
-from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
+from mibspec.documents import CircuitReport, document_bytes, dump, parse_document
+from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.report import (
+    CircuitClaims,
+    CircuitSettings,
+    Curve,
+    CurvePoint,
+    NonNegativeClaim,
+    Ranking,
+    ScalarClaim,
+    TaskRef,
+)
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, ImportOptions, OptionError
@@ -51,13 +63,14 @@ def import_mib_circuit_results(
 def import_reports(
     source: Path,
     out_dir: Path,
-    build: Callable[[Any, Path], Iterator[tuple[str, dict[str, Any]]]],
+    build: Callable[[Any, Path], Iterator[tuple[str, BaseModel]]],
     options: ImportOptions | None = None,
 ) -> ImportResult:
-    """Parse ``source`` strictly, build ``(folder name, report)`` pairs with ``build`` and write
-    each as ``out_dir/<name>/report.json`` (atomically), with ``options`` recorded and a dataset
-    document copied beside each. Parse errors, malformed options and :class:`_MalformedError`
-    become located findings; nothing is written unless the whole file converts.
+    """Parse ``source`` strictly, build ``(folder name, report model)`` pairs with ``build`` and
+    write each as ``out_dir/<name>/report.json`` (atomically, through the report model), with
+    ``options`` recorded and a dataset document copied beside each. Parse errors, malformed
+    options and :class:`_MalformedError` become located findings; nothing is written unless the
+    whole file converts.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
@@ -80,7 +93,10 @@ def import_reports(
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
         result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
         return result
-    targets = [(out_dir / name / "report.json", options.apply(report, dataset)) for name, report in reports]
+    targets = [
+        (out_dir / name / "report.json", parse_document("report", options.apply(dump(report), dataset)))
+        for name, report in reports
+    ]
     inputs = Inputs([source])
     extra = [(target.parent / rel, data) for target, _ in targets for rel, data in options.files(dataset)]
     for target, _ in [*targets, *extra]:
@@ -88,7 +104,7 @@ def import_reports(
     for target, data in extra:
         write_atomic(target, data)
     for target, report in targets:
-        write_atomic(target, json.dumps(report, indent=2) + "\n")
+        write_atomic(target, document_bytes(report))
         result.written.append(target)
     return result
 
@@ -104,7 +120,7 @@ def source_created(source: Path) -> str:
     return datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
     from mibspec.reference_impl.metrics.circuit import cmd, cpr
 
@@ -117,6 +133,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         )
     grid = list(load_profile("mib-2025").grid)
     created = source_created(source)
+    description = {"description": data["description"]} if isinstance(data.get("description"), str) else {}
     for r, entry in enumerate(data["results"]):
         base = f"/results/{r}"
         if not isinstance(entry, dict) or not isinstance(entry.get("scores"), dict):
@@ -134,63 +151,50 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             pointer = f"{base}/scores/{task}"
             if not isinstance(blocks, dict):
                 raise _MalformedError("I101", pointer, detail="a task's scores must be an object")
-            curves = []
-            for metric, ranking in (("CPR", "signed"), ("CMD", "absolute")):
+            curves: list[Curve] = []
+            rankings: tuple[tuple[str, Ranking], ...] = (("CPR", "signed"), ("CMD", "absolute"))
+            for metric, ranking in rankings:
                 curves.append(_curve(blocks.get(metric), ranking, grid, f"{pointer}/{metric}"))
-            signed, absolute = ([p["faithfulness"] for p in c["points"]] for c in curves)
-            ks = [p["k"] for p in curves[0]["points"]]
+            signed, absolute = ([p.faithfulness for p in c.points] for c in curves)
+            ks = [p.k for p in curves[0].points]
             forced = [*signed[:-1], 1.0] if math.isclose(ks[-1], 1.0) else signed
             forced_abs = [*absolute[:-1], 1.0] if math.isclose(ks[-1], 1.0) else absolute
-            report = {
-                "spec_version": SPEC_VERSION,
-                "kind": "report",
-                "track": "circuit",
-                "profile": "mib-2025",
-                "title": f"{method} on {task} ({model_id}), imported from MIB results",
-                "description": (
+            report = CircuitReport(
+                profile="mib-2025",
+                title=f"{method} on {task} ({model_id}), imported from MIB results",
+                description=(
                     f"Imported from {source.name} by mibspec {__version__}. The results file records the "
                     "faithfulness curves only: the circuits, the model revision and the baseline metrics are "
                     "absent, so the curves cannot be recomputed. CPR and CMD were computed from the curves "
                     "with faithfulness at k = 1 taken as 1.0, as the MIB leaderboard does."
                 ),
-                "method": {
-                    "name": method,
-                    **(
-                        {"description": data["description"]}
-                        if isinstance(data.get("description"), str)
-                        else {}
-                    ),
-                },
-                "task": {"name": task},
-                "model": {
-                    "source": "hub",
-                    "id": model_id,
-                    "architecture": architecture,
-                },
-                "settings": {
-                    "ablation": "counterfactual",
-                    "granularity": "edge",
-                    "grid": grid,
-                    "ranking": {"cpr": "signed", "cmd": "absolute"},
-                    "edge_count_rounding": "floor",
-                    "metric": "logit_difference",
-                },
-                "claims": {
-                    "n_edges": n_edges,
-                    "curves": curves,
-                    "cpr": {"value": cpr(ks, forced)},
-                    "cmd": {"value": cmd(ks, forced_abs)},
-                },
-                "provenance": {
-                    "tool": {"name": "mibspec", "version": __version__},
-                    "created": created,
-                    "command": f"mibspec import mib-circuit-results {source.name}",
-                },
-            }
+                method=Method(name=method, **description),
+                task=TaskRef(name=task),
+                model=model_ref({"source": "hub", "id": model_id, "architecture": architecture}),
+                settings=CircuitSettings(
+                    ablation="counterfactual",
+                    granularity="edge",
+                    grid=grid,
+                    ranking={"cpr": "signed", "cmd": "absolute"},
+                    edge_count_rounding="floor",
+                    metric="logit_difference",
+                ),
+                claims=CircuitClaims(
+                    n_edges=n_edges,
+                    curves=curves,
+                    cpr=ScalarClaim(value=cpr(ks, forced)),
+                    cmd=NonNegativeClaim(value=cmd(ks, forced_abs)),
+                ),
+                provenance=Provenance(
+                    tool=ToolInfo(name="mibspec", version=__version__),
+                    created=created,
+                    command=f"mibspec import mib-circuit-results {source.name}",
+                ),
+            )
             yield folder_name(task, model_id), report
 
 
-def _curve(block: Any, ranking: str, grid: list[float], pointer: str) -> dict[str, Any]:
+def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Curve:
     if not isinstance(block, dict):
         raise _MalformedError("I101", pointer, detail="needs edge_counts and faithfulness lists")
     counts, values = block.get("edge_counts"), block.get("faithfulness")
@@ -208,7 +212,7 @@ def _curve(block: Any, ranking: str, grid: list[float], pointer: str) -> dict[st
     # The public backend sorts circuits by size and places the i-th at the i-th grid point.
     order = sorted(range(len(counts)), key=lambda i: counts[i])
     points = [
-        {"k": grid[slot], "weighted_size": float(counts[i]), "faithfulness": float(values[i])}
+        CurvePoint(k=grid[slot], weighted_size=float(counts[i]), faithfulness=float(values[i]))
         for slot, i in enumerate(order)
     ]
-    return {"ranking": ranking, "points": points}
+    return Curve(ranking=ranking, points=points)

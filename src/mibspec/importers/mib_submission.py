@@ -11,7 +11,6 @@ is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score| (
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -19,13 +18,31 @@ from pathlib import Path
 from typing import Any
 
 from mibspec.core.outputs import Inputs, write_atomic
-from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
+from mibspec.documents import CircuitReport, document_bytes, dump, parse_document
+from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.kinds import Circuit, CircuitEntry
+from mibspec.documents.report import (
+    CircuitClaims,
+    CircuitSettings,
+    Curve,
+    NonNegativeClaim,
+    ScalarClaim,
+    TaskRef,
+)
 from mibspec.validator import Finding, catalogue, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, hub_model
 from ._safe_pickle import UnsafePickleError, load_results_pickle
-from .eap_ig import EapIgGraph, ImportResult, _MalformedError, graph_document, malformed_finding, read_eap_ig
+from .eap_ig import (
+    EapIgGraph,
+    ImportResult,
+    _MalformedError,
+    graph_document,
+    malformed_finding,
+    read_eap_ig,
+    tensor_ref,
+)
 
 __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
 
@@ -94,7 +111,7 @@ def import_mib_submission(
             )
         )
         return result
-    outputs: list[tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
+    outputs: list[tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]] = []
     for folder in folders:
         try:
             outputs.append(_convert(folder, options, dataset))
@@ -125,12 +142,12 @@ def import_mib_submission(
 
         data = circuit_paths[0].read_bytes()
         entry = artifact_entry(data, "circuit", "circuit", "circuit.json", "application/json", kind="circuit")
-        report = {**report, "artifacts": [entry, *report.get("artifacts", [])]}
+        written = parse_document("report", {**report, "artifacts": [entry, *report.get("artifacts", [])]})
         for rel, payload in ImportOptions.files(dataset):
             inputs.refuse(target / rel, "output")
             write_atomic(target / rel, payload)
         inputs.refuse(target / "report.json", "output")
-        write_atomic(target / "report.json", json.dumps(report, indent=2) + "\n")
+        write_atomic(target / "report.json", document_bytes(written))
         result.written.append(target / "report.json")
     return result
 
@@ -161,7 +178,7 @@ def _folder(path: Path) -> _Folder:
 
 def _convert(
     path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
-) -> tuple[Path, dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+) -> tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]:
     folder = _folder(path)
     grid = circuit_grid()
     graphs = []
@@ -182,9 +199,10 @@ def _convert(
     else:
         raise _MalformedError("I107", "", detail=_missing(folder, graphs, grid), _file=path)
     name = Path(f"{folder.task}_{folder.model}")
-    report = _report(folder, document, points, options) if folder.results else None
-    if report is not None:
-        report = options.apply(report, dataset)
+    built = _report(folder, document, points, options) if folder.results else None
+    report = None
+    if built is not None:
+        report = options.apply(dump(built), dataset)
         if options.model_files is not None:
             report["model"]["files"] = _pinned_files(options.model_files)
     return name, document, tensors, report
@@ -211,7 +229,7 @@ def _missing(folder: _Folder, graphs: list[EapIgGraph], grid: list[float]) -> st
 
 def _nine(
     folder: _Folder, graphs: list[EapIgGraph], grid: list[float]
-) -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+) -> tuple[Circuit, dict[str, Any], list[int]]:
     import numpy as np
 
     from mibspec.reference_impl.metrics.circuit import edges_at
@@ -241,35 +259,24 @@ def _nine(
     first, tensors = graph_document(
         EapIgGraph(universe, None, membership[0]), f"the MIB submission folder {folder.path.name}"
     )
-    document = {k: v for k, v in first.items() if k not in ("membership", "node_membership", "circuits")}
     tensors = {"membership": membership}
     n, n_rows = universe.n_edges, len(rows) + 1
-    document["membership"] = {
-        "artifact": "tensors",
-        "tensor": "membership",
-        "shape": [n_rows, n],
-        "dtype": "bool",
-    }
+    update: dict[str, Any] = {"membership": tensor_ref("membership", [n_rows, n], "bool")}
     if all(g.node_in_graph is not None for g in rows):
         flags = [g.node_in_graph for g in rows if g.node_in_graph is not None]
         nodes = np.stack([*flags, np.ones(universe.n_forward, dtype=bool)])
         tensors["node_membership"] = nodes
-        document["node_membership"] = {
-            "artifact": "tensors",
-            "tensor": "node_membership",
-            "shape": [n_rows, universe.n_forward],
-            "dtype": "bool",
-        }
-    document["circuits"] = [
-        {
-            "index": index,
-            "k": k,
-            "n_edges": int(membership[index].sum()),
-            "weighted_size": universe.weighted_edge_count(membership[index]),
-        }
+        update["node_membership"] = tensor_ref("node_membership", [n_rows, universe.n_forward], "bool")
+    update["circuits"] = [
+        CircuitEntry(
+            index=index,
+            k=k,
+            n_edges=int(membership[index].sum()),
+            weighted_size=universe.weighted_edge_count(membership[index]),
+        )
         for index, k in enumerate([*grid, 1.0])
     ]
-    return document, tensors, list(range(n_rows))
+    return first.model_copy(update=update), tensors, list(range(n_rows))
 
 
 def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -325,8 +332,8 @@ def _check_results(data: Any, file: Path) -> dict[str, Any]:
 
 
 def _report(
-    folder: _Folder, document: dict[str, Any], points: list[int] | None, options: SubmissionOptions
-) -> dict[str, Any]:
+    folder: _Folder, document: Circuit, points: list[int] | None, options: SubmissionOptions
+) -> CircuitReport:
     split, results = _results(folder, options.split)
     grid = list(load_profile("mib-2025").grid)
     if folder.model in KNOWN_MODELS:
@@ -354,7 +361,7 @@ def _report(
             point["weighted_size"] = data["weighted_edge_counts"][i]
             point["faithfulness"] = data["faithfulnesses"][i]
             curve_points.append(point)
-        curves.append({"ranking": ranking, "points": curve_points})
+        curves.append(Curve.model_validate({"ranking": ranking, "points": curve_points}))
     # _results returns at least one ranking
     cpr_from = results.get("signed") or results["absolute"]
     cmd_from = results.get("absolute") or results["signed"]
@@ -362,44 +369,41 @@ def _report(
     if options.counterfactual_type is not None:
         task["counterfactual_type"] = options.counterfactual_type
     method = options.method or folder.path.resolve().parent.name
-    return {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "circuit",
-        "profile": "mib-2025",
-        "title": f"{method} on {folder.task} ({folder.model}), imported from a MIB submission",
-        "description": (
+    return CircuitReport(
+        profile="mib-2025",
+        title=f"{method} on {folder.task} ({folder.model}), imported from a MIB submission",
+        description=(
             f"Imported from the MIB submission folder {folder.path.name} by mibspec {__version__}: the "
             "circuits from its graph files, the faithfulness curves, CPR and CMD from the results MIB's "
             "evaluator wrote."
         ),
-        "method": {"name": method},
-        "task": task,
-        "model": model,
-        "settings": {
-            "ablation": "counterfactual",
-            "granularity": document["granularity"],
-            "grid": grid,
-            "ranking": {
+        method=Method(name=method),
+        task=TaskRef.model_validate(task),
+        model=model_ref(model),
+        settings=CircuitSettings(
+            ablation="counterfactual",
+            granularity=document.granularity,
+            grid=grid,
+            ranking={
                 "cpr": "signed" if "signed" in results else "absolute",
                 "cmd": "absolute" if "absolute" in results else "signed",
             },
-            "edge_count_rounding": "floor",
-            "metric": "logit_difference",
-        },
-        "claims": {
-            "circuit": "circuit",
-            "n_edges": document["graph"]["n_edges"],
-            "curves": curves,
-            "cpr": {"value": cpr_from["area_under"]},
-            "cmd": {"value": cmd_from["area_from_1"]},
-        },
-        "provenance": {
-            "tool": {"name": "mibspec", "version": __version__},
-            "created": _created(folder),
-            "command": f"mibspec import mib-submission {folder.path.name}",
-        },
-    }
+            edge_count_rounding="floor",
+            metric="logit_difference",
+        ),
+        claims=CircuitClaims(
+            circuit="circuit",
+            n_edges=document.graph.n_edges,
+            curves=curves,
+            cpr=ScalarClaim(value=cpr_from["area_under"]),
+            cmd=NonNegativeClaim(value=cmd_from["area_from_1"]),
+        ),
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=_created(folder),
+            command=f"mibspec import mib-submission {folder.path.name}",
+        ),
+    )
 
 
 _MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json")

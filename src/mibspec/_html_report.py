@@ -1,4 +1,4 @@
-"""``mibspec report``: one self-contained HTML page summarising a verified report.
+"""``mibspec html``: one self-contained HTML page summarising a verified report.
 
 The page holds the verdict, every verified document's stages and findings, the
 report's claims, the claimed-vs-recomputed table when the recompute stage ran, and

@@ -15,6 +15,7 @@ import pytest
 import typer.main
 
 from mibspec.cli import app
+from mibspec.cli._lazy import _build_command
 from mibspec.cli.table import COMMANDS, Command, Group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,12 @@ def test_names_are_unique_and_every_command_is_in_a_listed_group() -> None:
 @pytest.mark.parametrize("entry", COMMAND_ENTRIES, ids=lambda entry: entry.name)
 def test_each_summary_is_the_first_paragraph_of_its_commands_help(entry: Command) -> None:
     doc = inspect.getdoc(_callback(entry)) or ""
+    if entry.alias_of:  # an alias runs the command it stands for; its summary heads the help
+        (target,) = [e for e in COMMAND_ENTRIES if e.name == entry.alias_of]
+        assert target.target == entry.target
+        assert not target.alias_of
+        assert f"`{entry.alias_of}`" in entry.summary
+        doc = _build_command(entry).help or ""
     assert entry.summary.split() == doc.split("\n\n")[0].split()
 
 

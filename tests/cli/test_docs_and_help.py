@@ -56,7 +56,7 @@ def test_no_instruction_installs_from_a_package_index() -> None:
 def test_missing_matplotlib_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     result = CliRunner().invoke(
-        app, ["report", str(REPO / "examples" / "circuit" / "report.json"), "-o", str(tmp_path / "r.html")]
+        app, ["html", str(REPO / "examples" / "circuit" / "report.json"), "-o", str(tmp_path / "r.html")]
     )
     assert result.exit_code == 2
     assert 'pip install ".[plots]" (run in the mibspec repository)' in result.output

@@ -1,4 +1,4 @@
-"""``mibspec report``: figures of every kind from the shipped examples, a self-contained and
+"""``mibspec html``: figures of every kind from the shipped examples, a self-contained and
 deterministic HTML page, and the page as a browser shows it (headless Chromium)."""
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def _embedded_pngs(text: str) -> list[bytes]:
 def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path) -> None:
     out, pngs = tmp_path / "page.html", tmp_path / "png"
     result = mibspec_cli(
-        "report", str(EXAMPLES / track / "report.json"), "-o", str(out), "--png-dir", str(pngs)
+        "html", str(EXAMPLES / track / "report.json"), "-o", str(out), "--png-dir", str(pngs)
     )
     assert result.returncode == 0, result.stdout + result.stderr
     text = out.read_text(encoding="utf-8")
@@ -224,9 +224,27 @@ def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path)
     assert sorted(p.name for p in pngs.iterdir()) == sorted(f"{name}.png" for name in FIGURE_KINDS[track])
 
 
+def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None:
+    # the command's former name still runs it, with the same bytes, and says what it is
+    source = str(EXAMPLES / "circuit" / "report.json")
+    pages = []
+    for command in ("html", "report"):
+        out = tmp_path / f"{command}.html"
+        result = mibspec_cli(command, source, "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1]
+    shown = mibspec_cli("report", "--help").stdout
+    assert " ".join(shown.split()).count("Alias of `html`") == 1
+    assert "Verify a report and summarise it" in shown
+    listed = " ".join(mibspec_cli("--help").stdout.split())
+    assert "html Verify a report" in listed
+    assert "report Alias of `html`" in listed
+
+
 def test_page_shows_verdict_stages_claims_and_documents(mibspec_cli: CliRun, tmp_path: Path) -> None:
     out = tmp_path / "circuit.html"
-    result = mibspec_cli("report", str(EXAMPLES / "circuit" / "report.json"), "-o", str(out))
+    result = mibspec_cli("html", str(EXAMPLES / "circuit" / "report.json"), "-o", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text(encoding="utf-8")
     report = _load("circuit")
@@ -251,7 +269,7 @@ def test_page_of_a_failing_report_lists_its_findings(mibspec_cli: CliRun, tmp_pa
     raw[-1] ^= 0xFF
     maps.write_bytes(bytes(raw))
     out = tmp_path / "page.html"
-    result = mibspec_cli("report", str(folder / "report.json"), "-o", str(out))
+    result = mibspec_cli("html", str(folder / "report.json"), "-o", str(out))
     assert result.returncode == 1
     text = out.read_text(encoding="utf-8")
     assert ">not conformant<" in text
@@ -288,7 +306,7 @@ def test_markup_in_a_report_is_escaped(mibspec_cli: CliRun, tmp_path: Path) -> N
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report), encoding="utf-8")
     out = tmp_path / "page.html"
-    result = mibspec_cli("report", str(path), "-o", str(out))
+    result = mibspec_cli("html", str(path), "-o", str(out))
     assert result.returncode == 0, result.stderr
     text = out.read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -331,13 +349,9 @@ def test_same_input_gives_the_same_bytes_across_processes(mibspec_cli: CliRun, t
 
 
 def test_usage_errors(mibspec_cli: CliRun, tmp_path: Path) -> None:
-    assert (
-        mibspec_cli("report", str(EXAMPLES / "circuit" / "report.json")).returncode == 2
-    )  # nothing to write
-    assert (
-        mibspec_cli("report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.html")).returncode == 2
-    )
-    result = mibspec_cli("report", str(EXAMPLES), "-o", str(tmp_path / "x.html"))
+    assert mibspec_cli("html", str(EXAMPLES / "circuit" / "report.json")).returncode == 2  # nothing to write
+    assert mibspec_cli("html", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.html")).returncode == 2
+    result = mibspec_cli("html", str(EXAMPLES), "-o", str(tmp_path / "x.html"))
     assert result.returncode == 2
     assert "reports" in result.stderr
 

@@ -285,7 +285,7 @@ def test_html_report_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, 
         REPO / "conformance" / "v1" / "leaderboard" / "valid" / "leaderboard-two-tables" / "document.json"
     )
     out = tmp_path / "board.html"
-    result = mibspec_cli("report", str(source), "-o", str(out))
+    result = mibspec_cli("html", str(source), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert "not drawn" not in result.stdout + result.stderr
     parser = _Cells()

@@ -120,11 +120,11 @@ def test_verify_writes_beside_its_inputs(mibspec_cli: CliRun, example: Path) -> 
 def test_report_and_leaderboard_refuse_their_inputs(mibspec_cli: CliRun, example: Path) -> None:
     before = _snapshot(example)
     _usage_error(
-        mibspec_cli("report", str(example / "report.json"), "-o", str(example / "report.json")),
+        mibspec_cli("html", str(example / "report.json"), "-o", str(example / "report.json")),
         "would overwrite the input",
     )
     _usage_error(
-        mibspec_cli("report", str(example / "report.json"), "--png-dir", str(example / "report.json")),
+        mibspec_cli("html", str(example / "report.json"), "--png-dir", str(example / "report.json")),
         "--png-dir",
     )
     _usage_error(
@@ -288,13 +288,13 @@ def test_outputs_into_missing_folders_are_made(mibspec_cli: CliRun, example: Pat
         ("verify", "{long}"),
         ("verify", "{report}", "--no-recompute", "-o", "{long}"),
         ("verify", "{report}", "--no-recompute", "--receipt", "{tmp}/missing/{long}"),
-        ("report", "{long}", "-o", "{tmp}/x.html"),
+        ("html", "{long}", "-o", "{tmp}/x.html"),
         ("leaderboard", "{long}"),
         ("import", "eap-ig", "{long}", "-o", "{tmp}/x"),
         ("migrate", "{long}", "-o", "{tmp}/x.json"),
         ("schema", "export", "{tmp}/{long}"),
     ],
-    ids=["verify-input", "verify-output", "receipt", "report", "leaderboard", "import", "migrate", "export"],
+    ids=["verify-input", "verify-output", "receipt", "html", "leaderboard", "import", "migrate", "export"],
 )
 def test_a_path_too_long_is_a_usage_error(
     mibspec_cli: CliRun, example: Path, tmp_path: Path, command: tuple[str, ...]

@@ -29,6 +29,8 @@ def _build_command(entry: Command) -> typer.core.TyperCommand:
         holder.registered_commands[0], pretty_exceptions_short=True, rich_markup_mode=None
     )
     assert isinstance(command, TyperCommand)
+    if entry.alias_of:
+        command.help = f"{entry.summary}\n\n{command.help or ''}"
     return command
 
 

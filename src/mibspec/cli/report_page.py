@@ -1,4 +1,5 @@
-"""``mibspec report``: verify a report and summarise it in one HTML page with figures.
+"""``mibspec html`` (alias ``mibspec report``): verify a report and summarise it in one HTML
+page with figures.
 
 A thin layer over :mod:`mibspec._html_report`; this module imports only typer and the
 standard library at import time.
@@ -22,7 +23,7 @@ from mibspec.cli._support import (
 )
 from mibspec.core.display import visible
 
-__all__ = ["report_command"]
+__all__ = ["html_command"]
 
 
 class KAxis(str, enum.Enum):
@@ -30,7 +31,7 @@ class KAxis(str, enum.Enum):
     linear = "linear"
 
 
-def report_command(
+def html_command(
     path: Annotated[Path, typer.Argument(help="A report.json (or a folder holding exactly one report).")],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the HTML page to this file.")

@@ -21,11 +21,15 @@ __all__ = ["COMMANDS", "Command", "Group"]
 @dataclass(frozen=True)
 class Command:
     """A command: ``name`` its words after ``mibspec``, ``target`` the ``module:function``
-    implementing it, ``summary`` the first paragraph of that function's docstring."""
+    implementing it, ``summary`` the first paragraph of that function's docstring.
+
+    An alias (``alias_of``: the command it stands for) runs that command's function; its
+    ``summary`` says so and heads the command's help, before the function's docstring."""
 
     name: str
     target: str
     summary: str
+    alias_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,15 @@ COMMANDS: tuple[Command | Group, ...] = (
         "How to cite the spec version and the exact schema bundle a report was checked with.",
     ),
     Command(
-        "report",
-        f"{_CLI}.report_page:report_command",
+        "html",
+        f"{_CLI}.report_page:html_command",
         "Verify a report and summarise it in one self-contained HTML page with figures.",
+    ),
+    Command(
+        "report",
+        f"{_CLI}.report_page:html_command",
+        "Alias of `html` (the command's former name).",
+        alias_of="html",
     ),
     Command(
         "leaderboard",

@@ -27,7 +27,7 @@ class Track:
             missing one is R101); the recomputer may check further ones itself.
         score_command: ``module:function`` of its ``mibspec score <command>``, as the command
             table (``mibspec.cli.table``) names it.
-        figures: the figure kinds ``mibspec report`` draws for its reports, in order.
+        figures: the figure kinds ``mibspec html`` draws for its reports, in order.
     """
 
     name: str

@@ -20,8 +20,9 @@ which is the serial run's list (see :mod:`mibspec._batch`).
 Executors:
 
 * ``process`` (``jobs`` > 1): ``jobs - 1`` persistent worker processes and this process
-  take units from one queue, so worker start-up overlaps with work and costs once per
-  worker, never once per report (workers are forked where that is safe, see
+  claim units in order, each the next one when it is done with its last, so worker start-up
+  overlaps with work and costs once per worker, never once per report, and no process
+  waits while another still has work queued (workers are forked where that is safe, see
   :func:`_start_method`; without recomputation, after this process verified the first
   report, so that they start with its imports and compiled schemas);
 * ``ray``: one task per unit on a Ray cluster (``address``, else a local one), with
@@ -39,10 +40,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -61,9 +59,10 @@ __all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus
 #: How many times a Ray task whose worker died is run again before its reports fail.
 RAY_MAX_RETRIES = 2
 EXECUTORS = ("process", "ray")
-#: Units per worker when reports are split without recomputation (small units balance
-#: the load; each costs one message to a worker).
-_UNITS_PER_WORKER = 4
+#: Without recomputation, each unit takes this share (divided by the number of workers) of
+#: the reports left: long runs first, single reports last, so the processes end together
+#: while there are few units (each costs one message).
+_UNITS_PER_WORKER = 2
 #: Environment variable naming a folder of injected faults for the Ray executor's tests.
 _FAULT_ENV = "MIBSPEC_RAY_FAULT_DIR"
 
@@ -111,10 +110,13 @@ def _digest(path: Path, max_bytes: int) -> str | None:
 def plan_units(files: Sequence[str], options: VerifyOptions, workers: int) -> list[list[int]]:
     """The units (lists of indices into ``files``), in the order they should start."""
     n = len(files)
-    if not options.recompute:  # runs of consecutive reports, of sizes that differ by one at most
-        count = min(n, workers * _UNITS_PER_WORKER)
-        bounds = [round(i * n / count) for i in range(count + 1)]
-        return [list(range(bounds[i], bounds[i + 1])) for i in range(count)]
+    if not options.recompute:  # runs of consecutive reports, shorter and shorter
+        units, start = [], 0
+        while start < n:
+            size = -(-(n - start) // (_UNITS_PER_WORKER * workers))
+            units.append(list(range(start, start + size)))
+            start += size
+        return units
     groups: dict[Any, list[int]] = {}
     for i, path in enumerate(files):
         key = group_key(path, options.limits.max_bytes)
@@ -222,50 +224,134 @@ def _run_processes(
     jobs: int,
     keep: Callable[[list[int], list[PathResult]], None],
 ) -> None:
-    """``jobs - 1`` worker processes and this one take units from one queue.
+    """``jobs - 1`` worker processes and this one claim units in order from a shared counter.
 
-    Without recomputation this process first verifies the first report itself: the
-    workers, forked after it, start with every module verification needs imported and
-    the schemas compiled, instead of each paying for that again.
+    Each process takes the next unit when it is done with its last, so none waits while
+    another still has a queue of its own. Without recomputation this process first
+    verifies the first report itself: the workers, forked after it, start with every
+    module verification needs imported and the schemas compiled. A unit whose worker
+    died is failed, never passed, and the other processes go on with the rest.
     """
     if not options.recompute and units and units[0]:
         first, *rest = units[0]
         keep([first], verify_unit([files[first]], options))
         units = [rest, *units[1:]] if rest else units[1:]
+    if not units:
+        return
     context = _start_method()
-    pending = deque(range(len(units)))
-    running: dict[Future[list[PathResult]], int] = {}
+    claims = _Claims(context, len(units))
+    results = context.Queue()
+    workers = [
+        context.Process(target=_worker, args=(n, files, units, options, claims, results), daemon=True)
+        for n in range(1, min(jobs - 1, len(units)) + 1)
+    ]
+    for worker in workers:
+        worker.start()
+    received: set[int] = set()
 
-    def collect(done: set[Future[list[PathResult]]]) -> None:
-        for future in done:
-            index = running.pop(future)
-            paths = [files[i] for i in units[index]]
-            try:
-                out = future.result()
-            except (FileNotFoundError, IsADirectoryError, PermissionError):
-                raise  # an unreadable input: a usage error, as in the serial run
-            except Exception as exc:  # the worker itself failed (killed, out of memory, ...)
-                out = _failed(paths, exc)
-            keep(units[index], out)
+    def take(index: int, status: str, payload: Any) -> None:
+        received.add(index)
+        if status == "ok":
+            keep(units[index], payload)
+        elif isinstance(payload, FileNotFoundError | IsADirectoryError | PermissionError):
+            raise payload  # an unreadable input: a usage error, as in the serial run
+        else:  # the unit raised in the worker
+            keep(units[index], _failed([files[i] for i in units[index]], payload))
 
-    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context) as pool:
-        while pending or running:
-            # two units in flight per worker: a worker that finishes one starts the next at
-            # once instead of idling until this process is done with its own unit
-            while pending and len(running) < 2 * (jobs - 1):
-                index = pending.popleft()
-                paths = [files[i] for i in units[index]]
-                try:
-                    running[pool.submit(verify_unit, paths, options)] = index
-                except BrokenProcessPool as exc:  # a worker died earlier: the pool takes no more
-                    keep(units[index], _failed(paths, exc))
-            if pending:  # this process works too, while the workers start and run
-                index = pending.popleft()
-                keep(units[index], verify_unit([files[i] for i in units[index]], options))
-                collect({f for f in running if f.done()})
-            else:
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                collect(done)
+    try:
+        while (index := claims.next(0)) is not None:  # this process works too
+            received.add(index)
+            keep(units[index], verify_unit([files[i] for i in units[index]], options))
+            while not results.empty():
+                take(*results.get())
+        _collect(workers, claims, results, received, take)
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join()
+    for index in range(len(units)):  # claimed by a worker that died before it was done
+        if index not in received:
+            code = workers[claims.owner(index) - 1].exitcode
+            lost = WorkerLostError(f"the worker process verifying it exited with code {code}")
+            keep(units[index], _failed([files[i] for i in units[index]], lost))
+
+
+def _collect(
+    workers: list[Any],
+    claims: _Claims,
+    results: Any,
+    received: set[int],
+    take: Callable[[int, str, Any], None],
+) -> None:
+    """Take the workers' results until every unit is done or its worker is gone."""
+    import queue
+
+    def outstanding() -> bool:
+        live = {n + 1 for n, worker in enumerate(workers) if worker.exitcode is None}
+        return any(index not in received and claims.owner(index) in live for index in range(claims.size))
+
+    while outstanding():
+        try:
+            take(*results.get(timeout=0.05))
+        except queue.Empty:
+            continue
+    while True:  # a worker that exited normally flushed its results before it did
+        try:
+            take(*results.get(timeout=0.01))
+        except queue.Empty:
+            return
+
+
+class _Claims:
+    """Which process took which unit: a counter and an owner per unit, shared by all."""
+
+    def __init__(self, context: Any, size: int) -> None:
+        self.size = size
+        self._lock = context.Lock()
+        self._next = context.RawValue("l", 0)
+        self._owner = context.RawArray("l", size)
+
+    def next(self, worker: int) -> int | None:
+        """The next unit for ``worker`` (0: this process, n: the n-th worker), if any is left."""
+        with self._lock:
+            index = self._next.value
+            if index >= self.size:
+                return None
+            self._next.value = index + 1
+            self._owner[index] = worker
+            return index
+
+    def owner(self, index: int) -> int:
+        return int(self._owner[index])
+
+
+def _worker(
+    number: int,
+    files: list[str],
+    units: list[list[int]],
+    options: VerifyOptions,
+    claims: _Claims,
+    results: Any,
+) -> None:
+    """Worker ``number``: verify units until none is left, each result sent as it is done."""
+    while (index := claims.next(number)) is not None:
+        try:
+            results.put((index, "ok", verify_unit([files[i] for i in units[index]], options)))
+        except Exception as exc:  # sent back: the parent decides what it means
+            results.put((index, "error", _picklable(exc)))
+    results.close()
+    results.join_thread()
+
+
+def _picklable(exc: Exception) -> Exception:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 def _start_method() -> Any:

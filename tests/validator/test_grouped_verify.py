@@ -132,13 +132,17 @@ def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspe
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -> None:
-    # start-up is amortised: a worker gets runs of consecutive reports, never one task
-    # (or one process) per report, and every worker gets work
+    # start-up is amortised: a worker gets runs of consecutive reports, long ones first,
+    # never one process per report, and every worker gets work; the runs shorten to single
+    # reports at the end so that the processes finish together
     files = [f"r{i}/report.json" for i in range(50)]
     units = plan_units(files, VerifyOptions(recompute=False), workers)
     assert [i for unit in units for i in unit] == list(range(50))  # each once, in order
-    assert workers <= len(units) <= 4 * workers
-    assert max(len(unit) for unit in units) - min(len(unit) for unit in units) <= 1
+    sizes = [len(unit) for unit in units]
+    assert sizes == sorted(sizes, reverse=True)
+    assert sizes[0] >= 50 // (2 * workers)
+    assert sizes[-1] == 1
+    assert workers <= len(units) <= 2 * workers * (1 + math.log(50))
 
 
 _KILL_WORKERS = """

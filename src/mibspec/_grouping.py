@@ -251,12 +251,9 @@ def _run_processes(
 
     def take(index: int, status: str, payload: Any) -> None:
         received.add(index)
-        if status == "ok":
-            keep(units[index], payload)
-        elif isinstance(payload, FileNotFoundError | IsADirectoryError | PermissionError):
-            raise payload  # an unreadable input: a usage error, as in the serial run
-        else:  # the unit raised in the worker
-            keep(units[index], _failed([files[i] for i in units[index]], payload))
+        if status == "unreadable":  # an unreadable input: a usage error, as in the serial run
+            raise payload
+        keep(units[index], payload)
 
     try:
         while (index := claims.next(0)) is not None:  # this process works too
@@ -336,22 +333,15 @@ def _worker(
 ) -> None:
     """Worker ``number``: verify units until none is left, each result sent as it is done."""
     while (index := claims.next(number)) is not None:
+        paths = [files[i] for i in units[index]]
         try:
-            results.put((index, "ok", verify_unit([files[i] for i in units[index]], options)))
-        except Exception as exc:  # sent back: the parent decides what it means
-            results.put((index, "error", _picklable(exc)))
+            results.put((index, "ok", verify_unit(paths, options)))
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            results.put((index, "unreadable", exc))
+        except Exception as exc:  # the unit's reports fail, as they would in this process
+            results.put((index, "ok", _failed(paths, exc)))
     results.close()
     results.join_thread()
-
-
-def _picklable(exc: Exception) -> Exception:
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 def _start_method() -> Any:

@@ -180,6 +180,39 @@ def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, inj
     assert all(documents[path]["valid"] for path in reports if path not in failed)
 
 
+_RAISE_IN_WORKERS = """
+import multiprocessing
+import mibspec._grouping as grouping
+
+_verify_unit = grouping.verify_unit
+
+
+def verify_unit(paths, options):
+    if multiprocessing.parent_process() is not None:  # a worker's unit raises
+        raise RuntimeError("planted failure")
+    return _verify_unit(paths, options)
+
+
+grouping.verify_unit = verify_unit
+"""
+
+
+def test_a_unit_that_raises_in_a_worker_fails_its_reports(tmp_path: Path, injected_cli: Any) -> None:
+    root = tmp_path / "results"
+    for name in "abcdefgh":
+        shutil.copytree(REPO / "examples" / "circuit", root / name)
+    done = injected_cli(_RAISE_IN_WORKERS, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    reports = [str(root / name / "report.json") for name in "abcdefgh"]
+    assert all(path in documents for path in reports)
+    failed = [path for path in reports if not documents[path]["valid"]]
+    assert failed
+    for path in failed:
+        assert documents[path]["stages"][0]["detail"] == "internal error: RuntimeError: planted failure"
+
+
 @pytest.fixture(scope="module")
 def mixed_corpus(tmp_path_factory: pytest.TempPathFactory, report_copies: Any) -> list[str]:
     """Three copies of the IOI example on the same rows: the signed curve's circuits shared by

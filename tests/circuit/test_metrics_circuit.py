@@ -475,3 +475,27 @@ def test_straddling_ties_at_equals_one_call_per_size() -> None:
         assert straddling_ties_at(scores, sizes, ranking) == [
             straddling_ties(scores, n, ranking) for n in sizes
         ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-300, -1e-300, 3.0]) | st.floats(-5, 5),
+        max_size=60,
+    )
+)
+def test_descending_keys_are_the_stable_ranking_bit_for_bit(values: list[float]) -> None:
+    # the slow obvious baseline: sort (key, index) pairs, key descending, index ascending;
+    # zeros of both signs compare equal, so they stay in index order with their own signs
+    from mibspec.reference_impl.metrics._ranking import descending_keys
+
+    keys = np.array(values, dtype=np.float64)
+    expected = [keys[i] for i in sorted(range(keys.size), key=lambda i: (-keys[i], i))]
+    got = descending_keys(keys)
+    assert got.tobytes() == np.array(expected, dtype=np.float64).tobytes()
+
+
+def test_no_sizes_give_no_tie_reports() -> None:
+    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+
+    assert straddling_ties_at([1.0, 1.0], [], "signed") == []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TieReport", "descending_order", "tie_report"]
+__all__ = ["TieReport", "descending_keys", "descending_order", "tie_report"]
 
 
 def descending_order(keys: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -23,6 +23,22 @@ def descending_order(keys: NDArray[np.float64]) -> NDArray[np.intp]:
     finite float64 is exact, so no two distinct keys collide.
     """
     return np.argsort(-keys, kind="stable")
+
+
+def descending_keys(keys: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``keys[descending_order(keys)]``, bit for bit, without the stable argsort.
+
+    Equal finite floats are the same bits except 0.0 and -0.0, so an unstable sort of the
+    values gives the canonical sequence once the run of zeros holds their signs in index
+    order (as the stable tie-break would place them). Several times faster than the
+    argsort on large arrays; for tie reports, which need the keys, not the indices.
+    """
+    out = -np.sort(-keys)
+    zeros = keys == 0
+    if zeros.any():
+        start = int(np.searchsorted(-out, 0.0, side="left"))  # -out is ascending
+        out[start : start + int(np.count_nonzero(zeros))] = keys[zeros]
+    return out
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, Literal, overload
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._ranking import TieReport, descending_order, tie_report
+from ._ranking import TieReport, descending_keys, descending_order, tie_report
 from .checks import (
     as_bool_array,
     as_float_array,
@@ -355,7 +355,9 @@ def straddling_ties_at(scores: ArrayLike, ns: Sequence[int], ranking: Ranking) -
     """:func:`straddling_ties` for several selection sizes, sorting the scores once."""
     keys = _ranking_keys(scores, ranking)
     counts = [check_int(n, f"ns[{i}]", minimum=0, maximum=keys.size) for i, n in enumerate(ns)]
-    sorted_keys = keys[descending_order(keys)]
+    if not counts:
+        return []
+    sorted_keys = descending_keys(keys)
     return [tie_report(sorted_keys, count) for count in counts]
 
 

@@ -29,12 +29,6 @@ SPEC_VERSION_KEY_ALLOWED = {
     # The JSON output of `mibspec verify` and the validator's context: not documents.
     "_output_formats.py",
     "validator/_context.py",
-    # Still built as dicts: their key orders differ from the models' field order, so building
-    # them from the models would change the bytes they write.
-    # The dataset document read from a dataset's .meta.json, passed on as the input's copy.
-    "reference_impl/producers/circuit.py",
-    # A featurizer's keys follow the training method (feature_indices last for a learnt mask).
-    "reference_impl/producers/causal_variable.py",
 }
 
 

@@ -111,6 +111,16 @@ def test_document_bytes_is_the_project_s_json_layout() -> None:
         "examples/saliency-digits/report.json",
         "examples/saliency/dataset.json",
         "examples/causal_variable/causal_model.json",
+        # Written from their models by examples/build_examples.py.
+        "examples/causal_variable/report.json",
+        "examples/causal_variable/das_output_position_l6_s2.json",
+        "examples/saliency/report.json",
+        "examples/causal-bench-table1/report.json",
+        "examples/causal_bench/report.json",
+        # Base documents of the conformance builders, dumped from their models.
+        "conformance/v1/report/valid/causal-variable-ioi-das/document.json",
+        "conformance/v1/report/valid/saliency-two-methods/document.json",
+        "conformance/v1/featurizer/valid/sae-subject-slot/document.json",
     ],
 )
 def test_round_trip_model_bytes_model(path: str) -> None:

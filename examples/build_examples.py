@@ -47,9 +47,21 @@ from numpy.typing import NDArray
 
 from mibspec._compare_trees import compare_trees
 from mibspec.core.spec import SPEC_VERSION
-from mibspec.documents import document_bytes
+from mibspec.documents import (
+    CausalBenchReport,
+    CausalVariableReport,
+    CircuitReport,
+    SaliencyReport,
+    document_bytes,
+)
 from mibspec.documents.common import Provenance
-from mibspec.documents.kinds import CausalModel, CausalVariable, CounterfactualDataset
+from mibspec.documents.kinds import (
+    CausalModel,
+    CausalVariable,
+    CounterfactualDataset,
+    Featurizer,
+    ShortcutDataset,
+)
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
@@ -235,60 +247,59 @@ def build_circuit(folder: OutputFolder) -> None:
         curves.append({"ranking": ranking, "points": points})
     f_signed = [p["faithfulness"] for p in curves[0]["points"]]
     f_absolute = [p["faithfulness"] for p in curves[1]["points"]]
-    report = {
-        "spec_version": SPEC_VERSION,
-        "kind": "report",
-        "track": "circuit",
-        "profile": "default",
-        "title": "EAP-IG circuits for IOI on GPT-2 small",
-        "description": SYNTHETIC.format(what="edge scores, m_full, m_empty and the faithfulness values"),
-        "method": {
-            "name": "EAP-IG (inputs)",
-            "version": "1.0",
-            "description": "Edge attribution patching with integrated gradients on the edge inputs.",
-            "hyperparameters": {"ig_steps": 5, "aggregation": "sum"},
-            "citation": {
-                "text": "Hanna, Pezzelle and Belinkov (2024). Have Faith in Faithfulness: Going Beyond "
-                "Circuit Overlap When Finding Model Mechanisms.",
-                "url": "https://arxiv.org/abs/2403.17806",
+    report = CircuitReport.model_validate(
+        {
+            "profile": "default",
+            "title": "EAP-IG circuits for IOI on GPT-2 small",
+            "description": SYNTHETIC.format(what="edge scores, m_full, m_empty and the faithfulness values"),
+            "method": {
+                "name": "EAP-IG (inputs)",
+                "version": "1.0",
+                "description": "Edge attribution patching with integrated gradients on the edge inputs.",
+                "hyperparameters": {"ig_steps": 5, "aggregation": "sum"},
+                "citation": {
+                    "text": "Hanna, Pezzelle and Belinkov (2024). Have Faith in Faithfulness: Going Beyond "
+                    "Circuit Overlap When Finding Model Mechanisms.",
+                    "url": "https://arxiv.org/abs/2403.17806",
+                },
             },
-        },
-        "task": {
-            "name": "ioi",
-            "dataset": "dataset",
-            "split": "test",
-            "counterfactual_type": "abc",
-            "n_examples": IOI_ROWS,
-        },
-        "model": GPT2_SMALL,
-        "settings": {
-            "ablation": "counterfactual",
-            "granularity": "edge",
-            "grid": list(GRID),
-            "ranking": {"cpr": "signed", "cmd": "absolute"},
-            "edge_count_rounding": "floor",
-            "metric": "logit_difference",
-            "batch_size": 10,
-            "padding_side": "right",
-        },
-        "claims": {
-            "circuit": "circuit",
-            "n_edges": universe.n_edges,
-            "m_full": M_FULL,
-            "m_empty": M_EMPTY,
-            "curves": curves,
-            "cpr": {"value": mc.cpr(GRID, f_signed)},
-            "cmd": {"value": mc.cmd(GRID, f_absolute)},
-        },
-        "artifacts": [
-            folder.artifact("circuit", "circuit", "circuit.json", "application/json", kind="circuit"),
-            folder.artifact(
-                "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
-            ),
-        ],
-        "provenance": PROVENANCE,
-    }
-    folder.json("report.json", report)
+            "task": {
+                "name": "ioi",
+                "dataset": "dataset",
+                "split": "test",
+                "counterfactual_type": "abc",
+                "n_examples": IOI_ROWS,
+            },
+            "model": GPT2_SMALL,
+            "settings": {
+                "ablation": "counterfactual",
+                "granularity": "edge",
+                "grid": list(GRID),
+                "ranking": {"cpr": "signed", "cmd": "absolute"},
+                "edge_count_rounding": "floor",
+                "metric": "logit_difference",
+                "batch_size": 10,
+                "padding_side": "right",
+            },
+            "claims": {
+                "circuit": "circuit",
+                "n_edges": universe.n_edges,
+                "m_full": M_FULL,
+                "m_empty": M_EMPTY,
+                "curves": curves,
+                "cpr": {"value": mc.cpr(GRID, f_signed)},
+                "cmd": {"value": mc.cmd(GRID, f_absolute)},
+            },
+            "artifacts": [
+                folder.artifact("circuit", "circuit", "circuit.json", "application/json", kind="circuit"),
+                folder.artifact(
+                    "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
+                ),
+            ],
+            "provenance": PROVENANCE,
+        }
+    )
+    folder.write("report.json", document_bytes(report))
 
 
 # --------------------------------------------------------------------------- causal variable track
@@ -330,11 +341,8 @@ def build_causal_variable(folder: OutputFolder) -> None:
         position = LAST if where == "last" else S2_POSITION
         stem = f"das_{variable}_l{layer}_{where}"
         folder.safetensors(f"{stem}.safetensors", {"rotation": rotation(768, seed)})
-        folder.json(
-            f"{stem}.json",
+        featurizer = Featurizer.model_validate(
             {
-                "spec_version": SPEC_VERSION,
-                "kind": "featurizer",
                 "description": f"DAS: one direction of the residual stream after layer {layer} aligned to "
                 f"{variable} (synthetic weights).",
                 "type": "subspace",
@@ -355,8 +363,9 @@ def build_causal_variable(folder: OutputFolder) -> None:
                     folder.artifact("weights", "weights", f"{stem}.safetensors", "application/x-safetensors")
                 ],
                 "provenance": PROVENANCE,
-            },
+            }
         )
+        folder.write(f"{stem}.json", document_bytes(featurizer))
         ident = stem.replace("_", "-")
         artifacts.append(
             folder.artifact(ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
@@ -390,12 +399,8 @@ def build_causal_variable(folder: OutputFolder) -> None:
                 "best": result.best,
             }
         )
-    folder.json(
-        "report.json",
+    report = CausalVariableReport.model_validate(
         {
-            "spec_version": SPEC_VERSION,
-            "kind": "report",
-            "track": "causal_variable",
             "profile": "default",
             "title": "DAS alignment of the IOI output variables in GPT-2 small",
             "description": SYNTHETIC.format(what="featurizer weights and the MSE of each unit")
@@ -418,8 +423,9 @@ def build_causal_variable(folder: OutputFolder) -> None:
             "seeds": [{"purpose": "featurizer initialisation and training order", "value": 0}],
             "artifacts": artifacts,
             "provenance": PROVENANCE,
-        },
+        }
     )
+    folder.write("report.json", document_bytes(report))
 
 
 # --------------------------------------------------------------------------- CAUSAL-BENCH track
@@ -528,12 +534,8 @@ def build_causal_bench(folder: OutputFolder) -> None:
         p_convention=CB_SETTINGS["p_convention"],
         ddof=CB_SETTINGS["z_ddof"],
     )
-    folder.json(
-        "report.json",
+    report = CausalBenchReport.model_validate(
         {
-            "spec_version": SPEC_VERSION,
-            "kind": "report",
-            "track": "causal_bench",
             "profile": "default",
             "title": "Four localization methods on the planted 4L/4H circuit (CAUSAL-BENCH Table 1 sets)",
             "description": "The identified sets are those of CAUSAL-BENCH Table 1; the seed runs are "
@@ -553,8 +555,9 @@ def build_causal_bench(folder: OutputFolder) -> None:
                 {"purpose": "permutation test", "value": CONVERGENCE_SEED},
             ],
             "provenance": PROVENANCE,
-        },
+        }
     )
+    folder.write("report.json", document_bytes(report))
 
 
 # CAUSAL-BENCH Table 1 as printed (three decimals), method by method: F, C, M, S, COS, F1, composite.
@@ -630,12 +633,8 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             }
         )
     sets = list(SETS.values())
-    folder.json(
-        "report.json",
+    report = CausalBenchReport.model_validate(
         {
-            "spec_version": SPEC_VERSION,
-            "kind": "report",
-            "track": "causal_bench",
             "profile": "mib-2025",
             "title": "CAUSAL-BENCH Table 1 as printed: four localization methods on the planted 4L/4H model",
             "description": "Structural example: the numbers are those CAUSAL-BENCH prints (Table 1 to three "
@@ -660,8 +659,9 @@ def build_causal_bench_table1(folder: OutputFolder) -> None:
             "seeds": [{"purpose": "behaviour model noise", "value": BEHAVIOUR["seed"]}],
             "rounding": {"decimals": 3},
             "provenance": PROVENANCE,
-        },
+        }
     )
+    folder.write("report.json", document_bytes(report))
 
 
 # --------------------------------------------------------------------------- saliency track
@@ -729,11 +729,8 @@ def build_saliency(folder: OutputFolder) -> None:
     for key, value in arrays.items():
         folder.npy(f"{key}.npy", value)
     n_classes = len(LOCATIONS)
-    folder.json(
-        "dataset.json",
+    dataset = ShortcutDataset.model_validate(
         {
-            "spec_version": SPEC_VERSION,
-            "kind": "shortcut_dataset",
             "description": "Random 16x16 colour images in three classes; each class carries a 3x3 blur "
             "kernel applied to a 6x6 patch at a class-specific location.",
             "source": "synthetic uniform-noise images (numpy PCG64, seed 21)",
@@ -760,8 +757,9 @@ def build_saliency(folder: OutputFolder) -> None:
                 folder.artifact(key, roles[key], f"{key}.npy", "application/x-npy") for key in arrays
             ],
             "provenance": PROVENANCE,
-        },
+        }
     )
+    folder.write("dataset.json", document_bytes(dataset))
     rng = np.random.default_rng(41)
     folder.safetensors(
         "cnn.safetensors",
@@ -798,12 +796,8 @@ def build_saliency(folder: OutputFolder) -> None:
                 "addition_auc": {"integrated_gradients": 0.7318, "occlusion": 0.6552}[name],
             }
         )
-    folder.json(
-        "report.json",
+    report = SaliencyReport.model_validate(
         {
-            "spec_version": SPEC_VERSION,
-            "kind": "report",
-            "track": "saliency",
             "profile": "default",
             "title": "Pixel-level evaluation of two saliency methods on a shortcut-trained CNN",
             "description": SYNTHETIC.format(
@@ -843,8 +837,9 @@ def build_saliency(folder: OutputFolder) -> None:
             "seeds": [{"purpose": "Shapley permutations", "value": 5}],
             "artifacts": artifacts,
             "provenance": PROVENANCE,
-        },
+        }
     )
+    folder.write("report.json", document_bytes(report))
 
 
 BUILDERS: dict[str, Callable[[OutputFolder], None]] = {

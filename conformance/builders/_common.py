@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from mibspec.documents import SPEC_VERSION, parse_document
+from mibspec.documents import dump, parse_document
 from mibspec.reference_impl.producers.folder import OutputFolder
 
 Json = dict[str, Any]
@@ -73,16 +73,13 @@ TINY_CNN: Json = {
 
 
 def document(kind: str, fields: Json) -> Json:
-    """A document of ``kind`` in the spec version of this suite: version and kind first, then ``fields``.
+    """A base document of ``kind`` in the spec version of this suite, as the JSON data cases edit.
 
-    Every document built here is a base document, valid by construction: it is checked
-    against the typed model of its kind (:mod:`mibspec.documents`). The dict, not the
-    model, is serialised: the cases' bytes follow this key order, the model's fields
-    another.
+    Built from the typed model of its kind (:mod:`mibspec.documents`), so valid by
+    construction, and dumped by the documents' serialiser: it writes the spec version and
+    the kind, and the keys follow the model's field order whatever the order of ``fields``.
     """
-    doc = {"spec_version": SPEC_VERSION, "kind": kind, **fields}
-    parse_document(kind, doc)
-    return doc
+    return dump(parse_document(kind, fields))
 
 
 # --------------------------------------------------------------------------- writing files

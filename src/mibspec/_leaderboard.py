@@ -30,9 +30,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from mibspec.core.display import visible
-from mibspec.core.spec import SPEC_VERSION
+from mibspec.documents import Leaderboard as LeaderboardDocument
+from mibspec.documents import document_bytes
+from mibspec.documents.kinds import LeaderboardCell, LeaderboardRow, LeaderboardTable
 from mibspec.validator import VerificationResult
 
 __all__ = [
@@ -150,8 +153,6 @@ def build_leaderboard(
     Raises:
         FileNotFoundError: ``directory`` does not exist or holds no report.
     """
-    import json
-
     from mibspec._verify_api import collect_paths
     from mibspec._verify_api import verify as run_verify
 
@@ -214,7 +215,7 @@ def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-_METRICS = (
+_METRICS: tuple[tuple[Literal["cpr", "cmd"], str], ...] = (
     ("cpr", "CPR (higher is better)"),
     ("cmd", "CMD (lower is better; so is its Score)"),
 )
@@ -272,24 +273,31 @@ def render_json(board: Leaderboard) -> str:
                 for cell, value in zip(board.cells, board.row(method, metric), strict=True)
                 if value is not None
             ]
-            cells = [{"task": task, "model": model, "value": value} for (task, model), value in present]
+            cells = [LeaderboardCell(task=task, model=model, value=value) for (task, model), value in present]
             average, score = _aggregates([value for _, value in present])
-            rows.append({"method": method, "cells": cells, "average": average, "score": score})
-        tables.append({"metric": metric, "rows": rows})
+            if average is None or score is None:  # pragma: no cover - a method has a cell per metric
+                continue
+            rows.append(LeaderboardRow(method=method, cells=cells, average=average, score=score))
+        tables.append(_table(metric, rows))
     left_out = [f"{item.path} ({', '.join(item.codes) or item.reason})" for item in board.rejected]
     left_out += [f"{item.path} ({item.reason})" for item in board.not_tabulated]
-    document = {
-        "spec_version": SPEC_VERSION,
-        "kind": "leaderboard",
-        "track": "circuit",
-        "title": "Circuit localization leaderboard",
-        "description": (
+    document = LeaderboardDocument(
+        title="Circuit localization leaderboard",
+        description=(
             f"{len(board.entries)} conformant circuit report(s) tabulated"
             + (f"; left out: {'; '.join(left_out)}" if left_out else "")
         ),
-        "tables": tables,
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        tables=tables,
+    )
+    return document_bytes(document).decode("utf-8")
+
+
+def _table(metric: Literal["cpr", "cmd"], rows: list[LeaderboardRow]) -> LeaderboardTable:
+    if not rows:
+        # No conformant circuit report: the table is still written, without rows (which the
+        # schema refuses, so that `mibspec verify` says the leaderboard is empty).
+        return LeaderboardTable.model_construct(metric=metric, rows=[])
+    return LeaderboardTable(metric=metric, rows=rows)
 
 
 def render_markdown(board: Leaderboard) -> str:

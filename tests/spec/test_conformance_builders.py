@@ -44,4 +44,11 @@ def test_base_documents_are_checked_against_their_typed_model(builders: ModuleTy
         document("causal_model", {"task": "ioi", "mechanism": "no_such_mechanism"} | _ONE_VARIABLE)
 
 
+def test_base_documents_are_dumped_in_their_model_s_field_order(builders: ModuleType) -> None:
+    from builders._common import document
+
+    made = document("causal_model", _ONE_VARIABLE | {"mechanism": "ioi_linear", "task": "ioi"})
+    assert list(made) == ["spec_version", "kind", "task", "mechanism", "variables", "outputs"]
+
+
 _ONE_VARIABLE = {"variables": [{"name": "x"}], "outputs": ["x"]}

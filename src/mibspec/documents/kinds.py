@@ -354,13 +354,17 @@ class LeaderboardTable(Closed):
     rows: list[LeaderboardRow] = Field(min_length=1)
 
 
-class Leaderboard(_Document):
+class Leaderboard(Closed):
     """A MIB-style circuit-track leaderboard: per method, cells and the Average and Score
     derived from them (as `mibspec leaderboard -o FILE.json` writes it, or as a paper quotes it)."""
 
+    # Not a _Document: the description follows the track and the title, the key order that
+    # `mibspec leaderboard -o FILE.json` has always written.
+    spec_version: Version = CURRENT_VERSION
     kind: Literal["leaderboard"] = "leaderboard"
     track: Literal["circuit"] = "circuit"
     title: str = Field(min_length=1)
+    description: str | None = None
     tables: list[LeaderboardTable] = Field(min_length=1)
     artifacts: list[Artifact] = Field(default_factory=list)
     provenance: Provenance | None = None

@@ -28,6 +28,7 @@ from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.documents import CausalBenchReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
+from mibspec.documents.kinds import DatasetFilter
 from mibspec.documents.report import Behaviour, CausalBenchClaims, CausalBenchSettings, TaskRef
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
@@ -537,23 +538,17 @@ def build_causal_bench_files(options: CausalBenchOptions, result: CausalBenchRes
 def _transformer_files(
     options: CausalBenchOptions, result: CausalBenchResult, rows: TransformerRows
 ) -> dict[str, bytes]:
-    dataset = rows.inputs.dataset
-    document = dict(dataset)
+    dataset = document = rows.inputs.dataset
     n_lines = len(rows.lines)
     if n_lines < rows.total:
-        document["filters"] = [
-            *document.get("filters", []),
-            {
-                "name": "other",
-                "kept": n_lines,
-                "dropped": rows.total - n_lines,
-                "detail": f"first {n_lines} rows",
-            },
-        ]
+        first_rows = DatasetFilter(
+            name="other", kept=n_lines, dropped=rows.total - n_lines, detail=f"first {n_lines} rows"
+        )
+        document = dataset.model_copy(update={"filters": [*dataset.filters, first_rows]})
     provenance = _provenance(torch=True)
     files = dataset_files(document, ("\n".join(rows.lines) + "\n").encode("utf-8"), n_lines, provenance)
     model_name, n = Path(str(options.model_dir)).name, len(rows.rows)
-    task = f"{dataset.get('task')} ({options.counterfactual_type})"
+    task = f"{dataset.task} ({options.counterfactual_type})"
     report = _report(
         result,
         title=f"Four localization methods on {model_name}, {task}",
@@ -562,9 +557,9 @@ def _transformer_files(
         f"set active ({options.ablation} ablation of the rest); seed runs evaluate it on subsamples of "
         f"{rows.subsample_size} of the {n} examples. There is no ground truth, so no P/R/F1.",
         task={
-            "name": dataset.get("task"),
+            "name": dataset.task,
             "dataset": "dataset",
-            **({"split": dataset["split"]} if dataset.get("split") else {}),
+            "split": dataset.split,
             "counterfactual_type": options.counterfactual_type,
             "n_examples": n,
         },

@@ -29,9 +29,9 @@ import numpy as np
 
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
-from mibspec.core.spec import SPEC_VERSION
-from mibspec.documents import CausalVariableReport, document_bytes
+from mibspec.documents import CausalVariableReport, document_bytes, dump
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
+from mibspec.documents.kinds import CounterfactualDataset, Featurizer, Location, TensorRef
 from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef, VariableClaims
 
 from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
@@ -286,7 +286,7 @@ class CausalVariableSetup:
     """The loaded and checked inputs of a run: model, rows, units, evaluators, causal model."""
 
     model: Any
-    dataset: dict[str, Any]
+    dataset: CounterfactualDataset  # its artifact list left out
     rows_bytes: bytes
     rows: list[Any]
     task: str
@@ -313,7 +313,7 @@ class TrainedFeaturizer:
     unit: _Unit
     stem: str
     ident: str
-    document: dict[str, Any]
+    document: Featurizer
     tensors: dict[str, np.ndarray]
 
 
@@ -392,17 +392,17 @@ def prepare_causal_variable(options: CausalVariableOptions) -> CausalVariableSet
     model = load_model(options.model_dir, device=options.device)
     codec = TextCodec(ModelSource(str(options.model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(options.dataset_path)
-    task = str(dataset.get("task"))
+    task = dataset.task
     if task not in TASK_MECHANISMS:
         raise ValueError(f"dataset_path: the task {task!r} has no built-in causal model")
     rows = _strict_rows(rows_bytes)
-    variables = _chosen(options.variables, dataset.get("variables", []), "variables", "a variable")
+    variables = _chosen(options.variables, dataset.variables, "variables", "a variable")
     layers = list(range(model.n_layers)) if options.layers is None else list(options.layers)
     position_specs = list(options.positions or DEFAULT_POSITIONS.get(task, ("last",)))
     units = _units(options, model, layers, position_specs)
-    counterfactuals = list(options.counterfactuals or dataset.get("counterfactual_types", []))
+    counterfactuals = list(options.counterfactuals or dataset.counterfactual_types)
     for cf in counterfactuals:
-        if cf not in dataset.get("counterfactual_types", []):
+        if cf not in dataset.counterfactual_types:
             raise ValueError(f"counterfactuals: {cf!r} is not a counterfactual type of the dataset")
     setup = CausalVariableSetup(
         model,
@@ -540,7 +540,7 @@ def _score_unit(setup: CausalVariableSetup, trained: TrainedFeaturizer) -> dict[
 
     name, location = trained.variable, trained.unit.location
     try:
-        featurizer = build_featurizer(setup.model, trained.document, trained.tensors, "featurizer")
+        featurizer = build_featurizer(setup.model, dump(trained.document), trained.tensors, "featurizer")
         result = setup.test_eval.score_unit(
             name, setup.metric, location, featurizer, setup.sets[name], "unit"
         )
@@ -566,22 +566,21 @@ def _write_featurizer(
 ) -> dict[str, Any]:
     """Write the featurizer document of a unit (and its safetensors file, if it has tensors);
     return the report's artifact entry for it."""
-    doc, stem, tensors = trained.document, trained.stem, trained.tensors
-    doc["description"] = (
-        f"{METHODS[options.method]['name']} featurizer for {trained.variable} at "
-        f"{_unit_id(trained.unit.location, trained.unit.spec)} on {options.model_dir.name}."
-    )
+    stem, tensors = trained.stem, trained.tensors
+    fields: dict[str, Any] = {
+        "description": f"{METHODS[options.method]['name']} featurizer for {trained.variable} at "
+        f"{_unit_id(trained.unit.location, trained.unit.spec)} on {options.model_dir.name}.",
+        "provenance": Provenance.model_validate(provenance),
+    }
     if tensors:
         folder.safetensors(f"{stem}.safetensors", tensors)
-        doc["weights"] = {
-            key: {"artifact": "weights", "tensor": key, "shape": list(value.shape), "dtype": "float32"}
+        fields["weights"] = {
+            key: TensorRef(artifact="weights", tensor=key, shape=list(value.shape), dtype="float32")
             for key, value in sorted(tensors.items())
         }
-        doc["artifacts"] = [
-            folder.artifact("weights", "weights", f"{stem}.safetensors", "application/x-safetensors")
-        ]
-    doc["provenance"] = provenance
-    folder.json(f"{stem}.json", doc)
+        weights = folder.artifact("weights", "weights", f"{stem}.safetensors", "application/x-safetensors")
+        fields["artifacts"] = [Artifact.model_validate(weights)]
+    folder.write(f"{stem}.json", document_bytes(trained.document.model_copy(update=fields)))
     return folder.artifact(trained.ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
 
 
@@ -599,7 +598,7 @@ def _write_report(
         "causal-model", "causal_model", "causal_model.json", "application/json", kind="causal_model"
     )
     folder.write("dataset.jsonl", setup.rows_bytes)
-    folder.json("dataset.json", _dataset_document(folder, setup, causal_entry, provenance))
+    folder.write("dataset.json", document_bytes(_dataset_document(folder, setup, causal_entry, provenance)))
     artifacts = [
         folder.artifact(
             "dataset", "dataset", "dataset.json", "application/json", kind="counterfactual_dataset"
@@ -619,19 +618,19 @@ def _write_report(
 
 def _dataset_document(
     folder: OutputFolder, setup: CausalVariableSetup, causal_entry: dict[str, Any], provenance: dict[str, Any]
-) -> dict[str, Any]:
+) -> CounterfactualDataset:
     """The dataset document written beside the report (``dataset.jsonl`` is written already)."""
     dataset = setup.dataset
-    copy = dict(dataset)
-    copy["causal_model"] = "causal-model"
-    copy["artifacts"] = [
-        folder.artifact(
-            dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=len(setup.rows)
-        ),
-        causal_entry,
-    ]
-    copy.setdefault("provenance", provenance)
-    return copy
+    rows = folder.artifact(
+        dataset.examples, "dataset", "dataset.jsonl", "application/jsonl", rows=len(setup.rows)
+    )
+    return dataset.model_copy(
+        update={
+            "causal_model": "causal-model",
+            "artifacts": [Artifact.model_validate(rows), Artifact.model_validate(causal_entry)],
+            "provenance": dataset.provenance or Provenance.model_validate(provenance),
+        }
+    )
 
 
 def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) -> Method:
@@ -677,15 +676,14 @@ def build_report(
         if setup.metric == "mse"
         else ""
     )
-    split: dict[str, Any] = {"split": dataset["split"]} if dataset.get("split") else {}
     return CausalVariableReport(
         profile=options.profile,
         title=f"{METHODS[options.method]['name']} featurizers for the {setup.task} variables of "
         f"{options.model_dir.name}",
         description=f"Featurizers trained on {n_train} generated train rows (seed {seed}), scored "
-        f"by interchange interventions on the {dataset.get('split')} rows." + mse_note,
+        f"by interchange interventions on the {dataset.split} rows." + mse_note,
         method=_method_block(options, setup),
-        task=TaskRef(name=setup.task, dataset="dataset", **split, n_examples=len(setup.rows)),
+        task=TaskRef(name=setup.task, dataset="dataset", split=dataset.split, n_examples=len(setup.rows)),
         seeds=[
             Seed(purpose="train split generation", value=seed),
             Seed(
@@ -721,21 +719,16 @@ def _featurizer(
     unit: _Unit,
     d: int,
     generator: Any,
-) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """One featurizer document (without description, artifacts, provenance) and its tensors."""
+) -> tuple[Featurizer, dict[str, np.ndarray]]:
+    """One featurizer document (without description, weights, artifacts, provenance) and its tensors."""
     from ..engine import TorchFeaturizer
 
-    method, location, evaluator = options.method, unit.location, setup.train_eval
-    doc: dict[str, Any] = {
-        "spec_version": SPEC_VERSION,
-        "kind": "featurizer",
-        "location": location,
-        "input_dim": d,
-    }
+    method, location, evaluator = options.method, Location.model_validate(unit.location), setup.train_eval
     if method == "full_vector":
-        doc |= {"type": "identity", "n_features": d, "error": "add_base_error"}
-        return doc, {}
-    data = training_pairs(evaluator, variable, setup.metric, location, setup.sets[variable])
+        return Featurizer(
+            type="identity", location=location, input_dim=d, n_features=d, error="add_base_error"
+        ), {}
+    data = training_pairs(evaluator, variable, setup.metric, unit.location, setup.sets[variable])
     common = {
         "steps": options.steps,
         "learning_rate": options.learning_rate,
@@ -745,28 +738,45 @@ def _featurizer(
     if method == "das":
         n_features = options.n_features
         rotation = train_das(setup.model, unit.site, data, n_features=n_features, **common)
-        doc |= {
-            "type": "subspace",
-            "n_features": n_features,
-            "feature_indices": list(range(n_features)),
-            "error": "add_base_error",
-        }
+        doc = Featurizer(
+            type="subspace",
+            location=location,
+            input_dim=d,
+            n_features=n_features,
+            feature_indices=list(range(n_features)),
+            error="add_base_error",
+        )
         return doc, {"rotation": rotation}
     tensors: dict[str, np.ndarray] = {}
     if method == "dbm":
-        doc |= {"type": "identity", "n_features": d, "error": "add_base_error"}
+        doc = Featurizer(
+            type="identity", location=location, input_dim=d, n_features=d, error="add_base_error"
+        )
     else:
-        tensors = _fit_basis(options, evaluator, location, d, generator)
+        tensors = _fit_basis(options, evaluator, unit.location, d, generator)
         if method == "pca":
-            doc |= {"type": "pca", "n_features": d, "pca_centring": options.pca_centring}
+            doc = Featurizer(
+                type="pca",
+                location=location,
+                input_dim=d,
+                n_features=d,
+                # CausalVariableOptions has checked the value.
+                pca_centring=cast(Literal["centred", "uncentred"], options.pca_centring),
+                error="add_base_error",
+            )
         else:
             latents = options.sae_latents or 4 * d
-            doc |= {"type": "sae", "n_features": latents, "sae_activation": "relu"}
-        doc["error"] = "add_base_error"
-    featurizer = TorchFeaturizer(doc, tensors, device=setup.model.device)
+            doc = Featurizer(
+                type="sae",
+                location=location,
+                input_dim=d,
+                n_features=latents,
+                sae_activation="relu",
+                error="add_base_error",
+            )
+    featurizer = TorchFeaturizer(dump(doc), tensors, device=setup.model.device)
     indices = train_mask(setup.model, unit.site, data, featurizer, sparsity=options.sparsity, **common)
-    doc["feature_indices"] = indices
-    return doc, tensors
+    return doc.model_copy(update={"feature_indices": indices}), tensors
 
 
 def _fit_basis(

@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from mibspec.core.files import sha256_file
 from mibspec.core.outputs import input_files
 from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import JsonLinesError, read_json_lines
 from mibspec.documents import CircuitReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
-from mibspec.documents.kinds import Circuit, CircuitEntry, GraphSpec, TensorRef
+from mibspec.documents.kinds import Circuit, CircuitEntry, CounterfactualDataset, GraphSpec, TensorRef
 from mibspec.documents.report import (
     CircuitClaims,
     CircuitSettings,
@@ -42,7 +42,7 @@ from mibspec.documents.report import (
 from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
-from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
+from .folder import OutputFolder, artifact_entry, created_timestamp
 
 __all__ = [
     "METHODS",
@@ -148,7 +148,7 @@ class ModelAndDataset:
 
     model: Any
     encode: Any
-    dataset: dict[str, Any]
+    dataset: CounterfactualDataset  # its artifact list left out
     rows_bytes: bytes
     rows: list[dict[str, Any]]
 
@@ -166,10 +166,10 @@ def open_model_and_dataset(
     model = load_model(model_dir, device=device)
     encode = encode_function(ModelSource(str(model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(Path(dataset_path))
-    if counterfactual_type not in dataset.get("counterfactual_types", []):
+    if counterfactual_type not in dataset.counterfactual_types:
         raise ValueError(
             f"counterfactual_type: {counterfactual_type!r} is not one of the dataset's "
-            f"{dataset.get('counterfactual_types')}"
+            f"{dataset.counterfactual_types}"
         )
     return ModelAndDataset(model, encode, dataset, rows_bytes, _strict_rows(rows_bytes))
 
@@ -463,7 +463,7 @@ def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[
     files = dataset_files(dataset, inputs.rows_bytes, len(inputs.rows), provenance)
     model = _model_ref(Path(options.model_dir), inputs.model)
     files |= circuit_files(
-        description=f"{METHODS[options.method]['name']} edge scores on {dataset.get('task')} "
+        description=f"{METHODS[options.method]['name']} edge scores on {dataset.task} "
         f"({options.counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
         "score and by |score| at each grid point.",
         model=model,
@@ -485,18 +485,20 @@ def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[
 
 
 def dataset_files(
-    dataset: dict[str, Any], rows_bytes: bytes, n_rows: int, provenance: dict[str, Any]
+    dataset: CounterfactualDataset, rows_bytes: bytes, n_rows: int, provenance: dict[str, Any]
 ) -> dict[str, bytes]:
     """``dataset.jsonl`` and ``dataset.json``: a copy of the dataset document (without its
     artifacts) with the rows used beside it; ``provenance`` where the document has none."""
-    document = dict(dataset)
-    document["artifacts"] = [
-        artifact_entry(
-            rows_bytes, dataset["examples"], "dataset", "dataset.jsonl", "application/jsonl", rows=n_rows
-        )
-    ]
-    document.setdefault("provenance", provenance)
-    return {"dataset.jsonl": rows_bytes, "dataset.json": json_bytes(document)}
+    rows = artifact_entry(
+        rows_bytes, dataset.examples, "dataset", "dataset.jsonl", "application/jsonl", rows=n_rows
+    )
+    document = dataset.model_copy(
+        update={
+            "artifacts": [Artifact.model_validate(rows)],
+            "provenance": dataset.provenance or Provenance.model_validate(provenance),
+        }
+    )
+    return {"dataset.jsonl": rows_bytes, "dataset.json": document_bytes(document)}
 
 
 def dataset_artifact(files: Mapping[str, bytes]) -> dict[str, Any]:
@@ -519,16 +521,15 @@ def _circuit_report(
     provenance: dict[str, Any],
 ) -> CircuitReport:
     dataset, info = result.inputs.dataset, METHODS[options.method]
-    split: dict[str, Any] = {"split": dataset["split"]} if dataset.get("split") else {}
     start_token: dict[str, Any] = {"start_token": "prepend"} if _prepends(options.profile) else {}
     return CircuitReport(
         profile=options.profile,
-        title=f"{info['name']} circuits for {dataset.get('task')} on {Path(options.model_dir).name}",
+        title=f"{info['name']} circuits for {dataset.task} on {Path(options.model_dir).name}",
         method=_method_block(options),
         task=TaskRef(
-            name=dataset["task"],
+            name=dataset.task,
             dataset="dataset",
-            **split,
+            split=dataset.split,
             counterfactual_type=options.counterfactual_type,
             n_examples=result.n_examples,
         ),
@@ -581,7 +582,7 @@ def _strict_rows(rows_bytes: bytes) -> list[dict[str, Any]]:
         raise ValueError(f"dataset_path: the rows are not strict JSON objects: {exc}") from exc
 
 
-def _dataset_input(path: Path) -> tuple[dict[str, Any], bytes]:
+def _dataset_input(path: Path) -> tuple[CounterfactualDataset, bytes]:
     """A dataset document (without its artifact list) and its rows' bytes.
 
     Accepts a counterfactual dataset document, or the ``<stem>.meta.json`` that
@@ -596,13 +597,11 @@ def _dataset_input(path: Path) -> tuple[dict[str, Any], bytes]:
         if entry is None:
             raise ValueError(f"dataset_path: {path} declares no artifact for its rows")
         rows_bytes = (path.parent / entry["path"]).read_bytes()
-        document = {key: value for key, value in data.items() if key != "artifacts"}
-        return document, rows_bytes
+        fields = {key: value for key, value in data.items() if key != "artifacts"}
+        return _dataset_document(path, fields), rows_bytes
     if path.name.endswith(".meta.json") and "task" in data:
         rows_path = path.with_name(path.name[: -len(".meta.json")] + ".jsonl")
-        document = {
-            "spec_version": SPEC_VERSION,
-            "kind": "counterfactual_dataset",
+        fields = {
             "task": data["task"],
             **({"split": data["split"]} if "split" in data else {}),
             "examples": "rows",
@@ -611,10 +610,17 @@ def _dataset_input(path: Path) -> tuple[dict[str, Any], bytes]:
             "generator": data["generator"],
             "filters": data.get("filters", []),
         }
-        return document, rows_path.read_bytes()
+        return _dataset_document(path, fields), rows_path.read_bytes()
     raise ValueError(
         f"dataset_path: {path} is neither a counterfactual dataset document nor a dataset .meta.json"
     )
+
+
+def _dataset_document(path: Path, fields: dict[str, Any]) -> CounterfactualDataset:
+    try:
+        return CounterfactualDataset.model_validate(fields)
+    except ValidationError as exc:
+        raise ValueError(f"dataset_path: {path} is not a valid counterfactual dataset: {exc}") from exc
 
 
 def _model_ref(model_dir: Path, model: Any) -> dict[str, Any]:

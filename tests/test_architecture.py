@@ -319,7 +319,6 @@ LONG_FUNCTIONS = {
     "importers/mib_cv_submission.py::_document": "not yet split: one long import step",
     "importers/mib_causal_results.py::_reports": "not yet split: one long import step",
     "importers/eap_ig.py::_from_json": "not yet split: one long import step",
-    "cli/parity.py::parity_circuit_command": "not yet split: one table per parity group",
     "reference_impl/engine/_forward.py::_run": "hot path: the per-layer loop stays in one frame",
     "reference_impl/engine/_intervene.py::forward_sites": "hot path: the per-layer loop stays in one frame",
     "validator/_pipeline.py::_Runner._run": "not yet split: the stages of one document in order",

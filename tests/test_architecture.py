@@ -321,7 +321,6 @@ LONG_FUNCTIONS = {
     "importers/eap_ig.py::_from_json": "not yet split: one long import step",
     "reference_impl/engine/_forward.py::_run": "hot path: the per-layer loop stays in one frame",
     "reference_impl/engine/_intervene.py::forward_sites": "hot path: the per-layer loop stays in one frame",
-    "validator/_pipeline.py::_Runner._run": "not yet split: the stages of one document in order",
 }
 
 

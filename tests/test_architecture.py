@@ -315,18 +315,8 @@ MAX_FUNCTION_LINES = 80
 #: Functions still longer than MAX_FUNCTION_LINES, with the reason. The list only shrinks: a
 #: function listed here that is now within the limit fails the test until it is removed.
 LONG_FUNCTIONS = {
-    "cli/imports.py::import_mib_submission_command": "not yet split: the two tracks' folder imports",
-    "_verify_api.py::verify": "not yet split: the Python API's option checks and dispatch",
-    "cli/score_causal_variable.py::score_causal_variable_command": "not yet split: options → producer",
-    "cli/score_causal_bench.py::score_causal_bench_command": "not yet split: options → producer",
-    "importers/mib_dataset.py::_import_one": "not yet split: one long import step",
-    "importers/mib_cv_submission.py::_document": "not yet split: one long import step",
-    "importers/mib_causal_results.py::_reports": "not yet split: one long import step",
-    "importers/eap_ig.py::_from_json": "not yet split: one long import step",
-    "cli/parity.py::parity_circuit_command": "not yet split: one table per parity group",
     "reference_impl/engine/_forward.py::_run": "hot path: the per-layer loop stays in one frame",
     "reference_impl/engine/_intervene.py::forward_sites": "hot path: the per-layer loop stays in one frame",
-    "validator/_pipeline.py::_Runner._run": "not yet split: the stages of one document in order",
 }
 
 

@@ -110,16 +110,7 @@ def verify(
             ``batch_size``, or a device that is malformed or not present (``DeviceError``,
             a ``ValueError``).
     """
-    if jobs < 1:
-        raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
-    device, batch_size = run_device(device, batch_size, recompute)
-    if executor != "process":  # the default is known without loading the grouping module
-        from mibspec._grouping import EXECUTORS
-
-        if executor not in EXECUTORS:
-            raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if address is not None and executor != "ray":
-        raise ValueError("address: only the ray executor joins a cluster")
+    device, batch_size = _checked_run(jobs, device, batch_size, recompute, executor, address)
     options = VerifyOptions(
         recompute=recompute,
         skipped_because=skipped_because,
@@ -133,18 +124,45 @@ def verify(
         batch_size=batch_size,
         hash_cache=hash_cache,
     )
-    files = collect_paths(paths)
-    if executor != "ray" and not recompute and (jobs == 1 or len(files) == 1):
-        result = verify_paths(files, options)
-    else:
-        # Grouped verification (processes, Ray) is loaded only when it runs: a plain
-        # `verify --no-recompute` starts without it.
-        from mibspec._grouping import verify_many
+    result = _verify_files(collect_paths(paths), options, jobs, executor, address, progress)
+    return _drop_unreported(result, options)
 
-        if executor == "ray":
-            result = verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
-        else:
-            result = verify_many(files, options, jobs)
+
+def _checked_run(
+    jobs: int, device: str, batch_size: int | str | None, recompute: bool, executor: str, address: str | None
+) -> tuple[str, int | str | None]:
+    """Check how :func:`verify` is to run (in the order its Raises lists); the device and batch
+    size it runs with."""
+    if jobs < 1:
+        raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
+    device, batch_size = run_device(device, batch_size, recompute)
+    if executor != "process":  # the default is known without loading the grouping module
+        from mibspec._grouping import EXECUTORS
+
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ValueError("address: only the ray executor joins a cluster")
+    return device, batch_size
+
+
+def _verify_files(
+    files: list[str], options: VerifyOptions, jobs: int, executor: str, address: str | None, progress: Any
+) -> VerificationResult:
+    """Verify ``files`` in this process, or grouped in worker processes or Ray tasks."""
+    if executor != "ray" and not options.recompute and (jobs == 1 or len(files) == 1):
+        return verify_paths(files, options)
+    # Grouped verification (processes, Ray) is loaded only when it runs: a plain
+    # `verify --no-recompute` starts without it.
+    from mibspec._grouping import verify_many
+
+    if executor == "ray":
+        return verify_many(files, options, jobs, executor="ray", address=address, progress=progress)
+    return verify_many(files, options, jobs)
+
+
+def _drop_unreported(result: VerificationResult, options: VerifyOptions) -> VerificationResult:
+    """``result`` without the findings that ``select`` / ``ignore`` leave out."""
     if options.select or options.ignore:
         for doc in result.documents:
             doc.findings = [f for f in doc.findings if options.reports(f.code)]

@@ -28,7 +28,7 @@ from mibspec.cli._support import (
 from mibspec.core.display import visible
 
 if TYPE_CHECKING:
-    from mibspec.importers import ImportResult
+    from mibspec.importers import ImportResult, SubmissionOptions
 
 __all__ = [
     "PositionsOption",
@@ -254,6 +254,30 @@ def import_eap_ig_command(
     )
 
 
+CounterfactualTypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."
+    ),
+]
+
+
+ArchitectureOption = Annotated[
+    str | None, typer.Option("--architecture", help="Architecture of a model outside MIB's five.")
+]
+
+
+MethodOption = Annotated[
+    str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
+]
+
+
+ModelFilesOption = Annotated[
+    Path | None,
+    typer.Option("--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."),
+]
+
+
 def import_mib_submission_command(
     source: Annotated[
         Path,
@@ -274,24 +298,10 @@ def import_mib_submission_command(
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,
     split: SplitOption = None,
-    counterfactual_type: Annotated[
-        str | None,
-        typer.Option(
-            "--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."
-        ),
-    ] = None,
-    architecture: Annotated[
-        str | None, typer.Option("--architecture", help="Architecture of a model outside MIB's five.")
-    ] = None,
-    method: Annotated[
-        str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
-    ] = None,
-    model_files: Annotated[
-        Path | None,
-        typer.Option(
-            "--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."
-        ),
-    ] = None,
+    counterfactual_type: CounterfactualTypeOption = None,
+    architecture: ArchitectureOption = None,
+    method: MethodOption = None,
+    model_files: ModelFilesOption = None,
     positions: PositionsOption = None,
     output_format: _FormatOption = OutputFormat.text,
 ) -> None:
@@ -301,39 +311,8 @@ def import_mib_submission_command(
     track: featurizer documents (never the submission's code; token positions from
     --positions). The options before --positions apply to the circuit track only.
     """
-    from mibspec.importers import SubmissionOptions, submission_layout
+    from mibspec.importers import SubmissionOptions
 
-    if not source.is_dir():
-        usage_error(f"{source}: no such folder")
-    layout = submission_layout(source)
-    if layout.track is None:
-        from mibspec.validator import catalogue, make_finding
-
-        finding = make_finding(catalogue(), None, "I107", "", detail=layout.problem(source)).located(1, 1)
-        _render_import_failure(source, [finding], output_format)
-    circuit_options = {
-        "--model-revision": model_revision,
-        "--dataset": dataset,
-        "--split": split,
-        "--counterfactual-type": counterfactual_type,
-        "--architecture": architecture,
-        "--method": method,
-        "--model-files": model_files,
-    }
-    if layout.track == "causal_variable":
-        given = [name for name, value in circuit_options.items() if value is not None]
-        if given:
-            usage_error(
-                f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
-                "submission, whose featurizer documents name no model, dataset or method"
-            )
-        run_cv_import(source, out_dir, positions, output_format.value)
-        return
-    if positions is not None:
-        usage_error(
-            f"--positions: a causal-variable option, but {source} is a circuit-track submission, "
-            "whose circuits have no token positions"
-        )
     options = SubmissionOptions(
         model_revision=model_revision,
         dataset=dataset,
@@ -343,7 +322,55 @@ def import_mib_submission_command(
         method=method,
         model_files=model_files,
     )
+    if _submission_track(source, output_format) == "causal_variable":
+        _refuse_circuit_options(source, options)
+        run_cv_import(source, out_dir, positions, output_format.value)
+        return
+    if positions is not None:
+        usage_error(
+            f"--positions: a causal-variable option, but {source} is a circuit-track submission, "
+            "whose circuits have no token positions"
+        )
     _import_and_verify(source, out_dir, output_format, "import_mib_submission", options=options)
+
+
+def _submission_track(source: Path, output_format: OutputFormat) -> str:
+    """The track of the submission folder ``source``; a usage error when it is no folder, and
+    the import's failure (I107) when its layout is neither track's."""
+    from mibspec.importers import submission_layout
+
+    if not source.is_dir():
+        usage_error(f"{source}: no such folder")
+    layout = submission_layout(source)
+    track = layout.track
+    if track is None:
+        from mibspec.validator import catalogue, make_finding
+
+        finding = make_finding(catalogue(), None, "I107", "", detail=layout.problem(source)).located(1, 1)
+        _render_import_failure(source, [finding], output_format)
+    return track
+
+
+#: The circuit track's options of ``import mib-submission``: field of SubmissionOptions → flag.
+_CIRCUIT_FLAGS = {
+    "model_revision": "--model-revision",
+    "dataset": "--dataset",
+    "split": "--split",
+    "counterfactual_type": "--counterfactual-type",
+    "architecture": "--architecture",
+    "method": "--method",
+    "model_files": "--model-files",
+}
+
+
+def _refuse_circuit_options(source: Path, options: SubmissionOptions) -> None:
+    """A usage error naming the circuit-track options given for a causal-variable submission."""
+    given = [flag for name, flag in _CIRCUIT_FLAGS.items() if getattr(options, name) is not None]
+    if given:
+        usage_error(
+            f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
+            "submission, whose featurizer documents name no model, dataset or method"
+        )
 
 
 def import_mib_circuit_results_command(

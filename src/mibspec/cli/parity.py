@@ -5,12 +5,15 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
+
+if TYPE_CHECKING:
+    from mibspec.parity import ParityRow
 
 _METHOD_TASKS = {"EAP": "EAP", "EAP-IG (inputs)": "EAP-IG-inputs"}
 
@@ -82,34 +85,16 @@ def parity_circuit_command(
     """Print the public code's and mibspec's values side by side; exit 1 when a value the
     profile promises to reproduce differs beyond its float32 tolerance, 2 when the public
     code or its environment is missing."""
-    import os
-
-    from mibspec.core.profiles import known_profiles
-    from mibspec.parity import (
-        PEER_PYTHON_ENV,
-        PeerUnavailableError,
-        circuit_parity,
-        find_peers,
-        load_circuit_inputs,
-    )
-    from mibspec.parity import peer_python as find_python
+    from mibspec.parity import PeerUnavailableError, circuit_parity, load_circuit_inputs
 
     if not report.is_file():
         usage_error(f"report {report} does not exist")
-    try:
-        peers = find_peers(peer)
-        if peer_python is not None:
-            os.environ[PEER_PYTHON_ENV] = str(peer_python)
-        python = find_python(build=build_env)
-    except PeerUnavailableError as exc:
-        usage_error(str(exc))
+    peers, python = _public_code(peer, peer_python, build_env)
     try:
         inputs = load_circuit_inputs(report, model_root or [])
     except (ValueError, KeyError, OSError) as exc:
         usage_error(f"cannot compare {report}: {exc}")
-    name = profile or str(inputs.report.get("profile", "default"))
-    if name not in known_profiles():
-        usage_error(f"unknown profile {name!r} (known: {', '.join(known_profiles())})")
+    name = _profile_name(profile, inputs.report)
     steps = int(inputs.report.get("method", {}).get("hyperparameters", {}).get("ig_steps", 5))
     tasks = _tasks(inputs.report, everything)
     try:
@@ -118,6 +103,43 @@ def parity_circuit_command(
         usage_error(str(exc))
     rows = by_profile[name]
     failed = [row for row in rows if row.promised and not row.ok]
+    _print_rows(rows, failed, name, peers, output_format)
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _public_code(peer: Path | None, peer_python: Path | None, build_env: bool) -> tuple[Path, Path]:
+    """The folder of the public code and the Python of its environment; a usage error (exit 2)
+    when either is missing."""
+    import os
+
+    from mibspec.parity import PEER_PYTHON_ENV, PeerUnavailableError, find_peers
+    from mibspec.parity import peer_python as find_python
+
+    try:
+        peers = find_peers(peer)
+        if peer_python is not None:
+            os.environ[PEER_PYTHON_ENV] = str(peer_python)
+        python = find_python(build=build_env)
+    except PeerUnavailableError as exc:
+        usage_error(str(exc))
+    return peers, python
+
+
+def _profile_name(profile: str | None, report: dict[str, Any]) -> str:
+    """The profile whose promises are checked: ``--profile``, else the report's; a usage error
+    when it is not a known profile."""
+    from mibspec.core.profiles import known_profiles
+
+    name = profile or str(report.get("profile", "default"))
+    if name not in known_profiles():
+        usage_error(f"unknown profile {name!r} (known: {', '.join(known_profiles())})")
+    return name
+
+
+def _print_rows(
+    rows: list[ParityRow], failed: list[ParityRow], name: str, peers: Path, output_format: ParityFormat
+) -> None:
+    """The compared values as a JSON document, or as a table and the count that agree."""
     if output_format is ParityFormat.json:
         document = {
             "profile": name,
@@ -130,4 +152,3 @@ def parity_circuit_command(
         typer.echo(_table(rows, name, peers))
         promised = sum(row.promised for row in rows)
         typer.echo(f"{promised - len(failed)} of {promised} promised values agree")
-    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)

@@ -67,15 +67,7 @@ def score_causal_bench_command(
     behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes."""
     on = device_or_exit(device)
     transformer = behaviour is BehaviourKind.transformer
-    if transformer:
-        for value, flag in ((model, "--model"), (dataset, "--dataset"), (counterfactual, "--counterfactual")):
-            if value is None:
-                usage_error(f"a transformer behaviour needs {flag}")
-        assert model is not None
-        assert dataset is not None
-        require_paths(((model, "model folder"), (dataset, "dataset document")))
-    elif model is not None or dataset is not None or counterfactual is not None:
-        usage_error("--model, --dataset and --counterfactual need --behaviour transformer")
+    _check_behaviour_inputs(transformer, model, dataset, counterfactual)
     check_output_folder(out_dir, (model, dataset))
     with producing("a transformer behaviour needs", "recompute") as progress:
         from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
@@ -105,6 +97,22 @@ def score_causal_bench_command(
     hint = f" --model-root {model.resolve().parent}" if transformer and model is not None else ""
     typer.echo(f"verify with: mibspec verify {run.report}{hint}")
     finish(valid)
+
+
+def _check_behaviour_inputs(
+    transformer: bool, model: Path | None, dataset: Path | None, counterfactual: str | None
+) -> None:
+    """A transformer behaviour needs its model, dataset and counterfactual type (the files
+    present); the planted model takes none of them. Usage errors otherwise."""
+    if transformer:
+        for value, flag in ((model, "--model"), (dataset, "--dataset"), (counterfactual, "--counterfactual")):
+            if value is None:
+                usage_error(f"a transformer behaviour needs {flag}")
+        assert model is not None
+        assert dataset is not None
+        require_paths(((model, "model folder"), (dataset, "dataset document")))
+    elif model is not None or dataset is not None or counterfactual is not None:
+        usage_error("--model, --dataset and --counterfactual need --behaviour transformer")
 
 
 def _cell(value: Any) -> str:

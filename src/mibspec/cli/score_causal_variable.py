@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, device_or_exit
+
+if TYPE_CHECKING:
+    from mibspec.reference_impl.producers.causal_variable import CausalVariableRun
 
 
 class Method(str, enum.Enum):
@@ -27,65 +30,67 @@ class Component(str, enum.Enum):
     attention_heads = "attention_heads"
 
 
+_ModelOption = Annotated[
+    Path, typer.Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json).")
+]
+_DatasetOption = Annotated[
+    Path,
+    typer.Option("--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."),
+]
+_VariableOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--variable", metavar="<name>", help="Causal variable to localise (repeatable; default all)."
+    ),
+]
+_LayerOption = Annotated[
+    list[int] | None, typer.Option("--layer", metavar="<int>", help="Layer to try (repeatable; default all).")
+]
+_PositionOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--position",
+        metavar="<position>",
+        help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
+        "value:NAME[:K]. Default: per task.",
+    ),
+]
+_HeadOption = Annotated[
+    list[int] | None, typer.Option("--head", metavar="<int>", help="Head for attention_heads (repeatable).")
+]
+_CounterfactualOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--counterfactual",
+        "-c",
+        metavar="<name>",
+        help="Counterfactual set to score on (repeatable; default all).",
+    ),
+]
+_PcaCentringOption = Annotated[str, typer.Option(help="centred or uncentred (the public MIB code's).")]
+_ProfileOption = Annotated[str, typer.Option(help="The report's profile (its answer checker is used).")]
+
+
 def score_causal_variable_command(
-    model: Annotated[
-        Path,
-        typer.Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json)."),
-    ],
-    dataset: Annotated[
-        Path,
-        typer.Option(
-            "--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."
-        ),
-    ],
+    model: _ModelOption,
+    dataset: _DatasetOption,
     out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
     method: Annotated[Method, typer.Option("--method", help="Featurizer method.")] = Method.das,
-    variable: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--variable", metavar="<name>", help="Causal variable to localise (repeatable; default all)."
-        ),
-    ] = None,
-    layer: Annotated[
-        list[int] | None,
-        typer.Option("--layer", metavar="<int>", help="Layer to try (repeatable; default all)."),
-    ] = None,
-    position: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--position",
-            metavar="<position>",
-            help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
-            "value:NAME[:K]. Default: per task.",
-        ),
-    ] = None,
+    variable: _VariableOption = None,
+    layer: _LayerOption = None,
+    position: _PositionOption = None,
     component: Annotated[Component, typer.Option(help="Site at each layer.")] = Component.residual_post,
-    head: Annotated[
-        list[int] | None,
-        typer.Option("--head", metavar="<int>", help="Head for attention_heads (repeatable)."),
-    ] = None,
-    counterfactual: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--counterfactual",
-            "-c",
-            metavar="<name>",
-            help="Counterfactual set to score on (repeatable; default all).",
-        ),
-    ] = None,
+    head: _HeadOption = None,
+    counterfactual: _CounterfactualOption = None,
     n_features: Annotated[int, typer.Option(help="DAS subspace dimension.", min=1)] = 4,
     steps: Annotated[int, typer.Option(help="Training steps (DAS, masks, SAE).", min=1)] = 150,
     learning_rate: Annotated[float, typer.Option(help="Adam learning rate.")] = 0.02,
-    pca_centring: Annotated[
-        str, typer.Option(help="centred or uncentred (the public MIB code's).")
-    ] = "centred",
+    pca_centring: _PcaCentringOption = "centred",
     train_rows: Annotated[int, typer.Option(help="Generated train-split rows.", min=1)] = 320,
     seed: Annotated[int, typer.Option(help="Seed of the train split and of every trainer.", min=0)] = 0,
     batch_size: Annotated[int, typer.Option(help="Pairs per pass.", min=1)] = 64,
     ioi_fit: Annotated[str, typer.Option(help="IOI coefficients: paper or rescaled.")] = "rescaled",
-    profile: Annotated[
-        str, typer.Option(help="The report's profile (its answer checker is used).")
-    ] = "default",
+    profile: _ProfileOption = "default",
     overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
 ) -> None:
@@ -124,7 +129,12 @@ def score_causal_variable_command(
         )
         run = run_causal_variable(options, progress)
     valid = verify_written(run.report)
+    _print_scores(run, model)
+    finish(valid)
+
+
+def _print_scores(run: CausalVariableRun, model: Path) -> None:
+    """Each variable's Average and Best, and the command that verifies the report."""
     for name in run.averages:
         typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
     typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
-    finish(valid)

@@ -229,6 +229,17 @@ def _number(value: Any, pointer: str, what: str, nan_ok: bool) -> float:
 
 
 def _from_json(text: Any) -> EapIgGraph:
+    """The graph the streamed JSON holds: its edges checked, its nodes read."""
+    n_scored = _check_edges(text)
+    graph = EapIgGraph(text.universe, text.scores if n_scored else None, text.in_graph)
+    if text.nodes is not None:
+        _read_nodes(graph, text.nodes)
+    return graph
+
+
+def _check_edges(text: Any) -> int:
+    """Check, on the streamed arrays, that every edge is listed, that the edges are all scored
+    or none, and that every score is finite; the number of scored edges."""
     import numpy as np
 
     from mibspec.core.pointers import escape_pointer_token
@@ -251,12 +262,19 @@ def _from_json(text: Any) -> EapIgGraph:
         raise ReadProblemError(
             "I105", "/edges/" + escape_pointer_token(name) + "/score", None, what="edge", value=value
         )
-    graph = EapIgGraph(universe, text.scores if n_scored else None, text.in_graph)
-    nodes = text.nodes
-    if nodes is None:
-        return graph
+    return n_scored
+
+
+def _read_nodes(graph: EapIgGraph, nodes: Any) -> None:
+    """Set the graph's node membership and scores, and its neurons', from the ``nodes`` object
+    (one loop over the nodes, in this frame)."""
+    import numpy as np
+
+    from mibspec.core.pointers import escape_pointer_token
+
     if not isinstance(nodes, dict):
         raise ReadProblemError("I101", "/nodes", None, detail="'nodes' must be an object")
+    universe = graph.universe
     n, d_model = universe.n_forward, universe.cfg.d_model
     node_in = np.zeros(n, dtype=bool)
     node_scores = np.full(n, np.nan)
@@ -308,7 +326,6 @@ def _from_json(text: Any) -> EapIgGraph:
     graph.node_in_graph = node_in
     graph.node_scores = node_scores if any_score else None
     graph.neurons, graph.neuron_scores = neurons, neuron_scores
-    return graph
 
 
 def _from_pt(raw: dict[str, Any]) -> EapIgGraph:

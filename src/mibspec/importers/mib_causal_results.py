@@ -103,8 +103,6 @@ def _text(data: dict[str, Any], key: str) -> str:
 
 
 def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport]]:
-    from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
-
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
         raise _MalformedError(
             "I101", "", detail="a MIB causal-variable result file is an object with a non-empty 'dataset'"
@@ -117,10 +115,43 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
         )
     hub_id, architecture, config = CAUSAL_MODELS[model_name]
     ioi = "ioi" in task.lower()
+    variables = _unit_scores(data["dataset"], config)
+    claims = [_variable_claims(name, variables[name], ioi) for name in sorted(variables)]
+    scoring = (
+        "IOI is scored by squared error, lower is better: per layer and best take the minimum "
+        "(the public aggregator takes the maximum)."
+        if ioi
+        else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
+    )
+    report = CausalVariableReport(
+        profile="mib-2025",
+        title=f"{method} on {task} ({model_name}), imported from MIB results",
+        description=(
+            f"Imported from {source.name} by mibspec {__version__}. The result file records scores per "
+            "counterfactual dataset and model unit only: the featurizers, the token-position functions, "
+            "the dataset rows and the model revision are absent, so the scores cannot be recomputed "
+            "(V110 and A111 list what is missing). Per layer, Average and best were computed from the "
+            f"unit scores as the MIB leaderboard aggregates them. {scoring}"
+        ),
+        method=Method(name=method),
+        task=TaskRef(name=task),
+        model=model_ref({"source": "hub", "id": hub_id, "architecture": architecture, "config": config}),
+        settings=CausalVariableSettings(checker="substring"),
+        claims=CausalVariableClaims(variables=claims),
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=source_created(source),
+            command=f"mibspec import mib-causal-results {source.name}",
+        ),
+    )
+    yield folder_name(task, model_name, method), report
 
-    # variable → unit key → {"location": ..., "scores": {counterfactual: value}}
+
+def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The file's scores regrouped: variable → unit key → {"location": ..., "scores":
+    {counterfactual: value}}; each unit's location is the same in every counterfactual set."""
     variables: dict[str, dict[str, dict[str, Any]]] = {}
-    for cf, block in data["dataset"].items():
+    for cf, block in dataset.items():
         pointer = f"/dataset/{escape_pointer_token(cf)}"
         units = block.get("model_unit") if isinstance(block, dict) else None
         if not isinstance(units, dict) or not units:
@@ -156,67 +187,38 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
                 raise _MalformedError(
                     "I101", upointer, detail="a model unit holds no variable with an 'average_score'"
                 )
+    return variables
 
-    claims = []
-    for name in sorted(variables):
-        units = variables[name]
-        table: dict[CellKey, float] = {
-            (cf, u["location"]["layer"], key): v for key, u in units.items() for cf, v in u["scores"].items()
-        }
-        better: Better = "lower" if ioi else "higher"
-        try:
-            aggregate = aggregate_scores(table, better=better)
-        except ValueError as exc:  # a unit scored on some counterfactual sets only
-            raise _MalformedError("I101", "/dataset", detail=f"variable {name!r}: {exc}") from exc
-        claims.append(
-            VariableClaims(
-                name=name,
-                metric="mse" if ioi else "iia",
-                better=better,
-                units=[
-                    UnitScore(
-                        id=key,
-                        location=Location.model_validate(u["location"]),
-                        scores=dict(sorted(u["scores"].items())),
-                    )
-                    for key, u in sorted(
-                        units.items(), key=lambda item: (item[1]["location"]["layer"], item[0])
-                    )
-                ],
-                per_layer={str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
-                average=aggregate.average,
-                best=aggregate.best,
+
+def _variable_claims(name: str, units: dict[str, dict[str, Any]], ioi: bool) -> VariableClaims:
+    """One variable's claims: its units' scores (by layer, then id) and the leaderboard's
+    aggregates of them (per layer, Average, best)."""
+    from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
+
+    table: dict[CellKey, float] = {
+        (cf, u["location"]["layer"], key): v for key, u in units.items() for cf, v in u["scores"].items()
+    }
+    better: Better = "lower" if ioi else "higher"
+    try:
+        aggregate = aggregate_scores(table, better=better)
+    except ValueError as exc:  # a unit scored on some counterfactual sets only
+        raise _MalformedError("I101", "/dataset", detail=f"variable {name!r}: {exc}") from exc
+    return VariableClaims(
+        name=name,
+        metric="mse" if ioi else "iia",
+        better=better,
+        units=[
+            UnitScore(
+                id=key,
+                location=Location.model_validate(u["location"]),
+                scores=dict(sorted(u["scores"].items())),
             )
-        )
-
-    scoring = (
-        "IOI is scored by squared error, lower is better: per layer and best take the minimum "
-        "(the public aggregator takes the maximum)."
-        if ioi
-        else "Scores are interchange-intervention accuracies (substring checker, as in the public code)."
+            for key, u in sorted(units.items(), key=lambda item: (item[1]["location"]["layer"], item[0]))
+        ],
+        per_layer={str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
+        average=aggregate.average,
+        best=aggregate.best,
     )
-    report = CausalVariableReport(
-        profile="mib-2025",
-        title=f"{method} on {task} ({model_name}), imported from MIB results",
-        description=(
-            f"Imported from {source.name} by mibspec {__version__}. The result file records scores per "
-            "counterfactual dataset and model unit only: the featurizers, the token-position functions, "
-            "the dataset rows and the model revision are absent, so the scores cannot be recomputed "
-            "(V110 and A111 list what is missing). Per layer, Average and best were computed from the "
-            f"unit scores as the MIB leaderboard aggregates them. {scoring}"
-        ),
-        method=Method(name=method),
-        task=TaskRef(name=task),
-        model=model_ref({"source": "hub", "id": hub_id, "architecture": architecture, "config": config}),
-        settings=CausalVariableSettings(checker="substring"),
-        claims=CausalVariableClaims(variables=claims),
-        provenance=Provenance(
-            tool=ToolInfo(name="mibspec", version=__version__),
-            created=source_created(source),
-            command=f"mibspec import mib-causal-results {source.name}",
-        ),
-    )
-    yield folder_name(task, model_name, method), report
 
 
 def parse_unit_id(unit_id: str) -> tuple[str, dict[str, str]] | None:

@@ -312,6 +312,46 @@ def _rotation(info: dict[str, Any], name: str, pointer: str) -> Any:
 def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer, dict[str, Any]]:
     cell_pointer = f"/{escape_pointer_token(unit.cell)}"
     pointer = f"{cell_pointer}/{escape_pointer_token(unit.unit_id)}"
+    location = _unit_location(unit, rules, pointer)
+    if "_indices" not in unit.files:
+        raise _UnitError("I120", f"{pointer}_indices", f"unit {unit.unit_id!r} has no indices file")
+    indices = _indices(unit.files["_indices"], f"{pointer}_indices")
+    folder, model, variable = _cell(unit.cell) or ("", "", "")
+    read = _read_featurizer(unit, model, location, pointer)
+    optional: dict[str, Any] = {} if indices is None else {"feature_indices": indices}
+    if read.tensors:
+        array = read.tensors["rotation"]
+        rotation = {
+            "artifact": "weights",
+            "tensor": "rotation",
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+        }
+        optional["weights"] = {"rotation": TensorRef.model_validate(rotation)}
+    document = Featurizer(
+        type=_CLASSES[read.featurizer_class][0],
+        location=Location.model_validate(location),
+        input_dim=int(read.input_dim),
+        n_features=int(read.n_features),
+        **optional,
+        error="add_base_error",
+        description=(
+            f"Imported by mibspec {__version__} from the MIB causal-variable submission unit "
+            f"{unit.unit_id} ({read.featurizer_class}) of {unit.cell}: {variable} of {folder} on {model}."
+        ),
+        extensions={_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=source_created(read.created),
+            command="mibspec import mib-submission",
+        ),
+    )
+    return document, read.tensors
+
+
+def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) -> dict[str, Any]:
+    """The unit's location, from its id: layer, component, heads and the declared position rule
+    of its token (the ``named`` rule when ``--positions`` does not map it)."""
     parsed = parse_unit_id(unit.unit_id)
     if parsed is None or parsed[0] not in _COMPONENTS:
         raise _UnitError(
@@ -330,105 +370,98 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer
             raise _UnitError("I101", pointer, f"unit {unit.unit_id!r} needs Head (a number)")
         location["heads"] = [int(heads)]
     location["position"] = dict(rules[token]) if token in rules else {"rule": "named", "name": token}
-    if "_indices" not in unit.files:
-        raise _UnitError("I120", f"{pointer}_indices", f"unit {unit.unit_id!r} has no indices file")
-    indices = _indices(unit.files["_indices"], f"{pointer}_indices")
+    return location
+
+
+@dataclass(frozen=True)
+class _ReadFeaturizer:
+    """What a unit's featurizer files say: the class, the widths, the tensors to write (the
+    rotation of a subspace featurizer) and the file whose time the document is created at."""
+
+    featurizer_class: str
+    input_dim: int
+    n_features: Any  # as the featurizer declares it (equal to the rotation's width)
+    tensors: dict[str, Any]
+    created: Path
+
+
+def _read_featurizer(unit: _Unit, model: str, location: dict[str, Any], pointer: str) -> _ReadFeaturizer:
     has = ("_featurizer" in unit.files, "_inverse_featurizer" in unit.files)
-    folder, model, variable = _cell(unit.cell) or ("", "", "")
-    tensors: dict[str, Any] = {}
-    n_features: Any
     if has == (False, False):  # indices only: the public evaluator keeps its default (identity)
-        featurizer_class = "IdentityFeaturizerModule"
-        n_features = input_dim = _width(model, location, pointer)
-        created = unit.files["_indices"]
-    elif has != (True, True):
+        width = _width(model, location, pointer)
+        return _ReadFeaturizer("IdentityFeaturizerModule", width, width, {}, unit.files["_indices"])
+    if has != (True, True):
         missing = "_inverse_featurizer" if has[0] else "_featurizer"
         raise _UnitError("I120", f"{pointer}{missing}", f"unit {unit.unit_id!r} has no {missing[1:]} file")
+    forward = _info(_load(unit.files["_featurizer"], f"{pointer}_featurizer"), "featurizer", pointer)
+    inverse = _info(
+        _load(unit.files["_inverse_featurizer"], f"{pointer}_inverse_featurizer"),
+        "inverse featurizer",
+        pointer,
+    )
+    featurizer_class = _featurizer_class(forward, inverse, pointer)
+    n_features = forward.get("n_features")
+    tensors: dict[str, Any] = {}
+    if featurizer_class == "SubspaceFeaturizerModule":
+        input_dim, tensors["rotation"] = _subspace_rotation(forward, inverse, n_features, pointer)
     else:
-        forward = _info(_load(unit.files["_featurizer"], f"{pointer}_featurizer"), "featurizer", pointer)
-        inverse = _info(
-            _load(unit.files["_inverse_featurizer"], f"{pointer}_inverse_featurizer"),
-            "inverse featurizer",
-            pointer,
-        )
-        declared = forward.get("featurizer_class")
-        if not isinstance(declared, str) or declared not in _CLASSES:
-            raise _UnitError(
-                "I119",
-                f"{pointer}_featurizer",
-                f"featurizer class {declared!r} has no declared featurizer type "
-                f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
-            )
-        featurizer_class = declared
-        expected_inverse = _CLASSES[featurizer_class][1]
-        if inverse.get("inverse_featurizer_class") != expected_inverse or (
-            inverse.get("featurizer_class") not in (None, featurizer_class)
-        ):
+        input_dim = _width(model, location, pointer)
+        if n_features not in (None, input_dim):
             raise _UnitError(
                 "I120",
-                f"{pointer}_inverse_featurizer",
-                f"the inverse of a {featurizer_class} is a {expected_inverse}, "
-                f"got {inverse.get('inverse_featurizer_class')!r}",
+                f"{pointer}_featurizer",
+                f"an identity featurizer of {input_dim} values has {n_features}",
             )
-        n_features = forward.get("n_features")
-        if featurizer_class == "SubspaceFeaturizerModule":
-            import torch
+        n_features = input_dim
+    return _ReadFeaturizer(featurizer_class, input_dim, n_features, tensors, unit.files["_featurizer"])
 
-            matrix = _rotation(forward, "featurizer", f"{pointer}_featurizer")
-            inverse_matrix = _rotation(inverse, "inverse featurizer", f"{pointer}_inverse_featurizer")
-            if inverse_matrix.shape != matrix.shape or not torch.equal(inverse_matrix, matrix):
-                raise _UnitError(
-                    "I120", f"{pointer}_inverse_featurizer", "the inverse featurizer holds another rotation"
-                )
-            input_dim = int(matrix.shape[0])
-            if n_features != matrix.shape[1]:
-                raise _UnitError(
-                    "I120",
-                    f"{pointer}_featurizer",
-                    f"n_features {n_features!r} but the rotation has {matrix.shape[1]} columns",
-                )
-            dtype = _DTYPES.get(str(matrix.dtype), "float32")  # bfloat16 widens exactly to float32
-            array = matrix.detach().to(torch.float32 if dtype == "float32" else matrix.dtype).T.contiguous()
-            tensors["rotation"] = array.numpy()
-        else:
-            input_dim = _width(model, location, pointer)
-            if n_features not in (None, input_dim):
-                raise _UnitError(
-                    "I120",
-                    f"{pointer}_featurizer",
-                    f"an identity featurizer of {input_dim} values has {n_features}",
-                )
-            n_features = input_dim
-        created = unit.files["_featurizer"]
-    optional: dict[str, Any] = {} if indices is None else {"feature_indices": indices}
-    if tensors:
-        array = tensors["rotation"]
-        rotation = {
-            "artifact": "weights",
-            "tensor": "rotation",
-            "shape": list(array.shape),
-            "dtype": str(array.dtype),
-        }
-        optional["weights"] = {"rotation": TensorRef.model_validate(rotation)}
-    document = Featurizer(
-        type=_CLASSES[featurizer_class][0],
-        location=Location.model_validate(location),
-        input_dim=int(input_dim),
-        n_features=int(n_features),
-        **optional,
-        error="add_base_error",
-        description=(
-            f"Imported by mibspec {__version__} from the MIB causal-variable submission unit "
-            f"{unit.unit_id} ({featurizer_class}) of {unit.cell}: {variable} of {folder} on {model}."
-        ),
-        extensions={_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
-        provenance=Provenance(
-            tool=ToolInfo(name="mibspec", version=__version__),
-            created=source_created(created),
-            command="mibspec import mib-submission",
-        ),
-    )
-    return document, tensors
+
+def _featurizer_class(forward: dict[str, Any], inverse: dict[str, Any], pointer: str) -> str:
+    """The declared featurizer class, checked against its inverse's."""
+    declared = forward.get("featurizer_class")
+    if not isinstance(declared, str) or declared not in _CLASSES:
+        raise _UnitError(
+            "I119",
+            f"{pointer}_featurizer",
+            f"featurizer class {declared!r} has no declared featurizer type "
+            f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
+        )
+    expected_inverse = _CLASSES[declared][1]
+    if inverse.get("inverse_featurizer_class") != expected_inverse or (
+        inverse.get("featurizer_class") not in (None, declared)
+    ):
+        raise _UnitError(
+            "I120",
+            f"{pointer}_inverse_featurizer",
+            f"the inverse of a {declared} is a {expected_inverse}, "
+            f"got {inverse.get('inverse_featurizer_class')!r}",
+        )
+    return declared
+
+
+def _subspace_rotation(
+    forward: dict[str, Any], inverse: dict[str, Any], n_features: Any, pointer: str
+) -> tuple[int, Any]:
+    """A subspace featurizer's input width and its rotation as a numpy array (n_features ×
+    input width), after checking that the inverse holds the same rotation."""
+    import torch
+
+    matrix = _rotation(forward, "featurizer", f"{pointer}_featurizer")
+    inverse_matrix = _rotation(inverse, "inverse featurizer", f"{pointer}_inverse_featurizer")
+    if inverse_matrix.shape != matrix.shape or not torch.equal(inverse_matrix, matrix):
+        raise _UnitError(
+            "I120", f"{pointer}_inverse_featurizer", "the inverse featurizer holds another rotation"
+        )
+    input_dim = int(matrix.shape[0])
+    if n_features != matrix.shape[1]:
+        raise _UnitError(
+            "I120",
+            f"{pointer}_featurizer",
+            f"n_features {n_features!r} but the rotation has {matrix.shape[1]} columns",
+        )
+    dtype = _DTYPES.get(str(matrix.dtype), "float32")  # bfloat16 widens exactly to float32
+    array = matrix.detach().to(torch.float32 if dtype == "float32" else matrix.dtype).T.contiguous()
+    return input_dim, array.numpy()
 
 
 def _indices(path: Path, pointer: str) -> list[int] | None:

@@ -162,9 +162,10 @@ def import_mib_dataset(
             result.findings.append(make_finding(cat, None, exc.code, exc.pointer, **exc.params).located(1, 1))
             return result
         inputs.add(attributes)
+    options = _Options(task, split, hub_id, revision, table, attributes)
     for source in sources:
         try:
-            written = _import_one(source, out_dir, inputs, task, split, hub_id, revision, table, attributes)
+            written = _import_one(source, out_dir, inputs, options)
         except _MalformedError as exc:
             finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
             result.findings.append(finding.located(getattr(exc, "line", 1), 1))
@@ -174,33 +175,75 @@ def import_mib_dataset(
     return result
 
 
-def _import_one(
-    source: Path,
-    out_dir: Path,
-    inputs: Inputs,
-    task: str | None,
-    split: str | None,
-    hub_id: str | None,
-    revision: str | None,
-    table: Mapping[str, Mapping[str, str]] | None,
-    attributes: Path | None,
-) -> tuple[Path, Path]:
-    if hub_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?", hub_id):
-        raise _MalformedError("I117", "", detail=f"--hub-id {hub_id!r} is not a hub repository id")
-    if revision is not None and not re.fullmatch(r"[0-9a-f]{40}", revision):
-        raise _MalformedError("I117", "", detail=f"--revision {revision!r} is not a full commit hash")
-    if task is not None and task not in DATASET_TASKS:
-        raise _MalformedError("I117", "", detail=f"--task {task!r} is not one of {', '.join(DATASET_TASKS)}")
-    if split is not None and split not in _SPLITS:
-        raise _MalformedError("I117", "", detail=f"--split {split!r} is not one of {', '.join(_SPLITS)}")
+@dataclass(frozen=True)
+class _Options:
+    """The options of one :func:`import_mib_dataset` call, shared by every file it imports."""
+
+    task: str | None
+    split: str | None
+    hub_id: str | None
+    revision: str | None
+    table: Mapping[str, Mapping[str, str]] | None  # RAVEL's attribute table, read
+    attributes: Path | None  # the file the table was read from
+
+    def check(self) -> None:
+        """Raises _MalformedError (I117) for a malformed option."""
+        hub_id, revision, task, split = self.hub_id, self.revision, self.task, self.split
+        if hub_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?", hub_id):
+            raise _MalformedError("I117", "", detail=f"--hub-id {hub_id!r} is not a hub repository id")
+        if revision is not None and not re.fullmatch(r"[0-9a-f]{40}", revision):
+            raise _MalformedError("I117", "", detail=f"--revision {revision!r} is not a full commit hash")
+        if task is not None and task not in DATASET_TASKS:
+            raise _MalformedError(
+                "I117", "", detail=f"--task {task!r} is not one of {', '.join(DATASET_TASKS)}"
+            )
+        if split is not None and split not in _SPLITS:
+            raise _MalformedError("I117", "", detail=f"--split {split!r} is not one of {', '.join(_SPLITS)}")
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The rows file written for one released file: what its document declares about it."""
+
+    path: Path
+    task: str
+    cf_types: list[str]
+    sha256: str
+    size: int
+    counts: _Counts
+
+
+def _import_one(source: Path, out_dir: Path, inputs: Inputs, options: _Options) -> tuple[Path, Path]:
+    options.check()
     fmt = _format(source)
     rows = _parquet_rows(source) if fmt == "parquet" else _jsonl_rows(source)
     stem = _stem(source)
-    split = split or _split_from_name(source.name)
+    split = options.split or _split_from_name(source.name)
     document_path, rows_path = out_dir / f"{stem}.json", out_dir / f"{stem}.jsonl"
     for path in (document_path, rows_path):
         inputs.refuse(path, "output")
-    source_hash, source_bytes = _file_hash(source)
+    pin = _file_hash(source)
+    written = _write_rows(source, pin, rows, rows_path, options, split)
+    document = _document(source, fmt, pin, written, options, split)
+    if written.task == "ravel" and options.attributes is not None:
+        document["artifacts"].append(_copy_attributes(options.attributes, out_dir, inputs))
+    model = CounterfactualDataset.model_validate(document)
+    write_atomic(document_path, document_bytes(model))
+    return document_path, rows_path
+
+
+def _write_rows(
+    source: Path,
+    pin: tuple[str, int],
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    rows_path: Path,
+    options: _Options,
+    split: str,
+) -> _Rows:
+    """Convert ``rows`` into ``rows_path``, through a temporary file that replaces it only when
+    every row converted and ``source`` still has the bytes ``pin`` (SHA-256, size) names; on
+    failure the temporary file goes, and the output folder when this made it."""
+    out_dir = rows_path.parent
     made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = _Counts()
@@ -208,11 +251,13 @@ def _import_one(
     digest, size = hashlib.sha256(), 0
     try:
         with os.fdopen(fd, "wb") as handle:
-            cf_types, task = _convert(rows, task, hub_id, split, counts, handle, digest, table)
+            cf_types, task = _convert(
+                rows, options.task, options.hub_id, split, counts, handle, digest, options.table
+            )
             size = handle.tell()
             handle.flush()
             os.fsync(handle.fileno())
-        if _file_hash(source) != (source_hash, source_bytes):
+        if _file_hash(source) != pin:
             # The pin must be of the bytes the rows were read from.
             raise _MalformedError("I101", "", detail=f"{source.name} changed while it was read")
         os.replace(temporary, rows_path)
@@ -221,6 +266,11 @@ def _import_one(
         if made and not any(out_dir.iterdir()):
             out_dir.rmdir()
         raise
+    return _Rows(rows_path, task, cf_types, digest.hexdigest(), size, counts)
+
+
+def _filters(counts: _Counts) -> list[dict[str, Any]]:
+    """The declared filters: rows dropped for a missing counterfactual column, then for no answer."""
     filters = []
     if counts.incomplete:
         filters.append(
@@ -242,14 +292,23 @@ def _import_one(
                 f"(first: {'; '.join(counts.first_unanswered)})",
             }
         )
+    return filters
+
+
+def _document(
+    source: Path, fmt: str, pin: tuple[str, int], rows: _Rows, options: _Options, split: str
+) -> dict[str, Any]:
+    """The counterfactual-dataset document of ``source`` and its written rows."""
+    task, hub_id, revision = rows.task, options.hub_id, options.revision
+    source_hash, source_bytes = pin
     pinned = f"{hub_id}@{revision}" if hub_id and revision else hub_id or "an unnamed repository"
-    document: dict[str, Any] = {
+    return {
         "task": task,
         "split": split,
         "examples": "examples",
-        "counterfactual_types": cf_types,
+        "counterfactual_types": rows.cf_types,
         "variables": list(_VARIABLES[task]),
-        "filters": filters,
+        "filters": _filters(rows.counts),
         "description": (
             f"Rows of MIB's released {task} dataset ({source.name}, from {pinned}), imported by "
             f"mibspec {__version__}: prompts, answers and choices as released; causal variables and "
@@ -261,7 +320,7 @@ def _import_one(
             "format": fmt,
             "sha256": source_hash,
             "bytes": source_bytes,
-            "rows": counts.read,
+            "rows": rows.counts.read,
             **({"hub_id": hub_id} if hub_id else {}),
             **({"revision": revision} if revision else {}),
         },
@@ -269,11 +328,11 @@ def _import_one(
             {
                 "id": "examples",
                 "role": "dataset",
-                "path": rows_path.name,
-                "sha256": digest.hexdigest(),
-                "bytes": size,
+                "path": rows.path.name,
+                "sha256": rows.sha256,
+                "bytes": rows.size,
                 "media_type": "application/jsonl",
-                "rows": counts.kept,
+                "rows": rows.counts.kept,
             }
         ],
         "provenance": {
@@ -283,24 +342,22 @@ def _import_one(
             "command": f"mibspec import mib-dataset {source.name}",
         },
     }
-    if task == "ravel" and attributes is not None:
-        data = attributes.read_bytes()
-        copy = out_dir / _ATTRIBUTES
-        inputs.refuse(copy, "output")
-        write_atomic(copy, data)
-        document["artifacts"].append(
-            {
-                "id": "attributes",
-                "role": "attributes",
-                "path": _ATTRIBUTES,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "bytes": len(data),
-                "media_type": "application/json",
-            }
-        )
-    model = CounterfactualDataset.model_validate(document)
-    write_atomic(document_path, document_bytes(model))
-    return document_path, rows_path
+
+
+def _copy_attributes(attributes: Path, out_dir: Path, inputs: Inputs) -> dict[str, Any]:
+    """Copy RAVEL's attribute table beside the documents; its artifact entry."""
+    data = attributes.read_bytes()
+    copy = out_dir / _ATTRIBUTES
+    inputs.refuse(copy, "output")
+    write_atomic(copy, data)
+    return {
+        "id": "attributes",
+        "role": "attributes",
+        "path": _ATTRIBUTES,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "media_type": "application/json",
+    }
 
 
 # --------------------------------------------------------------------------- reading

@@ -102,22 +102,41 @@ class _Runner:
     def _run(
         self, result: DocumentResult, parsed: ParsedDocument, path: Path, cat: Catalogue, depth: int
     ) -> None:
-        # Stage 1: parse.
+        """The stages of one document in order; a stage that fails ends the run (the stages
+        after it stay ``not_run``)."""
+        data = self._parse_stage(result, parsed, cat)
+        if data is None:
+            return
+        ctx = self._schema_stage(result, data, path, cat)
+        if ctx is None:
+            return
+        rule_errors = self._rules_stage(result, ctx, depth)
+        self._recompute_stage(result, ctx, rule_errors)
+
+    def _parse_stage(
+        self, result: DocumentResult, parsed: ParsedDocument, cat: Catalogue
+    ) -> dict[str, Any] | None:
+        """Stage 1: the parsed document, an object; None when the parse stage failed."""
         if parsed.problems:
             result.findings.extend(parse_findings(parsed, cat))
             kept = len(parsed.problems)
             result.set_stage(
                 Stage.PARSE, StageStatus.FAILED, _truncated(kept + 1, kept) if parsed.more_problems else None
             )
-            return
+            return None
         data = parsed.data
         if not isinstance(data, dict):
             result.findings.append(make_finding(cat, None, "P108", "", detail=type(data).__name__))
             result.set_stage(Stage.PARSE, StageStatus.FAILED)
-            return
+            return None
         result.set_stage(Stage.PARSE, StageStatus.PASSED)
+        return data
 
-        # Stage 2: version, kind, profile, schema.
+    def _schema_stage(
+        self, result: DocumentResult, data: dict[str, Any], path: Path, cat: Catalogue
+    ) -> RuleContext | None:
+        """Stage 2: version, kind, profile, schema. The rules' context when the schema stage
+        passed, else None."""
         header = list(dispatch(data, cat))
         result.kind = data.get("kind") if isinstance(data.get("kind"), str) else None
         if result.kind == "report" and isinstance(data.get("description"), str):
@@ -128,7 +147,7 @@ class _Runner:
         if header:
             result.findings.extend(header)
             result.set_stage(Stage.SCHEMA, StageStatus.FAILED, "version or kind not recognised")
-            return
+            return None
         if result.kind is None or result.spec_version is None:  # dispatch() reported it
             raise InternalError("dispatch passed a document without a known kind and version")
         profile, profile_findings = self._profile(data, result.kind, cat)
@@ -141,11 +160,9 @@ class _Runner:
             result.findings.extend(schema_findings[:limit])
             result.set_stage(Stage.SCHEMA, StageStatus.FAILED, _truncated(len(schema_findings), limit))
             result.set_stage(Stage.RULES, StageStatus.NOT_RUN, "the schema stage failed")
-            return
+            return None
         result.set_stage(Stage.SCHEMA, StageStatus.PASSED)
-
-        # Stage 3: rules.
-        ctx = RuleContext(
+        return RuleContext(
             path=path,
             data=data,
             kind=result.kind,
@@ -154,10 +171,15 @@ class _Runner:
             options=self.options,
             cat=cat,
         )
-        normalize_numbers(ctx.schema, data)  # 1.0 where an integer is due becomes 1 (see there)
+
+    def _rules_stage(self, result: DocumentResult, ctx: RuleContext, depth: int) -> bool:
+        """Stage 3: the rules, then the documents the artifacts reference. Whether a rule
+        reported an error."""
+        limit = self.options.limits.max_findings
+        normalize_numbers(ctx.schema, ctx.data)  # 1.0 where an integer is due becomes 1 (see there)
         # The rules run first: they fill ctx.artifacts, which the references walk reads.
         rule_findings = [*run_rules(ctx), *self._references(ctx, result, depth)]
-        rule_findings = [f for f in rule_findings if not _suppressed(profile, f.code, self.options)]
+        rule_findings = [f for f in rule_findings if not _suppressed(ctx.profile, f.code, self.options)]
         result.findings.extend(rule_findings[:limit])
         rule_errors = any(f.severity is Severity.ERROR for f in rule_findings)
         result.set_stage(
@@ -165,8 +187,10 @@ class _Runner:
             StageStatus.FAILED if rule_errors else StageStatus.PASSED,
             _truncated(len(rule_findings), limit),
         )
+        return rule_errors
 
-        # Stage 4: recompute (reports only).
+    def _recompute_stage(self, result: DocumentResult, ctx: RuleContext, rule_errors: bool) -> None:
+        """Stage 4: recompute (reports only)."""
         if result.kind != "report":
             result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "only reports carry claims to recompute")
         elif not self.options.recompute:
@@ -176,7 +200,7 @@ class _Runner:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:
             status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
-            result.findings.extend(f for f in findings if not _suppressed(profile, f.code))
+            result.findings.extend(f for f in findings if not _suppressed(ctx.profile, f.code))
             result.comparisons = list(comparisons)
             result.model_files = list(ctx.model_files)
             result.set_stage(Stage.RECOMPUTE, status, detail)

@@ -145,7 +145,8 @@ def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -
     assert workers <= len(units) <= 2 * workers * (1 + math.log(50))
 
 
-_KILL_WORKERS = """
+#: Makes each worker's units fail (``{fault}``: what a unit does in a worker process).
+_FAULTY_WORKERS = """
 import multiprocessing, os
 import mibspec._grouping as grouping
 
@@ -153,63 +154,49 @@ _verify_unit = grouping.verify_unit
 
 
 def verify_unit(paths, options):
-    if multiprocessing.parent_process() is not None:  # a worker dies on its first unit
-        os._exit(70)
+    if multiprocessing.parent_process() is not None:
+        {fault}
     return _verify_unit(paths, options)
 
 
 grouping.verify_unit = verify_unit
 """
+
+
+def _verify_with_faulty_workers(
+    tmp_path: Path, injected_cli: Any, fault: str, names: str
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Verify copies of the circuit example with -j 2 while workers fail: the documents by
+    path, the reports, and those that failed (exit code 3, no traceback, nothing lost)."""
+    root = tmp_path / "results"
+    for name in names:
+        shutil.copytree(REPO / "examples" / "circuit", root / name)
+    script = _FAULTY_WORKERS.format(fault=fault)
+    done = injected_cli(script, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
+    reports = [str(root / name / "report.json") for name in names]
+    assert all(path in documents for path in reports)  # nothing lost
+    failed = [path for path in reports if documents[path]["stages"][0]["status"] == "failed"]
+    assert failed  # the workers' reports: failed, never passed
+    assert all(documents[path]["valid"] for path in reports if path not in failed)
+    return documents, reports, failed
 
 
 def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, injected_cli: Any) -> None:
-    root = tmp_path / "results"
-    for name in "abcdef":
-        shutil.copytree(REPO / "examples" / "circuit", root / name)
-    done = injected_cli(_KILL_WORKERS, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
-    assert done.returncode == 3, done.stderr
-    assert "Traceback" not in done.stderr
-    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
-    reports = [str(root / name / "report.json") for name in "abcdef"]
-    assert all(path in documents for path in reports)  # nothing lost
-    failed = [path for path in reports if documents[path]["stages"][0]["status"] == "failed"]
-    assert failed  # the worker's reports: failed, never passed
+    documents, _, failed = _verify_with_faulty_workers(tmp_path, injected_cli, "os._exit(70)", "abcdef")
     for path in failed:
         assert not documents[path]["valid"]
         assert "internal error" in documents[path]["stages"][0]["detail"]
-    assert all(documents[path]["valid"] for path in reports if path not in failed)
-
-
-_RAISE_IN_WORKERS = """
-import multiprocessing
-import mibspec._grouping as grouping
-
-_verify_unit = grouping.verify_unit
-
-
-def verify_unit(paths, options):
-    if multiprocessing.parent_process() is not None:  # a worker's unit raises
-        raise RuntimeError("planted failure")
-    return _verify_unit(paths, options)
-
-
-grouping.verify_unit = verify_unit
-"""
+        assert "exited with code 70" in documents[path]["stages"][0]["detail"]
 
 
 def test_a_unit_that_raises_in_a_worker_fails_its_reports(tmp_path: Path, injected_cli: Any) -> None:
-    root = tmp_path / "results"
-    for name in "abcdefgh":
-        shutil.copytree(REPO / "examples" / "circuit", root / name)
-    done = injected_cli(_RAISE_IN_WORKERS, "verify", str(root), "--no-recompute", "-j", "2", "-f", "json")
-    assert done.returncode == 3, done.stderr
-    assert "Traceback" not in done.stderr
-    documents = {doc["path"]: doc for doc in json.loads(done.stdout)["documents"]}
-    reports = [str(root / name / "report.json") for name in "abcdefgh"]
-    assert all(path in documents for path in reports)
-    failed = [path for path in reports if not documents[path]["valid"]]
-    assert failed
+    fault = 'raise RuntimeError("planted failure")'
+    documents, _, failed = _verify_with_faulty_workers(tmp_path, injected_cli, fault, "abcdefgh")
     for path in failed:
+        assert not documents[path]["valid"]
         assert documents[path]["stages"][0]["detail"] == "internal error: RuntimeError: planted failure"
 
 

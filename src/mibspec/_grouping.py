@@ -59,10 +59,10 @@ __all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus
 #: How many times a Ray task whose worker died is run again before its reports fail.
 RAY_MAX_RETRIES = 2
 EXECUTORS = ("process", "ray")
-#: Without recomputation, each unit takes this share (divided by the number of workers) of
-#: the reports left: long runs first, single reports last, so the processes end together
-#: while there are few units (each costs one message).
-_UNITS_PER_WORKER = 2
+#: Without recomputation, each unit takes one share in this many per worker of the reports
+#: left: long runs first, single reports last, so the processes end together while there
+#: are few units (each costs one message), and a unit lost with its worker is a small part.
+_UNITS_PER_WORKER = 4
 #: Environment variable naming a folder of injected faults for the Ray executor's tests.
 _FAULT_ENV = "MIBSPEC_RAY_FAULT_DIR"
 

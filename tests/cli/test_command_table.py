@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
 import subprocess
 import sys
 import tempfile
@@ -132,3 +133,17 @@ def test_verify_imports_no_other_commands_module() -> None:
 def test_listing_the_commands_imports_none_of_them() -> None:
     loaded = _loaded_modules("--help")
     assert {m for m in loaded if m.startswith("mibspec.cli")} == VERIFY_MODULES - {"mibspec.cli.verify"}
+
+
+def test_the_command_line_runs_numpys_blas_on_one_thread() -> None:
+    # set before numpy is imported, unless the environment already says how many threads
+    code = (
+        "import os, sys; from mibspec.cli import one_blas_thread; one_blas_thread(); "
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["1", "False"]
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["3", "False"]

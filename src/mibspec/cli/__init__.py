@@ -9,6 +9,7 @@ path, 3 internal error.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -19,7 +20,7 @@ from mibspec.cli._support import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from mibspec.core.display import visible
 from mibspec.core.version import __version__
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "one_blas_thread"]
 
 app = typer.Typer(
     name="mibspec",
@@ -49,8 +50,21 @@ def _root(
     """Verify interpretability benchmark reports against the mibspec standard."""
 
 
+def one_blas_thread() -> None:
+    """Run numpy's BLAS on one thread in this process, unless the environment says otherwise.
+
+    OpenBLAS starts a pool of threads when numpy is imported; on verification's small
+    matrices they cost more CPU than they win back (start-up, and the permutation test).
+    Only the command line does this, before numpy is imported; torch keeps its own threads,
+    and a library caller's process is left as it is.
+    """
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main() -> None:
     """Console entry point: maps every failure to a documented exit code, never a traceback."""
+    one_blas_thread()
     from mibspec.validator import InternalError
 
     try:

@@ -57,7 +57,9 @@ def test_each_summary_is_the_first_paragraph_of_its_commands_help(entry: Command
         assert target.target == entry.target
         assert not target.alias_of
         assert f"`{entry.alias_of}`" in entry.summary
-        doc = _build_command(entry).help or ""
+        # its help is its summary, then the help of the command it stands for
+        assert _build_command(entry).help == f"{entry.summary}\n\n{_build_command(target).help}"
+        return
     assert entry.summary.split() == doc.split("\n\n")[0].split()
 
 

@@ -11,7 +11,7 @@ import sys as _sys
 
 # Under ``python -m mibspec`` this package is imported with the working directory first on
 # sys.path (argv[0] is "-m" until the module runs). Run inside a submission's folder, a
-# file there named like a module mibspec imports (json.py, typer.py, numpy.py) would be
+# file there named like a module mibspec imports (json.py, click.py, numpy.py) would be
 # executed; mibspec imports nothing from the working directory, so the entry goes first.
 if _sys.argv[:1] == ["-m"] and _sys.path and _sys.path[0] in ("", _os.getcwd()):
     del _sys.path[0]

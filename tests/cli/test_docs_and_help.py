@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer.main
-from typer._click import ClickException, Context  # typer's own copy of click
-from typer.testing import CliRunner
+from click import ClickException, Context
+from click.testing import CliRunner
 
 from mibspec.cli import app
 
@@ -102,7 +101,7 @@ def _console_commands() -> list[str]:
 def test_readme_console_lines_parse_as_commands() -> None:
     commands = _console_commands()
     assert any(c.startswith("mibspec schema show") for c in commands)
-    root = typer.main.get_command(app)
+    root = app
     for line in commands:
         words = shlex.split(line)[1:]
         assert "|" not in words, line
@@ -129,7 +128,7 @@ def _commands(group: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 def test_repeatable_options_show_their_value_not_a_python_type() -> None:
     shown = {}
-    for name, command in _commands(typer.main.get_command(app)):
+    for name, command in _commands(app):
         ctx = Context(command, info_name=name)
         for param in command.params:
             if param.param_type_name == "option" and param.multiple:

@@ -40,7 +40,7 @@ PLANTED = (
     "hashlib",
     "enum",
     "dataclasses",
-    "typer",
+    "click",
     "numpy",
     "jsonschema",
     "rich",

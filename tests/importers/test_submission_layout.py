@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from test_import_mib_cv_submission import CELL, POSITIONS, write_submission
 from test_mib_submission import REVISION, _importance_folder
-from typer.testing import CliRunner
 
 from mibspec.cli import app
 from mibspec.importers import submission_layout

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
 
-import typer
+import click
 
 from mibspec.cli._lazy import LazyGroup
 from mibspec.cli._support import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
@@ -22,32 +21,31 @@ from mibspec.core.version import __version__
 
 __all__ = ["app", "main", "one_blas_thread"]
 
-app = typer.Typer(
-    name="mibspec",
-    cls=LazyGroup,
-    help="Verify interpretability benchmark reports against the mibspec standard.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
-
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
         from mibspec.core.spec import SPEC_VERSION
 
-        typer.echo(f"mibspec {__version__} (spec {SPEC_VERSION})")
-        raise typer.Exit(EXIT_OK)
+        click.echo(f"mibspec {__version__} (spec {SPEC_VERSION})")
+        ctx.exit(EXIT_OK)
 
 
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
-    ] = False,
-) -> None:
-    """Verify interpretability benchmark reports against the mibspec standard."""
+#: The ``mibspec`` command: the groups and commands of :data:`mibspec.cli.table.COMMANDS`.
+app = LazyGroup(
+    name="mibspec",
+    help="Verify interpretability benchmark reports against the mibspec standard.",
+    no_args_is_help=True,
+    params=[
+        click.Option(
+            ["--version"],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_version,
+            help="Show the version and exit.",
+        )
+    ],
+)
 
 
 def one_blas_thread() -> None:
@@ -68,16 +66,16 @@ def main() -> None:
     from mibspec.validator import InternalError
 
     try:
-        app(standalone_mode=True)
+        app.main(prog_name="mibspec", standalone_mode=True)
     except InternalError as exc:
-        typer.echo(f"mibspec: internal error: {visible(str(exc))}", err=True)
+        click.echo(f"mibspec: internal error: {visible(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:  # a path the system refused: too long, unreadable, unwritable, a full disk
         where = f"{exc.filename}: " if exc.filename else ""
-        typer.echo(f"mibspec: error: {where}{exc.strerror or exc}", err=True)
+        click.echo(f"mibspec: error: {where}{exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # a defect in mibspec, reported as such
-        typer.echo(f"mibspec: internal error: {type(exc).__name__}: {visible(str(exc))}", err=True)
+        click.echo(f"mibspec: internal error: {type(exc).__name__}: {visible(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)

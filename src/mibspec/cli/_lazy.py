@@ -1,8 +1,9 @@
 """The click groups built from :data:`mibspec.cli.table.COMMANDS`, loading commands lazily.
 
 A group knows its commands' names and summaries from the table; the module behind a
-command is imported, and its typer command built, only when that command is looked up to
-run or to show its own help. Listing a group (``mibspec --help``) imports no command module.
+command is imported, and its click command built (:mod:`mibspec.cli._options`), only
+when that command is looked up to run or to show its own help. Listing a group
+(``mibspec --help``) imports no command module.
 """
 
 from __future__ import annotations
@@ -11,24 +12,19 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import typer
-from typer.core import TyperCommand, TyperGroup
+import click
 
+from mibspec.cli._options import build_command
 from mibspec.cli.table import COMMANDS, Command, Group
 
 __all__ = ["LazyGroup"]
 
 
-def _build_command(entry: Command) -> typer.core.TyperCommand:
-    """The typer command of one table entry, as ``@app.command(name)`` would register it."""
+def _build_command(entry: Command) -> click.Command:
+    """The click command of one table entry; an alias's help is its summary, then its target's."""
     module, _, function = entry.target.partition(":")
     callback = getattr(importlib.import_module(module), function)
-    holder = typer.Typer()
-    holder.command(entry.name.rsplit(" ", 1)[-1])(callback)
-    command = typer.main.get_command_from_info(
-        holder.registered_commands[0], pretty_exceptions_short=True, rich_markup_mode=None
-    )
-    assert isinstance(command, TyperCommand)
+    command = build_command(callback, entry.name.rsplit(" ", 1)[-1])
     if entry.alias_of:
         command.help = f"{entry.summary}\n\n{command.help or ''}"
     return command
@@ -66,11 +62,10 @@ class _Commands(Mapping[str, Any]):
         return len(self._entries)
 
 
-class LazyGroup(TyperGroup):
-    """A typer group whose subcommands are the table's entries below ``prefix``."""
+class LazyGroup(click.Group):
+    """A click group whose subcommands are the table's entries below ``prefix``."""
 
     def __init__(self, *, prefix: str = "", **attrs: Any) -> None:
-        attrs.setdefault("rich_markup_mode", None)
         super().__init__(**attrs)
         self.lazy_commands = _Commands(prefix)
         self.commands = self.lazy_commands  # type: ignore[assignment]  # read-only: the table is fixed
@@ -89,6 +84,6 @@ class LazyGroup(TyperGroup):
             entry = self.lazy_commands.entry(name)
             summary = entry.help if isinstance(entry, Group) else entry.summary
             # the short help click would derive from the command's own help text
-            rows.append((name, TyperCommand(name=name, help=summary).get_short_help_str(limit)))
+            rows.append((name, click.Command(name=name, help=summary).get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-import typer
+import click
 
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
 from mibspec.core.display import visible
@@ -55,10 +55,10 @@ def verify_written(report: Any) -> bool:
 
     valid = verify(report, recompute=False).valid
     verdict = "conformant" if valid else "NOT conformant"
-    typer.echo(f"wrote {visible(str(report))} ({verdict} without recomputation)")
+    click.echo(f"wrote {visible(str(report))} ({verdict} without recomputation)")
     return valid
 
 
 def finish(valid: bool) -> NoReturn:
 
-    raise typer.Exit(EXIT_OK if valid else EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_OK if valid else EXIT_FINDINGS)

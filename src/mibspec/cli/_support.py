@@ -12,8 +12,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
-import typer
+import click
 
+from mibspec.cli._options import Option
 from mibspec.core.display import visible
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class OutputFormat(str, enum.Enum):
 #: ``--device`` of ``verify`` and of every ``score`` command (checked by the command).
 DeviceOption = Annotated[
     str,
-    typer.Option(
+    Option(
         "--device",
         metavar="<cpu|cuda|cuda:N|mps|auto>",
         help="Where the model computes; auto: CUDA if present, else MPS, else the CPU.",
@@ -62,8 +63,8 @@ DeviceOption = Annotated[
 
 def usage_error(message: str) -> NoReturn:
     """Print ``mibspec: error: MESSAGE`` (escaped) on stderr and exit 2."""
-    typer.echo(f"mibspec: error: {visible(message)}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+    click.echo(f"mibspec: error: {visible(message)}", err=True)
+    raise click.exceptions.Exit(EXIT_USAGE)
 
 
 def check_profile_or_exit(profile: str | None) -> None:
@@ -95,6 +96,6 @@ def exit_on_internal_errors(result: VerificationResult) -> None:
     """Exit 3 naming each document mibspec itself failed on, once the output is written
     (every other document was verified and reported)."""
     for doc in result.internal_errors:
-        typer.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
+        click.echo(f"mibspec: {doc.path}: {doc.internal_error}", err=True)
     if result.internal_errors:
-        raise typer.Exit(EXIT_INTERNAL)
+        raise click.exceptions.Exit(EXIT_INTERNAL)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import enum
 from typing import Annotated
 
-import typer
+import click
+
+from mibspec.cli._options import Option
 
 __all__ = ["cite_command"]
 
@@ -17,7 +19,7 @@ class CiteFormat(str, enum.Enum):
 
 
 def cite_command(
-    output_format: Annotated[CiteFormat, typer.Option("--format", "-f")] = CiteFormat.bibtex,
+    output_format: Annotated[CiteFormat, Option("--format", "-f")] = CiteFormat.bibtex,
 ) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""
     from mibspec._citation import citation_bibtex, citation_cff, citation_text
@@ -27,4 +29,4 @@ def cite_command(
         CiteFormat.cff: citation_cff,
         CiteFormat.text: citation_text,
     }
-    typer.echo(render[output_format](), nl=False)
+    click.echo(render[output_format](), nl=False)

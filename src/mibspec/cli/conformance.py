@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
 from mibspec.core.display import visible
 
@@ -27,21 +28,19 @@ class ResultFormat(str, enum.Enum):
 def conformance_run_command(
     impl: Annotated[
         str | None,
-        typer.Option(
+        Option(
             "--impl",
             help="Command of another implementation (see conformance/README.md); default: this one.",
         ),
     ] = None,
     suite: Annotated[
-        Path | None, typer.Option("--suite", help="Suite folder (default: conformance/v1 of the checkout).")
+        Path | None, Option("--suite", help="Suite folder (default: conformance/v1 of the checkout).")
     ] = None,
-    result_format: Annotated[ResultFormat, typer.Option("--format", "-f", help="Result format.")] = (
+    result_format: Annotated[ResultFormat, Option("--format", "-f", help="Result format.")] = (
         ResultFormat.ctrf
     ),
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the results to this file.")
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds allowed per case for --impl.", min=0.1)] = 120.0,
+    output: Annotated[Path | None, Option("--output", "-o", help="Write the results to this file.")] = None,
+    timeout: Annotated[float, Option(help="Seconds allowed per case for --impl.", min=0.1)] = 120.0,
 ) -> None:
     """Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails)."""
     from mibspec._conformance_run import default_suite, run_suite, to_ctrf, to_junit
@@ -69,8 +68,8 @@ def conformance_run_command(
 
         write_atomic(output, text)
     summary = f"{len(run.cases)} case(s): {run.passed} passed, {run.failed} failed"
-    typer.echo(summary, err=output is None)
+    click.echo(summary, err=output is None)
     for case in run.cases:
         if case.status == "failed":
-            typer.echo(visible(f"  FAILED {case.name}: {case.message}"), err=output is None)
-    raise typer.Exit(EXIT_FINDINGS if run.failed else EXIT_OK)
+            click.echo(visible(f"  FAILED {case.name}: {case.message}"), err=output is None)
+    raise click.exceptions.Exit(EXIT_FINDINGS if run.failed else EXIT_OK)

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -25,14 +26,14 @@ from mibspec.cli._support import (
 
 __all__ = ["export_eap_ig_command", "export_mib_cv_submission_command", "export_mib_submission_command"]
 
-_FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+_FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output format.")]
 
 
 def export_eap_ig_command(
-    source: Annotated[Path, typer.Argument(help="A circuit document (circuit.json).")],
-    target: Annotated[Path, typer.Option("--output", "-o", help="The EAP-IG graph JSON to write.")],
+    source: Annotated[Path, Argument(help="A circuit document (circuit.json).")],
+    target: Annotated[Path, Option("--output", "-o", help="The EAP-IG graph JSON to write.")],
     circuit: Annotated[
-        int, typer.Option("--circuit", help="Which circuit (membership row) to write as in_graph.")
+        int, Option("--circuit", help="Which circuit (membership row) to write as in_graph.")
     ] = 0,
 ) -> None:
     """Write a circuit document as a graph EAP-IG's Graph.from_json loads."""
@@ -46,8 +47,8 @@ def export_eap_ig_command(
         export_eap_ig(source, target, circuit=circuit)
     except (ExportError, OutputPathError) as exc:
         usage_error(str(exc))
-    typer.echo(str(target))
-    raise typer.Exit(EXIT_OK)
+    click.echo(str(target))
+    raise click.exceptions.Exit(EXIT_OK)
 
 
 def _track(path: Path) -> str:
@@ -67,21 +68,21 @@ def _track(path: Path) -> str:
 def export_mib_submission_command(
     reports: Annotated[
         list[Path],
-        typer.Argument(
+        Argument(
             help="Reports of one track: circuit-track reports, or causal-variable reports (or "
             "featurizers imported from a submission)."
         ),
     ],
     out_dir: Annotated[
         Path,
-        typer.Option(
+        Option(
             "--output",
             "-o",
             help="Folder to write the <task>_<model> folders, or the causal-variable submission, into.",
         ),
     ],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="Output format (causal-variable reports).")
+        OutputFormat, Option("--format", "-f", help="Output format (causal-variable reports).")
     ] = OutputFormat.text,
 ) -> None:
     """Write reports as a MIB submission folder of their track: circuit reports as one
@@ -110,16 +111,16 @@ def export_mib_submission_command(
     except (ExportError, OutputPathError) as exc:
         usage_error(str(exc))
     for path in written:
-        typer.echo(str(path))
-    raise typer.Exit(EXIT_OK)
+        click.echo(str(path))
+    raise click.exceptions.Exit(EXIT_OK)
 
 
 def export_mib_cv_submission_command(
     reports: Annotated[
         list[Path],
-        typer.Argument(help="Causal-variable reports (or featurizers imported from a submission) to write."),
+        Argument(help="Causal-variable reports (or featurizers imported from a submission) to write."),
     ],
-    out_dir: Annotated[Path, typer.Option("--output", "-o", help="The submission folder to write.")],
+    out_dir: Annotated[Path, Option("--output", "-o", help="The submission folder to write.")],
     output_format: _FormatOption = OutputFormat.text,
 ) -> None:
     """Alias of `export mib-submission` for causal-variable reports: write their featurizers
@@ -149,7 +150,7 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> Non
     if not verified.valid:  # only verified declarations are written out
         render(verified, sys.stdout)
         exit_on_internal_errors(verified)
-        raise typer.Exit(EXIT_FINDINGS)
+        raise click.exceptions.Exit(EXIT_FINDINGS)
     try:
         result = export_mib_cv_submission(reports, out_dir)
     except OutputPathError as exc:
@@ -158,15 +159,15 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> Non
         failed = DocumentResult(path=", ".join(map(str, reports)), kind=None, findings=result.findings)
         failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the reports could not be exported")
         render(VerificationResult(documents=[failed]), sys.stdout)
-        raise typer.Exit(EXIT_FINDINGS)
+        raise click.exceptions.Exit(EXIT_FINDINGS)
     written = [str(path) for path in result.written]
     if output_format == OutputFormat.json.value:
-        typer.echo(json.dumps({"written": written}, indent=2))
+        click.echo(json.dumps({"written": written}, indent=2))
     else:
         for path in written:
-            typer.echo(path)
-        typer.echo(
+            click.echo(path)
+        click.echo(
             "token positions are written as declared rules (token_positions.json), not as code: "
             "MIB's evaluator needs a token_position.py, which mibspec does not write"
         )
-    raise typer.Exit(EXIT_OK)
+    raise click.exceptions.Exit(EXIT_OK)

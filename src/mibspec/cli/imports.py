@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -40,7 +41,7 @@ __all__ = [
     "import_mib_submission_command",
 ]
 
-_FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+_FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output format.")]
 
 
 def _report(sources: list[Path], result: ImportResult, output_format: OutputFormat) -> None:
@@ -61,7 +62,7 @@ def _report(sources: list[Path], result: ImportResult, output_format: OutputForm
     if failed and not result.written:
         source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "the input could not be imported")
         render(VerificationResult(documents=[source_result]), sys.stdout)
-        raise typer.Exit(EXIT_FINDINGS)
+        raise click.exceptions.Exit(EXIT_FINDINGS)
     # Several files import one by one: those that converted are written and verified.
     verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     if result.findings:
@@ -72,31 +73,31 @@ def _report(sources: list[Path], result: ImportResult, output_format: OutputForm
         verified = VerificationResult(documents=[source_result, *verified.documents])
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
-    raise typer.Exit(EXIT_OK if verified.valid and not failed else EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_OK if verified.valid and not failed else EXIT_FINDINGS)
 
 
 def import_mib_dataset_command(
     sources: Annotated[
         list[Path],
-        typer.Argument(help="Released dataset files: parquet (needs the mib extra) or JSON Lines."),
+        Argument(help="Released dataset files: parquet (needs the mib extra) or JSON Lines."),
     ],
     out_dir: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
+        Path, Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
     ],
     task: Annotated[
-        str | None, typer.Option(help="ioi, mcqa, arc_easy, arithmetic or ravel (default: from the columns).")
+        str | None, Option(help="ioi, mcqa, arc_easy, arithmetic or ravel (default: from the columns).")
     ] = None,
     split: Annotated[
         str | None,
-        typer.Option(help="train, validation, test or private_test (default: from the file name)."),
+        Option(help="train, validation, test or private_test (default: from the file name)."),
     ] = None,
     hub_id: Annotated[
-        str | None, typer.Option("--hub-id", help="The dataset repository, e.g. mib-bench/ioi.")
+        str | None, Option("--hub-id", help="The dataset repository, e.g. mib-bench/ioi.")
     ] = None,
-    revision: Annotated[str | None, typer.Option(help="The repository's full commit hash.")] = None,
+    revision: Annotated[str | None, Option(help="The repository's full commit hash.")] = None,
     attributes: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--attributes",
             help="RAVEL's attribute table (entity → {attribute: value}), from which RAVEL's answers come.",
         ),
@@ -122,7 +123,7 @@ def import_mib_dataset_command(
 
 PositionsOption = Annotated[
     Path | None,
-    typer.Option(
+    Option(
         "--positions",
         help="Causal-variable track: JSON object mapping the submission's token-position names to "
         'declared rules, e.g. {"last_token": {"rule": "last"}}.',
@@ -131,10 +132,10 @@ PositionsOption = Annotated[
 
 
 def import_mib_cv_submission_command(
-    source: Annotated[Path, typer.Argument(help="A MIB causal-variable submission folder.")],
+    source: Annotated[Path, Argument(help="A MIB causal-variable submission folder.")],
     out_dir: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
+        Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
     ],
     positions: PositionsOption = None,
     output_format: _FormatOption = OutputFormat.text,
@@ -169,7 +170,7 @@ def _render_import_failure(source: Path, findings: list[Any], output_format: Out
     failed = DocumentResult(path=str(source), kind=None, findings=findings)
     failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
     REPORTERS[output_format.value](VerificationResult(documents=[failed]), sys.stdout)
-    raise typer.Exit(EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 def _import_and_verify(
@@ -191,23 +192,23 @@ def _import_and_verify(
         usage_error(str(exc))
         return
     for note in getattr(result, "notes", ()):
-        typer.echo(f"mibspec: note: {visible(note)}", err=True)
+        click.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
         _render_import_failure(source, result.findings, output_format)
     verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
-    raise typer.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
 
 
 RevisionOption = Annotated[
-    str | None, typer.Option("--model-revision", help="The model's 40-hex hub commit (pins it: rule A111).")
+    str | None, Option("--model-revision", help="The model's 40-hex hub commit (pins it: rule A111).")
 ]
 
 
 DatasetOption = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--dataset",
         help="A counterfactual-dataset document (copied beside each report), or a hub id pinned as "
         "ID@40-HEX-REVISION.",
@@ -216,7 +217,7 @@ DatasetOption = Annotated[
 
 
 SplitOption = Annotated[
-    str | None, typer.Option("--split", help="The split the results are on: train, validation, test.")
+    str | None, Option("--split", help="The split the results are on: train, validation, test.")
 ]
 
 
@@ -227,14 +228,12 @@ def _report_options(revision: str | None, dataset: str | None, split: str | None
 
 
 def import_eap_ig_command(
-    source: Annotated[
-        Path, typer.Argument(help="An EAP-IG graph: .json or .pt (read with weights_only=True).")
-    ],
+    source: Annotated[Path, Argument(help="An EAP-IG graph: .json or .pt (read with weights_only=True).")],
     out_dir: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
+        Path, Option("--output", "-o", help="Folder to write circuit.json and its sidecar into.")
     ],
     model: Annotated[
-        str | None, typer.Option("--model", help="The MIB model id of the graph (gpt2, qwen2.5, ...).")
+        str | None, Option("--model", help="The MIB model id of the graph (gpt2, qwen2.5, ...).")
     ] = None,
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,
@@ -256,39 +255,37 @@ def import_eap_ig_command(
 
 CounterfactualTypeOption = Annotated[
     str | None,
-    typer.Option(
-        "--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."
-    ),
+    Option("--counterfactual-type", help="The dataset's counterfactual type used as the corrupted run."),
 ]
 
 
 ArchitectureOption = Annotated[
-    str | None, typer.Option("--architecture", help="Architecture of a model outside MIB's five.")
+    str | None, Option("--architecture", help="Architecture of a model outside MIB's five.")
 ]
 
 
 MethodOption = Annotated[
-    str | None, typer.Option("--method", help="Method name (default: the submission folder's parent).")
+    str | None, Option("--method", help="Method name (default: the submission folder's parent).")
 ]
 
 
 ModelFilesOption = Annotated[
     Path | None,
-    typer.Option("--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."),
+    Option("--model-files", help="A local copy of the model: pin its files by SHA-256 (rule R106)."),
 ]
 
 
 def import_mib_submission_command(
     source: Annotated[
         Path,
-        typer.Argument(
+        Argument(
             help="A MIB submission folder of either track: <task>_<model> folders (circuit track) or "
             "<TASK>_<MODEL>_<VARIABLE> folders (causal-variable track); the layout is detected."
         ),
     ],
     out_dir: Annotated[
         Path,
-        typer.Option(
+        Option(
             "--output",
             "-o",
             help="Folder to write <task>_<model>/circuit.json (and report.json), or "
@@ -374,9 +371,9 @@ def _refuse_circuit_options(source: Path, options: SubmissionOptions) -> None:
 
 
 def import_mib_circuit_results_command(
-    source: Annotated[Path, typer.Argument(help="A MIB circuit-track leaderboard results JSON file.")],
+    source: Annotated[Path, Argument(help="A MIB circuit-track leaderboard results JSON file.")],
     out_dir: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
+        Path, Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
     ],
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,
@@ -389,10 +386,10 @@ def import_mib_circuit_results_command(
 
 
 def import_mib_causal_results_command(
-    source: Annotated[Path, typer.Argument(help="A MIB causal-variable-track result JSON file.")],
+    source: Annotated[Path, Argument(help="A MIB causal-variable-track result JSON file.")],
     out_dir: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
+        Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
     ],
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,

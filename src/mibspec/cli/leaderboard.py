@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -24,23 +25,23 @@ __all__ = ["leaderboard_command"]
 
 
 def leaderboard_command(
-    directory: Annotated[Path, typer.Argument(help="Folder searched for report.json / *.report.json.")],
+    directory: Annotated[Path, Argument(help="Folder searched for report.json / *.report.json.")],
     output: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--output",
             "-o",
             help="Write to OUT.md (Markdown), OUT.html, or OUT.json (a leaderboard document that "
             "`mibspec verify` checks); default: Markdown on stdout.",
         ),
     ] = None,
-    recompute: Annotated[bool, typer.Option("--recompute", help="Also run the recompute stage.")] = False,
+    recompute: Annotated[bool, Option("--recompute", help="Also run the recompute stage.")] = False,
     profile: Annotated[
-        str | None, typer.Option("--profile", help="Check under this profile instead of the declared ones.")
+        str | None, Option("--profile", help="Check under this profile instead of the declared ones.")
     ] = None,
     model_root: Annotated[
         list[Path] | None,
-        typer.Option(
+        Option(
             "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
         ),
     ] = None,
@@ -75,9 +76,9 @@ def leaderboard_command(
         sys.stdout.write(text)
     else:
         write_atomic(output, text)
-        typer.echo(
+        click.echo(
             f"{visible(str(output))}: {len(board.entries)} report(s) tabulated, "
             f"{len(board.rejected)} rejected, "
             f"{len(board.not_tabulated)} not tabulated"
         )
-    raise typer.Exit(EXIT_FINDINGS if board.rejected else EXIT_OK)
+    raise click.exceptions.Exit(EXIT_FINDINGS if board.rejected else EXIT_OK)

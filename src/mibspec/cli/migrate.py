@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
 
@@ -17,12 +18,10 @@ __all__ = ["migrate_command"]
 
 
 def migrate_command(
-    source: Annotated[Path, typer.Argument(help="The document to migrate.")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the result.")] = None,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Target spec version (default: the current one).")
-    ] = None,
-    in_place: Annotated[bool, typer.Option("--in-place", help="Replace the input file.")] = False,
+    source: Annotated[Path, Argument(help="The document to migrate.")],
+    output: Annotated[Path | None, Option("--output", "-o", help="Where to write the result.")] = None,
+    to: Annotated[str | None, Option("--to", help="Target spec version (default: the current one).")] = None,
+    in_place: Annotated[bool, Option("--in-place", help="Replace the input file.")] = False,
 ) -> None:
     """Migrate a document to another spec version (atomic write; the input is kept unless --in-place)."""
     from mibspec._migrate import MigrationError, UnreadableDocumentError, migrate_file
@@ -37,23 +36,23 @@ def migrate_command(
         for finding in exc.findings:
             where = f"{finding.line}:{finding.column}" if finding.line is not None else "1:1"
             pointer = f" at {finding.pointer}" if finding.pointer else ""
-            typer.echo(
+            click.echo(
                 visible(
                     f"{exc.path}:{where} {finding.code} {finding.severity.value}: {finding.message}{pointer}"
                 )
             )
-        raise typer.Exit(EXIT_FINDINGS) from None
+        raise click.exceptions.Exit(EXIT_FINDINGS) from None
     except (MigrationError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         usage_error(str(exc))
         return
     if result.already_current:
-        typer.echo(
+        click.echo(
             f"{visible(str(source))} is already at spec {result.to_version}; "
             "nothing to migrate, nothing written"
         )
-        raise typer.Exit(EXIT_OK)
+        raise click.exceptions.Exit(EXIT_OK)
     chain = " → ".join([result.from_version, *(step.to_version for step in result.steps)])
-    typer.echo(visible(f"{source}: spec {chain}; written to {source if in_place else output}"))
+    click.echo(visible(f"{source}: spec {chain}; written to {source if in_place else output}"))
     for step in result.steps:
-        typer.echo(f"  {step.from_version} → {step.to_version}: {step.description}")
-    raise typer.Exit(EXIT_OK)
+        click.echo(f"  {step.from_version} → {step.to_version}: {step.description}")
+    raise click.exceptions.Exit(EXIT_OK)

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
 
@@ -49,38 +50,32 @@ def _table(rows: list[Any], profile: str, peers: Path) -> str:
 
 
 def parity_circuit_command(
-    report: Annotated[Path, typer.Argument(help="A circuit-track report (edge granularity).")],
+    report: Annotated[Path, Argument(help="A circuit-track report (edge granularity).")],
     peer: Annotated[
         Path | None,
-        typer.Option(
-            help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS."
-        ),
+        Option(help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS."),
     ] = None,
     peer_python: Annotated[
         Path | None,
-        typer.Option(
-            help="Python of the public code's environment; default $MIBSPEC_PEER_PYTHON or the cache."
-        ),
+        Option(help="Python of the public code's environment; default $MIBSPEC_PEER_PYTHON or the cache."),
     ] = None,
     build_env: Annotated[
-        bool, typer.Option(help="Build the public code's environment in the cache when it is missing.")
+        bool, Option(help="Build the public code's environment in the cache when it is missing.")
     ] = False,
     model_root: Annotated[
         list[Path] | None,
-        typer.Option(
+        Option(
             "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
         ),
     ] = None,
     profile: Annotated[
-        str | None, typer.Option(help="Profile whose promises are checked; default the report's.")
+        str | None, Option(help="Profile whose promises are checked; default the report's.")
     ] = None,
     everything: Annotated[
         bool,
-        typer.Option("--all", help="Also node circuits, mean ablation and both attribution methods."),
+        Option("--all", help="Also node circuits, mean ablation and both attribution methods."),
     ] = False,
-    output_format: Annotated[
-        ParityFormat, typer.Option("--format", help="text or json.")
-    ] = ParityFormat.text,
+    output_format: Annotated[ParityFormat, Option("--format", help="text or json.")] = ParityFormat.text,
 ) -> None:
     """Print the public code's and mibspec's values side by side; exit 1 when a value the
     profile promises to reproduce differs beyond its float32 tolerance, 2 when the public
@@ -104,7 +99,7 @@ def parity_circuit_command(
     rows = by_profile[name]
     failed = [row for row in rows if row.promised and not row.ok]
     _print_rows(rows, failed, name, peers, output_format)
-    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+    raise click.exceptions.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
 def _public_code(peer: Path | None, peer_python: Path | None, build_env: bool) -> tuple[Path, Path]:
@@ -147,8 +142,8 @@ def _print_rows(
             "ok": not failed,
             "rows": [r.as_dict() for r in rows],
         }
-        typer.echo(json.dumps(document, indent=2, allow_nan=False, default=str))
+        click.echo(json.dumps(document, indent=2, allow_nan=False, default=str))
     else:
-        typer.echo(_table(rows, name, peers))
+        click.echo(_table(rows, name, peers))
         promised = sum(row.promised for row in rows)
-        typer.echo(f"{promised - len(failed)} of {promised} promised values agree")
+        click.echo(f"{promised - len(failed)} of {promised} promised values agree")

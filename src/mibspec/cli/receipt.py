@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, OutputFormat, usage_error
 from mibspec.core.display import visible
 
@@ -15,8 +16,8 @@ __all__ = ["verify_receipt_command"]
 
 
 def verify_receipt_command(
-    receipt: Annotated[Path, typer.Argument(help="A receipt written by `mibspec verify --receipt`.")],
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    receipt: Annotated[Path, Argument(help="A receipt written by `mibspec verify --receipt`.")],
+    output_format: Annotated[OutputFormat, Option("--format", "-f")] = OutputFormat.text,
 ) -> None:
     """Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed."""
     from mibspec._receipt import ReceiptError, check_receipt
@@ -27,8 +28,8 @@ def verify_receipt_command(
         usage_error(str(exc))
         return
     if output_format is OutputFormat.json:
-        typer.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(check.to_json(), indent=2, ensure_ascii=False))
     else:
         for line in check.lines():
-            typer.echo(visible(line))
-    raise typer.Exit(EXIT_OK if check.unchanged else EXIT_FINDINGS)
+            click.echo(visible(line))
+    raise click.exceptions.Exit(EXIT_OK if check.unchanged else EXIT_FINDINGS)

@@ -1,7 +1,7 @@
 """``mibspec html`` (alias ``mibspec report``): verify a report and summarise it in one HTML
 page with figures.
 
-A thin layer over :mod:`mibspec._html_report`; this module imports only typer and the
+A thin layer over :mod:`mibspec._html_report`; this module imports only click and the
 standard library at import time.
 """
 
@@ -11,8 +11,9 @@ import enum
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -32,23 +33,21 @@ class KAxis(str, enum.Enum):
 
 
 def html_command(
-    path: Annotated[Path, typer.Argument(help="A report.json (or a folder holding exactly one report).")],
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the HTML page to this file.")
-    ] = None,
+    path: Annotated[Path, Argument(help="A report.json (or a folder holding exactly one report).")],
+    output: Annotated[Path | None, Option("--output", "-o", help="Write the HTML page to this file.")] = None,
     png_dir: Annotated[
-        Path | None, typer.Option("--png-dir", help="Write every figure as <name>.png into this folder.")
+        Path | None, Option("--png-dir", help="Write every figure as <name>.png into this folder.")
     ] = None,
     recompute: Annotated[
-        bool, typer.Option("--recompute", help="Also run the recompute stage (claimed-vs-recomputed table).")
+        bool, Option("--recompute", help="Also run the recompute stage (claimed-vs-recomputed table).")
     ] = False,
     profile: Annotated[
-        str | None, typer.Option("--profile", help="Check under this profile instead of the declared one.")
+        str | None, Option("--profile", help="Check under this profile instead of the declared one.")
     ] = None,
-    k_axis: Annotated[KAxis, typer.Option("--k-axis", help="k axis of the faithfulness figure.")] = KAxis.log,
+    k_axis: Annotated[KAxis, Option("--k-axis", help="k axis of the faithfulness figure.")] = KAxis.log,
     model_root: Annotated[
         list[Path] | None,
-        typer.Option(
+        Option(
             "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
         ),
     ] = None,
@@ -88,13 +87,13 @@ def html_command(
             usage_error(str(exc))
         for target, data in pngs:
             write_atomic(target, data)
-            typer.echo(visible(str(target)))
+            click.echo(visible(str(target)))
     if output is not None:
         write_atomic(output, render_html(page))
-        typer.echo(visible(str(output)))
+        click.echo(visible(str(output)))
     for skipped in page.skipped:
-        typer.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
+        click.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)
     verdict = "conformant" if result.valid else "not conformant"
-    typer.echo(f"{visible(str(found[0]))}: {verdict}; {len(page.figures)} figure(s)", err=True)
+    click.echo(f"{visible(str(found[0]))}: {verdict}; {len(page.figures)} figure(s)", err=True)
     exit_on_internal_errors(result)
-    raise typer.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)
+    raise click.exceptions.Exit(EXIT_OK if result.valid else EXIT_FINDINGS)

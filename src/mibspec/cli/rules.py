@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, OutputFormat, usage_error
 from mibspec.core.display import visible
 
@@ -14,11 +15,11 @@ __all__ = ["rules_command"]
 
 
 def rules_command(
-    code: Annotated[str | None, typer.Argument(help="A rule code or symbol to explain.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f")] = OutputFormat.text,
+    code: Annotated[str | None, Argument(help="A rule code or symbol to explain.")] = None,
+    output_format: Annotated[OutputFormat, Option("--format", "-f")] = OutputFormat.text,
     coverage: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--coverage",
             help="Print each MUST of the spec with the rules, schema constraints or stated reason "
             "covering it.",
@@ -26,14 +27,14 @@ def rules_command(
     ] = False,
     check: Annotated[
         bool,
-        typer.Option(
+        Option(
             "--check",
             help="With --coverage: exit 1 when a MUST is not covered or SPEC.md's coverage section "
             "is out of date.",
         ),
     ] = False,
     update_spec: Annotated[
-        bool, typer.Option("--update-spec", help="With --coverage: rewrite SPEC.md's coverage section.")
+        bool, Option("--update-spec", help="With --coverage: rewrite SPEC.md's coverage section.")
     ] = False,
 ) -> None:
     """List the rule catalogue, or explain one rule, or show the spec's requirement coverage."""
@@ -53,21 +54,21 @@ def rules_command(
             usage_error(f"no rule {code!r}; run `mibspec rules` for the list")
             return
         if output_format is OutputFormat.json:
-            typer.echo(json.dumps(info.__dict__ | {"severity": info.severity.value}, indent=2))
+            click.echo(json.dumps(info.__dict__ | {"severity": info.severity.value}, indent=2))
             return
-        typer.echo(f"{info.code} {info.symbol} ({info.severity.value}, {info.stage} stage)")
-        typer.echo(f"  {info.summary}")
-        typer.echo(f"  family: {cat.families[info.code[0]]}")
-        typer.echo(f"  requirement: {info.requirement} in spec/v1/SPEC.md")
+        click.echo(f"{info.code} {info.symbol} ({info.severity.value}, {info.stage} stage)")
+        click.echo(f"  {info.summary}")
+        click.echo(f"  family: {cat.families[info.code[0]]}")
+        click.echo(f"  requirement: {info.requirement} in spec/v1/SPEC.md")
         if info.enforces:
-            typer.echo(f"  also checks: {', '.join(info.enforces)} (see `mibspec rules --coverage`)")
-        typer.echo(f"  message: {info.message}")
+            click.echo(f"  also checks: {', '.join(info.enforces)} (see `mibspec rules --coverage`)")
+        click.echo(f"  message: {info.message}")
         return
     if output_format is OutputFormat.json:
-        typer.echo(json.dumps([r.__dict__ | {"severity": r.severity.value} for r in cat.rules], indent=2))
+        click.echo(json.dumps([r.__dict__ | {"severity": r.severity.value} for r in cat.rules], indent=2))
         return
     for info in cat.rules:
-        typer.echo(f"{info.code}  {info.symbol:<30} {info.severity.value:<8} {info.summary}")
+        click.echo(f"{info.code}  {info.symbol:<30} {info.severity.value:<8} {info.summary}")
 
 
 def _rules_coverage(output_format: OutputFormat, *, check: bool, update_spec: bool) -> None:
@@ -75,9 +76,9 @@ def _rules_coverage(output_format: OutputFormat, *, check: bool, update_spec: bo
 
     rows = coverage()
     if output_format is OutputFormat.json:
-        typer.echo(json.dumps([row.to_json() for row in rows], indent=2, ensure_ascii=False))
+        click.echo(json.dumps([row.to_json() for row in rows], indent=2, ensure_ascii=False))
     else:
-        typer.echo(markdown_table(rows), nl=False)
+        click.echo(markdown_table(rows), nl=False)
     path = spec_path()
     text = path.read_text(encoding="utf-8")
     fresh = spec_with_section(text)
@@ -92,5 +93,5 @@ def _rules_coverage(output_format: OutputFormat, *, check: bool, update_spec: bo
             f"{path}: the coverage section is out of date; run `mibspec rules --coverage --update-spec`"
         )
     for problem in problems:
-        typer.echo(f"error: {visible(problem)}", err=True)
-    raise typer.Exit(EXIT_FINDINGS if problems else EXIT_OK)
+        click.echo(f"error: {visible(problem)}", err=True)
+    raise click.exceptions.Exit(EXIT_FINDINGS if problems else EXIT_OK)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument
 from mibspec.cli._support import check_outputs_or_exit, usage_error
 
 __all__ = ["schema_export_command", "schema_list_command", "schema_show_command"]
@@ -25,24 +26,24 @@ def schema_list_command() -> None:
     from mibspec.core.spec import load_spec_json
 
     files = _schema_files()
-    typer.echo(f"spec {SPEC_VERSION}: {len(files)} schemas, bundle sha256 {schema_bundle_hash(SPEC_VERSION)}")
+    click.echo(f"spec {SPEC_VERSION}: {len(files)} schemas, bundle sha256 {schema_bundle_hash(SPEC_VERSION)}")
     for path in files:
         schema = load_spec_json(SPEC_VERSION, f"schemas/{path.name}")
-        typer.echo(f"{path.name.removesuffix('.schema.json'):<26} {path.name:<38} {schema['$id']}")
+        click.echo(f"{path.name.removesuffix('.schema.json'):<26} {path.name:<38} {schema['$id']}")
 
 
-def schema_show_command(kind: Annotated[str, typer.Argument(help="Document kind or schema name.")]) -> None:
+def schema_show_command(kind: Annotated[str, Argument(help="Document kind or schema name.")]) -> None:
     """Print one schema (JSON), e.g. `mibspec schema show report`."""
     by_kind = {path.name.removesuffix(".schema.json"): path for path in _schema_files()}
     path = by_kind.get(kind.removesuffix(".schema.json"))
     if path is None:
         usage_error(f"no schema {kind!r}; the kinds are {', '.join(by_kind)}")
         return
-    typer.echo(path.read_text(encoding="utf-8"), nl=False)
+    click.echo(path.read_text(encoding="utf-8"), nl=False)
 
 
 def schema_export_command(
-    directory: Annotated[Path, typer.Argument(help="Folder to write the schemas into (made if missing).")],
+    directory: Annotated[Path, Argument(help="Folder to write the schemas into (made if missing).")],
 ) -> None:
     """Write the spec version's schema bundle into a folder (for editors and offline hooks)."""
     from mibspec.core.outputs import write_atomic
@@ -56,4 +57,4 @@ def schema_export_command(
     )
     for path in files:
         write_atomic(directory / path.name, path.read_bytes())
-        typer.echo(str(directory / path.name))
+        click.echo(str(directory / path.name))

@@ -6,7 +6,9 @@ import enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
+import click
+
+from mibspec.cli._options import Option
 
 from ._score_common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -24,43 +26,43 @@ class Ablation(str, enum.Enum):
 
 
 def score_causal_bench_command(
-    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
+    out_dir: Annotated[Path, Option("--output", "-o", help="Folder to write the report into.")],
     behaviour: Annotated[
-        BehaviourKind, typer.Option("--behaviour", "-b", help="Planted-circuit model or a transformer.")
+        BehaviourKind, Option("--behaviour", "-b", help="Planted-circuit model or a transformer.")
     ] = BehaviourKind.planted,
-    layers: Annotated[int, typer.Option(help="Planted model: layers L.", min=1)] = 4,
-    heads: Annotated[int, typer.Option(help="Planted model: heads per layer H.", min=1)] = 4,
-    seed: Annotated[int, typer.Option(help="Planted model: seed of contributions and noise.", min=0)] = 42,
+    layers: Annotated[int, Option(help="Planted model: layers L.", min=1)] = 4,
+    heads: Annotated[int, Option(help="Planted model: heads per layer H.", min=1)] = 4,
+    seed: Annotated[int, Option(help="Planted model: seed of contributions and noise.", min=0)] = 42,
     model: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--model", "-m", help="Transformer: local model folder (config.json, safetensors, tokenizer)."
         ),
     ] = None,
     dataset: Annotated[
         Path | None,
-        typer.Option("--dataset", "-d", help="Transformer: counterfactual dataset (.json or .meta.json)."),
+        Option("--dataset", "-d", help="Transformer: counterfactual dataset (.json or .meta.json)."),
     ] = None,
     counterfactual: Annotated[
         str | None,
-        typer.Option("--counterfactual", "-c", help="Transformer: counterfactual type of the dataset."),
+        Option("--counterfactual", "-c", help="Transformer: counterfactual type of the dataset."),
     ] = None,
-    ablation: Annotated[Ablation, typer.Option(help="Transformer: ablation of inactive components.")] = (
+    ablation: Annotated[Ablation, Option(help="Transformer: ablation of inactive components.")] = (
         Ablation.counterfactual
     ),
     examples: Annotated[
-        int | None, typer.Option(help="Transformer: use the first N rows of the dataset.", min=1)
+        int | None, Option(help="Transformer: use the first N rows of the dataset.", min=1)
     ] = None,
     subsample: Annotated[
-        int | None, typer.Option(help="Transformer: examples per seed run (default: half).", min=1)
+        int | None, Option(help="Transformer: examples per seed run (default: half).", min=1)
     ] = None,
-    runs: Annotated[int, typer.Option(help="Seed runs K of the stability metric.", min=2)] = 10,
-    permutations: Annotated[int, typer.Option(help="Permutations B of the convergence test.", min=1)] = 1000,
-    convergence_seed: Annotated[int, typer.Option(help="Seed of the convergence test.", min=0)] = 0,
+    runs: Annotated[int, Option(help="Seed runs K of the stability metric.", min=2)] = 10,
+    permutations: Annotated[int, Option(help="Permutations B of the convergence test.", min=1)] = 1000,
+    convergence_seed: Annotated[int, Option(help="Seed of the convergence test.", min=0)] = 0,
     scaling: Annotated[
-        bool, typer.Option(help="Planted model: add the scaling study over 2L/2H … 12L/12H.")
+        bool, Option(help="Planted model: add the scaling study over 2L/2H … 12L/12H.")
     ] = True,
-    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
 ) -> None:
     """Run activation patching, gradient attribution, ablation scanning and circuit discovery on a
@@ -93,9 +95,9 @@ def score_causal_bench_command(
         )
         run = score_causal_bench(options, progress)
     valid = verify_written(run.report)
-    typer.echo(render_claims(run.claims))
+    click.echo(render_claims(run.claims))
     hint = f" --model-root {model.resolve().parent}" if transformer and model is not None else ""
-    typer.echo(f"verify with: mibspec verify {run.report}{hint}")
+    click.echo(f"verify with: mibspec verify {run.report}{hint}")
     finish(valid)
 
 

@@ -6,7 +6,9 @@ import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
+import click
+
+from mibspec.cli._options import Option
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -31,24 +33,22 @@ class Component(str, enum.Enum):
 
 
 _ModelOption = Annotated[
-    Path, typer.Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json).")
+    Path, Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json).")
 ]
 _DatasetOption = Annotated[
     Path,
-    typer.Option("--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."),
+    Option("--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."),
 ]
 _VariableOption = Annotated[
     list[str] | None,
-    typer.Option(
-        "--variable", metavar="<name>", help="Causal variable to localise (repeatable; default all)."
-    ),
+    Option("--variable", metavar="<name>", help="Causal variable to localise (repeatable; default all)."),
 ]
 _LayerOption = Annotated[
-    list[int] | None, typer.Option("--layer", metavar="<int>", help="Layer to try (repeatable; default all).")
+    list[int] | None, Option("--layer", metavar="<int>", help="Layer to try (repeatable; default all).")
 ]
 _PositionOption = Annotated[
     list[str] | None,
-    typer.Option(
+    Option(
         "--position",
         metavar="<position>",
         help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
@@ -56,42 +56,42 @@ _PositionOption = Annotated[
     ),
 ]
 _HeadOption = Annotated[
-    list[int] | None, typer.Option("--head", metavar="<int>", help="Head for attention_heads (repeatable).")
+    list[int] | None, Option("--head", metavar="<int>", help="Head for attention_heads (repeatable).")
 ]
 _CounterfactualOption = Annotated[
     list[str] | None,
-    typer.Option(
+    Option(
         "--counterfactual",
         "-c",
         metavar="<name>",
         help="Counterfactual set to score on (repeatable; default all).",
     ),
 ]
-_PcaCentringOption = Annotated[str, typer.Option(help="centred or uncentred (the public MIB code's).")]
-_ProfileOption = Annotated[str, typer.Option(help="The report's profile (its answer checker is used).")]
+_PcaCentringOption = Annotated[str, Option(help="centred or uncentred (the public MIB code's).")]
+_ProfileOption = Annotated[str, Option(help="The report's profile (its answer checker is used).")]
 
 
 def score_causal_variable_command(
     model: _ModelOption,
     dataset: _DatasetOption,
-    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
-    method: Annotated[Method, typer.Option("--method", help="Featurizer method.")] = Method.das,
+    out_dir: Annotated[Path, Option("--output", "-o", help="Folder to write the report into.")],
+    method: Annotated[Method, Option("--method", help="Featurizer method.")] = Method.das,
     variable: _VariableOption = None,
     layer: _LayerOption = None,
     position: _PositionOption = None,
-    component: Annotated[Component, typer.Option(help="Site at each layer.")] = Component.residual_post,
+    component: Annotated[Component, Option(help="Site at each layer.")] = Component.residual_post,
     head: _HeadOption = None,
     counterfactual: _CounterfactualOption = None,
-    n_features: Annotated[int, typer.Option(help="DAS subspace dimension.", min=1)] = 4,
-    steps: Annotated[int, typer.Option(help="Training steps (DAS, masks, SAE).", min=1)] = 150,
-    learning_rate: Annotated[float, typer.Option(help="Adam learning rate.")] = 0.02,
+    n_features: Annotated[int, Option(help="DAS subspace dimension.", min=1)] = 4,
+    steps: Annotated[int, Option(help="Training steps (DAS, masks, SAE).", min=1)] = 150,
+    learning_rate: Annotated[float, Option(help="Adam learning rate.")] = 0.02,
     pca_centring: _PcaCentringOption = "centred",
-    train_rows: Annotated[int, typer.Option(help="Generated train-split rows.", min=1)] = 320,
-    seed: Annotated[int, typer.Option(help="Seed of the train split and of every trainer.", min=0)] = 0,
-    batch_size: Annotated[int, typer.Option(help="Pairs per pass.", min=1)] = 64,
-    ioi_fit: Annotated[str, typer.Option(help="IOI coefficients: paper or rescaled.")] = "rescaled",
+    train_rows: Annotated[int, Option(help="Generated train-split rows.", min=1)] = 320,
+    seed: Annotated[int, Option(help="Seed of the train split and of every trainer.", min=0)] = 0,
+    batch_size: Annotated[int, Option(help="Pairs per pass.", min=1)] = 64,
+    ioi_fit: Annotated[str, Option(help="IOI coefficients: paper or rescaled.")] = "rescaled",
     profile: _ProfileOption = "default",
-    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
@@ -136,5 +136,5 @@ def score_causal_variable_command(
 def _print_scores(run: CausalVariableRun, model: Path) -> None:
     """Each variable's Average and Best, and the command that verifies the report."""
     for name in run.averages:
-        typer.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
-    typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
+        click.echo(f"  {name}: Average = {run.averages[name]:.6g}, Best = {run.best[name]:.6g}")
+    click.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")

@@ -6,7 +6,9 @@ import enum
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
+
+from mibspec.cli._options import Option
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, batch_size_or_exit, device_or_exit
@@ -21,37 +23,35 @@ class Method(str, enum.Enum):
 def score_circuit_command(
     model: Annotated[
         Path,
-        typer.Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json)."),
+        Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json)."),
     ],
-    dataset: Annotated[
-        Path, typer.Option("--dataset", "-d", help="Counterfactual dataset document (.json).")
-    ],
+    dataset: Annotated[Path, Option("--dataset", "-d", help="Counterfactual dataset document (.json).")],
     counterfactual: Annotated[
-        str, typer.Option("--counterfactual", "-c", help="Counterfactual type of the dataset to patch from.")
+        str, Option("--counterfactual", "-c", help="Counterfactual type of the dataset to patch from.")
     ],
-    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
-    method: Annotated[Method, typer.Option("--method", help="Attribution method.")] = Method.eap_ig,
+    out_dir: Annotated[Path, Option("--output", "-o", help="Folder to write the report into.")],
+    method: Annotated[Method, Option("--method", help="Attribution method.")] = Method.eap_ig,
     scores: Annotated[
         Path | None,
-        typer.Option(
+        Option(
             "--scores", help="Edge scores (.npy, or .safetensors with a 'scores' tensor) instead of a method."
         ),
     ] = None,
-    steps: Annotated[int, typer.Option(help="EAP-IG interpolation steps.", min=1)] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the random method.", min=0)] = 0,
+    steps: Annotated[int, Option(help="EAP-IG interpolation steps.", min=1)] = 5,
+    seed: Annotated[int, Option(help="Seed of the random method.", min=0)] = 0,
     batch_size: Annotated[
         str,
-        typer.Option(
+        Option(
             metavar="<n|auto>",
             help="Examples per pass, or auto: chosen from free memory, halved on out-of-memory "
             "(the report declares the size used).",
         ),
     ] = "20",
-    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
     profile: Annotated[
         str,
-        typer.Option(
+        Option(
             help="Profile the report is written under; mib-2025 prepends the start token and scores "
             "edges with the public EAP-IG code's interpolation points and scale."
         ),
@@ -81,8 +81,8 @@ def score_circuit_command(
         )
         run = score_circuit(options, progress)
     valid = verify_written(run.report)
-    typer.echo(
+    click.echo(
         f"  m(N) = {run.m_full:.6g}, m(∅) = {run.m_empty:.6g}, CPR = {run.cpr:.6g}, CMD = {run.cmd:.6g}"
     )
-    typer.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
+    click.echo(f"  verify with: mibspec verify {run.report} --model-root {model.resolve().parent}")
     finish(valid)

@@ -6,7 +6,9 @@ import enum
 from pathlib import Path
 from typing import Annotated
 
-import typer
+import click
+
+from mibspec.cli._options import Option
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -26,39 +28,37 @@ class CurveScore(str, enum.Enum):
 
 def score_saliency_command(
     weights: Annotated[
-        Path, typer.Option("--weights", "-w", help="Weights of a registry architecture (.safetensors).")
+        Path, Option("--weights", "-w", help="Weights of a registry architecture (.safetensors).")
     ],
-    dataset: Annotated[Path, typer.Option("--dataset", "-d", help="Shortcut dataset document (.json).")],
-    out_dir: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the report into.")],
+    dataset: Annotated[Path, Option("--dataset", "-d", help="Shortcut dataset document (.json).")],
+    out_dir: Annotated[Path, Option("--output", "-o", help="Folder to write the report into.")],
     architecture: Annotated[
         str | None,
-        typer.Option(help="Registry architecture (default: the weights file's `architecture` metadata)."),
+        Option(help="Registry architecture (default: the weights file's `architecture` metadata)."),
     ] = None,
     method: Annotated[
         list[str] | None,
-        typer.Option(
+        Option(
             "--method",
             metavar="<method>",
             help="Attribution method (repeatable; default: all): gradient, input_x_gradient, "
             "integrated_gradients, gradient_shap, occlusion, deeplift, guided_backprop.",
         ),
     ] = None,
-    sampler: Annotated[
-        Sampler, typer.Option(help="Shapley estimator of the ground truth.")
-    ] = Sampler.permutation,
-    trials: Annotated[int, typer.Option(help="Sampling trials averaged (the paper: 5).", min=1)] = 5,
-    permutations: Annotated[int, typer.Option(help="Permutations per trial.", min=2)] = 20,
-    seed: Annotated[int, typer.Option(help="Root seed of the Shapley permutations.", min=0)] = 0,
-    maps_seed: Annotated[int, typer.Option(help="Seed of gradient_shap's draws.", min=0)] = 1,
+    sampler: Annotated[Sampler, Option(help="Shapley estimator of the ground truth.")] = Sampler.permutation,
+    trials: Annotated[int, Option(help="Sampling trials averaged (the paper: 5).", min=1)] = 5,
+    permutations: Annotated[int, Option(help="Permutations per trial.", min=2)] = 20,
+    seed: Annotated[int, Option(help="Root seed of the Shapley permutations.", min=0)] = 0,
+    maps_seed: Annotated[int, Option(help="Seed of gradient_shap's draws.", min=0)] = 1,
     curve_steps: Annotated[
-        int | None, typer.Option(help="Deletion/addition steps (default: the patch's pixel count).", min=1)
+        int | None, Option(help="Deletion/addition steps (default: the patch's pixel count).", min=1)
     ] = None,
     curve_score: Annotated[
-        CurveScore, typer.Option(help="Deletion/addition curve value.")
+        CurveScore, Option(help="Deletion/addition curve value.")
     ] = CurveScore.probability,
-    threshold: Annotated[float, typer.Option(help="Dominance threshold T.", min=0.0, max=0.999999)] = 0.9,
-    task_name: Annotated[str, typer.Option("--task-name", help="The report's task name.")] = "shortcut",
-    overwrite: Annotated[bool, typer.Option(help="Replace a report already in the output folder.")] = False,
+    threshold: Annotated[float, Option(help="Dominance threshold T.", min=0.0, max=0.999999)] = 0.9,
+    task_name: Annotated[str, Option("--task-name", help="The report's task name.")] = "shortcut",
+    overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
@@ -85,14 +85,14 @@ def score_saliency_command(
         )
         run = score_saliency(weights, dataset, out_dir, options, progress=progress)
     valid = verify_written(run.report)
-    typer.echo(
+    click.echo(
         f"  {run.n_dominant}/{run.n_images} dominant images; accuracy clean {run.clean_accuracy:.4g}, "
         f"perturbed {run.perturbed_accuracy:.4g}"
     )
     for name, row in run.methods.items():
-        typer.echo(
+        click.echo(
             f"  {name}: HA {row['hit_accuracy']:.4g}, WIoU {row['wiou']:.4g}, "
             f"deletion AUC {row['deletion_auc']:.4g}, addition AUC {row['addition_auc']:.4g}"
         )
-    typer.echo(f"  verify with: mibspec verify {run.report}")
+    click.echo(f"  verify with: mibspec verify {run.report}")
     finish(valid)

@@ -1,6 +1,6 @@
 """``mibspec verify``: strict parsing, schema, rules, then recomputation of claims.
 
-Layered as the command line is throughout: typer parses the options into a plain
+Layered as the command line is throughout: click parses the options into a plain
 :class:`VerifyArgs`; :func:`run` checks them (usage errors exit 2), verifies, writes the
 report and the receipt, and returns the exit code. The validator, the reporters and the
 receipt writer are imported when :func:`run` needs them, so building this command (and
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
+import click
 
+from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -94,7 +95,7 @@ def run(args: VerifyArgs) -> int:
     exit_on_internal_errors(result)
     warnings = sum(len(doc.warnings) for doc in result.documents)
     if result.valid and args.error_on_warning and warnings:
-        typer.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)
+        click.echo(f"mibspec: failing on {warnings} warning(s) (--error-on-warning)", err=True)
         return EXIT_FINDINGS
     return EXIT_OK if result.valid else EXIT_FINDINGS
 
@@ -245,10 +246,10 @@ def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResu
 
 
 # The options, declared once here so that the command's signature stays readable.
-_Paths = Annotated[list[Path], typer.Argument(help="Documents, or folders holding report.json files.")]
+_Paths = Annotated[list[Path], Argument(help="Documents, or folders holding report.json files.")]
 _Format = Annotated[
     VerifyFormat,
-    typer.Option(
+    Option(
         "--format",
         "-f",
         help="text (for people), json (the stable contract), github (workflow annotations), "
@@ -256,26 +257,26 @@ _Format = Annotated[
     ),
 ]
 _NoRecompute = Annotated[
-    bool, typer.Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
+    bool, Option("--no-recompute", help="Skip recomputing claims from the model and artifacts.")
 ]
 _Profile = Annotated[
-    str | None, typer.Option("--profile", help="Check under this profile instead of the declared one.")
+    str | None, Option("--profile", help="Check under this profile instead of the declared one.")
 ]
-_MaxBytes = Annotated[int, typer.Option(help="Largest document accepted, in bytes.", min=1)]
-_MaxDepth = Annotated[int, typer.Option(help="Deepest JSON nesting accepted.", min=1)]
+_MaxBytes = Annotated[int, Option(help="Largest document accepted, in bytes.", min=1)]
+_MaxDepth = Annotated[int, Option(help="Deepest JSON nesting accepted.", min=1)]
 _MaxValues = Annotated[
-    int, typer.Option(help="Most JSON values (numbers, strings, arrays, ...) in one document.", min=1)
+    int, Option(help="Most JSON values (numbers, strings, arrays, ...) in one document.", min=1)
 ]
 _MaxFindings = Annotated[
-    int, typer.Option(help="Most findings the parse, schema and rules stages report per document.", min=1)
+    int, Option(help="Most findings the parse, schema and rules stages report per document.", min=1)
 ]
 _MaxRecomputeSeconds = Annotated[
     float | None,
-    typer.Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
+    Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
 ]
 _MaxModelBytes = Annotated[
     int,
-    typer.Option(
+    Option(
         help="Largest model recomputation reads and builds, in bytes: its files, and its "
         "parameters in the declared dtype (R107).",
         min=1,
@@ -283,16 +284,14 @@ _MaxModelBytes = Annotated[
 ]
 _ModelRoot = Annotated[
     list[Path] | None,
-    typer.Option(
-        "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
-    ),
+    Option("--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."),
 ]
 _Output = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.")
+    Path | None, Option("--output", "-o", help="Write the report to this file instead of stdout.")
 ]
 _Select = Annotated[
     list[str] | None,
-    typer.Option(
+    Option(
         "--select",
         metavar="<code>",
         help="Report only these codes, code prefixes (K1) or symbols; repeat or separate with commas.",
@@ -300,27 +299,23 @@ _Select = Annotated[
 ]
 _Ignore = Annotated[
     list[str] | None,
-    typer.Option(
+    Option(
         "--ignore",
         metavar="<code>",
         help="Do not report these codes, code prefixes or symbols; repeat or separate with commas.",
     ),
 ]
 _ErrorOnWarning = Annotated[
-    bool, typer.Option("--error-on-warning", help="Exit with 1 when a warning is reported.")
+    bool, Option("--error-on-warning", help="Exit with 1 when a warning is reported.")
 ]
 _Receipt = Annotated[
     Path | None,
-    typer.Option(
-        "--receipt", help="Write a verification receipt (hashes, environment, verdicts) here."
-    ),
+    Option("--receipt", help="Write a verification receipt (hashes, environment, verdicts) here."),
 ]
-_Jobs = Annotated[
-    int, typer.Option("--jobs", "-j", help="Verify report files in this many processes.", min=1)
-]
+_Jobs = Annotated[int, Option("--jobs", "-j", help="Verify report files in this many processes.", min=1)]
 _BatchSize = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--batch-size",
         metavar="<n|auto>",
         help="Examples per forward pass of recomputation (default: the report's), or auto: "
@@ -329,7 +324,7 @@ _BatchSize = Annotated[
 ]
 _Executor = Annotated[
     str,
-    typer.Option(
+    Option(
         "--executor",
         help="process (the -j processes on this machine) or ray (one Ray task per group of "
         "reports; needs the ray extra).",
@@ -337,11 +332,11 @@ _Executor = Annotated[
 ]
 _Address = Annotated[
     str | None,
-    typer.Option("--address", help="The Ray cluster to join (with --executor ray; default: a local one)."),
+    Option("--address", help="The Ray cluster to join (with --executor ray; default: a local one)."),
 ]
 _NoHashCache = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--no-hash-cache",
         help="Hash every model file again instead of reusing digests of unchanged files from "
         "the file-hash cache.",
@@ -398,4 +393,4 @@ def verify_command(
         address=address,
         hash_cache=not no_hash_cache,
     )
-    raise typer.Exit(run(args))
+    raise click.exceptions.Exit(run(args))

@@ -8,16 +8,21 @@ Everything else is as strict as a document: an object repeating a key is refused
 (P102), malformed text is P101 with its line and column.
 
 Graphs of large models list millions of edges (Llama-3.1-8B: 1,592,881). The edges
-are not built as Python objects: one regular expression reads each entry
-(``"name": {"score": x, "in_graph": b}``, keys in either order, either one alone)
-and its values go straight into flat arrays, indexed by the edge's canonical index.
-An edges object in any other shape (extra keys, NaN edge scores, unusual escapes) is
-read again by the general parser, so only speed depends on the shape, never the
-result. Memory: the text, the universe's cell index and three flat arrays.
+are not built as Python objects. An edges object exactly as ``json.dump`` writes it
+(default separators, ``score`` before ``in_graph``, names without escapes) is read in
+blocks of entries, each block by one ``findall`` whose matches must cover it without a
+gap. Otherwise one regular expression reads each entry (``"name": {"score": x,
+"in_graph": b}``, keys in either order, either one alone). Either way the values go
+straight into flat arrays, indexed by the edge's canonical index. An edges object in
+any other shape (extra keys, NaN edge scores, unusual escapes) is read again by the
+general parser, so only speed depends on the shape, never the result. Memory: the
+text, the universe's cell index, three flat arrays and one block of entries.
 """
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import re
 from array import array
@@ -43,6 +48,14 @@ _ENTRY = re.compile(
     f"{_WS}\\}}{_WS}([,}}])"
 )
 _SPACE = re.compile(_WS)
+#: An entry as ``json.dump`` writes it with its default separators (the fast path).
+_DUMPED = re.compile(r'"([^"\\\x00-\x1f]*)": \{"score": ' + _NUM + r', "in_graph": ' + _BOOL + r"\}(, |\})")
+#: The characters of a dumped entry besides its name, score, flag and closing separator.
+_DUMPED_FIXED = len('"": {"score": , "in_graph": }')
+#: Characters of edges text matched per block by the fast path (about 3,500 entries), and
+#: the entries taken at a time after the last block: bounded memory either way.
+_BLOCK = 1 << 18
+_TAIL = 4096
 
 
 class ReadProblemError(Exception):
@@ -215,9 +228,11 @@ def _edges(text: str, pos: int, universe: Any) -> tuple[tuple[Any, ...], int]:
     """The edges object at ``pos`` read entry by entry (see the module docstring)."""
     if text[pos : pos + 1] != "{":
         raise ReadProblemError("I101", "/edges", pos, detail="'edges' must be an object")
+    inner = _skip(text, pos + 1)
+    if text[inner : inner + 1] != "}" and (dumped := _dumped_edges(text, pos, universe)) is not None:
+        return dumped
     forward, backward, stride = _cells(universe)
     cells, values, flags, scored = array("q"), array("d"), bytearray(), bytearray()
-    inner = _skip(text, pos + 1)
     end = None
     if text[inner : inner + 1] == "}":
         end = inner + 1
@@ -244,6 +259,67 @@ def _edges(text: str, pos: int, universe: Any) -> tuple[tuple[Any, ...], int]:
         value, after = _value(text, pos, "/edges")
         return _edges_from_object(value, universe, pos), after
     return _scatter(universe, cells, values, flags, scored, lambda i: _nth_key(text, pos, i), pos), end
+
+
+def _dumped_edges(text: str, pos: int, universe: Any) -> tuple[tuple[Any, ...], int] | None:
+    """The edges object at ``pos`` if every entry is as ``json.dump`` writes it, else ``None``.
+
+    Blocks of about :data:`_BLOCK` characters end just before an entry (after ``}, ``);
+    a block is read by one ``findall`` and accepted only when its matches, all closed by
+    ``, ``, add up to its length. The entries after the last full block are matched one
+    by one, each where the previous ended, up to the one closed by ``}``.
+    """
+    import numpy as np
+
+    forward, backward, stride = _cells(universe)
+    cells: list[Any] = []
+    values, flags = array("d"), bytearray()
+
+    def take(entries: list[tuple[str, ...]], length: int | None) -> bool:
+        """Add the entries; with a ``length``, only if they are dumped entries, all closed
+        by ``, ``, that cover exactly that many characters."""
+        names, scores, members, closes = zip(*entries, strict=True)
+        if length is not None:
+            covered = _DUMPED_FIXED * len(entries) + sum(map(len, names)) + sum(map(len, scores))
+            covered += sum(map(len, members)) + 2 * len(entries)
+            if covered != length or closes.count(", ") != len(closes):
+                return False
+        sources, _, targets = zip(*map(str.partition, names, itertools.repeat("->")), strict=True)
+        rows = np.fromiter(map(forward.get, sources, itertools.repeat(len(forward))), np.int64, len(names))
+        columns = map(backward.get, targets, itertools.repeat(len(backward)))
+        cells.append(rows * stride + np.fromiter(columns, np.int64, len(names)))
+        values.extend(map(float, scores))
+        flags.extend(map("true".__eq__, members))
+        return True
+
+    collecting = gc.isenabled()
+    gc.disable()  # millions of short-lived tuples and no cycle among them
+    try:
+        start = pos + 1
+        while (cut := text.find('}, "', start + _BLOCK)) >= 0:
+            stop = cut + 3
+            block = _DUMPED.findall(text, start, stop)
+            if not block or not take(block, stop - start):
+                break  # not a run of dumped entries (or the object ends inside): one by one
+            start = stop
+        tail: list[tuple[str, ...]] = []
+        for match in _DUMPED.finditer(text, start):
+            if match.start() != start:
+                return None
+            tail.append(match.groups())
+            start = match.end()
+            if match.group(4) == "}":
+                take(tail, None)
+                name_at = lambda i: _nth_key(text, pos, i)  # noqa: E731  (only for a finding)
+                every = np.concatenate(cells)
+                return _scatter(universe, every, values, flags, b"\x01" * len(every), name_at, pos), start
+            if len(tail) == _TAIL:
+                take(tail, None)
+                tail.clear()
+        return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _nth_key(text: str, pos: int, index: int) -> str:

@@ -27,19 +27,12 @@ import click
 __all__ = ["Argument", "Option", "build_command"]
 
 
-@dataclass(frozen=True, init=False)
 class Option:
     """An option: its names (default ``--parameter-name``; a ``bool`` without names is an
     ``--x/--no-x`` pair), help, metavar, bounds of a number, and an eager callback taking the
     value (``--version``)."""
 
-    names: tuple[str, ...]
-    help: str | None
-    metavar: str | None
-    min: float | None
-    max: float | None
-    callback: Callable[[Any], Any] | None
-    is_eager: bool
+    __slots__ = ("callback", "help", "is_eager", "max", "metavar", "min", "names")
 
     def __init__(
         self,
@@ -51,16 +44,13 @@ class Option:
         callback: Callable[[Any], Any] | None = None,
         is_eager: bool = False,
     ) -> None:
-        for name, value in (
-            ("names", names),
-            ("help", help),
-            ("metavar", metavar),
-            ("min", min),
-            ("max", max),
-            ("callback", callback),
-            ("is_eager", is_eager),
-        ):
-            object.__setattr__(self, name, value)
+        self.names = names
+        self.help = help
+        self.metavar = metavar
+        self.min = min
+        self.max = max
+        self.callback = callback
+        self.is_eager = is_eager
 
 
 @dataclass(frozen=True)

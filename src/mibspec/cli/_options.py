@@ -63,27 +63,27 @@ class Argument:
 
 @dataclass(frozen=True)
 class _Type:
-    """A parameter's annotation taken apart: the value type, ``| None``, ``list[...]``."""
+    """A parameter's annotation taken apart: the value type, and whether it is ``list[...]``
+    (``| None`` only allows the default ``None``)."""
 
     base: type
-    optional: bool
     multiple: bool
 
 
 def _type_of(annotation: Any) -> _Type:
-    optional = multiple = False
+    multiple = False
     if typing.get_origin(annotation) in (Union, types.UnionType):
         members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
         if len(members) != 1:
             raise TypeError(f"unsupported parameter type {annotation!r}")
-        annotation, optional = members[0], True
+        annotation = members[0]
     if typing.get_origin(annotation) is list:
         (annotation,), multiple = typing.get_args(annotation), True
     if not isinstance(annotation, type) or not (
         annotation in (str, int, float, bool, Path) or issubclass(annotation, enum.Enum)
     ):
         raise TypeError(f"unsupported parameter type {annotation!r}")
-    return _Type(annotation, optional, multiple)
+    return _Type(annotation, multiple)
 
 
 def _click_type(kind: _Type, marker: Option | Argument) -> click.ParamType:

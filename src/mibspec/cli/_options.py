@@ -130,11 +130,7 @@ class _Command(click.Command):
     """A click command whose help lists its arguments, with their help, before its options."""
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [
-            record
-            for param in self.get_params(ctx)
-            if isinstance(param, _Argument) and (record := param.get_help_record(ctx)) is not None
-        ]
+        rows = [param.get_help_record(ctx) for param in self.get_params(ctx) if isinstance(param, _Argument)]
         if rows:
             with formatter.section("Arguments"):
                 formatter.write_dl(rows)
@@ -151,7 +147,7 @@ def _option(name: str, kind: _Type, marker: Option, default: Any) -> click.Optio
         "is_eager": marker.is_eager,
     }
     if not required:
-        settings["default"] = list(shown) if isinstance(shown, tuple) else shown
+        settings["default"] = shown
     if marker.callback is not None:
         callback = marker.callback
         settings["callback"] = lambda _ctx, _param, value: callback(value)
@@ -200,9 +196,9 @@ def _single(kind: _Type, value: Any) -> Any:
     return value
 
 
-def build_command(function: Callable[..., Any], name: str, *, help: str | None = None) -> click.Command:
+def build_command(function: Callable[..., Any], name: str) -> click.Command:
     """The click command ``name`` running ``function`` with its declared parameters; its help
-    is ``help`` or else the function's docstring."""
+    is the function's docstring."""
     hints = typing.get_type_hints(function, include_extras=True)
     params: list[click.Parameter] = []
     converters: dict[str, Callable[[Any], Any]] = {}
@@ -216,12 +212,14 @@ def build_command(function: Callable[..., Any], name: str, *, help: str | None =
             raise TypeError(f"{function.__qualname__}({parameter.name}): declare one Option or Argument")
         kind = _type_of(annotation)
         [marker] = markers
-        build = _option if isinstance(marker, Option) else _argument
-        params.append(build(parameter.name, kind, marker, parameter.default))  # type: ignore[arg-type]
+        if isinstance(marker, Option):
+            params.append(_option(parameter.name, kind, marker, parameter.default))
+        else:
+            params.append(_argument(parameter.name, kind, marker, parameter.default))
         default = None if parameter.default is inspect.Parameter.empty else parameter.default
         converters[parameter.name] = _converter(kind, default)
 
     def callback(**values: Any) -> Any:
         return function(**{key: converters[key](value) for key, value in values.items()})
 
-    return _Command(name, callback=callback, params=params, help=help or inspect.getdoc(function))
+    return _Command(name, callback=callback, params=params, help=inspect.getdoc(function))

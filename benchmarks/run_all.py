@@ -89,7 +89,7 @@ RUNS: tuple[Run, ...] = (
     Run("causal_variable", "default", "", "benchmarks/bench_causal_variable.py", (),
         ("--rows", "16", "--batch", "8")),
     Run("grouped_verify", "default", "", "benchmarks/bench_grouped_verify.py",
-        ("--rows", "20", "--ray-reports", "4", "--runs", "3"),
+        ("--rows", "20", "--ray-reports", "4", "--runs", "9"),
         ("--reports", "3", "--rows", "4", "--hash-mib", "8", "--skip-ray", "--small", "4", "--runs", "1")),
     Run("batch_verify", "default", "", "benchmarks/bench_batch_verify.py", (),
         ("--copies", "4", "--runs", "1", "--jobs", "1", "2")),

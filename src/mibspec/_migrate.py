@@ -260,19 +260,20 @@ def migrate_file(
 
     Args:
         source: the document file (read strictly, as ``mibspec verify`` reads it).
-        destination: where to write the migrated document; must not be ``source``.
+        destination: where to write the migrated document; must not be ``source``, a file
+            it declares (an artifact, a referenced document), or a link to either.
         to_version: the target spec version (default: the current one).
         in_place: replace ``source`` itself (then ``destination`` must be omitted).
         registry: the steps to use.
 
     Raises:
         ValueError: neither or both of ``destination`` and ``in_place``, or ``destination``
-            is the input file.
+            is the input file or one it declares (:class:`~mibspec.core.outputs.OutputPathError`).
         FileNotFoundError: ``source`` does not exist.
         UnreadableDocumentError: the file is not a JSON object with a string ``spec_version``.
         MigrationError: see :func:`migrate_document`.
     """
-    from mibspec.core.outputs import Inputs
+    from mibspec.core.outputs import Inputs, input_files
     from mibspec.validator import Stage, StageStatus, VerifyOptions, load_json_file, verify_paths
 
     src = Path(source)
@@ -285,6 +286,8 @@ def migrate_file(
     dst = src if in_place else Path(destination)  # type: ignore[arg-type]
     if not in_place:
         Inputs([src]).refuse(dst, "destination", hint="the input is replaced only in place (--in-place)")
+        # nor over a file the document declares (an artifact, a referenced document)
+        input_files([src]).refuse(dst, "destination")
     parsed = load_json_file(src)
     if (
         parsed.problems

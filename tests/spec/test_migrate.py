@@ -33,6 +33,7 @@ from mibspec._migrate import (
     migrate_file,
     version_key,
 )
+from mibspec.core.outputs import OutputPathError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "circuit" / "report.json"
@@ -169,6 +170,21 @@ def test_in_place_replaces_the_input_and_keeps_its_mode(tmp_path: Path) -> None:
     migrate_file(source, in_place=True, registry=_toy_chain())
     assert json.loads(source.read_text(encoding="utf-8")) == _example()
     assert stat.S_IMODE(source.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("name", ["circuit.json", "dataset.json", "circuit.safetensors", "dataset.jsonl"])
+def test_the_destination_is_never_a_file_the_document_declares(tmp_path: Path, name: str) -> None:
+    """A referenced document, the dataset, their sidecars: each is read by the verification
+    of the migrated report, so none may be overwritten by it (or through a link to it)."""
+    source = _old_file(tmp_path)
+    folder = source.parent
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(OutputPathError, match=re.escape(name)):
+        migrate_file(source, folder / name, registry=_toy_chain())
+    os.symlink(folder / name, tmp_path / "link.json")
+    with pytest.raises(OutputPathError, match=re.escape(name)):
+        migrate_file(source, tmp_path / "link.json", registry=_toy_chain())
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
 def test_a_failed_write_leaves_the_destination_untouched(

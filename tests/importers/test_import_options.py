@@ -1,4 +1,5 @@
-"""Every importer takes --model-revision, --dataset and --split (SPEC.md I-4): an imported MIB
+"""Every importer that writes a report takes --model-revision, --dataset and --split (SPEC.md
+I-4), and the EAP-IG graph importer only the first (a circuit document has no task): an imported MIB
 results file can pass A111, carries its dataset, and the leaderboard tabulates the unpinned
 ones in rows marked as such."""
 
@@ -117,3 +118,5 @@ def test_cli_options(tmp_path: Path) -> None:
     graph = REPO / "examples" / "circuit-ioi" / "circuit.json"
     usage = run("eap-ig", str(graph), "-o", str(tmp_path / "c"), "--split", "test")
     assert usage.returncode == 2
+    assert "No such option '--split'" in usage.stderr
+    assert not (tmp_path / "c").exists()

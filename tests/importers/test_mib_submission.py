@@ -63,7 +63,7 @@ def _nine_folder(root: Path, sizes: list[int], name: str = "ioi_tiny") -> Path:
 
 
 def _options(**kwargs: Any) -> SubmissionOptions:
-    return SubmissionOptions(architecture="GPT2LMHeadModel", method="m", **kwargs)
+    return SubmissionOptions(**{"architecture": "GPT2LMHeadModel", "method": "m", **kwargs})
 
 
 def test_importance_folder_with_results_gives_a_pinned_report_that_verifies(tmp_path: Path) -> None:
@@ -292,3 +292,29 @@ def test_results_of_another_grid_are_refused(tmp_path: Path) -> None:
     (folder / "ioi_tiny_validation_abs-False.pkl").write_bytes(pickle.dumps(short))
     result = import_mib_submission(folder, tmp_path / "out", _options())
     assert [f.code for f in result.findings] == ["I112"]
+
+
+@pytest.mark.parametrize("architecture", ["gpt2", "GPT2LMHeadModel", "tiny-cnn-v1", "GPT2 LMHeadModel", ""])
+def test_an_architecture_is_a_model_class_name(tmp_path: Path, architecture: str) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    result = import_mib_submission(folder, tmp_path / "out", _options(architecture=architecture))
+    if architecture in ("gpt2", "GPT2LMHeadModel"):  # both have the form of a class name
+        assert result.ok, [str(f) for f in result.findings]
+        return
+    assert [f.code for f in result.findings] == ["I111"]
+    assert "not a model class name" in result.findings[0].message
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_architecture_must_be_the_one_the_model_files_name(tmp_path: Path) -> None:
+    folder = _importance_folder(tmp_path / "method")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"]}))
+    wrong = _options(architecture="LlamaForCausalLM", model_files=model)
+    result = import_mib_submission(folder, tmp_path / "out", wrong)
+    assert [f.code for f in result.findings] == ["I111"]
+    assert "'GPT2LMHeadModel'" in result.findings[0].message
+    assert not (tmp_path / "out").exists()
+    right = _options(architecture="GPT2LMHeadModel", model_files=model)
+    assert import_mib_submission(folder, tmp_path / "out", right).ok

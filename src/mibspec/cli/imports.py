@@ -236,16 +236,13 @@ def import_eap_ig_command(
         str | None, Option("--model", help="The MIB model id of the graph (gpt2, qwen2.5, ...).")
     ] = None,
     model_revision: RevisionOption = None,
-    dataset: DatasetOption = None,
-    split: SplitOption = None,
     output_format: _FormatOption = OutputFormat.text,
 ) -> None:
-    """Import an EAP-IG graph as a circuit document, then verify what was written."""
-    if dataset is not None or split is not None:
-        usage_error(
-            "--dataset and --split describe a report's task; a circuit document has none: give them to "
-            "`mibspec import mib-submission`, which writes the report"
-        )
+    """Import an EAP-IG graph as a circuit document, then verify what was written.
+
+    A circuit document names no dataset or split: the report that mibspec import
+    mib-submission writes does.
+    """
     if model_revision is not None and model is None:
         usage_error("--model-revision needs --model (the MIB model id it pins)")
     _import_and_verify(
@@ -260,7 +257,12 @@ CounterfactualTypeOption = Annotated[
 
 
 ArchitectureOption = Annotated[
-    str | None, Option("--architecture", help="Architecture of a model outside MIB's five.")
+    str | None,
+    Option(
+        "--architecture",
+        help="For a model outside MIB's five: the class its config.json names under "
+        '"architectures", e.g. GPT2LMHeadModel.',
+    ),
 ]
 
 

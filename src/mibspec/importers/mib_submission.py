@@ -49,6 +49,7 @@ __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submis
 _GRAPH_SUFFIXES = (".json", ".pt")
 _RESULTS = re.compile(r"^(?P<name>.+)_(?P<split>train|validation|test)_abs-(?P<abs>True|False)\.pkl$")
 _N_CIRCUITS = 9
+_CLASS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,34 @@ class SubmissionOptions(ImportOptions):
 
     #: Counterfactual type of the corrupted run (recomputation needs it).
     counterfactual_type: str | None = None
-    #: Architecture of a model outside MIB's five (``--architecture``).
+    #: Architecture of a model outside MIB's five (``--architecture``): the model class its
+    #: config.json names under ``architectures``, e.g. ``GPT2LMHeadModel``.
     architecture: str | None = None
     method: str | None = None
     #: A local copy of the model whose files (config, weights, tokenizer) are pinned by hash.
     model_files: Path | None = None
+
+    def check(self) -> DatasetCopy | dict[str, str] | None:
+        """Validate the options, with the architecture: a class name, and the one the
+        config.json of ``model_files`` names when both are given.
+
+        Raises:
+            OptionError: a malformed option.
+        """
+        if self.architecture is not None:
+            if not _CLASS_NAME.match(self.architecture):
+                raise OptionError(
+                    f"--architecture {self.architecture!r} is not a model class name: give the one "
+                    'the model\'s config.json names under "architectures", e.g. GPT2LMHeadModel'
+                )
+            if self.model_files is not None:
+                named = _config_architectures(self.model_files)
+                if named is not None and self.architecture not in named:
+                    raise OptionError(
+                        f"--architecture {self.architecture!r}: the config.json of --model-files "
+                        f"names {', '.join(map(repr, named)) or 'no architecture'}"
+                    )
+        return super().check()
 
 
 @dataclass
@@ -407,6 +431,23 @@ def _report(
 
 
 _MODEL_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json")
+
+
+def _config_architectures(folder: Path) -> list[str] | None:
+    """The ``architectures`` a model folder's config.json names, or ``None`` when it has no
+    readable config.json with such a list (:func:`_pinned_files` reports a missing one)."""
+    from mibspec.core.strict_json import load_json_file
+
+    try:
+        parsed = load_json_file(folder / "config.json")
+    except OSError:
+        return None
+    if parsed.problems or not isinstance(parsed.data, dict):
+        return None
+    named = parsed.data.get("architectures")
+    if not isinstance(named, list) or not all(isinstance(name, str) for name in named):
+        return None
+    return named
 
 
 def _pinned_files(folder: Path) -> dict[str, str]:

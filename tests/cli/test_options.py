@@ -28,11 +28,12 @@ def _sample(
     tag: Annotated[list[str] | None, Option("--tag", metavar="<tag>", help="Repeatable.")] = None,
     overwrite: Annotated[bool, Option(help="A flag pair.")] = False,
     quiet: Annotated[bool, Option("--quiet", help="A lone flag.")] = False,
+    mode: Annotated[str, Option(choices=("fast", "exact"), help="A str from a list.")] = "exact",
 ) -> None:
     """Sample command.
 
     Its second paragraph."""
-    click.echo(repr((paths, name, colour, count, ratio, tag, overwrite, quiet)))
+    click.echo(repr((paths, name, colour, count, ratio, tag, overwrite, quiet, mode)))
 
 
 def _run(*args: str) -> Any:
@@ -40,16 +41,31 @@ def _run(*args: str) -> Any:
 
 
 def test_values_arrive_as_the_function_declares_them() -> None:
-    done = _run("a", "b", "-n", "x", "--colour", "red", "--count", "9", "--ratio", "0.5", "--tag", "t1")
+    done = _run(
+        "a",
+        "b",
+        "-n",
+        "x",
+        "--colour",
+        "red",
+        "--count",
+        "9",
+        "--ratio",
+        "0.5",
+        "--tag",
+        "t1",
+        "--mode",
+        "fast",
+    )
     assert done.exit_code == 0, done.output
-    expected = ([Path("a"), Path("b")], "x", Colour.red, 9, 0.5, ["t1"], False, False)
+    expected = ([Path("a"), Path("b")], "x", Colour.red, 9, 0.5, ["t1"], False, False, "fast")
     assert done.output.strip() == repr(expected)
 
 
 def test_defaults_are_the_functions_defaults() -> None:
     done = _run("a", "--name", "x", "--overwrite", "--quiet")
     assert done.exit_code == 0, done.output
-    expected = ([Path("a")], "x", Colour.dark_blue, 2, None, None, True, True)
+    expected = ([Path("a")], "x", Colour.dark_blue, 2, None, None, True, True, "exact")
     assert done.output.strip() == repr(expected)
 
 
@@ -62,6 +78,7 @@ def test_defaults_are_the_functions_defaults() -> None:
         (["a", "-n", "x", "--count", "two"], "'two' is not a valid integer"),
         (["a", "-n", "x", "--ratio", "-1"], "-1.0 is not in the range x>=0.0"),
         (["a", "-n", "x", "--colour", "blue"], "'blue' is not one of 'red', 'dark-blue'"),
+        (["a", "-n", "x", "--mode", "slow"], "'slow' is not one of 'fast', 'exact'"),
         (["a", "-n", "x", "--no-quiet"], "--no-quiet"),
     ],
 )
@@ -85,6 +102,7 @@ def test_the_help_lists_arguments_options_defaults_and_bounds() -> None:
         "--tag <tag> Repeatable.",
         "--overwrite / --no-overwrite A flag pair. [default: no-overwrite]",
         "--quiet A lone flag.",
+        "--mode <fast|exact> A str from a list. [default: exact]",
     ):
         assert shown in text, shown
 
@@ -96,6 +114,8 @@ def test_an_undeclared_or_unsupported_parameter_is_refused_when_built() -> None:
 
     def either(value: Annotated[int | str, Option()]) -> None: ...
 
-    for function in (bare, mapping, either):
+    def counted(value: Annotated[int, Option(choices=("1", "2"))] = 1) -> None: ...
+
+    for function in (bare, mapping, either, counted):
         with pytest.raises(TypeError):
             build_command(function, "x")

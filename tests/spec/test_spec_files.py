@@ -86,3 +86,22 @@ def test_spec_text_requirement_ids_are_unique() -> None:
 
 def test_spec_is_shipped_inside_the_package_or_beside_it() -> None:
     assert (Path(SPEC) / "rules.json").is_file()
+
+
+def test_the_schema_regenerator_takes_one_folder_and_no_option(tmp_path: Path) -> None:
+    from mibspec.documents.export import main
+
+    before = sorted(Path.cwd().iterdir())
+    assert main(["--help"]) == 0
+    assert main(["-o"]) == 2
+    assert main([]) == 2
+    assert main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert sorted(Path.cwd().iterdir()) == before  # no folder named after an option
+    assert not (tmp_path / "a").exists()
+    assert main([str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        f"{name}.schema.json" for name in schema_names()
+    )
+    for name in schema_names():  # the files the spec ships
+        written = (tmp_path / "out" / f"{name}.schema.json").read_bytes()
+        assert written == (spec_dir() / "schemas" / f"{name}.schema.json").read_bytes()

@@ -5,7 +5,8 @@ A command is a function whose parameters read ``Annotated[T, Option(...)]`` or
 into a :class:`click.Command`. The types a parameter may have are few and fixed: ``str``,
 ``int``, ``float``, ``bool``, ``Path``, a ``str``-valued :class:`enum.Enum`, each optionally
 ``| None``, and ``list[...]`` of the first five (a repeatable option, or an argument taking
-several values). Anything else is a defect here, refused when the command is built.
+several values); a ``str`` option may list the values it takes (``choices``). Anything else
+is a defect here, refused when the command is built.
 
 Values are converted by click alone: the start-up of a command is that of click, nothing
 heavier (see ``benchmarks/bench_verify_startup.py``).
@@ -29,10 +30,10 @@ __all__ = ["Argument", "Option", "build_command"]
 
 class Option:
     """An option: its names (default ``--parameter-name``; a ``bool`` without names is an
-    ``--x/--no-x`` pair), help, metavar, bounds of a number, and an eager callback taking the
-    value (``--version``)."""
+    ``--x/--no-x`` pair), help, metavar, bounds of a number, the values a ``str`` may take,
+    and an eager callback taking the value (``--version``)."""
 
-    __slots__ = ("callback", "help", "is_eager", "max", "metavar", "min", "names")
+    __slots__ = ("callback", "choices", "help", "is_eager", "max", "metavar", "min", "names")
 
     def __init__(
         self,
@@ -41,6 +42,7 @@ class Option:
         metavar: str | None = None,
         min: float | None = None,
         max: float | None = None,
+        choices: tuple[str, ...] | None = None,
         callback: Callable[[Any], Any] | None = None,
         is_eager: bool = False,
     ) -> None:
@@ -49,6 +51,7 @@ class Option:
         self.metavar = metavar
         self.min = min
         self.max = max
+        self.choices = choices
         self.callback = callback
         self.is_eager = is_eager
 
@@ -88,6 +91,10 @@ def _type_of(annotation: Any) -> _Type:
 
 def _click_type(kind: _Type, marker: Option | Argument) -> click.ParamType:
     base = kind.base
+    if isinstance(marker, Option) and marker.choices is not None:
+        if base is not str:
+            raise TypeError(f"choices need a str parameter, not {base!r}")
+        return click.Choice(marker.choices)
     bounds = (marker.min, marker.max) if isinstance(marker, Option) else (None, None)
     if base is int:
         low, high = (None if bound is None else int(bound) for bound in bounds)
@@ -108,6 +115,8 @@ def _metavar(kind: _Type, marker: Option | Argument, name: str) -> str:
         return f"<{name}>"
     if issubclass(kind.base, enum.Enum):
         return "<" + "|".join(member.value for member in kind.base) + ">"
+    if isinstance(marker, Option) and marker.choices is not None:
+        return "<" + "|".join(marker.choices) + ">"
     return f"<{kind.base.__name__.lower()}>"
 
 

@@ -45,7 +45,9 @@ def producing(needs: str, extras: str) -> Iterator[Progress]:
             from mibspec.core.spec import install_hint
 
             usage_error(f"{needs} the {extras} extra ({exc}): {install_hint(extras)}")
-        except (ValueError, FileExistsError, OSError) as exc:
+        except FileExistsError as exc:  # the library's words for its overwrite flag, with the option's
+            usage_error(f"{exc} (--overwrite)")
+        except (ValueError, OSError) as exc:
             usage_error(str(exc))
 
 

@@ -19,7 +19,9 @@ class CiteFormat(str, enum.Enum):
 
 
 def cite_command(
-    output_format: Annotated[CiteFormat, Option("--format", "-f")] = CiteFormat.bibtex,
+    output_format: Annotated[
+        CiteFormat, Option("--format", "-f", help="Citation format.")
+    ] = CiteFormat.bibtex,
 ) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""
     from mibspec._citation import citation_bibtex, citation_cff, citation_text

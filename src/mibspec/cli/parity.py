@@ -53,7 +53,10 @@ def parity_circuit_command(
     report: Annotated[Path, Argument(help="A circuit-track report (edge granularity).")],
     peer: Annotated[
         Path | None,
-        Option(help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS."),
+        Option(
+            help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS, "
+            "else ../shared/peers beside the repository."
+        ),
     ] = None,
     peer_python: Annotated[
         Path | None,
@@ -75,7 +78,9 @@ def parity_circuit_command(
         bool,
         Option("--all", help="Also node circuits, mean ablation and both attribution methods."),
     ] = False,
-    output_format: Annotated[ParityFormat, Option("--format", help="text or json.")] = ParityFormat.text,
+    output_format: Annotated[
+        ParityFormat, Option("--format", "-f", help="Output format.")
+    ] = ParityFormat.text,
 ) -> None:
     """Print the public code's and mibspec's values side by side; exit 1 when a value the
     profile promises to reproduce differs beyond its float32 tolerance, 2 when the public

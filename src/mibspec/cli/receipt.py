@@ -17,7 +17,9 @@ __all__ = ["verify_receipt_command"]
 
 def verify_receipt_command(
     receipt: Annotated[Path, Argument(help="A receipt written by `mibspec verify --receipt`.")],
-    output_format: Annotated[OutputFormat, Option("--format", "-f")] = OutputFormat.text,
+    output_format: Annotated[
+        OutputFormat, Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
 ) -> None:
     """Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed."""
     from mibspec._receipt import ReceiptError, check_receipt

@@ -16,7 +16,9 @@ __all__ = ["rules_command"]
 
 def rules_command(
     code: Annotated[str | None, Argument(help="A rule code or symbol to explain.")] = None,
-    output_format: Annotated[OutputFormat, Option("--format", "-f")] = OutputFormat.text,
+    output_format: Annotated[
+        OutputFormat, Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.text,
     coverage: Annotated[
         bool,
         Option(

@@ -33,7 +33,7 @@ def schema_list_command() -> None:
 
 
 def schema_show_command(kind: Annotated[str, Argument(help="Document kind or schema name.")]) -> None:
-    """Print one schema (JSON), e.g. `mibspec schema show report`."""
+    """Print one schema as JSON: `mibspec schema show report`."""
     by_kind = {path.name.removesuffix(".schema.json"): path for path in _schema_files()}
     path = by_kind.get(kind.removesuffix(".schema.json"))
     if path is None:

@@ -67,7 +67,9 @@ _CounterfactualOption = Annotated[
         help="Counterfactual set to score on (repeatable; default all).",
     ),
 ]
-_PcaCentringOption = Annotated[str, Option(help="centred or uncentred (the public MIB code's).")]
+_PcaCentringOption = Annotated[
+    str, Option(choices=("centred", "uncentred"), help="PCA centring; uncentred is the public MIB code's.")
+]
 _ProfileOption = Annotated[str, Option(help="The report's profile (its answer checker is used).")]
 
 
@@ -89,7 +91,14 @@ def score_causal_variable_command(
     train_rows: Annotated[int, Option(help="Generated train-split rows.", min=1)] = 320,
     seed: Annotated[int, Option(help="Seed of the train split and of every trainer.", min=0)] = 0,
     batch_size: Annotated[int, Option(help="Pairs per pass.", min=1)] = 64,
-    ioi_fit: Annotated[str, Option(help="IOI coefficients: paper or rescaled.")] = "rescaled",
+    ioi_fit: Annotated[
+        str,
+        Option(
+            choices=("paper", "rescaled"),
+            help="IOI coefficients: MIB's (paper), or their ratios scaled to the model's mean "
+            "logit difference on the train split (rescaled).",
+        ),
+    ] = "rescaled",
     profile: _ProfileOption = "default",
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",

@@ -25,7 +25,10 @@ def score_circuit_command(
         Path,
         Option("--model", "-m", help="Local model folder (config.json, safetensors, tokenizer.json)."),
     ],
-    dataset: Annotated[Path, Option("--dataset", "-d", help="Counterfactual dataset document (.json).")],
+    dataset: Annotated[
+        Path,
+        Option("--dataset", "-d", help="Counterfactual dataset document (.json) or a dataset .meta.json."),
+    ],
     counterfactual: Annotated[
         str, Option("--counterfactual", "-c", help="Counterfactual type of the dataset to patch from.")
     ],

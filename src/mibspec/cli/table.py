@@ -94,7 +94,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     Command(
         "schema show",
         f"{_CLI}.schema:schema_show_command",
-        "Print one schema (JSON), e.g. `mibspec schema show report`.",
+        "Print one schema as JSON: `mibspec schema show report`.",
     ),
     Command(
         "schema export",

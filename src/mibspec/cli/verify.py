@@ -246,7 +246,9 @@ def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResu
 
 
 # The options, declared once here so that the command's signature stays readable.
-_Paths = Annotated[list[Path], Argument(help="Documents, or folders holding report.json files.")]
+_Paths = Annotated[
+    list[Path], Argument(help="Documents, or folders: every report.json and *.report.json below them.")
+]
 _Format = Annotated[
     VerifyFormat,
     Option(
@@ -326,6 +328,7 @@ _Executor = Annotated[
     str,
     Option(
         "--executor",
+        choices=("process", "ray"),
         help="process (the -j processes on this machine) or ray (one Ray task per group of "
         "reports; needs the ray extra).",
     ),

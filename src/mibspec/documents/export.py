@@ -7,10 +7,15 @@ from pathlib import Path
 
 from . import schema_names, schema_text
 
+USAGE = "usage: python -m mibspec.documents.export DIR  (write each kind's schema into DIR)"
+
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m mibspec.documents.export DIR", file=sys.stderr)
+    if argv in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print(USAGE, file=sys.stderr)
         return 2
     target = Path(argv[0])
     target.mkdir(parents=True, exist_ok=True)

@@ -404,6 +404,30 @@ def test_action_is_composite_and_keeps_inputs_out_of_scripts() -> None:
             assert step["shell"] == "bash"
 
 
+def test_action_installs_the_pinned_torch_from_the_declared_index(tmp_path: Path) -> None:
+    """The Install step, run with ``python`` replaced by a stand-in that records its arguments:
+    torch at .ci/run's pin, from the index the input names (the CPU build by default)."""
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in action["runs"]["steps"] if s.get("name") == "Install mibspec"]
+    assert action["inputs"]["torch-index-url"]["default"] == "https://download.pytorch.org/whl/cpu"
+    stand_in = tmp_path / "bin" / "python"
+    stand_in.parent.mkdir()
+    stand_in.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "calls"}\n', encoding="utf-8")
+    stand_in.chmod(0o755)
+    env = {
+        "PATH": f"{stand_in.parent}{os.pathsep}{os.environ['PATH']}",
+        "MIBSPEC_ACTION_PATH": "/action",
+        "MIBSPEC_RECOMPUTE": "true",
+        "MIBSPEC_TORCH_INDEX": "https://index.example/cpu",
+    }
+    subprocess.run(["bash", "-e", "-c", step["run"]], env=env, check=True)
+    [pin] = re.findall(r"torch==[0-9.]+", (REPO / ".ci" / "run").read_text(encoding="utf-8"))
+    assert (tmp_path / "calls").read_text(encoding="utf-8").splitlines() == [
+        f"-m pip install --quiet {pin} --index-url https://index.example/cpu",
+        "-m pip install --quiet /action[recompute]",
+    ]
+
+
 def test_action_verify_step_annotates_a_bad_report(tmp_path: Path, broken: Path) -> None:
     action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
     [step] = [s for s in action["runs"]["steps"] if s.get("name") == "Verify"]

@@ -38,6 +38,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -73,10 +74,10 @@ def group_key(path: str, max_bytes: int) -> str | None:
     """What determines a report's forward passes (a canonical JSON string), or ``None``
     when the file is not a report that could be read (it then forms a group of its own)."""
     try:
-        if os.path.getsize(path) > max_bytes:
+        raw = _read_regular(Path(path), max_bytes)
+        if raw is None:
             return None
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read())
+        data = json.loads(raw)
         if not isinstance(data, dict) or data.get("kind") != "report":
             return None
         model, task, settings = data.get("model"), data.get("task"), data.get("settings")
@@ -85,7 +86,7 @@ def group_key(path: str, max_bytes: int) -> str | None:
         dataset = None
         for artifact in data.get("artifacts") or []:
             if isinstance(artifact, dict) and artifact.get("id") == task.get("dataset"):
-                dataset = _digest(Path(path).parent / str(artifact.get("path")), max_bytes)
+                dataset = _digest(Path(path).parent, str(artifact.get("path")), max_bytes)
         key = {
             "track": data.get("track"),
             "model": {k: model.get(k) for k in ("source", "path", "id", "revision", "files", "dtype")},
@@ -98,13 +99,37 @@ def group_key(path: str, max_bytes: int) -> str | None:
         return None
 
 
-def _digest(path: Path, max_bytes: int) -> str | None:
-    try:
-        if path.stat().st_size > max_bytes:
-            return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+def _digest(folder: Path, relative: str, max_bytes: int) -> str | None:
+    """SHA-256 of the artifact ``relative`` to the report's ``folder``, or ``None`` when it
+    is not a regular file inside that folder of at most ``max_bytes`` (the rules stage
+    reports why; grouping only needs equal files to be seen as equal)."""
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
         return None
+    try:
+        target = (folder / relative).resolve()
+        if not target.is_relative_to(folder.resolve()):
+            return None
+        raw = _read_regular(target, max_bytes)
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links
+        return None
+    return None if raw is None else hashlib.sha256(raw).hexdigest()
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``, else ``None``:
+    never a device, a FIFO (which would block) or more than the limit.
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    if not stat.S_ISREG(path.stat().st_mode):
+        return None
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced since the check
+            return None
+        raw = handle.read(max_bytes + 1)
+    return None if len(raw) > max_bytes else raw
 
 
 def plan_units(files: Sequence[str], options: VerifyOptions, workers: int) -> list[list[int]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mibspec._grouping import plan_units, verify_many
+from mibspec._grouping import group_key, plan_units, verify_many
 from mibspec._output_formats import REPORTERS
 from mibspec._verify_api import collect_paths
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
@@ -281,3 +281,45 @@ def test_workers_start_after_this_process_verified_the_first_report(
     options = VerifyOptions(recompute=False)
     assert _json(verify_many(files, options, 2)) == _json(verify_paths(files, options))
     assert at_start == [[[files[0]]]]
+
+
+# -- the grouping pre-scan reads only regular files inside the report's folder --------------
+
+
+def _dataset_key(report: Path) -> Any:
+    key = group_key(str(report), 1 << 20)
+    assert key is not None
+    return json.loads(key)["dataset"]
+
+
+def test_the_grouping_key_reads_no_device_fifo_or_file_outside_the_folder(tmp_path: Path) -> None:
+    """A report or its dataset artifact that is /dev/zero (endless), a FIFO (blocks on open) or
+    a file outside the report's folder is never read: the report forms a group of its own or
+    has no dataset digest, and the rules stage reports the artifact (A101 and the like)."""
+    import hashlib
+    import os
+
+    folder = tmp_path / "circuit"
+    shutil.copytree(REPO / "examples" / "circuit", folder)
+    report = folder / "report.json"
+    document = json.loads(report.read_text(encoding="utf-8"))
+    [entry] = [a for a in document["artifacts"] if a["id"] == document["task"]["dataset"]]
+    expected = hashlib.sha256((folder / entry["path"]).read_bytes()).hexdigest()
+    assert _dataset_key(report) == expected  # a regular file inside the folder is digested
+
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((folder / entry["path"]).read_bytes())
+    os.mkfifo(folder / "fifo.json")
+    (folder / "zero.json").symlink_to("/dev/zero")
+    for path in (str(outside), "../outside.json", "fifo.json", "zero.json", "/dev/zero"):
+        entry["path"] = path
+        report.write_text(json.dumps(document), encoding="utf-8")
+        assert _dataset_key(report) is None, path
+
+    for name, make in (("fifo", os.mkfifo), ("zero", lambda p: p.symlink_to("/dev/zero"))):
+        target = tmp_path / f"{name}.report.json"
+        make(target)
+        assert group_key(str(target), 1 << 20) is None
+    big = tmp_path / "big.report.json"
+    big.write_bytes(report.read_bytes())
+    assert group_key(str(big), big.stat().st_size - 1) is None

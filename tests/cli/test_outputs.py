@@ -362,6 +362,38 @@ def test_write_atomic_replaces_whole_files_or_nothing(
     assert stat.S_IMODE(target.stat().st_mode) == 0o640  # the replaced file's mode is kept
 
 
+def test_write_atomic_keeps_links_and_writes_special_files_in_place(tmp_path: Path) -> None:
+    """A link stays a link (the file it names is replaced); a FIFO or a device stays what it
+    is and receives the bytes; neither is replaced by a regular file."""
+    import threading
+
+    (tmp_path / "real.json").write_text("old", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to("real.json")
+    check_writable(link, "-o")
+    write_atomic(link, "new")
+    assert link.is_symlink() and os.readlink(link) == "real.json"
+    assert (tmp_path / "real.json").read_text(encoding="utf-8") == "new"
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    check_writable(fifo, "-o")
+    write_atomic(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert received == [b"through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "pipe", "real.json"]
+
+    null = tmp_path / "null"
+    null.symlink_to("/dev/null")
+    check_writable(null, "-o")
+    write_atomic(null, "discarded")
+    assert null.is_symlink() and stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+
+
 def test_inputs_protect_files_links_and_folders(tmp_path: Path) -> None:
     data = tmp_path / "data.json"
     data.write_text("{}", encoding="utf-8")

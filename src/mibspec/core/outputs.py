@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -180,8 +181,12 @@ def check_writable(output: str | os.PathLike[str], option: str, *, folder: bool 
         option: how the user named it, for the message.
         folder: ``output`` is a folder to write files into.
     """
-    path = Path(os.path.abspath(output))
+    path = _written(Path(os.path.abspath(output)))
     try:
+        if _special(path) and not folder:  # written in place: the file itself must take writes
+            if not os.access(path, os.W_OK):
+                raise OutputPathError(f"{option} {output}: cannot write to it (permission denied)")
+            return
         if path.exists() and path.is_dir() != folder:
             what = "a folder" if path.is_dir() else "a file"
             raise OutputPathError(
@@ -224,10 +229,16 @@ def write_atomic(
 
     Either the whole new file is in place or the old one is untouched. Missing folders
     are made. The file gets ``mode_from``'s permission bits, else those of the file it
-    replaces, else the usual ones for a new file (0666 less the umask).
+    replaces, else the usual ones for a new file (0666 less the umask). A symbolic link
+    is followed (the file it names is replaced, the link kept); a device, FIFO or socket
+    (``/dev/stdout``, a pipe) is written in place, never replaced by a regular file.
     """
-    destination = Path(path)
+    destination = _written(Path(path))
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if _special(destination):
+        with destination.open("wb") as handle:
+            handle.write(payload)
+        return
     destination.parent.mkdir(parents=True, exist_ok=True)
     source = Path(mode_from) if mode_from is not None else destination
     try:
@@ -247,6 +258,22 @@ def write_atomic(
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _written(path: Path) -> Path:
+    """The path an atomic write to ``path`` replaces: the file a symbolic link names (links
+    resolved), so that the link stays. A link to a device, FIFO or socket is kept as it is
+    (``/dev/stdout`` names a descriptor, not a file to replace): it is written in place."""
+    return path.resolve() if path.is_symlink() and not _special(path) else path
+
+
+def _special(path: Path) -> bool:
+    """``path`` exists and is neither a regular file nor a folder (a device, FIFO or socket)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def check_outputs(

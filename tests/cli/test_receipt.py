@@ -356,3 +356,16 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
         (model / name).resolve(): (_sha256(model / name), (model / name).stat().st_size, report["path"])
         for name in ("config.json", "model.safetensors", "tokenizer.json")
     }
+
+
+def test_verify_receipt_refuses_what_is_not_a_regular_file(mibspec_cli: CliRun, tmp_path: Path) -> None:
+    """A FIFO would block the read forever and a device could be endless: both are refused
+    before anything is read, like a folder."""
+    fifo = tmp_path / "receipt.json"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "folder").mkdir()
+    for name in ("receipt.json", "zero.json", "folder"):
+        result = mibspec_cli("verify-receipt", str(tmp_path / name))
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "cannot read the receipt (not a regular file)" in result.stderr

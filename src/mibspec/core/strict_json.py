@@ -14,10 +14,12 @@ files are parsed by the same functions (:func:`read_json_lines`).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -223,10 +225,14 @@ def load_json_file(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
     """Read and parse one JSON file under ``limits``. Never raises for bad content.
 
     Raises:
-        OSError: the path cannot be read at all (a usage error, not a finding).
+        OSError: the path cannot be read at all (a usage error, not a finding), or it is not
+            a regular file (a device or a FIFO, which could be endless or block).
     """
     path = Path(path)
-    size = path.stat().st_size
+    status = path.stat()
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    size = status.st_size
     if size > limits.max_bytes:
         return ParsedDocument(
             path,

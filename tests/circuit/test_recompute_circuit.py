@@ -7,8 +7,10 @@ definition; tampered claims and broken declarations give R103 / R104 at their po
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -149,6 +151,65 @@ def test_unequal_token_lengths_are_reported_not_patched() -> None:
     rows[0]["counterfactuals"]["t"]["answer"] = None
     with pytest.raises(UnusableInputError, match="no answer"):
         tokenize_pairs(rows, "t", lambda text: text.split(), "/task/dataset")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda row: row.pop("base"), "the base prompt is not a prompt object"),
+        (lambda row: row.update(base=None), "the base prompt is not a prompt object"),
+        (lambda row: row["base"].pop("prompt"), "the base prompt has no prompt string"),
+        (lambda row: row["base"].update(prompt=5), "the base prompt has no prompt string"),
+        (lambda row: row["base"].update(answer=["x"]), "the base prompt has no answer string"),
+        (
+            lambda row: row["counterfactuals"]["t"].update(prompt=None),
+            "'t' counterfactual has no prompt string",
+        ),
+        (lambda row: row.update(counterfactuals=[]), "its counterfactuals are not an object"),
+        (lambda row: row["counterfactuals"].update(t="oops"), "'t' counterfactual is not a prompt object"),
+        (lambda row: row.clear(), "its counterfactuals are not an object"),
+    ],
+)
+def test_a_malformed_row_is_unusable_not_an_internal_error(change: Any, said: str) -> None:
+    """Rows that break DS-2/DS-3 name the row and what it lacks; nothing else is raised."""
+    from mibspec.reference_impl.recompute import UnusableInputError
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
+
+    good = {
+        "base": {"prompt": "a b", "answer": " x"},
+        "counterfactuals": {"t": {"prompt": "a c", "answer": " y"}},
+    }
+    bad = copy.deepcopy(good)
+    change(bad)
+    with pytest.raises(UnusableInputError, match=f"row 1: .*{re.escape(said)}"):
+        tokenize_pairs([good, bad], "t", lambda text: text.split(), "/task/dataset")
+
+
+def test_a_malformed_dataset_row_is_r104_at_verification(tmp_path: Path) -> None:
+    """End to end: a row without ``base``, re-pinned so that the rules stage passes, fails the
+    recompute stage with R104 at the dataset (exit 1), not with an internal error."""
+    folder = _copy(tmp_path)
+    dataset = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
+    [rows_entry] = [a for a in dataset["artifacts"] if a["path"].endswith(".jsonl")]
+    rows_path = folder / rows_entry["path"]
+    lines = rows_path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    del first["base"]
+    lines[0] = json.dumps(first)
+    rows_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows_entry["sha256"] = hashlib.sha256(rows_path.read_bytes()).hexdigest()
+    rows_entry["bytes"] = rows_path.stat().st_size
+    (folder / "dataset.json").write_text(json.dumps(dataset, indent=2), encoding="utf-8")
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    [entry] = [a for a in report["artifacts"] if a["path"] == "dataset.json"]
+    entry["sha256"] = hashlib.sha256((folder / "dataset.json").read_bytes()).hexdigest()
+    entry["bytes"] = (folder / "dataset.json").stat().st_size
+    (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
+    assert not result.internal_errors
+    r104 = [f for f in result.findings if f.code == "R104"]
+    assert r104, _codes(result)
+    assert "dataset row 0: the base prompt is not a prompt object" in r104[0].message
 
 
 def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_dataset: Any) -> None:

@@ -62,6 +62,38 @@ def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str
         raise UnusableInputError(pointer, f"cannot read {entry['path']!r}: {exc}") from exc
 
 
+def _prompts(row: Any, i: int, cf_type: str, pointer: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Row ``i``'s base prompt object and its ``cf_type`` counterfactual, each with a string
+    ``prompt`` and ``answer`` (DS-2, DS-3, DS-5).
+
+    Raises:
+        UnusableInputError: at ``pointer``, naming what the row lacks.
+    """
+
+    def unusable(detail: str) -> UnusableInputError:
+        return UnusableInputError(pointer, f"dataset row {i}: {detail}")
+
+    if not isinstance(row, dict):
+        raise unusable("is not an object (DS-2)")
+    counterfactuals = row.get("counterfactuals")
+    if not isinstance(counterfactuals, dict):
+        raise unusable("its counterfactuals are not an object (DS-2)")
+    cf = counterfactuals.get(cf_type)
+    if cf is None:
+        raise UnusableInputError(pointer, f"dataset row {i} has no {cf_type!r} counterfactual")
+    if isinstance(cf, dict) and cf.get("answer") is None:
+        raise unusable(f"the {cf_type!r} counterfactual has no answer (DS-5)")
+    base = row.get("base")
+    for what, prompt in (("the base prompt", base), (f"the {cf_type!r} counterfactual", cf)):
+        if not isinstance(prompt, dict):
+            raise unusable(f"{what} is not a prompt object (DS-3)")
+        for key in ("prompt", "answer"):
+            if not isinstance(prompt.get(key), str):
+                raise unusable(f"{what} has no {key} string (DS-3)")
+    assert isinstance(base, dict) and isinstance(cf, dict)  # checked in the loop
+    return base, cf
+
+
 def tokenize_pairs(
     rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str, start_token: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -75,14 +107,8 @@ def tokenize_pairs(
     """
     clean, corrupted, correct, counter = [], [], [], []
     for i, row in enumerate(rows):
-        cf = row.get("counterfactuals", {}).get(cf_type)
-        if cf is None:
-            raise UnusableInputError(pointer, f"dataset row {i} has no {cf_type!r} counterfactual")
-        if cf.get("answer") is None:
-            raise UnusableInputError(
-                pointer, f"dataset row {i}: the {cf_type!r} counterfactual has no answer (DS-5)"
-            )
-        a, b = encode(row["base"]["prompt"]), encode(cf["prompt"])
+        base, cf = _prompts(row, i, cf_type, pointer)
+        a, b = encode(base["prompt"]), encode(cf["prompt"])
         if start_token is not None:
             a, b = [start_token, *a], [start_token, *b]
         if len(a) != len(b):
@@ -93,7 +119,7 @@ def tokenize_pairs(
             )
         if not a:
             raise UnusableInputError(pointer, f"dataset row {i}: the base prompt encodes to no token")
-        answer, cf_answer = encode(row["base"]["answer"]), encode(cf["answer"])
+        answer, cf_answer = encode(base["answer"]), encode(cf["answer"])
         if not answer or not cf_answer:
             raise UnusableInputError(pointer, f"dataset row {i}: an answer encodes to no token")
         clean.append(a)

@@ -372,7 +372,8 @@ def test_write_atomic_keeps_links_and_writes_special_files_in_place(tmp_path: Pa
     link.symlink_to("real.json")
     check_writable(link, "-o")
     write_atomic(link, "new")
-    assert link.is_symlink() and os.readlink(link) == "real.json"
+    assert link.is_symlink()
+    assert os.readlink(link) == "real.json"
     assert (tmp_path / "real.json").read_text(encoding="utf-8") == "new"
 
     fifo = tmp_path / "pipe"
@@ -391,7 +392,8 @@ def test_write_atomic_keeps_links_and_writes_special_files_in_place(tmp_path: Pa
     null.symlink_to("/dev/null")
     check_writable(null, "-o")
     write_atomic(null, "discarded")
-    assert null.is_symlink() and stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+    assert null.is_symlink()
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
 
 
 def test_inputs_protect_files_links_and_folders(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ def _prompts(row: Any, i: int, cf_type: str, pointer: str) -> tuple[dict[str, An
         for key in ("prompt", "answer"):
             if not isinstance(prompt.get(key), str):
                 raise unusable(f"{what} has no {key} string (DS-3)")
-    assert isinstance(base, dict) and isinstance(cf, dict)  # checked in the loop
+    assert isinstance(base, dict)  # both checked in the loop
+    assert isinstance(cf, dict)
     return base, cf
 
 

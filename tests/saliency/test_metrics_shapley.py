@@ -332,6 +332,32 @@ def test_trials_are_deterministic(seed: int) -> None:
     assert np.array_equal(first.values, second.values)
 
 
+def test_each_trial_is_followed_by_on_trial_and_a_huge_count_allocates_nothing_up_front() -> None:
+    """``on_trial`` runs after every trial, so a caller can stop between them: with 10**12
+    trials declared, the third call stops the run at once (spawning every child seed first
+    would take terabytes)."""
+    game, _ = interaction_game(4, seed=1, third_order=0.3)
+    calls: list[int] = []
+    result = sh.shapley_trials(
+        game, 4, n_trials=3, n_permutations=4, seed=5, on_trial=lambda: calls.append(1)
+    )
+    assert len(calls) == 3
+    assert np.array_equal(
+        result.values, sh.shapley_trials(game, 4, n_trials=3, n_permutations=4, seed=5).values
+    )
+
+    class StopError(Exception):
+        pass
+
+    def stop_at_third() -> None:
+        calls.append(1)
+        if len(calls) == 6:
+            raise StopError
+
+    with pytest.raises(StopError):
+        sh.shapley_trials(game, 4, n_trials=10**12, n_permutations=4, seed=5, on_trial=stop_at_third)
+
+
 def test_trials_reject_bad_arguments() -> None:
     with pytest.raises(ValueError, match="n_trials"):
         sh.shapley_trials(lambda c: np.zeros(c.shape[0]), 3, n_trials=0, n_permutations=4, seed=0)

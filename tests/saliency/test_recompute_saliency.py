@@ -26,6 +26,7 @@ from mibspec.core.sidecars import load_tensor, read_safetensors_header, safetens
 from mibspec.reference_impl.metrics.saliency import weighted_iou  # noqa: E402
 from mibspec.reference_impl.threads import one_thread  # noqa: E402
 from mibspec.reference_impl.vision import load_registry_model, read_weights  # noqa: E402
+from mibspec.validator import Limits  # noqa: E402
 
 pytestmark = pytest.mark.recompute
 
@@ -291,3 +292,24 @@ def test_no_recompute_skips_the_stage() -> None:
     result = mibspec.verify(EXAMPLE / "report.json", recompute=False)
     assert result.valid
     assert result.documents[0].stages[mibspec.validator.Stage.RECOMPUTE][0].value == "skipped"
+
+
+@pytest.mark.parametrize(
+    ("settings", "code", "said"),
+    [
+        # the permutations of one trial cannot be held: an R104 finding, not an internal error
+        ({"shapley_permutations": 10**12}, "R104", "does not fit in this machine's memory"),
+        # a trial count far beyond the time limit stops between trials
+        ({"shapley_trials": 10**9}, "R105", "time limit of 3 s"),
+    ],
+)
+def test_declared_shapley_work_beyond_the_machine_is_a_finding(
+    tmp_path: Path, settings: dict[str, int], code: str, said: str
+) -> None:
+    folder = _copy(tmp_path)
+    _edit(folder / "report.json", lambda data: data["settings"].update(settings))
+    result = mibspec.verify(folder / "report.json", limits=Limits(max_recompute_seconds=3))
+    assert not result.internal_errors
+    [finding] = [f for f in result.findings if f.code.startswith("R")]
+    assert finding.code == code
+    assert said in finding.message

@@ -146,6 +146,14 @@ def run_recompute(
             [*ctx.recompute_findings, finding],
             [],
         )
+    except MemoryError as exc:  # an array the declared work needs (10**9 permutations) cannot exist
+        finding = ctx.finding(
+            "R104",
+            "",
+            detail="the work the report declares does not fit in this machine's memory "
+            f"({exc or 'out of memory'}); no claim was checked",
+        )
+        return StageStatus.FAILED, "out of memory", [*ctx.recompute_findings, finding], []
     comparisons = with_rounding(ctx, result.comparisons)
     mismatches = mismatch_findings(ctx, comparisons)
     others = list(ctx.recompute_findings) + list(result.findings)

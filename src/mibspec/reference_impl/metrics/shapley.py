@@ -356,6 +356,7 @@ def shapley_trials(
     antithetic: bool = False,
     rotated: bool = False,
     batch_size: int | None = None,
+    on_trial: Callable[[], None] | None = None,
 ) -> ShapleyTrials:
     """Mean of ``n_trials`` independent permutation estimates (the paper averages 5).
 
@@ -363,7 +364,8 @@ def shapley_trials(
     :func:`shapley_permutation` with ``n_permutations`` permutations each. ``seed`` may
     also be a ``SeedSequence`` (e.g. ``SeedSequence([seed, image_index])``); its children
     are spawned from a fresh copy, so the result does not depend on what was spawned
-    from it before.
+    from it before. ``on_trial`` is called after each trial (a progress or time-limit
+    check between trials).
 
     Raises:
         ValueError: on n_trials < 1, a negative seed, or see :func:`shapley_permutation`.
@@ -373,24 +375,28 @@ def shapley_trials(
         root = np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
     else:
         root = np.random.SeedSequence(check_int(seed, "seed", minimum=0))
-    children = root.spawn(trials_count)
-    trials = tuple(
-        shapley_permutation(
-            value_fn,
-            n,
-            n_permutations=n_permutations,
-            seed=child,
-            antithetic=antithetic,
-            rotated=rotated,
-            batch_size=batch_size,
+    trials = []
+    for t in range(trials_count):
+        # root.spawn(trials_count)[t], made when trial t starts: a huge count allocates nothing
+        child = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, t), pool_size=root.pool_size)
+        trials.append(
+            shapley_permutation(
+                value_fn,
+                n,
+                n_permutations=n_permutations,
+                seed=child,
+                antithetic=antithetic,
+                rotated=rotated,
+                batch_size=batch_size,
+            )
         )
-        for child in children
-    )
+        if on_trial is not None:
+            on_trial()
     stacked = np.stack([trial.values for trial in trials])
     errors = np.stack([trial.standard_error for trial in trials])
     return ShapleyTrials(
         values=stacked.mean(axis=0),
         standard_error=np.sqrt(np.sum(errors**2, axis=0)) / trials_count,
         n_evaluations=sum(trial.n_evaluations for trial in trials),
-        trials=trials,
+        trials=tuple(trials),
     )

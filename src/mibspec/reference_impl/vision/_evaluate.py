@@ -19,7 +19,7 @@ Normative text: ``spec/v1/metrics/saliency.md`` (MS-2, MS-7, MS-9, MS-10). Conve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -190,6 +190,7 @@ def shapley_ground_truth(
     n_trials: int = 5,
     n_permutations: int | None = None,
     batch_size: int = DEFAULT_BATCH,
+    on_trial: Callable[[], None] | None = None,
 ) -> GroundTruth:
     """Shapley values of the area's pixels for one image (MS-9, MS-10).
 
@@ -198,7 +199,8 @@ def shapley_ground_truth(
       permutation-sampling trials of ``n_permutations`` permutations each (MS-10); the
       root seed of the image with dataset index i is ``numpy.random.SeedSequence([seed, i])``
       and trial t uses its t-th spawned child
-      (:func:`mibspec.reference_impl.metrics.shapley.shapley_trials`).
+      (:func:`mibspec.reference_impl.metrics.shapley.shapley_trials`), which calls
+      ``on_trial`` after each trial.
 
     Raises:
         ValueError: an unknown sampler, too many players for ``exact``, or a missing seed
@@ -224,6 +226,7 @@ def shapley_ground_truth(
             seed=root,
             antithetic=sampler in ("antithetic", "rotated_antithetic"),
             rotated=sampler == "rotated_antithetic",
+            on_trial=on_trial,
         ).values
     else:
         raise ValueError(

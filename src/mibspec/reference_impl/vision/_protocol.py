@@ -204,9 +204,13 @@ class ShapleySettings:
 
 
 def dominant_ground_truth(
-    images: DominantImages, shapley: ShapleySettings, advance: Callable[[], None] | None = None
+    images: DominantImages,
+    shapley: ShapleySettings,
+    advance: Callable[[], None] | None = None,
+    on_trial: Callable[[], None] | None = None,
 ) -> NDArray[np.float64]:
-    """Shapley ground truth ``(n_dominant, H, W)`` of the dominant images.
+    """Shapley ground truth ``(n_dominant, H, W)`` of the dominant images; ``advance`` is
+    called after each image, ``on_trial`` after each sampling trial.
 
     The seed of the image with dataset index i is ``SeedSequence([seed, i])`` (MS-10).
     """
@@ -223,6 +227,7 @@ def dominant_ground_truth(
             image_index=int(index),
             n_trials=shapley.n_trials,
             n_permutations=shapley.n_permutations,
+            on_trial=on_trial,
         )
         maps.append(truth.values)
         if advance is not None:

@@ -338,6 +338,9 @@ class JsonLinesError(ValueError):
         self.number = number
 
 
+_ROW_NAME = Path("<JSON Lines row>")
+
+
 def read_json_lines(
     handle: BinaryIO, limits: Limits = DEFAULT_LIMITS, *, max_line: int | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -357,7 +360,9 @@ def read_json_lines(
             raise JsonLinesError(number, f"line {number} is longer than {cap} bytes")
         if not line.strip():
             continue
-        doc = parse_json_bytes(line.removesuffix(b"\n"), path=f"<line {number}>", limits=first_only)
+        # one name for every row: a name per row would intern a new string per line (pathlib),
+        # and the interpreter's table of interned strings grows and resizes with the file
+        doc = parse_json_bytes(line.removesuffix(b"\n"), path=_ROW_NAME, limits=first_only)
         if doc.problems:
             raise JsonLinesError(number, describe_problem(doc, doc.problems[0], line_offset=number - 1))
         if not isinstance(doc.data, dict):

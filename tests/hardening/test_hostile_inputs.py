@@ -1206,3 +1206,20 @@ def test_a_batch_with_an_over_limit_shape_reports_every_document(tmp_path: Path)
     invalid = {doc["path"] for doc in output["documents"] if not doc["valid"]}
     assert invalid == {str(root / "b" / "report.json"), str(root / "b" / "circuit.json")}
     assert ("A112", "/membership/shape") in codes(output)
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_a_report_that_is_a_device_or_a_fifo_is_a_usage_error_at_once(
+    tmp_path: Path, recompute: bool
+) -> None:
+    """Neither is opened: a FIFO would block and /dev/zero never ends. With recomputation the
+    grouping of reports reads nothing either."""
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name in ("fifo.json", "zero.json"):
+        args = [sys.executable, "-m", "mibspec", "verify", str(tmp_path / name)]
+        done = subprocess.run(
+            args if recompute else [*args, "--no-recompute"], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().endswith(f"{name}: not a regular file (a device, FIFO or socket)")

@@ -84,7 +84,14 @@ class _Runner:
         if resolved in self.seen:
             return self.seen[resolved]
         if not path.is_file():
-            raise FileNotFoundError(f"{display}: no such file")
+            what = (
+                "is a folder"
+                if path.is_dir()
+                else "not a regular file (a device, FIFO or socket)"
+                if path.exists()
+                else "no such file"
+            )
+            raise FileNotFoundError(f"{display}: {what}")
         result = DocumentResult(path=display, referenced_by=referenced_by)
         self.seen[resolved] = result
         self.results.append(result)

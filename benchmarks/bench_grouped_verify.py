@@ -75,9 +75,10 @@ CIRCUITS = ("same", "mixed", "distinct")
 def build_corpus(
     root: Path, n: int, rows: int, batch_sizes: tuple[int, ...] = (20,), circuits: str = "same"
 ) -> None:
-    """``n`` report folders on the first ``rows`` dataset rows, report i's curves taking the
-    membership rows rotated by i, and the batch size ``batch_sizes[i % len]`` (the tests
-    build their reports with it too).
+    """``n`` report folders on the first ``rows`` dataset rows, report i's circuit document
+    holding its membership rows rotated by i (the entries' indices and the curve points
+    follow, so each point still names its own circuit), and the batch size
+    ``batch_sizes[i % len]`` (the tests build their reports with it too).
 
     ``circuits``: ``same`` (every report evaluates the example's 20 membership rows, each
     curve point another row: one set of circuits for all), ``distinct`` (every report but
@@ -95,6 +96,10 @@ def build_corpus(
         _repin(target / "dataset.json", "dataset.jsonl")
         if circuits != "same" and i > 0:
             _own_circuits(target, range(2, 9) if circuits == "mixed" else range(20), seen, i)
+        _rotate_rows(target, i)
+
+        listed = json.loads((target / "circuit.json").read_text(encoding="utf-8"))["circuits"]
+        by_row = {entry["index"]: entry for entry in listed}
 
         def change(doc: Any, i: int = i) -> None:
             doc["task"]["n_examples"] = rows
@@ -102,10 +107,29 @@ def build_corpus(
             for curve in doc["claims"]["curves"]:
                 for point in curve["points"]:
                     point["circuit"] = (point["circuit"] + i) % 20
+                    point["weighted_size"] = by_row[point["circuit"]]["weighted_size"]  # a row of its own
 
         _edit(target / "report.json", change)
         _repin(target / "report.json", "dataset.json")
         _repin(target / "report.json", "circuit.json")
+
+
+def _rotate_rows(folder: Path, shift: int) -> None:
+    """Move membership row r to row (r + shift) mod n, with the ``circuits`` entry naming it."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    path = folder / "circuit.safetensors"
+    tensors = load_file(str(path))
+    n = tensors["membership"].shape[0]
+    save_file({**tensors, "membership": np.roll(tensors["membership"], shift, axis=0)}, str(path))
+
+    def change(doc: Any) -> None:
+        for entry in doc["circuits"]:
+            entry["index"] = (entry["index"] + shift) % n
+
+    _edit(folder / "circuit.json", change)
+    _repin(folder / "circuit.json", "circuit.safetensors")
 
 
 def _own_circuits(folder: Path, rows: Any, seen: set[bytes], seed: int) -> None:

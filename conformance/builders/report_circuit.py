@@ -110,8 +110,9 @@ def circuit_grid_not_profile(folder: Folder) -> None:
 @case(
     "report",
     "K-1",
-    "One point of the signed curve sits at k = 0.003, off the grid.",
+    "One point of the signed curve sits at k = 0.003, off the grid (and so off its circuit's k).",
     ("K102", "/claims/curves/0"),
+    ("K109", "/claims/curves/0/points/1/circuit"),
 )
 def circuit_curve_off_grid(folder: Folder) -> None:
     doc = circuit_report(folder)
@@ -122,8 +123,9 @@ def circuit_curve_off_grid(folder: Folder) -> None:
 @case(
     "report",
     "K-2",
-    "The circuit at k = 0.05 claims one edge more than floor(0.05 * |E|).",
+    "The circuit at k = 0.05 claims one edge more than floor(0.05 * |E|) (and than its circuit has).",
     ("K103", "/claims/curves/0/points/5/n_edges"),
+    ("K109", "/claims/curves/0/points/5/circuit"),
 )
 def circuit_too_many_edges(folder: Folder) -> None:
     doc = circuit_report(folder)
@@ -135,13 +137,38 @@ def circuit_too_many_edges(folder: Folder) -> None:
 @case(
     "report",
     "K-2",
-    "The weighted size at k = 0.1 exceeds 0.1 * |E|.",
+    "The weighted size at k = 0.1 exceeds 0.1 * |E| (and its circuit's).",
     ("K103", "/claims/curves/1/points/6/weighted_size"),
+    ("K109", "/claims/curves/1/points/6/circuit"),
 )
 def circuit_weighted_size_too_large(folder: Folder) -> None:
     doc = circuit_report(folder)
     point = doc["claims"]["curves"][1]["points"][6]
     point["weighted_size"] = point["k"] * doc["claims"]["n_edges"] + 1.0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-7",
+    "The point at k = 0.5 of the signed curve names circuit 999; the circuit document lists 20.",
+    ("K109", "/claims/curves/0/points/8/circuit"),
+)
+def circuit_point_names_unlisted_circuit(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][8]["circuit"] = 999
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-7",
+    "The point at k = 0.5 of the signed curve names the circuit listed at k = 1 (all edges).",
+    ("K109", "/claims/curves/0/points/8/circuit"),
+)
+def circuit_point_names_another_circuit(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][8]["circuit"] = 9
     save(folder, doc)
 
 

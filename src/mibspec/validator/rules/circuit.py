@@ -64,6 +64,69 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
                 )
 
 
+@rule("circuit-points", track="circuit", codes=("K109",))
+def circuit_points(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Each point that names a circuit names a row its circuit document lists, at the point's
+    k and the curve's ranking, with the point's edge count and weighted size."""
+    listed = _listed_circuits(doc, ctx)
+    if listed is None:
+        return
+    path, rows = listed
+    for c, curve in enumerate(doc["claims"]["curves"]):
+        for p, point in enumerate(curve["points"]):
+            index = point.get("circuit")
+            if index is None:
+                continue
+            pointer = f"/claims/curves/{c}/points/{p}/circuit"
+            entry = rows.get(index)
+            if entry is None:
+                yield ctx.finding(
+                    "K109", pointer, detail=f"circuit {index} is not a row {path} lists ({len(rows)} rows)"
+                )
+                continue
+            ranking = entry.get("ranking") if entry.get("ranking") in ("signed", "absolute") else None
+            for field, mine, theirs in (
+                ("k", point["k"], entry.get("k")),
+                ("ranking", curve["ranking"], ranking),
+                ("n_edges", point.get("n_edges"), entry.get("n_edges")),
+                ("weighted_size", point.get("weighted_size"), entry.get("weighted_size")),
+            ):
+                if mine is None or theirs is None or mine == theirs:
+                    continue
+                if field in ("k", "weighted_size") and math.isclose(mine, theirs, rel_tol=1e-12):
+                    continue
+                yield ctx.finding(
+                    "K109",
+                    pointer,
+                    detail=f"circuit {index} of {path} is listed with {field} {theirs!r}; the point "
+                    f"(ranking {curve['ranking']}, k = {point['k']}) has {mine!r}",
+                )
+                break
+
+
+def _listed_circuits(doc: dict[str, Any], ctx: RuleContext) -> tuple[str, dict[int, dict[str, Any]]] | None:
+    """The report's circuit document (its path and its ``circuits`` entries by row), or
+    ``None`` when there is none to read: no circuit artifact, or one another rule reports
+    (A102–A107)."""
+    ident = doc["claims"].get("circuit")
+    artifact = ctx.artifacts.get(ident) if isinstance(ident, str) else None
+    if artifact is None or ident in ctx.broken_artifacts or artifact.get("kind") != "circuit":
+        return None
+    try:
+        parsed = ctx.load_json(ctx.folder / artifact["path"])
+    except OSError:
+        return None
+    entries = parsed.data.get("circuits") if not parsed.problems and isinstance(parsed.data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    rows = {
+        entry["index"]: entry
+        for entry in entries
+        if isinstance(entry, dict) and isinstance(entry.get("index"), int)
+    }
+    return artifact["path"], rows
+
+
 @rule("circuit-areas", track="circuit", codes=("C101", "C102", "C103"))
 def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""

@@ -25,7 +25,7 @@ SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "json": (3, 16),
     "report/circuit": (5, 29),
     "report/causal_variable": (7, 17),
-    "report/causal_bench": (6, 32),
+    "report/causal_bench": (6, 33),
     "report/saliency": (2, 14),
     "circuit": (7, 22),
     "featurizer": (6, 20),

@@ -441,6 +441,21 @@ def causal_bench_procedures_and_studies(folder: Folder) -> None:
 
 @case(
     "report",
+    "C-5 MB-1",
+    "The scaling study's 2L/2H activation-patching set is listed in reverse canonical order (the "
+    "order of that model's universe, not the report's).",
+    ("C124", "/claims/scaling/0/methods/0/components/1"),
+)
+def causal_bench_scaling_set_not_canonical(folder: Folder) -> None:
+    doc = causal_bench_study_report()
+    method = doc["claims"]["scaling"][0]["methods"][0]
+    assert len(method["components"]) > 1
+    method["components"] = list(reversed(method["components"]))
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-8",
     "A weight configuration ranks ablation scanning first although its composite is the lowest.",
     ("C113", "/claims/weight_robustness/2/ranking"),

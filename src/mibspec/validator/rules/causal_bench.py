@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mibspec.core.conventions import convention
@@ -334,17 +334,45 @@ def causal_bench_set_order(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fi
     if len(position) != len(doc["universe"]):
         return  # C114: the canonical order is undefined
     for pointer, components in _component_sets(doc):
-        previous = -1
-        for index, component in enumerate(components):
-            at = position.get(component)
-            if at is None:
-                continue  # C109
-            if at <= previous:  # one finding per set: after it the order has no reference point
-                repeated = component in components[:index]
-                detail = "repeats an earlier member" if repeated else "comes before an earlier member"
-                yield ctx.finding("C124", f"{pointer}/{index}", component=component, detail=detail)
-                break
-            previous = at
+        yield from _out_of_order(ctx, pointer, components, position.get)
+    for c, config in enumerate(doc["claims"].get("scaling") or []):  # each in its model's universe
+
+        def canonical(component: str, config: dict[str, Any] = config) -> tuple[int, int, int] | None:
+            return _canonical_key(component, config["n_layers"], config["n_heads"])
+
+        for e, method in enumerate(config["methods"]):
+            pointer = f"/claims/scaling/{c}/methods/{e}/components"
+            yield from _out_of_order(ctx, pointer, method["components"], canonical)
+
+
+def _out_of_order(
+    ctx: RuleContext, pointer: str, components: list[str], key: Callable[[str], Any]
+) -> Iterator[Finding]:
+    """C124 at the first member of ``components`` that repeats or precedes an earlier one
+    under ``key`` (a member's canonical position; ``None`` outside the universe, C109)."""
+    previous = None
+    for index, component in enumerate(components):
+        at = key(component)
+        if at is None:
+            continue  # C109
+        if previous is not None and at <= previous:  # one finding: after it the order has no reference
+            repeated = component in components[:index]
+            detail = "repeats an earlier member" if repeated else "comes before an earlier member"
+            yield ctx.finding("C124", f"{pointer}/{index}", component=component, detail=detail)
+            return
+        previous = at
+
+
+def _canonical_key(component: str, n_layers: int, n_heads: int) -> tuple[int, int, int] | None:
+    """The position of ``component`` in ``component_universe(n_layers, n_heads)`` as a sort
+    key (per layer: heads, then the MLP), or ``None`` when it is not a member; the
+    universe is not built."""
+    if not _in_universe(component, n_layers, n_heads):
+        return None
+    match = _COMPONENT.fullmatch(component)
+    assert match is not None  # a member matches
+    layer, head = int(match.group(1)), match.group(2)
+    return (layer, 0, int(head)) if head is not None else (layer, 1, 0)
 
 
 @rule("causal-bench-convergence", track="causal_bench", codes=("B101", "C107"))

@@ -264,7 +264,10 @@ def _written(path: Path) -> Path:
     """The path an atomic write to ``path`` replaces: the file a symbolic link names (links
     resolved), so that the link stays. A link to a device, FIFO or socket is kept as it is
     (``/dev/stdout`` names a descriptor, not a file to replace): it is written in place."""
-    return path.resolve() if path.is_symlink() and not _special(path) else path
+    try:
+        return path.resolve() if path.is_symlink() and not _special(path) else path
+    except (OSError, RuntimeError):  # a loop of links: writing to it fails, and says so
+        return path
 
 
 def _special(path: Path) -> bool:

@@ -67,7 +67,8 @@ def circuit_size(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
 @rule("circuit-points", track="circuit", codes=("K109",))
 def circuit_points(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each point that names a circuit names a row its circuit document lists, at the point's
-    k and the curve's ranking, with the point's edge count and weighted size."""
+    k and the curve's ranking, with the point's edge count. (Not its weighted size: a report
+    may record the public evaluator's size, PR-5, where the document lists the pruned one.)"""
     listed = _listed_circuits(doc, ctx)
     if listed is None:
         return
@@ -89,11 +90,10 @@ def circuit_points(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
                 ("k", point["k"], entry.get("k")),
                 ("ranking", curve["ranking"], ranking),
                 ("n_edges", point.get("n_edges"), entry.get("n_edges")),
-                ("weighted_size", point.get("weighted_size"), entry.get("weighted_size")),
             ):
                 if mine is None or theirs is None or mine == theirs:
                     continue
-                if field in ("k", "weighted_size") and math.isclose(mine, theirs, rel_tol=1e-12):
+                if field == "k" and math.isclose(mine, theirs, rel_tol=1e-12):
                     continue
                 yield ctx.finding(
                     "K109",

@@ -151,7 +151,7 @@ def run_recompute(
             "R104",
             "",
             detail="the work the report declares does not fit in this machine's memory "
-            f"({exc or 'out of memory'}); no claim was checked",
+            f"({str(exc) or 'out of memory'}); no claim was checked",
         )
         return StageStatus.FAILED, "out of memory", [*ctx.recompute_findings, finding], []
     comparisons = with_rounding(ctx, result.comparisons)

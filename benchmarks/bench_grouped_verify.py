@@ -101,7 +101,7 @@ def build_corpus(
         listed = json.loads((target / "circuit.json").read_text(encoding="utf-8"))["circuits"]
         by_row = {entry["index"]: entry for entry in listed}
 
-        def change(doc: Any, i: int = i) -> None:
+        def change(doc: Any, i: int = i, by_row: dict[int, Any] = by_row) -> None:
             doc["task"]["n_examples"] = rows
             doc["settings"]["batch_size"] = batch_sizes[i % len(batch_sizes)]
             for curve in doc["claims"]["curves"]:

@@ -119,11 +119,13 @@ def _listed_circuits(doc: dict[str, Any], ctx: RuleContext) -> tuple[str, dict[i
     entries = parsed.data.get("circuits") if not parsed.problems and isinstance(parsed.data, dict) else None
     if not isinstance(entries, list):
         return None
-    rows = {
-        entry["index"]: entry
-        for entry in entries
-        if isinstance(entry, dict) and isinstance(entry.get("index"), int)
-    }
+    rows: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        index = entry.get("index") if isinstance(entry, dict) else None
+        if isinstance(index, float) and index.is_integer():  # JSON Schema's integer 3.0
+            index = int(index)
+        if isinstance(index, int) and not isinstance(index, bool):
+            rows[index] = entry
     return artifact["path"], rows
 
 

@@ -24,15 +24,24 @@ _COMPONENT = re.compile(r"L([0-9]{1,18})\.(?:attn_head\[([0-9]{1,18})\]|mlp)")
 def _in_universe(component: str, n_layers: int, n_heads: int) -> bool:
     """Whether ``component`` is one of ``component_universe(n_layers, n_heads)``, without
     building that universe (a declared L and H may be arbitrarily large)."""
+    return _canonical_key(component, n_layers, n_heads) is not None
+
+
+def _canonical_key(component: str, n_layers: int, n_heads: int) -> tuple[int, int, int] | None:
+    """The position of ``component`` in ``component_universe(n_layers, n_heads)`` as a sort
+    key (per layer: heads, then the MLP), or ``None`` when it is not a member; the
+    universe is not built."""
     from mibspec.reference_impl.behaviour.planted import component_id
 
     match = _COMPONENT.fullmatch(component)
     if match is None or int(match.group(1)) >= n_layers:
-        return False
+        return None
     layer, head = int(match.group(1)), match.group(2)
     if head is None:
-        return component_id("mlp", layer) == component
-    return int(head) < n_heads and component_id("attn_head", layer, int(head)) == component
+        return (layer, 1, 0) if component_id("mlp", layer) == component else None
+    if int(head) < n_heads and component_id("attn_head", layer, int(head)) == component:
+        return (layer, 0, int(head))
+    return None
 
 
 @rule("causal-bench-samples", track="causal_bench", codes=("D101", "D102", "D103"))
@@ -361,18 +370,6 @@ def _out_of_order(
             yield ctx.finding("C124", f"{pointer}/{index}", component=component, detail=detail)
             return
         previous = at
-
-
-def _canonical_key(component: str, n_layers: int, n_heads: int) -> tuple[int, int, int] | None:
-    """The position of ``component`` in ``component_universe(n_layers, n_heads)`` as a sort
-    key (per layer: heads, then the MLP), or ``None`` when it is not a member; the
-    universe is not built."""
-    if not _in_universe(component, n_layers, n_heads):
-        return None
-    match = _COMPONENT.fullmatch(component)
-    assert match is not None  # a member matches
-    layer, head = int(match.group(1)), match.group(2)
-    return (layer, 0, int(head)) if head is not None else (layer, 1, 0)
 
 
 @rule("causal-bench-convergence", track="causal_bench", codes=("B101", "C107"))

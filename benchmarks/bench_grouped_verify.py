@@ -8,7 +8,9 @@ All ratios come from one run of this script:
    i takes the membership rows of its curves rotated by i). Timed in this process: the
    first report verified alone, the reports verified one by one (a fresh session each: the
    model read, hashed and built for every report), and the reports verified grouped. The
-   JSON outputs of the two ways must be byte-identical. Goal: grouped ≤ 2× one report.
+   JSON outputs of the two ways must agree: equal but for recomputed values, which may
+   differ by floating-point reassociation (engine.md ME-10), as circuits of several
+   reports share a stack. Goal: grouped ≤ 2× one report.
    Printed beside it, the lower bound of the workload: one report plus the CPU time of the
    patched passes of the circuits the first report lacks (timed in the grouped run), so
    that grouped − bound is overhead, not arithmetic.
@@ -243,9 +245,11 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     grp_pass, grp_circuits = (after - was for after, was in zip(clock.read(), before, strict=True))
     # the least a grouped run can cost: one report, plus the passes of the circuits it lacks
     bound = one_cpu + max(grp_pass - one_pass, 0.0)
+    from mibspec.core.comparisons import REASSOCIATION, first_difference
     from mibspec.validator import VerificationResult
 
-    identical = render(grouped) == render(VerificationResult(documents=documents))
+    alone = json.loads(render(VerificationResult(documents=documents)))
+    agree = first_difference(json.loads(render(grouped)), alone, REASSOCIATION["float32"]) is None
     what_circuits = {
         "same": "one set of 20 circuits for all, each report's points on other rows",
         "mixed": "signed-curve circuits shared, absolute-curve ones each report's own",
@@ -266,7 +270,7 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
         f" passes of the circuits it lacks ({grp_pass - one_pass:.2f} s; grouped: {grp_circuits} circuit"
         f" passes, {grp_pass:.2f} s); grouped − bound = {grp_cpu - bound:.2f} s of overhead"
     )
-    print(f"   grouped / one by one (CPU): {grp_cpu / sep_cpu:.2f}; outputs byte-identical: {identical}")
+    print(f"   grouped / one by one (CPU): {grp_cpu / sep_cpu:.2f}; outputs agree (ME-10): {agree}")
     what = f"1. {args.reports} reports, {args.rows} rows"
     what += "" if args.circuits == "same" else f", {args.circuits} circuits"
     ratio = grp_cpu / one_cpu
@@ -277,7 +281,7 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
         {"name": f"{what}: grouped / one report, CPU", "value": ratio, "goal": "≤ 2", "met": ratio <= 2},
         {"name": f"{what}: lower bound / one report, CPU", "value": bound / one_cpu},
         {"name": f"{what}: grouped / one by one, CPU", "value": grp_cpu / sep_cpu},
-        {"name": f"{what}: outputs byte-identical", "value": identical},
+        {"name": f"{what}: outputs agree (ME-10)", "value": agree},
     ]
 
 

@@ -8,8 +8,9 @@ the model is read, hashed and built once, the clean and ablation runs of each ba
 computed once, and so is each distinct circuit on each batch (reports of a group share the
 full and empty circuits at least, and re-submissions share all of theirs). Grouping only
 decides what runs where: every cache is keyed by content, and a circuit's metrics do not
-depend on the circuits evaluated with it, so a report's result is the one it gets when
-verified alone.
+depend on the circuits evaluated with it beyond floating-point reassociation (engine.md
+ME-10), so a report's result is the one it gets when verified alone, its recomputed values
+within that bound.
 
 A *unit* is the list of reports one worker verifies: a group (split in parts when there are
 fewer groups than workers), or, without recomputation, a run of consecutive reports. Each
@@ -198,7 +199,8 @@ def verify_many(
     address: str | None = None,
     progress: Any = None,
 ) -> VerificationResult:
-    """Verify ``files`` in groups; the result equals ``verify_paths(files, options)``.
+    """Verify ``files`` in groups; the result is that of ``verify_paths(files, options)``, its
+    recomputed values within floating-point reassociation (engine.md ME-10).
 
     Args:
         files: report files (folders already expanded).

@@ -2,7 +2,9 @@
 
 Twice in one process, and across processes with different ``PYTHONHASHSEED`` values and
 1 or 2 OpenMP threads (validation only: no torch is involved). With recomputation, where
-torch runs the model, the tiny IOI example gives the same bytes with 1 and 2 threads.
+torch runs the model, the tiny IOI example gives the same verdicts and findings with 1 and 2
+threads, and recomputed values within floating-point reassociation (engine.md ME-10): how a
+product is split between threads may change the order of its sums on some CPUs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hardening_support import REPO
 import mibspec
 from mibspec._conformance import discover_cases
 from mibspec._output_formats import REPORTERS
+from mibspec.core.comparisons import REASSOCIATION, first_difference
 
 
 def _documents() -> list[Path]:
@@ -79,7 +82,9 @@ def test_recomputation_is_the_same_with_one_and_two_threads() -> None:
     args += ["-f", "json"]
     one = _cli({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "1"}, *args)
     two = _cli({"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "PYTHONHASHSEED": "2"}, *args)
-    assert one == two
+    where = first_difference(json.loads(one), json.loads(two), REASSOCIATION["float32"])
+    assert where is None, f"the outputs differ at {where}"
+    assert one == _cli({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "3"}, *args)
     [report] = [d for d in json.loads(one)["documents"] if not d.get("referenced_by")]
     assert {s["name"]: s["status"] for s in report["stages"]}["recompute"] == "passed"
     assert len(report["recomputed"]) > 10

@@ -15,7 +15,22 @@ from typing import Any
 
 from .findings import Finding
 
-__all__ = ["Comparison", "Recomputation", "recompute_tolerance", "tolerance", "within"]
+__all__ = [
+    "REASSOCIATION",
+    "Comparison",
+    "Recomputation",
+    "first_difference",
+    "recompute_tolerance",
+    "tolerance",
+    "within",
+]
+
+#: How far two evaluations of the same quantity may differ when only the shape of the
+#: computation differs (batch size, circuits stacked together, a group of reports): by
+#: floating-point reassociation inside matrix products, relative to the largest magnitude
+#: among the values compared (engine.md ME-10). Outputs that carry such values agree within
+#: it, never bit for bit: the order of a product's sums depends on the CPU's kernels.
+REASSOCIATION: dict[str, float] = {"float32": 1e-6, "float64": 1e-13}
 
 
 def tolerance(recomputed: float, abs_tol: float, rel_tol: float) -> float:
@@ -90,3 +105,49 @@ class Recomputation:
 
     comparisons: list[Comparison] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+
+
+def first_difference(a: Any, b: Any, rel_tol: float, pointer: str = "") -> str | None:
+    """The JSON pointer of the first place where two JSON values disagree, else None.
+
+    Objects must have the same keys and arrays the same lengths; strings, booleans, None
+    and integers must be equal; floats may differ by ``rel_tol·max(1, |a|, |b|)`` (a float
+    and an integer of equal value agree). Used to compare two outputs of the same
+    verification computed in differently shaped ways (ME-10).
+
+    >>> first_difference({"x": [1.0, 0.5]}, {"x": [1.0, 0.5000001]}, 1e-6) is None
+    True
+    >>> first_difference({"x": [1.0, 0.5], "ok": True}, {"x": [1.0, 0.6], "ok": True}, 1e-6)
+    '/x/1'
+    """
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if a.keys() != b.keys():
+            return pointer or "/"
+        for key in a:
+            token = str(key).replace("~", "~0").replace("/", "~1")
+            found = first_difference(a[key], b[key], rel_tol, f"{pointer}/{token}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return pointer or "/"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = first_difference(x, y, rel_tol, f"{pointer}/{i}")
+            if found is not None:
+                return found
+        return None
+    numbers = (int, float)
+    if (
+        isinstance(a, numbers)
+        and isinstance(b, numbers)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+        and (isinstance(a, float) or isinstance(b, float))
+    ):
+        if math.isfinite(a) and math.isfinite(b):
+            close = abs(a - b) <= rel_tol * max(1.0, abs(a), abs(b))
+        else:
+            close = a == b or (math.isnan(a) and math.isnan(b))
+        return None if close else (pointer or "/")
+    return None if type(a) is type(b) and a == b else (pointer or "/")

@@ -3,7 +3,7 @@ interpretability benchmark results.
 
 >>> import mibspec
 >>> mibspec.SPEC_VERSION
-'1.0'
+'1.1'
 """
 
 import os as _os

@@ -32,6 +32,6 @@ def visible(text: str) -> str:
     Linear in the length of ``text``; the result is one line.
 
     >>> visible("a\x1b[2K\rPASS\u202e")
-    'a\\x1b[2K\\rPASS\\u202e'
+    'a\\x1b[2K\\x0dPASS\\u202e'
     """
     return _HIDDEN.sub(_shown, text)

@@ -180,3 +180,22 @@ def report_copies() -> Callable[..., None]:
     spec.loader.exec_module(module)
     build: Callable[..., None] = module.build_corpus
     return build
+
+
+#: Set by CI, which installs every extra: a test skipped because an optional package is
+#: missing then fails the run instead of passing as a skip.
+REQUIRE_EXTRAS = "MIBSPEC_REQUIRE_EXTRAS"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get(REQUIRE_EXTRAS) != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    missing = sorted({str(r.longrepr[-1]) for r in skipped if "could not import" in str(r.longrepr)})
+    if missing:
+        if reporter is not None:
+            reporter.write_line(f"{REQUIRE_EXTRAS}=1 and optional packages are missing:", red=True)
+            for reason in missing:
+                reporter.write_line(f"  {reason}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

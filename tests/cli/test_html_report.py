@@ -31,6 +31,16 @@ TRACKS = ["circuit", "causal_bench", "causal_variable", "saliency"]
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@pytest.fixture
+def _plots() -> None:
+    """Figures need matplotlib (the ``plots`` extra): without it the test is skipped."""
+    pytest.importorskip("matplotlib")
+
+
+#: A test that draws figures, directly or through ``mibspec html``.
+draws = pytest.mark.usefixtures("_plots")
+
+
 def _load(track: str) -> dict[str, object]:
     return json.loads((EXAMPLES / track / "report.json").read_text(encoding="utf-8"))
 
@@ -71,6 +81,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 # --------------------------------------------------------------------------- figures
 
 
+@draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None:
     figures, skipped = render_figures(_load(track), EXAMPLES / track)
@@ -85,6 +96,7 @@ def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None
         assert not kinds & {b"tEXt", b"zTXt", b"iTXt", b"tIME"}, kinds
 
 
+@draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_figures_are_byte_identical_when_drawn_twice(track: str) -> None:
     first, _ = render_figures(_load(track), EXAMPLES / track)
@@ -92,6 +104,7 @@ def test_figures_are_byte_identical_when_drawn_twice(track: str) -> None:
     assert [f.data for f in first] == [f.data for f in second]
 
 
+@draws
 def test_svg_figures_are_deterministic_and_carry_no_date() -> None:
     first, _ = render_figures(_load("causal_bench"), EXAMPLES / "causal_bench", image_format="svg")
     second, _ = render_figures(_load("causal_bench"), EXAMPLES / "causal_bench", image_format="svg")
@@ -104,6 +117,7 @@ def test_svg_figures_are_deterministic_and_carry_no_date() -> None:
         assert "Matplotlib v" not in text
 
 
+@draws
 def test_faithfulness_caption_states_the_trapezoid_areas_of_the_curves() -> None:
     report = _load("circuit")
     [figure], _ = render_figures(report, EXAMPLES / "circuit")
@@ -119,6 +133,7 @@ def test_faithfulness_caption_states_the_trapezoid_areas_of_the_curves() -> None
         assert f"claimed {claims[metric]['value']:.4g}" in figure.caption  # type: ignore[index]
 
 
+@draws
 def test_linear_k_axis_draws_a_different_figure() -> None:
     report = _load("circuit")
     [log_figure], _ = render_figures(report, EXAMPLES / "circuit", k_axis="log")
@@ -128,6 +143,7 @@ def test_linear_k_axis_draws_a_different_figure() -> None:
         render_figures(report, EXAMPLES / "circuit", k_axis="logit")  # type: ignore[arg-type]
 
 
+@draws
 def test_null_figure_says_whether_the_redrawn_null_matches_the_claims() -> None:
     report = _load("causal_bench")
     figures, _ = render_figures(report, EXAMPLES / "causal_bench")
@@ -152,6 +168,7 @@ def test_dominant_area_outline_is_the_boundary_of_the_mask() -> None:
     assert len(_outline(corner)) == 4
 
 
+@draws
 def test_saliency_maps_in_safetensors_are_drawn() -> None:
     # the producer's folder: ground truth and maps are named tensors of safetensors files
     figures, skipped = render_figures(_load("saliency-digits"), EXAMPLES / "saliency-digits")
@@ -160,6 +177,7 @@ def test_saliency_maps_in_safetensors_are_drawn() -> None:
     _png_size(figures[0].data)
 
 
+@draws
 def test_tampered_sidecar_skips_its_figure_with_the_reason(tmp_path: Path) -> None:
     folder = tmp_path / "saliency"
     shutil.copytree(EXAMPLES / "saliency", folder)
@@ -200,6 +218,7 @@ def _embedded_pngs(text: str) -> list[bytes]:
     ]
 
 
+@draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path) -> None:
     out, pngs = tmp_path / "page.html", tmp_path / "png"
@@ -224,6 +243,7 @@ def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path)
     assert sorted(p.name for p in pngs.iterdir()) == sorted(f"{name}.png" for name in FIGURE_KINDS[track])
 
 
+@draws
 def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None:
     # the command's former name still runs it, with the same bytes, and says what it is
     source = str(EXAMPLES / "circuit" / "report.json")
@@ -242,6 +262,7 @@ def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None
     assert "report Alias of `html`" in listed
 
 
+@draws
 def test_page_shows_verdict_stages_claims_and_documents(mibspec_cli: CliRun, tmp_path: Path) -> None:
     out = tmp_path / "circuit.html"
     result = mibspec_cli("html", str(EXAMPLES / "circuit" / "report.json"), "-o", str(out))
@@ -261,6 +282,7 @@ def test_page_shows_verdict_stages_claims_and_documents(mibspec_cli: CliRun, tmp
     assert "Claimed vs recomputed" not in text  # the recompute stage did not run
 
 
+@draws
 def test_page_of_a_failing_report_lists_its_findings(mibspec_cli: CliRun, tmp_path: Path) -> None:
     folder = tmp_path / "saliency"
     shutil.copytree(EXAMPLES / "saliency", folder)
@@ -299,6 +321,7 @@ def test_page_has_a_claimed_vs_recomputed_table_when_there_are_comparisons() -> 
     assert f"{abs(0.0467896 - 0.051):.6g}" in rows[1]
 
 
+@draws
 def test_markup_in_a_report_is_escaped(mibspec_cli: CliRun, tmp_path: Path) -> None:
     report = _load("causal_bench")
     report["title"] = "<script>alert(1)</script>"
@@ -330,6 +353,7 @@ def test_control_characters_in_a_report_are_shown_as_escapes() -> None:
     assert "q\\x0d\\x0a\\x9b2J" in text
 
 
+@draws
 def test_same_input_gives_the_same_bytes_across_processes(mibspec_cli: CliRun, tmp_path: Path) -> None:
     outputs = []
     for seed in ("0", "12345"):

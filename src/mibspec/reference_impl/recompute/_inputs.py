@@ -11,11 +11,16 @@ revision (never when the hub is offline or cannot be reached: R104 at once).
 
 Model files (SPEC.md M-4): the folder and every file read must resolve inside the folder
 the model was found in (a link out of it is refused, unread). The config is read first
-(strict JSON) and the size it implies checked against ``Limits.max_model_bytes``, then
-the sizes of the files (R107 over the limit); then each file is read once into memory,
-hashed, checked against its declared hash, and the model and tokenizer are built from
-those bytes: what was hashed is what is used. A file used but not pinned in
-``model.files`` gives R106; every file used is recorded for the receipt.
+(strict JSON, no quantity given under two spellings with different values) and the size
+it implies checked against ``Limits.max_model_bytes``, then the sizes of the files (R107
+over the limit); then each file is read once into memory, hashed, checked against its
+declared hash, and the model and tokenizer are built from those bytes: what was hashed is
+what is used. A file used but not pinned in ``model.files`` gives R106; every file used is
+recorded for the receipt.
+
+The declared model (SPEC.md M-5) is compared with the config before any weight is read,
+then with the model as built (its layers, heads, width and vocabulary as the weights'
+shapes give them).
 """
 
 from __future__ import annotations
@@ -121,6 +126,49 @@ def check_declared_model(
         loaded = config_summary(config)
     except ValueError as exc:
         raise UnusableInputError(pointer, str(exc)) from exc
+    _compare_declared(ctx, declaration, loaded, f"the config.json of {where} gives", pointer)
+
+
+def check_built_model(
+    ctx: Any,
+    declaration: dict[str, Any],
+    config: dict[str, Any],
+    weights: Any,
+    where: str,
+    pointer: str = "/model",
+) -> None:
+    """Compare the declaration (R108–R110) and the config (R104) with the model as built: its
+    layers, heads, width and vocabulary as the built weights' shapes give them.
+
+    Raises:
+        ModelMismatchError: the declaration differs from the built model.
+        UnusableInputError: the built model is not the one the config describes (R104).
+    """
+    from ..engine import built_summary, config_summary
+
+    try:
+        built = built_summary(weights)
+        loaded = config_summary(config)
+    except ValueError as exc:
+        raise UnusableInputError(pointer, str(exc)) from exc
+    _compare_declared(ctx, declaration, built, f"the model built from the files of {where} has", pointer)
+    differ = [
+        f"{key} {loaded[key]!r} in config.json, {built[key]!r} built"
+        for key in built
+        if built[key] != loaded[key]
+    ]
+    if differ:
+        raise UnusableInputError(
+            pointer,
+            f"the model built from the files of {where} is not the one its config.json describes: "
+            + "; ".join(differ),
+        )
+
+
+def _compare_declared(
+    ctx: Any, declaration: dict[str, Any], loaded: dict[str, Any], origin: str, pointer: str
+) -> None:
+    """R108–R110 for each declared field that differs from ``loaded``; the first is raised."""
     declared = {"architecture": declaration.get("architecture"), **(declaration.get("config") or {})}
     problems = []
     for key, (code, what) in _DECLARED_FIELDS.items():
@@ -128,8 +176,8 @@ def check_declared_model(
             continue
         at = f"{pointer}/architecture" if key == "architecture" else f"{pointer}/config/{key}"
         detail = (
-            f"the report declares {what} {declared[key]!r}, the config.json of {where} gives "
-            f"{loaded[key]!r}; the claims were not recomputed on a model other than the declared one"
+            f"the report declares {what} {declared[key]!r}, {origin} {loaded[key]!r}; the claims "
+            "were not recomputed on a model other than the declared one"
         )
         problems.append(ModelMismatchError(code, at, detail))
     if problems:
@@ -398,6 +446,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
         ctx.model_files.extend(reader.used)
         _unpinned_finding(ctx, files.read, declared, source, pointer)
         tokenizer, weights = reused
+        check_built_model(ctx, declaration, config, weights, source.display, pointer)
         return _opened(source, tokenizer, config), weights
     mark = len(reader.used)
     blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
@@ -406,6 +455,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     _unpinned_finding(ctx, files.read, declared, source, pointer)
     tokenizer = blobs.pop(_TOKENIZER)
     weights = _build_model(ctx, progress, source, config, blobs, dtype, pointer)
+    check_built_model(ctx, declaration, config, weights, source.display, pointer)
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
     return _opened(source, tokenizer, config), weights

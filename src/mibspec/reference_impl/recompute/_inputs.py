@@ -20,7 +20,8 @@ recorded for the receipt.
 
 The declared model (SPEC.md M-5) is compared with the config before any weight is read,
 then with the model as built (its layers, heads, width and vocabulary as the weights'
-shapes give them).
+shapes give them). Tokenized inputs are checked against the model before any forward
+pass (:func:`check_tokens`): ids inside its vocabulary, sequences inside its context.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -51,6 +52,7 @@ __all__ = [
     "ModelTooLargeInputError",
     "UnusableInputError",
     "batch_plan",
+    "check_tokens",
     "encode_function",
     "load_referenced_document",
     "local_tokenizer",
@@ -667,6 +669,35 @@ def local_tokenizer(source: ModelSource) -> Any:
     if source.local and path.is_file():
         return Tokenizer.from_file(str(path))
     return None
+
+
+def check_tokens(model: Any, ids: Sequence[int], pointer: str, what: str, *, generated: int = 0) -> None:
+    """The one check of tokenized input before any forward pass, for every track that
+    tokenizes: each id inside the model's vocabulary, and the sequence, with ``generated``
+    tokens fed back after it (greedy decoding), inside the model's context.
+
+    A tokenizer that gives an id at or above the vocabulary size is not the model's (a
+    pinned ``tokenizer.json`` of another model); a prompt longer than the context has
+    positions the model has no embedding for.
+
+    Raises:
+        UnusableInputError: R104 at ``pointer``, naming ``what`` (a dataset row, a prompt).
+    """
+    vocab = int(model.vocab_size)
+    outside = next((int(t) for t in ids if not 0 <= int(t) < vocab), None)
+    if outside is not None:
+        raise UnusableInputError(
+            pointer,
+            f"{what}: the tokenizer gives token id {outside}, outside the model's vocabulary of "
+            f"{vocab} (ids 0 to {vocab - 1}); the tokenizer is not the model's",
+        )
+    context = getattr(model, "max_positions", None)
+    if context is not None and len(ids) + generated > context:
+        fed = f" and {generated} generated" if generated else ""
+        raise UnusableInputError(
+            pointer,
+            f"{what}: {len(ids)} tokens{fed}, longer than the model's context of {context} positions",
+        )
 
 
 def batch_plan(

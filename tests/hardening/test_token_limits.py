@@ -128,6 +128,7 @@ def test_a_tokenizer_with_ids_beyond_the_vocabulary_is_r104(tmp_path: Path, trac
     assert f"vocabulary of {vocab}" in message
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_1_on_a_prompt_beyond_the_context(tmp_path: Path, mibspec_cli: Any) -> None:
     pytest.importorskip("torch")
     report, models = _setup(tmp_path, "circuit")

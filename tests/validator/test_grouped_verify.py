@@ -135,6 +135,7 @@ def test_by_default_the_hash_cache_is_neither_read_nor_written(
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_trusted_hash_cache_is_named_in_the_output(
     corpus: list[str], tmp_path: Path, mibspec_cli: Any
 ) -> None:

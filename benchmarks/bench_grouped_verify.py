@@ -221,7 +221,7 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     root = tmp / f"grouped-{args.circuits}"
     build_corpus(root, args.reports, args.rows, circuits=args.circuits)
     files = collect_paths([root])
-    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    options = VerifyOptions(model_roots=(MODELS,))
     clock = _PassClock()
 
     def render(result: Any) -> str:

@@ -162,7 +162,7 @@ def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult
     if options.recompute:
         from mibspec.reference_impl.recompute import RecomputeSession
 
-        session = RecomputeSession(hash_cache=options.hash_cache)
+        session = RecomputeSession(trust_hash_cache=options.trust_hash_cache)
         options = replace(options, session=session)
     try:
         out: list[PathResult] = []

@@ -62,7 +62,7 @@ def verify(
     batch_size: int | str | None = None,
     executor: str = "process",
     address: str | None = None,
-    hash_cache: bool = True,
+    trust_hash_cache: bool = False,
 ) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
@@ -92,8 +92,9 @@ def verify(
         executor: ``process`` (``jobs`` processes on this machine) or ``ray`` (one Ray
             task per group of reports; needs the ``ray`` extra).
         address: the Ray cluster to join (``ray`` only; default: a local cluster).
-        hash_cache: let recomputation reuse model files' digests from the on-disk
-            file-hash cache (see ``mibspec.reference_impl.recompute._hash_cache``).
+        trust_hash_cache: take unchanged model files' digests from the file-hash cache
+            instead of hashing the bytes read, each reported (R111); off by default
+            (``mibspec.reference_impl.recompute._hash_cache`` says what it trusts).
 
     Reports are verified in groups that share their forward passes (model, dtype,
     dataset, counterfactual, ablation, ...): each group loads its model once and computes
@@ -122,7 +123,7 @@ def verify(
         ignore=resolve_codes(ignore, "ignore"),
         device=device,
         batch_size=batch_size,
-        hash_cache=hash_cache,
+        trust_hash_cache=trust_hash_cache,
     )
     result = _verify_files(collect_paths(paths), options, jobs, executor, address, progress)
     return _drop_unreported(result, options)

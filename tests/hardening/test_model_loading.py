@@ -5,7 +5,9 @@ size limit applies to the files too, and the time limit is honoured while they a
 the folder and its files stay inside the folder the model was found in (links out are
 refused without hashing what they point to); a model whose files are not pinned gets
 R106 and the receipt still lists the files used; the bytes that were hashed are the
-bytes the model is built from, whatever happens to the files afterwards.
+bytes the model is built from, whatever happens to the files afterwards. Digests come from
+the bytes read in the run (the file-hash cache only when the run trusts it, and then said
+with R111), and a hub cache's files must hash to their blobs' names.
 
 Independent anchors: hashes are recomputed here with hashlib; "nothing was built" is
 observed by hooking transformers' model constructors.
@@ -262,16 +264,32 @@ def test_weights_swapped_after_hashing_are_not_used(tmp_path: Path, monkeypatch:
     assert [(f.path, f.status) for f in check.changed] == [("models/tiny-gpt2/model.safetensors", "changed")]
 
 
-def _hub_cache(cache: Path, repo: str, revision: str, outside: Path | None = None) -> None:
-    """The layout of the hub client's cache: snapshot files link into the repository's blobs."""
+def _blob_name(data: bytes, large: bool) -> str:
+    """How the hub names a blob: the SHA-256 of a file in large-file storage, git's SHA-1 of
+    a blob (``blob <size>\\0`` then the bytes) for the others."""
+    if large:
+        return hashlib.sha256(data).hexdigest()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _hub_cache(
+    cache: Path,
+    repo: str,
+    revision: str,
+    outside: Path | None = None,
+    weights: Path = MODEL / "model.safetensors",
+) -> None:
+    """The layout of the hub client's cache: snapshot files link into the repository's blobs,
+    each named by its digest; ``weights`` is stored under the name of the model's own weights."""
     folder = cache / f"models--{repo.replace('/', '--')}"
     (folder / "blobs").mkdir(parents=True)
     snapshot = folder / "snapshots" / revision
     snapshot.mkdir(parents=True)
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
-        blob = folder / "blobs" / _sha256(MODEL / name)
-        shutil.copyfile(MODEL / name, blob)
-        target = outside if (outside is not None and name == "model.safetensors") else blob
+        large = name.endswith(".safetensors")
+        blob = folder / "blobs" / _blob_name((MODEL / name).read_bytes(), large)
+        shutil.copyfile(weights if large else MODEL / name, blob)
+        target = outside if (outside is not None and large) else blob
         (snapshot / name).symlink_to(target)
 
 
@@ -309,3 +327,108 @@ def test_a_hub_model_is_read_from_the_cache_inside_its_repository_folder(
     else:
         assert result.valid, _codes(result)
         assert len(result.documents[0].model_files) == 3
+
+
+def test_a_hub_blob_whose_bytes_are_not_its_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The revision pins the files only through the cache's blob names: weights swapped in
+    under the blob of the original ones are refused, the digests compared with the bytes."""
+    torch = pytest.importorskip("torch")
+    from huggingface_hub import constants
+    from safetensors.torch import load_file, save_file
+
+    report = tmp_path / "report"
+    shutil.copytree(EXAMPLE, report)
+    other = tmp_path / "other.safetensors"
+    with torch.no_grad():
+        save_file({name: t * 1.5 for name, t in load_file(MODEL / "model.safetensors").items()}, other)
+    revision = "b" * 40
+    _hub_cache(tmp_path / "hub", "local-org/tiny-gpt2", revision, weights=other)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+
+    def to_hub(model: dict[str, Any]) -> None:
+        model.pop("path")
+        model.pop("files")  # pinned by the revision alone
+        model.update({"source": "hub", "id": "local-org/tiny-gpt2", "revision": revision})
+
+    _edit_model(report, to_hub)
+    result = mibspec.verify(report / "report.json")
+    assert _codes(result) == [("R104", "/model")]
+    message = result.documents[0].findings[0].message
+    assert f"blob {_sha256(MODEL / 'model.safetensors')}" in message
+    assert _sha256(other) in message
+    assert not result.documents[0].comparisons
+
+
+# --- digests of the bytes read, and the file-hash cache a run may trust -----------------------------
+
+
+def _rewrite_in_place(path: Path) -> None:
+    """One bit of the last float of the weights flipped through a shared memory mapping (same
+    inode, same size), and the access and modification times set back."""
+    import mmap
+    import os
+
+    before = path.stat()
+    with path.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapped:
+        mapped[-4] ^= 1  # the lowest bit of a little-endian float32: one unit in the last place
+        mapped.flush()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_ino, after.st_mtime_ns) == (
+        before.st_size,
+        before.st_ino,
+        before.st_mtime_ns,
+    )
+
+
+def _stale_entry(path: Path, digest: str) -> None:
+    """A cache entry for the file as it is now holding ``digest``: what the cache keeps when a
+    write through a mapping left the file's times as they were when it was hashed."""
+    import os
+    import time
+
+    from mibspec.reference_impl.recompute._hash_cache import FileHashCache, default_cache_dir, file_key
+
+    later = time.time_ns() + 10**10
+    cache = FileHashCache(default_cache_dir(), clock=lambda: later)
+    cache.store(file_key(str(path.resolve()), os.stat(path)), digest, later)
+    cache.save()
+
+
+@pytest.mark.slow
+def test_weights_rewritten_in_place_are_refused_unless_the_cache_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec._receipt import build_receipt
+
+    monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    report, models = _setup(tmp_path)
+    weights = models / "tiny-gpt2" / "model.safetensors"
+    original = _sha256(weights)
+    _rewrite_in_place(weights)
+    assert _sha256(weights) != original
+    _stale_entry(weights, original)
+    [cache_file] = (tmp_path / "cache").iterdir()
+    cached = cache_file.read_bytes()
+
+    # by default: the digest of the bytes read, never the cache's
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    assert _codes(result) == [("R104", "/model/files")]
+    assert (
+        f"'model.safetensors' is {_sha256(weights)}, declared {original}"
+        in result.documents[0].findings[0].message
+    )
+    assert cache_file.read_bytes() == cached  # neither used nor written
+
+    # trusted: the stale digest is taken, and the output and the receipt say so
+    trusted = mibspec.verify(report / "report.json", model_roots=[models], trust_hash_cache=True)
+    doc = trusted.documents[0]
+    assert [(f.code, f.pointer, f.severity.value) for f in doc.findings] == [("R111", "/model/files", "info")]
+    assert "model.safetensors" in doc.findings[0].message
+    assert "config.json" not in doc.findings[0].message  # not in the cache: hashed from its bytes
+    assert [f.name for f in doc.model_files if f.cached] == ["model.safetensors"]
+    receipt = build_receipt(trusted, tmp_path / "receipt.json", {})
+    [entry] = [d for d in receipt["documents"] if d["path"] == doc.path]
+    assert [f["code"] for f in entry["findings"]] == ["R111"]

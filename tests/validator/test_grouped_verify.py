@@ -82,7 +82,7 @@ def test_groups_follow_the_forward_passes(corpus: list[str]) -> None:
 def test_grouped_output_is_that_of_each_report_verified_alone(
     corpus: list[str], counted: dict[str, int]
 ) -> None:
-    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    options = VerifyOptions(model_roots=(MODELS,))
     alone = _json(verify_paths(corpus, options))  # no shared session: as before grouping
     assert counted == {"models": 4, "runs": 3 * math.ceil(ROWS / 20) + math.ceil(ROWS / 8)}
     counted.update(models=0, runs=0)
@@ -101,13 +101,13 @@ def test_grouped_output_is_that_of_each_report_verified_alone(
 
 
 def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
-    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    options = VerifyOptions(model_roots=(MODELS,))
     # each process verifies whole groups: the same computations, the same bytes as -j 1
     assert _json(verify_many(corpus, options, 2)) == _json(verify_many(corpus, options, 1))
     _assert_agree(_json(verify_many(corpus, options, 2)), _json(verify_paths(corpus, options)))
 
 
-def test_a_second_run_reuses_the_digests_of_unchanged_model_files(
+def test_a_trusting_second_run_reuses_the_digests_of_unchanged_model_files(
     corpus: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mibspec.reference_impl.recompute import RecomputeSession
@@ -115,25 +115,29 @@ def test_a_second_run_reuses_the_digests_of_unchanged_model_files(
     monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path / "cache"))
     outputs, hashed = [], []
     for _ in range(2):
-        session = RecomputeSession(hash_cache=True)
+        session = RecomputeSession(trust_hash_cache=True)
         result = verify_paths(corpus[3:], VerifyOptions(model_roots=(MODELS,), session=session))
         session.close()
         assert session.hashes is not None
         hashed.append(session.hashes.hashed)
-        outputs.append(_json(result))
+        outputs.append(json.loads(_json(result)))
     files = {m.name for m in result.documents[0].model_files}
     assert hashed == [len(files), 0]
-    assert outputs[0] == outputs[1]
-    assert (tmp_path / "cache" / "file-hashes-v1.json").is_file()
+    assert (tmp_path / "cache" / "file-hashes-v2.json").is_file()
+    # the same verdict and values; the second run says where its digests came from
+    first, second = (out["documents"][0] for out in outputs)
+    assert [f["code"] for f in second["findings"] if f not in first["findings"]] == ["R111"]
+    assert (second["valid"], second["recomputed"]) == (first["valid"], first["recomputed"])
 
 
-def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspec_cli: Any) -> None:
+def test_by_default_the_hash_cache_is_neither_read_nor_written(
+    corpus: list[str], tmp_path: Path, mibspec_cli: Any
+) -> None:
     done = mibspec_cli(
         "verify",
         corpus[3],
         "--model-root",
         str(MODELS),
-        "--no-hash-cache",
         "-f",
         "json",
         env={"MIBSPEC_CACHE_DIR": str(tmp_path / "cache")},
@@ -141,6 +145,29 @@ def test_no_hash_cache_writes_no_cache(corpus: list[str], tmp_path: Path, mibspe
     assert done.returncode in (0, 1), done.stderr
     assert "recomputed" in json.loads(done.stdout)["documents"][0]
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow
+def test_a_trusted_hash_cache_is_named_in_the_output(
+    corpus: list[str], tmp_path: Path, mibspec_cli: Any
+) -> None:
+    """With --trust-hash-cache the second run takes its digests from the cache, and the text
+    and JSON outputs say which (R111, info: the verdict is unchanged)."""
+    cache = tmp_path / "cache"
+    env = {"MIBSPEC_CACHE_DIR": str(cache)}
+    args = ("verify", corpus[3], "--model-root", str(MODELS), "--trust-hash-cache")
+    first = mibspec_cli(*args, "-f", "json", env=env)
+    assert first.returncode in (0, 1), first.stderr
+    assert "R111" not in first.stdout  # every file hashed from its bytes, then kept
+    assert (cache / "file-hashes-v2.json").is_file()
+    second = mibspec_cli(*args, "-f", "json", env=env)
+    [finding] = [f for f in json.loads(second.stdout)["documents"][0]["findings"] if f["code"] == "R111"]
+    assert finding["severity"] == "info"
+    assert all(name in finding["message"] for name in ("config.json", "model.safetensors", "tokenizer.json"))
+    assert json.loads(second.stdout)["valid"] == json.loads(first.stdout)["valid"]
+    text = mibspec_cli(*args, env=env)
+    assert "R111" in text.stdout
+    assert "file-hash cache" in text.stdout
 
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
@@ -253,7 +280,7 @@ def test_circuits_shared_by_reports_are_evaluated_once_with_the_values_of_each_a
             yield group, values
 
     monkeypatch.setattr(_evaluate, "_stacked_passes", counting)
-    options = VerifyOptions(model_roots=(MODELS,), hash_cache=False)
+    options = VerifyOptions(model_roots=(MODELS,))
     alone = _json(verify_paths(mixed_corpus, options))
     evaluated_alone = sum(evaluated)
     evaluated.clear()

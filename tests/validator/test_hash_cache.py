@@ -1,6 +1,7 @@
-"""The file-hash cache of model files: a digest is reused only for an unchanged file; any
-change (same-size rewrite, touch, replacement by rename) is hashed again; the cache file is
-written atomically, bounded, and ignored when corrupt or foreign."""
+"""The file-hash cache of model files (used only when a run trusts it): a digest is reused
+only for a file whose path, size, device, inode and times are unchanged; any change
+(same-size rewrite, touch, replacement by rename, another volume) is hashed again; the cache
+file is written atomically, bounded, and ignored when corrupt or foreign."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from mibspec.reference_impl.recompute._hash_cache import (
     default_cache_dir,
 )
 
-CACHE_FILE = "file-hashes-v1.json"
+CACHE_FILE = "file-hashes-v2.json"
 #: Longer than a coarse file-system clock tick, so a change after it gets new timestamps.
 TICK = 0.05
 
@@ -37,7 +38,7 @@ def _file(tmp_path: Path, data: bytes = b"weights " * 1000) -> Path:
 
 
 def _read(cache: FileHashCache, path: Path) -> str:
-    digest, size, data = cache.read(path, path.stat().st_size, keep=True)
+    digest, size, data, _ = cache.read(path, path.stat().st_size, keep=True)
     assert size == len(data) == path.stat().st_size
     return digest
 
@@ -51,8 +52,13 @@ def test_an_unchanged_file_is_not_hashed_again_across_runs(tmp_path: Path) -> No
     assert _read(second, path) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert (first.hashed, second.hashed, second.reused) == (1, 0, 1)
     # without the bytes: not even read
-    digest, size, data = second.read(path, path.stat().st_size, keep=False)
-    assert (digest, size, data) == (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size, b"")
+    digest, size, data, cached = second.read(path, path.stat().st_size, keep=False)
+    assert (digest, size, data, cached) == (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        path.stat().st_size,
+        b"",
+        True,
+    )
 
 
 def _rewrite_same_size(path: Path) -> None:
@@ -110,7 +116,7 @@ def test_the_cache_file_is_written_atomically_and_privately(tmp_path: Path) -> N
     assert (tmp_path / "cache" / CACHE_FILE).stat().st_mode & 0o077 == 0
     entries = json.loads((tmp_path / "cache" / CACHE_FILE).read_text())["entries"]
     assert entries[0][0] == str(path.resolve())
-    assert entries[0][5] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert entries[0][6] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -118,9 +124,9 @@ def test_the_cache_file_is_written_atomically_and_privately(tmp_path: Path) -> N
     [
         b"\x00not json",
         b"[]",
-        b'{"version": 2, "entries": []}',
-        b'{"version": 1, "entries": {}}',
-        b'{"version": 1, "entries": [[1, 2, 3, 4, 5, 6], ["p", -1, 0, 0, 0, "' + b"a" * 64 + b'"]]}',
+        b'{"version": 1, "entries": []}',
+        b'{"version": 2, "entries": {}}',
+        b'{"version": 2, "entries": [[1, 2, 3, 4, 5, 6, 7], ["p", -1, 0, 0, 0, 0, "' + b"a" * 64 + b'"]]}',
         b"[" * 100_000 + b"]" * 100_000,
     ],
 )
@@ -138,7 +144,7 @@ def test_a_corrupt_cache_file_is_ignored(tmp_path: Path, content: bytes) -> None
 def _hostile_entry(path: Path) -> list[object]:
     """An entry that matches ``path``'s key but lies about its digest."""
     st = path.stat()
-    return [str(path.resolve()), st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, "0" * 64]
+    return [str(path.resolve()), st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, "0" * 64]
 
 
 def test_a_cache_file_writable_by_others_or_too_large_is_ignored(tmp_path: Path) -> None:
@@ -146,7 +152,7 @@ def test_a_cache_file_writable_by_others_or_too_large_is_ignored(tmp_path: Path)
     folder = tmp_path / "cache"
     folder.mkdir()
     target = folder / CACHE_FILE
-    target.write_text(json.dumps({"version": 1, "entries": [_hostile_entry(path)]}))
+    target.write_text(json.dumps({"version": 2, "entries": [_hostile_entry(path)]}))
     target.chmod(0o666)
     assert FileHashCache(folder).entries == {}
     target.chmod(0o600)
@@ -155,13 +161,16 @@ def test_a_cache_file_writable_by_others_or_too_large_is_ignored(tmp_path: Path)
     assert FileHashCache(folder).entries == {}
 
 
-def test_an_entry_is_never_used_for_a_file_it_does_not_describe(tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", [2, 3, 4, 5], ids=["device", "inode", "mtime", "ctime"])
+def test_an_entry_is_never_used_for_a_file_it_does_not_describe(tmp_path: Path, field: int) -> None:
+    # another device: another volume mounted at the same path, whose file has the same
+    # inode, size and times by chance or by design
     path = _file(tmp_path)
     folder = tmp_path / "cache"
     folder.mkdir()
     entry = _hostile_entry(path)
-    entry[3] = int(entry[3]) - 1  # another modification time: another file state
-    (folder / CACHE_FILE).write_text(json.dumps({"version": 1, "entries": [entry]}))
+    entry[field] = int(entry[field]) + 1  # another file, or another state of it
+    (folder / CACHE_FILE).write_text(json.dumps({"version": 2, "entries": [entry]}))
     cache = FileHashCache(folder, clock=_later)
     assert _read(cache, path) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert cache.hashed == 1

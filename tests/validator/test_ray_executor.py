@@ -136,7 +136,7 @@ def test_ray_recomputation_is_the_bytes_of_one_process(
 ) -> None:
     report_copies(tmp_path, 3, 8, batch_sizes=(4, 8, 4))  # two groups: two tasks
     files = collect_paths([tmp_path])
-    options = VerifyOptions(model_roots=(REPO / "examples" / "models",), hash_cache=False)
+    options = VerifyOptions(model_roots=(REPO / "examples" / "models",))
     serial = _json(verify_paths(files, options))
     assert '"recomputed"' in serial
     assert _json(verify_many(files, options, executor="ray")) == serial

@@ -71,7 +71,10 @@ class VerifyOptions:
         batch_size: examples per forward pass of recomputation: ``None`` (the batch size
             the report declares), a positive integer, or ``"auto"`` (chosen from the
             device's free memory, halved when the device runs out of memory).
-        hash_cache: let recomputation use the on-disk file-hash cache for model files.
+        trust_hash_cache: let recomputation take model files' digests from the on-disk
+            file-hash cache (keyed by path, size, device, inode, modification and change
+            times) instead of hashing the bytes it reads; each digest so taken is reported
+            (R111). Off by default: a verdict then rests only on digests of the bytes read.
         session: what the recomputation of several reports shares (a
             ``mibspec.reference_impl.recompute.RecomputeSession``; ``None``: nothing).
     """
@@ -87,7 +90,7 @@ class VerifyOptions:
     ignore: tuple[str, ...] = ()
     device: str = "cpu"
     batch_size: int | str | None = None
-    hash_cache: bool = True
+    trust_hash_cache: bool = False
     session: Any = field(default=None, compare=False, repr=False)
 
     def reports(self, code: str) -> bool:

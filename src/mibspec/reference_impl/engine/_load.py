@@ -29,7 +29,9 @@ __all__ = [
     "SUPPORTED_ARCHITECTURES",
     "ModelSize",
     "ModelTooLargeError",
+    "built_summary",
     "check_model_size",
+    "config_summary",
     "from_transformers",
     "load_model",
     "load_model_from_bytes",
@@ -72,6 +74,26 @@ _ACTIVATIONS = {
 }
 # Rotary variants whose frequencies depend on the sequence length are not reproduced.
 _STATIC_ROPE = {"default", "linear", "llama3", "yarn"}
+
+# The spellings transformers accepts for one quantity of a config (a config class's
+# ``attribute_map``: GPT-2 takes the standard names for its own ``n_*`` keys), canonical
+# name first. transformers keeps whichever spelling it sets last and builds from it, so a
+# config naming one quantity twice with different values is refused: mibspec reads the
+# configuration the way the module is built, or not at all.
+_ALIASES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gpt2": (
+        ("n_layer", "num_hidden_layers"),
+        ("n_head", "num_attention_heads"),
+        ("n_embd", "hidden_size"),
+        ("n_positions", "max_position_embeddings"),
+    ),
+    "llama": (),
+    "qwen2": (),
+    "gemma2": (),
+}
+# Spellings every configuration accepts (``PreTrainedConfig``): the rotary parameters' legacy
+# name (the dtype's, ``torch_dtype``, does not matter: the model is built in the declared dtype).
+_COMMON_ALIASES: tuple[tuple[str, ...], ...] = (("rope_parameters", "rope_scaling"),)
 
 
 def _parse_dtype(dtype: str) -> torch.dtype:
@@ -142,10 +164,12 @@ class ModelSize:
 
 
 def read_config(data: bytes, where: str) -> dict[str, Any]:
-    """A model's ``config.json`` from its bytes: strict JSON, no remote code, a known architecture.
+    """A model's ``config.json`` from its bytes: strict JSON, no remote code, a known
+    architecture, no quantity given twice with different values (:func:`_check_aliases`).
 
     Raises:
-        ValueError: not strict JSON, not an object, remote code, unknown architecture.
+        ValueError: not strict JSON, not an object, remote code, unknown architecture,
+            conflicting spellings of one quantity.
     """
     from mibspec.core.strict_json import parse_json_bytes
 
@@ -158,7 +182,62 @@ def read_config(data: bytes, where: str) -> dict[str, Any]:
     model_type = parsed.data.get("model_type", SUPPORTED_ARCHITECTURES[arch])
     if model_type != SUPPORTED_ARCHITECTURES[arch]:
         raise ValueError(f"model: {where} names the architecture {arch} with model_type {model_type!r}")
+    _check_aliases(parsed.data, where)
     return parsed.data
+
+
+def _spelling(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _check_aliases(raw: dict[str, Any], where: str) -> None:
+    """Refuse a config that gives one quantity under two spellings with different values.
+
+    Raises:
+        ValueError: names the spellings and their values (transformers would silently keep one).
+    """
+    family = SUPPORTED_ARCHITECTURES[_check_config(raw, where)]
+    for names in _ALIASES[family]:
+        _one_value(raw, [name for name in names if name in raw], where)
+    for names in _COMMON_ALIASES:  # a null there is no value: transformers takes the other
+        _one_value(raw, [name for name in names if raw.get(name) is not None], where)
+    rope = raw.get("rope_scaling") or raw.get("rope_parameters")  # transformers' precedence
+    if isinstance(rope, dict):
+        if (
+            "rope_theta" in raw
+            and "rope_theta" in rope
+            and _spelling(raw["rope_theta"]) != _spelling(rope["rope_theta"])
+        ):
+            raise ValueError(
+                f"model: {where} gives rope_theta = {raw['rope_theta']!r} and the rotary parameters' "
+                f"rope_theta = {rope['rope_theta']!r}; transformers would use one of them"
+            )
+        if "type" in rope and "rope_type" in rope and _spelling(rope["type"]) != _spelling(rope["rope_type"]):
+            raise ValueError(
+                f"model: {where} gives the rotary type as type = {rope['type']!r} and rope_type = "
+                f"{rope['rope_type']!r}; transformers would use one of them"
+            )
+
+
+def _one_value(raw: dict[str, Any], present: list[str], where: str) -> None:
+    """Refuse spellings of one quantity (``present``) that give it different values."""
+    if len({_spelling(raw[name]) for name in present}) > 1:
+        given = ", ".join(f"{name} = {raw[name]!r}" for name in present)
+        raise ValueError(
+            f"model: {where} gives one quantity under {len(present)} spellings with different "
+            f"values ({given}); transformers would build the model from one of them and ignore "
+            "the other"
+        )
+
+
+def _canonical(raw: dict[str, Any], family: str) -> dict[str, Any]:
+    """``raw`` with every quantity under its canonical spelling (aliases already checked to agree)."""
+    out = dict(raw)
+    for canonical, *others in _ALIASES[family]:
+        for other in others:
+            if other in out:
+                out.setdefault(canonical, out.pop(other))
+    return out
 
 
 def _dim(raw: dict[str, Any], key: str, default: int | None) -> int:
@@ -183,17 +262,21 @@ _FAMILY_DEFAULTS: dict[str, tuple[int, int, int, int, int, bool]] = {
 
 def config_summary(raw: dict[str, Any]) -> dict[str, Any]:
     """The architecture and the numbers a report declares (``model.config``) as a checked
-    configuration gives them (transformers' defaults for absent fields).
+    configuration gives them, under any of the spellings transformers accepts (its defaults
+    for absent fields).
 
     Returns:
         ``architecture``, ``n_layers``, ``n_heads``, ``n_kv_heads``, ``d_model``,
         ``vocab_size`` and ``parallel_attn_mlp`` (no supported architecture has it).
 
     Raises:
-        ValueError: unknown architecture, or a width or count that is not a positive integer.
+        ValueError: unknown architecture, conflicting spellings of one quantity, or a width or
+            count that is not a positive integer.
     """
     arch = _check_config(raw, "the config")
     family = SUPPORTED_ARCHITECTURES[arch]
+    _check_aliases(raw, "the config")
+    raw = _canonical(raw, family)
     if family == "gpt2":
         heads = _dim(raw, "n_head", 12)
         numbers = (
@@ -222,10 +305,13 @@ def model_size(raw: dict[str, Any]) -> ModelSize:
     for absent fields), computed from its numbers alone.
 
     Raises:
-        ValueError: a width, count or size is not a positive integer below 2**31.
+        ValueError: a width, count or size is not a positive integer below 2**31, or one
+            quantity is given under two spellings with different values.
     """
     arch = _check_config(raw, "the config")
     family = SUPPORTED_ARCHITECTURES[arch]
+    _check_aliases(raw, "the config")
+    raw = _canonical(raw, family)
     flag = lambda key, default: bool(raw.get(key, default))  # noqa: E731
     if family == "gpt2":
         V, d = _dim(raw, "vocab_size", 50257), _dim(raw, "n_embd", 768)
@@ -244,7 +330,10 @@ def model_size(raw: dict[str, Any]) -> ModelSize:
         inner, L = _dim(raw, "intermediate_size", defaults[2]), _dim(raw, "num_hidden_layers", defaults[3])
         H = _dim(raw, "num_attention_heads", defaults[4])
         G = _dim(raw, "num_key_value_heads", H)
-        e = _dim(raw, "head_dim", d // H or 1)
+        # Gemma-2's configuration defaults an absent head_dim to 256; a null one, like the
+        # other families', means d_model / heads.
+        absent = family == "gemma2" and "head_dim" not in raw
+        e = _dim(raw, "head_dim", 256 if absent else d // H or 1)
         attn = 2 * d * H * e + 2 * d * G * e
         attn_tensors = 4
         if family == "qwen2":
@@ -338,8 +427,9 @@ def load_model_from_bytes(
     ``config`` comes from :func:`read_config`; ``weights`` maps each safetensors file
     name to its bytes, and is emptied as the tensors are read (so that the bytes and the
     model are not held at once). The tensors must be the ones the configuration implies (counted
-    on the headers before anything is built), and transformers must find every weight
-    it needs with the shape it needs.
+    on the headers before anything is built), and the loading is strict
+    (:func:`_check_state`): every tensor of the files is used, or a buffer the engine
+    does not read, and every weight the module needs comes from the files with its shape.
     The model is built on the CPU and its tensors then moved to ``device``.
 
     Raises:
@@ -374,13 +464,64 @@ def load_model_from_bytes(
             output_loading_info=True,
             trust_remote_code=False,
         )
-    del state
     missing = sorted(info.get("missing_keys") or ()) + sorted(
         str(k) for k in info.get("mismatched_keys") or ()
     )
     if missing:
         raise ValueError(f"model: the weight files lack or misshape {len(missing)} tensor(s): {missing[:5]}")
+    _check_state(hf, state)
+    del state
     return from_transformers(hf, source=source, revision=revision).to(device)
+
+
+def _check_state(hf: Any, state: dict[str, torch.Tensor]) -> None:
+    """Strict loading: every tensor of the weight files is a parameter (or persistent buffer)
+    of the module built, holding exactly the file's values in the module's dtype, or a
+    buffer the engine does not read (:data:`_BUFFERS`: causal masks, rotary frequencies);
+    and every parameter of the module comes from the files (a tied output head from the
+    embedding it is tied to).
+
+    transformers drops a tensor it has no place for (a layer beyond the configured count, a
+    misspelt name) with a warning only, and fills an absent one from its initialiser: both are
+    refused here, naming the tensors.
+
+    Raises:
+        ValueError: unexpected, duplicated, missing or altered tensors.
+    """
+    targets = hf.state_dict(keep_vars=True)
+    prefix = getattr(hf, "base_model_prefix", "")
+    owner: dict[str, str] = {}
+    unexpected: list[str] = []
+    for key in sorted(state):
+        target = key if key in targets else f"{prefix}.{key}" if f"{prefix}.{key}" in targets else None
+        if target is None:
+            if not _BUFFERS.search(key):
+                unexpected.append(key)
+            continue
+        if target in owner:
+            raise ValueError(
+                f"model: the weight files hold {owner[target]!r} and {key!r}, both for {target!r}"
+            )
+        owner[target] = key
+    if unexpected:
+        raise ValueError(
+            f"model: the weight files hold {len(unexpected)} tensor(s) the {type(hf).__name__} its "
+            f"config.json describes has no place for: {unexpected[:5]} (a weight that would not be used)"
+        )
+    tied: dict[int, list[str]] = {}
+    for name, tensor in targets.items():
+        tied.setdefault(id(tensor), []).append(name)
+    missing = sorted(names[0] for names in tied.values() if not any(name in owner for name in names))
+    if missing:
+        raise ValueError(f"model: the weight files lack {len(missing)} tensor(s): {missing[:5]}")
+    with torch.no_grad():
+        for target, key in owner.items():
+            held, stored = targets[target], state[key]
+            if tuple(stored.shape) != tuple(held.shape) or not torch.equal(stored.to(held.dtype), held):
+                raise ValueError(
+                    f"model: the module built does not hold the weight file's tensor {key!r} at "
+                    f"{target!r} (shape {tuple(stored.shape)}, expected {tuple(held.shape)})"
+                )
 
 
 @contextmanager
@@ -423,7 +564,9 @@ def load_model(
     Raises:
         ModelTooLargeError: the local config implies a model over ``max_bytes``.
         ValueError: unknown dtype, unpinned hub id, remote code requested, unsupported
-            architecture or configuration option, missing config.
+            architecture or configuration option, missing config, one quantity given under
+            two spellings with different values, weights the module built has no place for
+            or lacks.
     """
     torch_dtype = _parse_dtype(dtype)
     path = Path(model)
@@ -453,9 +596,25 @@ def load_model(
 
     from transformers import AutoModelForCausalLM
 
+    hf: Any
+    info: dict[str, Any]
     with _no_progress_bars():
-        hf = AutoModelForCausalLM.from_pretrained(
-            source, trust_remote_code=False, use_safetensors=True, dtype=torch_dtype, **kwargs
+        hf, info = AutoModelForCausalLM.from_pretrained(  # type: ignore[misc]
+            source,
+            trust_remote_code=False,
+            use_safetensors=True,
+            dtype=torch_dtype,
+            output_loading_info=True,
+            **kwargs,
+        )
+    unused = sorted(k for k in info.get("unexpected_keys") or () if not _BUFFERS.search(k))
+    lacking = sorted(info.get("missing_keys") or ()) + sorted(
+        str(k) for k in info.get("mismatched_keys") or ()
+    )
+    if unused or lacking:
+        raise ValueError(
+            f"model: the weights of {source} do not fit the module its config describes: "
+            f"unused {unused[:5]}, missing or misshapen {lacking[:5]}"
         )
     return from_transformers(hf, source=source, revision=revision).to(device)
 
@@ -570,6 +729,7 @@ def _read_gpt2(hf: Any, arch: str, source: str, revision: str | None, dtype: tor
         attn_softcap=None,
         final_softcap=None,
         activation=activation,
+        max_positions=int(hf.transformer.wpe.weight.shape[0]),
     )
 
 
@@ -615,6 +775,10 @@ def _read_rotary(
     # Gemma-2 scales scores by a configured constant rather than the head width.
     attn_scale = float(cfg.query_pre_attn_scalar) ** -0.5 if gemma else e**-0.5
     layer_types = list(getattr(cfg, "layer_types", None) or ["full_attention"] * len(base.layers))
+    if len(layer_types) != len(base.layers):
+        raise ValueError(
+            f"model: the config lists {len(layer_types)} layer types for {len(base.layers)} layers"
+        )
     window = getattr(cfg, "sliding_window", None)
     layers = []
     for i, block in enumerate(base.layers):
@@ -652,6 +816,7 @@ def _read_rotary(
         attn_softcap=_float_or_none(getattr(cfg, "attn_logit_softcapping", None)) if gemma else None,
         final_softcap=_float_or_none(getattr(cfg, "final_logit_softcapping", None)) if gemma else None,
         activation=activation,
+        max_positions=_positive_or_none(getattr(cfg, "max_position_embeddings", None)),
     )
 
 
@@ -723,3 +888,41 @@ def _rotary_layer(
 
 def _float_or_none(x: Any) -> float | None:
     return None if x is None else float(x)
+
+
+def _positive_or_none(x: Any) -> int | None:
+    return x if type(x) is int and x > 0 else None
+
+
+def built_summary(model: ModelWeights) -> dict[str, Any]:
+    """The numbers a report declares (``model.config``), read from the built weights' shapes:
+    the keys of :func:`config_summary`.
+
+    Layers are counted, the width and vocabulary read from the token embedding, the heads
+    from each layer's output and fused q/k/v projections; a count that differs between
+    layers is refused.
+
+    Raises:
+        ValueError: layers with different head counts, or an output head whose vocabulary
+            is not the embedding's.
+    """
+    heads = {(layer.w_o.shape[0], (layer.w_qkv.shape[1] - layer.w_o.shape[0]) // 2) for layer in model.layers}
+    if len(heads) > 1:
+        raise ValueError(
+            f"model: the layers have different head counts (heads, key-value heads): {sorted(heads)}"
+        )
+    n_heads, n_kv_heads = heads.pop() if heads else (model.n_heads, model.n_kv_heads)
+    vocab, width = (int(n) for n in model.w_embed.shape)
+    if int(model.w_unembed.shape[0]) != vocab:
+        raise ValueError(
+            f"model: the output head has {int(model.w_unembed.shape[0])} rows, the embedding {vocab} tokens"
+        )
+    return {
+        "architecture": model.architecture,
+        "n_layers": len(model.layers),
+        "n_heads": int(n_heads),
+        "n_kv_heads": int(n_kv_heads),
+        "d_model": width,
+        "vocab_size": vocab,
+        "parallel_attn_mlp": model.parallel_attn_mlp,
+    }

@@ -134,6 +134,9 @@ class ModelWeights:
         final_softcap: tanh soft-capping of the logits (Gemma-2), or ``None``.
         activation: MLP nonlinearity name (``gelu_tanh``, ``gelu``, ``silu``, ``relu``).
         parallel_attn_mlp: always ``False`` for the supported families.
+        max_positions: the longest sequence the model takes (GPT-2: ``n_positions``, the rows
+            of ``w_pos``; rotary families: ``max_position_embeddings``), or ``None`` when
+            not known.
     """
 
     architecture: str
@@ -160,6 +163,7 @@ class ModelWeights:
     final_softcap: float | None
     activation: str
     parallel_attn_mlp: bool = False
+    max_positions: int | None = None
 
     @property
     def n_forward(self) -> int:

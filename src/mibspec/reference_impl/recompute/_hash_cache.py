@@ -1,15 +1,26 @@
 """A cache of model files' SHA-256 digests, so unchanged weights are not hashed again.
 
-An entry is keyed by the file's resolved path, size, inode, modification and change times
-(nanoseconds). A digest is used only when all five still match the file as it is opened,
-and only for a file whose last change came at least ``settle_ns`` before the digest was
-computed: a file rewritten within the file system's timestamp granularity of being hashed
-could otherwise keep its key (the "racy clean" case), so such an entry is re-hashed next
-time. Any change to the file — new bytes of the same size, ``touch``, replacement by rename
-— changes the key, and the file is hashed again.
+Used only when a run trusts the file system (``mibspec verify --trust-hash-cache``,
+``mibspec.verify(trust_hash_cache=True)``): by default every digest a verdict rests on is
+computed from the bytes read in that run, and this cache is neither read nor written.
+
+An entry is keyed by the file's resolved path, size, device, inode, modification and change
+times (nanoseconds). A digest is used only when all six still match the file as it is
+opened, and only for a file whose last change came at least ``settle_ns`` before the digest
+was computed: a file rewritten within the file system's timestamp granularity of being
+hashed could otherwise keep its key (the "racy clean" case), so such an entry is re-hashed
+next time. A change made through the ordinary calls — new bytes of the same size,
+``touch``, replacement by rename, another volume mounted at the same path — changes the
+key, and the file is hashed again.
+
+What trusting the cache accepts: the file system is taken at its word that a file whose
+key is unchanged holds the same bytes. Writes through a shared memory mapping need not
+update the times (they are set when a page is first written, not at every write), times
+can be set back, and a digest read from the cache says nothing of the bytes the model is
+then built from. A run that uses a cached digest says so (R111).
 
 The cache lives in ``$MIBSPEC_CACHE_DIR``, else ``$XDG_CACHE_HOME/mibspec``, else
-``~/.cache/mibspec``, as ``file-hashes-v1.json``. It is written atomically (a temporary file
+``~/.cache/mibspec``, as ``file-hashes-v2.json``. It is written atomically (a temporary file
 renamed over the old one), at most :data:`MAX_ENTRIES` entries, most recent kept. A cache
 file that is unreadable, malformed, over :data:`MAX_CACHE_BYTES`, not owned by the user or
 writable by others is ignored (and replaced on the next write); a malformed entry is dropped.
@@ -44,11 +55,12 @@ __all__ = [
 MAX_ENTRIES = 4096
 #: Largest cache file read, in bytes (an entry is about 200 bytes).
 MAX_CACHE_BYTES = 4 * 1024 * 1024
-_FILE_NAME = "file-hashes-v1.json"
+_FILE_NAME = "file-hashes-v2.json"
+_VERSION = 2
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
 
-Key = tuple[str, int, int, int, int]
+Key = tuple[str, int, int, int, int, int]
 
 
 class FileGrewError(Exception):
@@ -66,8 +78,8 @@ def default_cache_dir() -> Path:
 
 
 def file_key(path: str, st: os.stat_result) -> Key:
-    """What identifies a file's state: resolved path, size, inode, mtime and ctime (ns)."""
-    return (path, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    """What identifies a file's state: resolved path, size, device, inode, mtime and ctime (ns)."""
+    return (path, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class FileHashCache:
@@ -103,7 +115,7 @@ class FileHashCache:
 
     def store(self, key: Key, digest: str, started_ns: int) -> None:
         """Remember ``digest`` for ``key`` if the file had settled when hashing began."""
-        if max(key[3], key[4]) + self.settle_ns > started_ns:
+        if max(key[4], key[5]) + self.settle_ns > started_ns:
             return
         self.entries[key] = digest
         self.entries.move_to_end(key)
@@ -113,8 +125,9 @@ class FileHashCache:
 
     def read(
         self, path: Path, limit: int, *, keep: bool = True, progress: Any = None
-    ) -> tuple[str, int, bytes]:
-        """The SHA-256, size and (with ``keep``) bytes of the file at ``path``.
+    ) -> tuple[str, int, bytes, bool]:
+        """The SHA-256, size and (with ``keep``) bytes of the file at ``path``, and whether the
+        digest came from the cache.
 
         The digest comes from the cache when the file's key matches it both when the file
         is opened and after it was read; otherwise the bytes read are hashed. Without
@@ -132,7 +145,7 @@ class FileHashCache:
                 self.reused += 1
                 if progress is not None:
                     progress.advance(before[1])
-                return cached, before[1], b""
+                return cached, before[1], b"", True
             sha = hashlib.sha256() if cached is None else None
             chunks: list[bytes] = []
             total = 0
@@ -151,12 +164,12 @@ class FileHashCache:
         unchanged = after == before and total == before[1]
         if cached is not None and unchanged:
             self.reused += 1
-            return cached, total, data
+            return cached, total, data, True
         self.hashed += 1
         digest = sha.hexdigest() if sha is not None else hashlib.sha256(data).hexdigest()
         if unchanged:
             self.store(before, digest, started)
-        return digest, total, data
+        return digest, total, data, False
 
     def save(self) -> None:
         """Write the entries (merged with what another process wrote meanwhile), atomically."""
@@ -170,7 +183,7 @@ class FileHashCache:
         while len(merged) > MAX_ENTRIES:
             merged.popitem(last=False)
         text = json.dumps(
-            {"version": 1, "entries": [[*key, digest] for key, digest in merged.items()]},
+            {"version": _VERSION, "entries": [[*key, digest] for key, digest in merged.items()]},
             separators=(",", ":"),
         )
         try:
@@ -213,17 +226,21 @@ def _load(path: Path) -> list[tuple[Key, str]]:
         data = json.loads(raw)
     except (ValueError, RecursionError):
         return []
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("entries"), list):
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != _VERSION
+        or not isinstance(data.get("entries"), list)
+    ):
         return []
     entries: list[tuple[Key, str]] = []
     for item in data["entries"][:MAX_ENTRIES]:
         if (
             isinstance(item, list)
-            and len(item) == 6
+            and len(item) == 7
             and isinstance(item[0], str)
-            and all(type(x) is int and x >= 0 for x in item[1:5])
-            and isinstance(item[5], str)
-            and _DIGEST.fullmatch(item[5])
+            and all(type(x) is int and x >= 0 for x in item[1:6])
+            and isinstance(item[6], str)
+            and _DIGEST.fullmatch(item[6])
         ):
-            entries.append(((item[0], item[1], item[2], item[3], item[4]), item[5]))
+            entries.append(((item[0], item[1], item[2], item[3], item[4], item[5]), item[6]))
     return entries

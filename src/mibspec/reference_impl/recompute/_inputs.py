@@ -11,11 +11,20 @@ revision (never when the hub is offline or cannot be reached: R104 at once).
 
 Model files (SPEC.md M-4): the folder and every file read must resolve inside the folder
 the model was found in (a link out of it is refused, unread). The config is read first
-(strict JSON) and the size it implies checked against ``Limits.max_model_bytes``, then
-the sizes of the files (R107 over the limit); then each file is read once into memory,
-hashed, checked against its declared hash, and the model and tokenizer are built from
-those bytes: what was hashed is what is used. A file used but not pinned in
-``model.files`` gives R106; every file used is recorded for the receipt.
+(strict JSON, no quantity given under two spellings with different values) and the size
+it implies checked against ``Limits.max_model_bytes``, then the sizes of the files (R107
+over the limit); then each file is read once into memory, hashed, checked against its
+declared hash, and the model and tokenizer are built from those bytes: what was hashed is
+what is used. A file of the hub client's cache is also checked against the digest its
+blob is named by. A file used but not pinned in ``model.files`` gives R106; every file
+used is recorded for the receipt. Digests come from the bytes read in this run, unless the
+run trusts the file-hash cache (``--trust-hash-cache``): a digest taken from it is
+reported (R111, info).
+
+The declared model (SPEC.md M-5) is compared with the config before any weight is read,
+then with the model as built (its layers, heads, width and vocabulary as the weights'
+shapes give them). Tokenized inputs are checked against the model before any forward
+pass (:func:`check_tokens`): ids inside its vocabulary, sequences inside its context.
 """
 
 from __future__ import annotations
@@ -23,8 +32,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,6 +56,7 @@ __all__ = [
     "ModelTooLargeInputError",
     "UnusableInputError",
     "batch_plan",
+    "check_tokens",
     "encode_function",
     "load_referenced_document",
     "local_tokenizer",
@@ -121,6 +132,49 @@ def check_declared_model(
         loaded = config_summary(config)
     except ValueError as exc:
         raise UnusableInputError(pointer, str(exc)) from exc
+    _compare_declared(ctx, declaration, loaded, f"the config.json of {where} gives", pointer)
+
+
+def check_built_model(
+    ctx: Any,
+    declaration: dict[str, Any],
+    config: dict[str, Any],
+    weights: Any,
+    where: str,
+    pointer: str = "/model",
+) -> None:
+    """Compare the declaration (R108–R110) and the config (R104) with the model as built: its
+    layers, heads, width and vocabulary as the built weights' shapes give them.
+
+    Raises:
+        ModelMismatchError: the declaration differs from the built model.
+        UnusableInputError: the built model is not the one the config describes (R104).
+    """
+    from ..engine import built_summary, config_summary
+
+    try:
+        built = built_summary(weights)
+        loaded = config_summary(config)
+    except ValueError as exc:
+        raise UnusableInputError(pointer, str(exc)) from exc
+    _compare_declared(ctx, declaration, built, f"the model built from the files of {where} has", pointer)
+    differ = [
+        f"{key} {loaded[key]!r} in config.json, {built[key]!r} built"
+        for key in built
+        if built[key] != loaded[key]
+    ]
+    if differ:
+        raise UnusableInputError(
+            pointer,
+            f"the model built from the files of {where} is not the one its config.json describes: "
+            + "; ".join(differ),
+        )
+
+
+def _compare_declared(
+    ctx: Any, declaration: dict[str, Any], loaded: dict[str, Any], origin: str, pointer: str
+) -> None:
+    """R108–R110 for each declared field that differs from ``loaded``; the first is raised."""
     declared = {"architecture": declaration.get("architecture"), **(declaration.get("config") or {})}
     problems = []
     for key, (code, what) in _DECLARED_FIELDS.items():
@@ -128,8 +182,8 @@ def check_declared_model(
             continue
         at = f"{pointer}/architecture" if key == "architecture" else f"{pointer}/config/{key}"
         detail = (
-            f"the report declares {what} {declared[key]!r}, the config.json of {where} gives "
-            f"{loaded[key]!r}; the claims were not recomputed on a model other than the declared one"
+            f"the report declares {what} {declared[key]!r}, {origin} {loaded[key]!r}; the claims "
+            "were not recomputed on a model other than the declared one"
         )
         problems.append(ModelMismatchError(code, at, detail))
     if problems:
@@ -143,7 +197,9 @@ class ModelSource:
 
     ``root`` is the folder a local model was found in (the report's folder or a model
     root): every file read must resolve inside it. ``tokenizer`` holds the bytes of the
-    ``tokenizer.json`` that was hashed, once the model has been opened.
+    ``tokenizer.json`` that was hashed, once the model has been opened. ``hub_cache``: the
+    folder is a snapshot of the hub client's cache, whose files link to blobs named by
+    their digests.
     """
 
     location: str
@@ -152,6 +208,7 @@ class ModelSource:
     root: str | None = None
     tokenizer: bytes | None = field(default=None, repr=False, compare=False)
     start_token: int | None = field(default=None, compare=False)
+    hub_cache: bool = field(default=False, compare=False)
 
     @property
     def display(self) -> str:
@@ -161,12 +218,14 @@ class ModelSource:
 @dataclass(frozen=True)
 class ModelFile:
     """A model file recomputation read: its name in the model folder, its resolved path, and
-    the SHA-256 and size of the bytes read."""
+    the SHA-256 and size of the bytes read; ``cached`` when the digest was taken from the
+    file-hash cache (``--trust-hash-cache``) instead of being computed from those bytes."""
 
     name: str
     path: str
     sha256: str
     size: int
+    cached: bool = False
 
 
 def _relative_name(name: str, pointer: str, what: str) -> PurePosixPath:
@@ -285,11 +344,20 @@ def _hub_snapshot(source: ModelSource, pointer: str, check_config: Any) -> Model
             raise UnusableInputError(pointer, f"cannot download hub model {where}: {exc}") from exc
     snapshot = Path(folder)
     # snapshot files link into the repository's blob store: its folder bounds them
-    return ModelSource(str(snapshot), source.revision, local=True, root=str(snapshot.parents[1].resolve()))
+    return ModelSource(
+        str(snapshot), source.revision, local=True, root=str(snapshot.parents[1].resolve()), hub_cache=True
+    )
+
+
+_BLOB_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class _Reader:
-    """Reads a model folder's files once, bounded and hashed (see the module docstring)."""
+    """Reads a model folder's files once, bounded and hashed (see the module docstring).
+
+    Without ``hashes`` every digest is computed from the bytes read; with it (the run
+    trusts the file-hash cache) a digest may come from the cache, and is marked so.
+    """
 
     def __init__(
         self,
@@ -301,12 +369,16 @@ class _Reader:
     ) -> None:
         self.folder = Path(source.location)
         self.root = Path(source.root or source.location).resolve()
+        self.hub_cache = source.hub_cache
         self.declared, self.pointer, self.progress = declared, pointer, progress
         self.hashes = hashes
         self.used: list[ModelFile] = []
 
+    def where(self, name: str) -> str:
+        return f"{self.pointer}/files" if name in self.declared else self.pointer
+
     def locate(self, name: str) -> Path:
-        where = f"{self.pointer}/files" if name in self.declared else self.pointer
+        where = self.where(name)
         rel = _relative_name(name, where, "model file name")
         path = self.folder / rel
         if not path.is_file():
@@ -314,35 +386,83 @@ class _Reader:
         return _inside(path, self.root, where, f"model file {name!r}")
 
     def read(self, name: str, path: Path, size: int, keep: bool = True) -> bytes:
-        """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed, or
-        their digest from the file-hash cache when the file is unchanged since it was hashed."""
-        if self.hashes is not None:
+        """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed; or,
+        when the run trusts the file-hash cache, their digest from it when the file is
+        unchanged since it was hashed."""
+        blob = self._blob(name, path)
+        git_blob = blob is not None and len(blob) == 40
+        cached = False
+        if self.hashes is not None and not git_blob:
             try:
-                actual, total, data = self.hashes.read(path, size, keep=keep, progress=self.progress)
+                actual, total, data, cached = self.hashes.read(path, size, keep=keep, progress=self.progress)
             except FileGrewError:
                 raise UnusableInputError(
                     self.pointer, f"model file {name!r} changed while it was read"
                 ) from None
-            return self._check(name, path, actual, total, data)
+            named = actual
+        else:
+            actual, named, total, data = self._hash(name, path, size, keep, git_blob)
+        if blob is not None and named != blob:
+            raise UnusableInputError(
+                self.where(name),
+                f"model file {name!r} of the hub cache is the blob {blob}, but its bytes hash to {named}: "
+                "it is not the file the pinned revision names (the cache was altered or is corrupt)",
+            )
+        return self._check(name, path, actual, total, data, cached)
+
+    def _hash(
+        self, name: str, path: Path, size: int, keep: bool, git_blob: bool
+    ) -> tuple[str, str, int, bytes]:
+        """SHA-256 of the bytes read, the digest a hub blob is named by (git's SHA-1 of a
+        blob for ``git_blob``), their count and (with ``keep``) the bytes."""
         digest, chunks, total = hashlib.sha256(), [], 0
+        git = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False) if git_blob else None
         with path.open("rb") as handle:
             while chunk := handle.read(min(_CHUNK, size + 1 - total)):
                 total += len(chunk)
                 if total > size:
                     raise UnusableInputError(self.pointer, f"model file {name!r} changed while it was read")
                 digest.update(chunk)
+                if git is not None:
+                    git.update(chunk)
                 if keep:
                     chunks.append(chunk)
                 self.progress.advance(len(chunk))
-        return self._check(name, path, digest.hexdigest(), total, b"".join(chunks))
+        sha256 = digest.hexdigest()
+        return sha256, sha256 if git is None or total != size else git.hexdigest(), total, b"".join(chunks)
 
-    def _check(self, name: str, path: Path, actual: str, total: int, data: bytes) -> bytes:
+    def _blob(self, name: str, path: Path) -> str | None:
+        """For a file of the hub client's cache, the digest its blob is named by (SHA-256 for
+        files stored in large-file storage, git's SHA-1 for the others); ``None`` otherwise.
+
+        Raises:
+            UnusableInputError: a file of the cache that is not such a blob and that the
+                report does not pin by its hash: nothing would tie its bytes to the revision.
+        """
+        if not self.hub_cache:
+            return None
+        if (
+            path.parent.name == "blobs"
+            and path.parent.parent == self.root
+            and _BLOB_NAME.fullmatch(path.name)
+        ):
+            return path.name
+        if name in self.declared:
+            return None
+        raise UnusableInputError(
+            self.pointer,
+            f"model file {name!r} of the hub cache is not a blob named by its digest ({path}), so "
+            "nothing ties its bytes to the pinned revision; pin it in model.files or pass "
+            "--model-root FOLDER holding the model",
+        )
+
+    def _check(self, name: str, path: Path, actual: str, total: int, data: bytes, cached: bool) -> bytes:
         declared = self.declared.get(name)
         if declared is not None and actual != declared:
             raise UnusableInputError(
                 f"{self.pointer}/files", f"sha256 of model file {name!r} is {actual}, declared {declared}"
             )
-        self.used.append(ModelFile(name, str(path), actual, total))
+        self.used.append(ModelFile(name, str(path), actual, total, cached))
         return data
 
 
@@ -372,6 +492,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     if not source.local:
         source = _hub_snapshot(source, pointer, vet)
     session = getattr(ctx.options, "session", None)
+    # the file-hash cache only when the run trusts it (--trust-hash-cache)
     reader = _Reader(source, declared, pointer, progress, None if session is None else session.hashes)
     config_path = reader.locate(_CONFIG)
     config_size = config_path.stat().st_size
@@ -397,15 +518,19 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     if reused is not None:
         ctx.model_files.extend(reader.used)
         _unpinned_finding(ctx, files.read, declared, source, pointer)
+        _cached_finding(ctx, reader.used, declared, source, pointer)
         tokenizer, weights = reused
+        check_built_model(ctx, declaration, config, weights, source.display, pointer)
         return _opened(source, tokenizer, config), weights
     mark = len(reader.used)
     blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
     digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
     ctx.model_files.extend(reader.used)
     _unpinned_finding(ctx, files.read, declared, source, pointer)
+    _cached_finding(ctx, reader.used, declared, source, pointer)
     tokenizer = blobs.pop(_TOKENIZER)
     weights = _build_model(ctx, progress, source, config, blobs, dtype, pointer)
+    check_built_model(ctx, declaration, config, weights, source.display, pointer)
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
     return _opened(source, tokenizer, config), weights
@@ -518,7 +643,13 @@ def _build_model(
 def _opened(source: ModelSource, tokenizer: bytes, config: dict[str, Any]) -> ModelSource:
     """``source`` once opened: with the tokenizer bytes that were hashed and the config's start token."""
     return ModelSource(
-        source.location, source.revision, True, source.root, tokenizer, config_start_token(config)
+        source.location,
+        source.revision,
+        True,
+        source.root,
+        tokenizer,
+        config_start_token(config),
+        source.hub_cache,
     )
 
 
@@ -536,6 +667,23 @@ def _unpinned_finding(
                 f"{pointer}/files" if declared else pointer,
                 model=source.display,
                 files=", ".join(unpinned),
+            )
+        )
+
+
+def _cached_finding(
+    ctx: Any, used: list[ModelFile], declared: dict[str, str], source: ModelSource, pointer: str
+) -> None:
+    """R111 (info) naming the files whose digest the file-hash cache gave (``--trust-hash-cache``)."""
+    cached = [f.name for f in used if f.cached]
+    if cached:
+        pinned = any(name in declared for name in cached)
+        ctx.recompute_findings.append(
+            ctx.finding(
+                "R111",
+                f"{pointer}/files" if pinned else pointer,
+                model=source.display,
+                files=", ".join(cached),
             )
         )
 
@@ -617,6 +765,35 @@ def local_tokenizer(source: ModelSource) -> Any:
     if source.local and path.is_file():
         return Tokenizer.from_file(str(path))
     return None
+
+
+def check_tokens(model: Any, ids: Sequence[int], pointer: str, what: str, *, generated: int = 0) -> None:
+    """The one check of tokenized input before any forward pass, for every track that
+    tokenizes: each id inside the model's vocabulary, and the sequence, with ``generated``
+    tokens fed back after it (greedy decoding), inside the model's context.
+
+    A tokenizer that gives an id at or above the vocabulary size is not the model's (a
+    pinned ``tokenizer.json`` of another model); a prompt longer than the context has
+    positions the model has no embedding for.
+
+    Raises:
+        UnusableInputError: R104 at ``pointer``, naming ``what`` (a dataset row, a prompt).
+    """
+    vocab = int(model.vocab_size)
+    outside = next((int(t) for t in ids if not 0 <= int(t) < vocab), None)
+    if outside is not None:
+        raise UnusableInputError(
+            pointer,
+            f"{what}: the tokenizer gives token id {outside}, outside the model's vocabulary of "
+            f"{vocab} (ids 0 to {vocab - 1}); the tokenizer is not the model's",
+        )
+    context = getattr(model, "max_positions", None)
+    if context is not None and len(ids) + generated > context:
+        fed = f" and {generated} generated" if generated else ""
+        raise UnusableInputError(
+            pointer,
+            f"{what}: {len(ids)} tokens{fed}, longer than the model's context of {context} positions",
+        )
 
 
 def batch_plan(

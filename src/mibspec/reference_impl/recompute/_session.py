@@ -5,8 +5,9 @@ A session lives as long as one batch of reports (one group, see ``mibspec._group
 is reached by recomputers as ``ctx.options.session``. Everything it returns is keyed by
 content, so a report's result does not depend on which reports were verified before it:
 
-* the file-hash cache (:class:`~._hash_cache.FileHashCache`, on disk unless refused) spares
-  hashing a model file that has not changed since it was hashed;
+* the file-hash cache (:class:`~._hash_cache.FileHashCache`, on disk), only when the run
+  trusts it (``--trust-hash-cache``), spares hashing a model file whose key has not changed
+  since it was hashed; by default every model file is hashed as it is read;
 * one model is kept, keyed by its folder, revision, dtype and the digests of the files it
   was built from; it is used again only when the files still have those digests;
 * the clean and ablation runs of batches, each distinct circuit's per-example metrics on
@@ -29,12 +30,14 @@ class RecomputeSession:
     """Caches shared by the reports of one run (see the module docstring).
 
     Args:
-        hash_cache: use the on-disk file-hash cache; without it every model file is
-            hashed each time a report reads it, as when each report is verified alone.
+        trust_hash_cache: take model files' digests from the on-disk file-hash cache when
+            their keys are unchanged (and store new ones); without it (the default) every
+            model file is hashed from the bytes read each time a report reads it, as when
+            each report is verified alone, and the cache is neither read nor written.
     """
 
-    def __init__(self, *, hash_cache: bool = True) -> None:
-        self.hashes = FileHashCache(default_cache_dir()) if hash_cache else None
+    def __init__(self, *, trust_hash_cache: bool = False) -> None:
+        self.hashes = FileHashCache(default_cache_dir()) if trust_hash_cache else None
         self._model: tuple[Any, tuple[Any, ...], Any] | None = None
         self._activations: Any = None
 

@@ -188,7 +188,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
     rows = read_rows(dataset, folder, "/task/dataset", ctx.options.limits)
-    tokens = tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset")
+    tokens = tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset", model=model)
     try:
         behaviour_model = TransformerBehaviour(
             model,

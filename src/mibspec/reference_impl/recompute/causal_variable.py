@@ -45,6 +45,7 @@ from ._inputs import (
     ModelSource,
     UnusableInputError,
     batch_plan,
+    check_tokens,
     load_referenced_document,
     local_tokenizer,
     open_model,
@@ -217,17 +218,57 @@ class Evaluator:
             raise UnusableInputError(
                 self.pointer, f"dataset row {row}: the {which!r} prompt encodes to no token"
             )
-        if max(ids) >= self.model.vocab_size:
-            raise UnusableInputError(
-                self.pointer, f"dataset row {row}: a token lies outside the model's vocabulary"
-            )
+        check_tokens(self.model, ids, self.pointer, f"dataset row {row}, {which!r} prompt")
         return ids, offsets
 
     def answer_ids(self, text: str, row: int) -> list[int]:
         ids = self.codec.encode(text)
         if not ids:
             raise UnusableInputError(self.pointer, f"dataset row {row}: answer {text!r} encodes to no token")
+        check_tokens(self.model, ids, self.pointer, f"dataset row {row}, answer {text!r}")
         return ids
+
+    def check_inputs(self, cf_types: Sequence[str]) -> None:
+        """Check every prompt and answer the interventions will read against the model,
+        before any forward pass (:func:`~._inputs.check_tokens`): ids inside its vocabulary,
+        and each prompt, with the longest answer fed back by greedy decoding, inside its
+        context (batched decoding appends as many tokens to every prompt of a batch).
+
+        Raises:
+            UnusableInputError: at the dataset, naming the row.
+        """
+        longest = 1
+        for row, data in enumerate(self.rows):
+            answers = [
+                self.prompt(row, which).get("answer")
+                for which in ("base", *cf_types)
+                if self.example_filter != "none"
+            ]
+            answers += [
+                value
+                for cf_type in cf_types
+                for value in ((data.get("interventions") or {}).get(cf_type) or {}).values()
+            ]
+            for text in answers:
+                if text is not None:
+                    longest = max(longest, len(self.answer_ids(str(text), row)))
+            if (self.causal_model or {}).get("mechanism") == "ioi_linear":
+                try:
+                    names = ioi_logit_names(self.prompt(row, "base"))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a row without the names has no logit difference to read
+                for name in names:
+                    self.answer_ids(name, row)
+        for row in range(len(self.rows)):
+            for which in ("base", *cf_types):
+                ids, _ = self.tokens(row, which)
+                check_tokens(
+                    self.model,
+                    ids,
+                    self.pointer,
+                    f"dataset row {row}, {which!r} prompt",
+                    generated=longest - 1,
+                )
 
     def _batch(self, items: Sequence[tuple[int, str]]) -> tuple[Any, Any]:
         import torch
@@ -614,6 +655,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         sorted({Site.from_location(u["location"]) for v in claims["variables"] for u in v["units"]}, key=repr)
     )
     check_rows(rows, cf_types)
+    evaluator.check_inputs(cf_types)
     total = sum(len(u["scores"]) for v in claims["variables"] for u in v["units"])
     featurizers: dict[str, Any] = {}
 

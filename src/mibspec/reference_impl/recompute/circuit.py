@@ -38,6 +38,7 @@ from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
 from ._inputs import (
     UnusableInputError,
     batch_plan,
+    check_tokens,
     encode_function,
     load_referenced_document,
     open_model,
@@ -96,15 +97,24 @@ def _prompts(row: Any, i: int, cf_type: str, pointer: str) -> tuple[dict[str, An
 
 
 def tokenize_pairs(
-    rows: list[dict[str, Any]], cf_type: str, encode: Any, pointer: str, start_token: int | None = None
+    rows: list[dict[str, Any]],
+    cf_type: str,
+    encode: Any,
+    pointer: str,
+    start_token: int | None = None,
+    *,
+    model: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Dataset rows as right-padded ``(clean, corrupted, mask, correct, counterfactual)`` token
     arrays for the ``cf_type`` counterfactuals, under the model's ``encode``; ``start_token``,
-    when given, is prepended to both prompts (never to the answers).
+    when given, is prepended to both prompts (never to the answers). With ``model``, every
+    prompt and answer is checked against it (:func:`~._inputs.check_tokens`: ids inside its
+    vocabulary, prompts inside its context).
 
     Raises:
         UnusableInputError: at ``pointer``, for a row without that counterfactual or an
-            answer, prompts of different token lengths, or no rows at all.
+            answer, prompts of different token lengths, tokens the model cannot take, or no
+            rows at all.
     """
     clean, corrupted, correct, counter = [], [], [], []
     for i, row in enumerate(rows):
@@ -123,6 +133,10 @@ def tokenize_pairs(
         answer, cf_answer = encode(base["answer"]), encode(cf["answer"])
         if not answer or not cf_answer:
             raise UnusableInputError(pointer, f"dataset row {i}: an answer encodes to no token")
+        if model is not None:
+            check_tokens(model, a, pointer, f"dataset row {i}, base prompt")
+            check_tokens(model, b, pointer, f"dataset row {i}, {cf_type!r} prompt")
+            check_tokens(model, [answer[0], cf_answer[0]], pointer, f"dataset row {i}, answers")
         clean.append(a)
         corrupted.append(b)
         correct.append(answer[0])
@@ -319,12 +333,7 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
                 "a start token is to be prepended but the model's config.json declares neither "
                 "bos_token_id nor eos_token_id",
             )
-    ids, cids, mask, correct, counter = tokenize_pairs(
-        rows, task["counterfactual_type"], encode, "/task/dataset", start
-    )
-    if int(mask.sum(1).max()) > 0 and (counter >= model.vocab_size).any():
-        raise UnusableInputError("/task/dataset", "an answer token lies outside the model's vocabulary")
-    return ids, cids, mask, correct, counter
+    return tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset", start, model=model)
 
 
 def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None]:

@@ -359,6 +359,18 @@ def causal_bench_zero_weight(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "S-3 DK-1",
+    "No composite weight at all: the composite of no part is undefined.",
+    ("S116", "/settings/weights"),
+)
+def causal_bench_no_weights(folder: Folder) -> None:
+    doc = causal_bench_report()
+    doc["settings"]["weights"] = {}
+    save(folder, doc)
+
+
 @case("report", "S-3 DK-1", 'behaviour kind "simulated" is not defined.', ("S113", "/behaviour/kind"))
 def causal_bench_unknown_behaviour(folder: Folder) -> None:
     doc = causal_bench_report()

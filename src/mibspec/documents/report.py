@@ -300,7 +300,7 @@ class Perturbation(Closed):
 
 class CausalBenchSettings(Closed):
     weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]] = Field(
-        description="composite weights"
+        min_length=1, description="composite weights (at least one part: the composite of none is undefined)"
     )
     cos_threshold: float = Field(default=0.85, gt=0, le=1)
     n_permutations: PosInt
@@ -381,7 +381,7 @@ class ThresholdSensitivity(Closed):
 
 class WeightScenario(Closed):
     name: str = Field(min_length=1)
-    weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]]
+    weights: dict[Literal["F", "C", "M", "S", "COS"], Annotated[float, Field(gt=0)]] = Field(min_length=1)
     composites: dict[str, float] = Field(description="method name → composite under these weights")
     ranking: list[str] = Field(description="method names by composite, highest first")
     rounding: Rounding | None = _rounding()

@@ -391,6 +391,7 @@ SALIENCY = REPO / "examples" / "saliency-digits"
 
 
 def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> None:
+    pytest.importorskip("captum")  # the saliency methods
     from safetensors.numpy import load_file
 
     from mibspec.reference_impl.vision import (

@@ -128,3 +128,19 @@ def test_a_p_value_printed_as_zero_is_refused_under_plus_one(bench_copy: Path) -
     edited["profile"] = "mib-2025"
     edited["settings"]["p_convention"] = "paper"
     assert ("B110", "/claims/convergence/p") not in _errors(edited, bench_copy)
+
+
+def test_the_leaderboard_no_longer_ranks_a_coarsely_rounded_report(circuit_copy: Path, tmp_path: Path) -> None:
+    """The report that `"decimals": 0` let through with CPR 1.45 is rejected, not ranked first."""
+    from mibspec._leaderboard import build_leaderboard
+
+    folder = tmp_path / "board" / "rounded"
+    shutil.copytree(circuit_copy, folder)
+    doc = _report(folder)
+    doc["rounding"] = {"decimals": 0}
+    doc["claims"]["cpr"]["value"], doc["claims"]["cmd"]["value"] = 1.45, 0.0
+    (folder / "report.json").write_text(json.dumps(doc), encoding="utf-8")
+    board = build_leaderboard(tmp_path / "board")
+    assert board.entries == []
+    [rejected] = board.rejected
+    assert {"C130", "C131"} <= set(rejected.codes)

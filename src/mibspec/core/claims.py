@@ -1,4 +1,4 @@
-"""The claim catalogue (``spec/v1/claims.json``, SPEC.md §5a): every number a report may carry,
+"""The claim catalogue (``spec/v1/claims.json``, SPEC.md §5, CL-1): every number a report may carry,
 declared once per track.
 
 A row names a JSON-pointer pattern (``*`` one token, ``**`` any run of tokens), what the

@@ -130,7 +130,7 @@ def test_a_p_value_printed_as_zero_is_refused_under_plus_one(bench_copy: Path) -
     assert ("B110", "/claims/convergence/p") not in _errors(edited, bench_copy)
 
 
-def test_the_leaderboard_no_longer_ranks_a_coarsely_rounded_report(circuit_copy: Path, tmp_path: Path) -> None:
+def test_the_leaderboard_rejects_a_coarsely_rounded_report(circuit_copy: Path, tmp_path: Path) -> None:
     """The report that `"decimals": 0` let through with CPR 1.45 is rejected, not ranked first."""
     from mibspec._leaderboard import build_leaderboard
 

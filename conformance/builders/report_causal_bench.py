@@ -628,6 +628,26 @@ def causal_bench_rounding_composite_beyond(folder: Folder) -> None:
 
 @case(
     "report",
+    "B-2 C-10 B-1",
+    "A test of B = 10,000 draws printed to three decimals as declared, p = 0.000: a count gives a p "
+    "within that rounding (1/10001), but the plus_one convention the default profile binds never "
+    "gives 0, so p must be printed with the digits that show it.",
+    ("B110", "/claims/convergence/p"),
+)
+def causal_bench_rounding_p_zero(folder: Folder) -> None:
+    doc = _printed(causal_bench_report())
+    doc["settings"]["n_permutations"] = 10000
+    convergence = doc["claims"]["convergence"]
+    convergence["n_permutations"] = 10000
+    convergence["rounding"] = {"decimals": 3}
+    for key in ("j_obs", "null_mean", "null_std", "z"):
+        convergence[key] = round(convergence[key], 3)
+    convergence["p"] = 0.0
+    save(folder, doc)
+
+
+@case(
+    "report",
     "C-10 S-1 S-3",
     "A spec 1.0 report declaring a rounding, which 1.0 does not have.",
     ("S112", "/rounding"),

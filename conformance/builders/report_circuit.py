@@ -375,7 +375,10 @@ def circuit_duplicate_artifact_id(folder: Folder) -> None:
 
 
 def _printed_curves(doc: Json) -> Json:
-    """Faithfulness, CPR and CMD to two decimals, with the rounding declared on the report."""
+    """Faithfulness, CPR, CMD, m(N) and m(∅) to two decimals, with the rounding declared on the
+    report (every claim a rounding applies to is a number of it, C-11)."""
+    for key in ("m_full", "m_empty"):
+        doc["claims"][key] = round(doc["claims"][key], 2)
     for curve in doc["claims"]["curves"]:
         for point in curve["points"]:
             point["faithfulness"] = round(point["faithfulness"], 2)
@@ -404,4 +407,39 @@ def circuit_rounding_declared(folder: Folder) -> None:
 def circuit_rounding_cpr_beyond(folder: Folder) -> None:
     doc = _printed_curves(circuit_report(folder))
     doc["claims"]["cpr"]["value"] = round(doc["claims"]["cpr"]["value"] + 0.02, 2)
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-11 C-10",
+    "Printed to two decimals as declared, but CPR is claimed with three: 0.971 is not a number of "
+    "that rounding, though the curve's rounding would allow it.",
+    ("C130", "/claims/cpr/value"),
+)
+def circuit_rounding_claim_not_printed(folder: Folder) -> None:
+    doc = _printed_curves(circuit_report(folder))
+    doc["claims"]["cpr"]["value"] = round(doc["claims"]["cpr"]["value"] + 0.001, 3)
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-12 C-10",
+    "Every claim printed to zero decimals as declared: each is a number of that rounding and CPR "
+    "holds within it, but the default profile accepts no rounding coarser than two decimals for "
+    "faithfulness, CPR, CMD and the mean metrics (one finding per kind, at the declaration).",
+    ("C131", "/rounding"),
+)
+def circuit_rounding_coarser_than_profile(folder: Folder) -> None:
+    doc = _printed_curves(circuit_report(folder))
+    claims = doc["claims"]
+    for key in ("m_full", "m_empty"):
+        claims[key] = round(claims[key], 0) + 0.0
+    for curve in claims["curves"]:
+        for point in curve["points"]:
+            point["faithfulness"] = round(point["faithfulness"], 0) + 0.0
+    for key in ("cpr", "cmd"):
+        claims[key]["value"] = round(claims[key]["value"], 0) + 0.0
+    doc["rounding"] = {"decimals": 0}
     save(folder, doc)

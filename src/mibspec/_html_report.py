@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.claims import claim_catalogue
 from mibspec.core.display import visible
 from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
@@ -156,6 +157,7 @@ def render_html(page: ReportPage) -> str:
     if report is not None:
         parts.append(_summary(report))
     parts.append(_documents(result))
+    parts.append(_stamps(result))
     parts.append(_findings(result))
     if report is not None:
         parts.append(_claims(report))
@@ -232,6 +234,35 @@ def _documents(result: VerificationResult) -> str:
             )
         )
     return "<h2>Verification</h2>" + _table(("document", "kind", "verdict", "stages"), rows)
+
+
+def _stamps(result: VerificationResult) -> str:
+    """Per report, how many of its numbers were recomputed, derived, declared or checked for
+    structure only, and which were only derived or only checked for structure (SPEC.md CL-2)."""
+    rows = []
+    for doc in result.documents:
+        stamp = doc.claims
+        if stamp is None:
+            continue
+        which = "".join(
+            f"<br><small>{_e(title)}: {_e(stamp.summary(group))}</small>"
+            for group, title in (("derived", "derived only"), ("structure", "checked for structure only"))
+            if stamp.count(group)
+        )
+        counts = (stamp.count(group) for group in ("recomputed", "derived", "declared", "structure"))
+        rows.append((_e(doc.path), *counts, which or "–"))
+    if not rows:
+        return ""
+    headers = ("report", "recomputed", "derived", "declarations", "structure only", "not recomputed")
+    return "<h2>What the verdict rests on</h2>" + _table(
+        headers, rows, numeric=(False, True, True, True, True, False)
+    )
+
+
+def _label(track: str, pointer: str) -> str:
+    """The claim catalogue's label of the number at ``pointer`` of a ``track`` report."""
+    row = claim_catalogue().row(track, pointer)
+    return pointer if row is None else row.label
 
 
 def _findings(result: VerificationResult) -> str:
@@ -360,19 +391,25 @@ def _claims(report: dict[str, Any]) -> str:
 
 def _circuit_claims(claims: dict[str, Any]) -> str:
     rows = [
-        ("CPR", claims["cpr"]["value"]),
-        ("CMD", claims["cmd"]["value"]),
-        ("edges in the graph", claims["n_edges"]),
-        ("m(N), full model", claims.get("m_full")),
-        ("m(∅), empty circuit", claims.get("m_empty")),
+        (_label("circuit", pointer), value)
+        for pointer, value in (
+            ("/claims/cpr/value", claims["cpr"]["value"]),
+            ("/claims/cmd/value", claims["cmd"]["value"]),
+            ("/claims/n_edges", claims["n_edges"]),
+            ("/claims/m_full", claims.get("m_full")),
+            ("/claims/m_empty", claims.get("m_empty")),
+        )
     ]
     if claims.get("auroc"):
-        rows.append((f"AUROC ({claims['auroc']['convention']})", claims["auroc"]["value"]))
+        label = _label("circuit", "/claims/auroc/value")
+        rows.append((f"{label} ({claims['auroc']['convention']})", claims["auroc"]["value"]))
     out = [_table(("quantity", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True))]
+    fields = ("k", "n_edges", "weighted_size", "faithfulness")
+    headers = [_label("circuit", f"/claims/curves/0/points/0/{name}") for name in fields]
     for curve in claims["curves"]:
-        points = [(p["k"], p.get("n_edges"), p["weighted_size"], p["faithfulness"]) for p in curve["points"]]
+        points = [tuple(p.get(name) for name in fields) for p in curve["points"]]
         out.append(f"<h3>Curve, {_e(curve['ranking'])} ranking</h3>")
-        out.append(_table(("k", "edges", "weighted size", "faithfulness"), points, numeric=(True,) * 4))
+        out.append(_table(headers, points, numeric=(True,) * 4))
     return "".join(out)
 
 
@@ -382,8 +419,14 @@ def _causal_variable_claims(claims: dict[str, Any]) -> str:
         metric, better = variable["metric"].upper(), variable["better"]
         out.append(f"<h3>{_e(variable['name'])}: {_e(metric)} ({_e(better)} is better)</h3>")
         best = variable["best"] if "best" in variable else variable["highest"]  # spec 1.0: highest
-        rows = [("Average", variable["average"]), ("Best", best)]
-        rows += [(f"layer {layer}", value) for layer, value in (variable.get("per_layer") or {}).items()]
+        base = "/claims/variables/0"
+        rows = [(_label("causal_variable", f"{base}/average"), variable["average"])]
+        rows.append((_label("causal_variable", f"{base}/best"), best))
+        per_layer = _label("causal_variable", f"{base}/per_layer/0")
+        rows += [
+            (f"{per_layer}, layer {layer}", value)
+            for layer, value in (variable.get("per_layer") or {}).items()
+        ]
         out.append(_table(("aggregate", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True)))
         datasets = sorted({name for unit in variable["units"] for name in unit["scores"]})
         unit_rows = [
@@ -395,16 +438,18 @@ def _causal_variable_claims(claims: dict[str, Any]) -> str:
 
 def _causal_bench_claims(claims: dict[str, Any]) -> str:
     names = ("F", "C", "M", "S", "COS", "composite", "precision", "recall", "f1")
+    headers = [_label("causal_bench", f"/claims/methods/0/metrics/{n}") for n in names]
     rows = [
         (_e(m["name"]), len(m["components"]), *(m["metrics"].get(n) for n in names))
         for m in claims["methods"]
     ]
-    out = [_table(("method", "|set|", *names), rows, numeric=(False, *(True,) * (len(names) + 1)))]
+    out = [_table(("method", "|set|", *headers), rows, numeric=(False, *(True,) * (len(names) + 1)))]
     conv = claims.get("convergence")
     if conv:
         keys = ("j_obs", "null_mean", "null_std", "z", "p", "n_permutations", "seed")
+        labels = [_label("causal_bench", f"/claims/convergence/{k}") for k in keys]
         out.append("<h3>Convergence test</h3>")
-        out.append(_table(keys, [tuple(conv.get(k) for k in keys)], numeric=(True,) * len(keys)))
+        out.append(_table(labels, [tuple(conv.get(k) for k in keys)], numeric=(True,) * len(keys)))
     for key in ("consensus", "majority"):
         if claims.get(key) is not None:
             out.append(f"<p>{_e(key)}: {_e(', '.join(claims[key]) or '(empty)')}</p>")
@@ -414,20 +459,18 @@ def _causal_bench_claims(claims: dict[str, Any]) -> str:
 def _saliency_claims(claims: dict[str, Any]) -> str:
     dominance = claims["dominance"]
     rows = [
-        ("clean accuracy", claims.get("clean_accuracy")),
-        ("perturbed accuracy", claims.get("perturbed_accuracy")),
-        ("images", dominance["n_images"]),
-        ("dominant images", dominance["n_dominant"]),
-        ("dominance rate", dominance["rate"]),
+        (_label("saliency", pointer), value)
+        for pointer, value in (
+            ("/claims/clean_accuracy", claims.get("clean_accuracy")),
+            ("/claims/perturbed_accuracy", claims.get("perturbed_accuracy")),
+            ("/claims/dominance/n_images", dominance["n_images"]),
+            ("/claims/dominance/n_dominant", dominance["n_dominant"]),
+            ("/claims/dominance/rate", dominance["rate"]),
+        )
     ]
     out = [_table(("quantity", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True))]
     keys = ("hit_accuracy", "wiou", "deletion_auc", "addition_auc")
+    headers = [_label("saliency", f"/claims/methods/0/{k}") for k in keys]
     method_rows = [(_e(m["name"]), *(m.get(k) for k in keys)) for m in claims["methods"]]
-    out.append(
-        _table(
-            ("method", "hit accuracy", "WIoU", "deletion AUC", "addition AUC"),
-            method_rows,
-            numeric=(False, True, True, True, True),
-        )
-    )
+    out.append(_table(("method", *headers), method_rows, numeric=(False, True, True, True, True)))
     return "".join(out)

@@ -122,6 +122,7 @@ def _document_lines(
     for stage, (status, detail) in doc.stages.items():
         if detail and status.value in ("skipped", "not_run", "failed"):
             lines.append(f"  {style('dim', f'{stage.value} {status.value}: {shown(detail)}')}")
+    lines.extend(_claim_lines(doc, shown, style))
     for finding in doc.findings:
         where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
         pointer = f" {style('dim', f'at {shown(finding.pointer)}')}" if finding.pointer else ""
@@ -134,6 +135,27 @@ def _document_lines(
         claimed, recomputed = finding.data.get("claimed"), finding.data.get("recomputed")
         if claimed is not None or recomputed is not None:
             lines.append(f"      claimed {shown(repr(claimed))}, recomputed {shown(repr(recomputed))}")
+    return lines
+
+
+def _claim_lines(
+    doc: DocumentResult, shown: Callable[[str], str], style: Callable[[str, str], str]
+) -> list[str]:
+    """What a report's verdict rests on (SPEC.md CL-2): how many of its numbers were recomputed,
+    derived, declared or checked for structure only, and which were only derived or only checked
+    for structure."""
+    stamp = doc.claims
+    if stamp is None:
+        return []
+    counts = (
+        f"claims: {stamp.count('recomputed')} recomputed, {stamp.count('derived')} derived from other "
+        f"claims, {stamp.count('declared')} declarations, {stamp.count('structure')} checked for "
+        "structure only"
+    )
+    lines = [f"  {style('dim', counts)}"]
+    for group, title in (("derived", "derived only"), ("structure", "checked for structure only")):
+        if stamp.count(group):
+            lines.append(f"  {style('dim', f'{title}: {shown(stamp.summary(group))}')}")
     return lines
 
 

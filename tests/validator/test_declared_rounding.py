@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -108,21 +109,31 @@ def _edge_cases(doc: dict[str, Any]) -> tuple[float, float]:
     return low, high
 
 
+def _printed_edges(low: float, high: float, decimals: int) -> tuple[float, float, float, float]:
+    """The numbers of ``decimals`` decimals whose interval (±half a unit) still meets [low, high]
+    at its ends — the least and the greatest — and the next ones beyond, which do not."""
+    unit = Decimal(1).scaleb(-decimals)
+    half = unit / 2
+    least = ((Decimal(repr(low)) - half) / unit).to_integral_value(ROUND_CEILING) * unit
+    most = ((Decimal(repr(high)) + half) / unit).to_integral_value(ROUND_FLOOR) * unit
+    return float(least), float(most), float(least - unit), float(most + unit)
+
+
 def test_a_composite_is_held_to_its_rounding_and_no_looser(tmp_path: Path) -> None:
     folder = CASES / "valid" / "causal-bench-rounding-declared"
     doc = _load(folder)
     low, high = _edge_cases(doc)
+    least, most, below, above = _printed_edges(low, high, 3)
     pointer = "/claims/methods/0/metrics/composite"
-    for claimed, ok in (
-        (high + 0.0005 - 1e-7, True),  # its interval just reaches the greatest composite
-        (high + 0.0005 + 1e-5, False),
-        (low - 0.0005 + 1e-7, True),
-        (low - 0.0005 - 1e-5, False),
-    ):
+    for claimed, ok in ((least, True), (most, True), (below, False), (above, False)):
         edited = copy.deepcopy(doc)
         edited["claims"]["methods"][0]["metrics"]["composite"] = claimed
         findings = _verify(edited, folder, tmp_path)
         assert findings == ([] if ok else [("C104", pointer)]), claimed
+    # Between the printed numbers a claim is not one of them (C-11), whatever its interval meets.
+    edited = copy.deepcopy(doc)
+    edited["claims"]["methods"][0]["metrics"]["composite"] = most + 0.0004
+    assert _verify(edited, folder, tmp_path) == [("C130", pointer)]
 
 
 def test_exact_set_metrics_must_lie_in_the_claims_interval(tmp_path: Path) -> None:
@@ -184,8 +195,10 @@ def test_circuit_areas_within_the_rounding(tmp_path: Path) -> None:
         index = doc["claims"]["curves"].index(curve)
         values = [p["faithfulness"] for p in curve["points"]]
         spans = [(f - 0.005, f + 0.005) for f in values]
-        _low, high = _area_bounds(key, ks, spans)
-        for claimed, ok in ((high + 0.005 - 1e-7, True), (high + 0.005 + 1e-5, False)):
+        low, high = _area_bounds(key, ks, spans)
+        least, most, below, above = _printed_edges(low, high, 2)
+        edges = [(least, True), (most, True), (above, False), *([(below, False)] if below >= 0 else [])]
+        for claimed, ok in edges:
             edited = copy.deepcopy(doc)
             edited["claims"][key]["value"] = claimed
             expected = [] if ok else [("C101" if key == "cpr" else "C102", f"/claims/{key}/value")]
@@ -196,7 +209,9 @@ def test_circuit_areas_within_the_rounding(tmp_path: Path) -> None:
 
 
 def test_recomputation_allows_the_half_unit_and_no_more() -> None:
-    ctx = SimpleNamespace(data={"rounding": {"decimals": 3}, "claims": {"cpr": {"value": 0.65}}})
+    ctx = SimpleNamespace(
+        data={"track": "circuit", "rounding": {"decimals": 3}, "claims": {"cpr": {"value": 0.65}}}
+    )
     inside = Comparison("/claims/cpr/value", "CPR", 0.65, 0.65049, 1e-5, 1e-5)
     outside = Comparison("/claims/cpr/value", "CPR", 0.65, 0.6506, 1e-5, 1e-5)
     assert not inside.within
@@ -204,5 +219,10 @@ def test_recomputation_allows_the_half_unit_and_no_more() -> None:
     widened = with_rounding(ctx, [inside, outside])  # type: ignore[arg-type]
     assert [c.within for c in widened] == [True, False]
     assert widened[0].abs_tol == pytest.approx(1e-5 + 0.0005)
-    bare = SimpleNamespace(data={"claims": {"cpr": {"value": 0.65}}})
+    bare = SimpleNamespace(data={"track": "circuit", "claims": {"cpr": {"value": 0.65}}})
     assert with_rounding(bare, [inside]) == [inside]  # type: ignore[arg-type]
+    # A count is exact whatever the report declares: 64 images to one significant digit is not 60.
+    count = Comparison("/claims/dominance/n_images", "images", 60.0, 64.0, 0.0, 0.0)
+    rounded = SimpleNamespace(data={"track": "saliency", "rounding": {"significant_digits": 1}})
+    assert with_rounding(rounded, [count]) == [count]  # type: ignore[arg-type]
+    assert not count.within

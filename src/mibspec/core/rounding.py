@@ -1,4 +1,4 @@
-"""Declared rounding (spec 1.1, SPEC.md C-10): which numbers a printed value stands for.
+"""Declared rounding (spec 1.1, SPEC.md C-10 to C-12): which numbers a printed value stands for.
 
 A report, or an object among its claims, may declare ``"rounding": {"decimals": d}`` or
 ``{"significant_digits": s}``. A number then stands for every value that rounds to it:
@@ -6,6 +6,12 @@ the closed interval ``[v − h, v + h]``, ``h`` the half-unit of its last printe
 (``0.5·10^-d``; ``0.5·10^(e−s+1)`` with ``e`` the decimal exponent of ``v``). A number
 follows the rounding of the closest object around it that declares one, else the
 report's; without any declaration it is exact (``h = 0``).
+
+A rounding applies only to the claims whose row of the claim catalogue (``core.claims``)
+names a kind of rounding (:func:`claim_rounding`); counts, sizes and declarations are exact
+whatever a report declares. A claim under a rounding must be a number of that rounding
+(:meth:`Rounding.represents`, C-11), and the rounding must be no coarser than the report's
+profile accepts for the claim's kind (:func:`accepted`, C-12).
 """
 
 from __future__ import annotations
@@ -16,7 +22,33 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["Rounding", "intervals_meet", "rounding_at"]
+from .claims import claim_catalogue
+
+__all__ = [
+    "Rounding",
+    "accepted",
+    "claim_rounding",
+    "declared_rounding",
+    "intervals_meet",
+    "rounding_at",
+]
+
+
+def _exponent(value: float) -> int:
+    """The decimal exponent of the shortest decimal that reads back as ``value`` (not 0)."""
+    return Decimal(repr(abs(float(value)))).adjusted()
+
+
+def _digits(value: float) -> tuple[int, int]:
+    """``(decimals, significant digits)`` of the shortest decimal that reads back as ``value``.
+
+    >>> _digits(0.963), _digits(1.45), _digits(14.0), _digits(1200.0), _digits(1e-07)
+    ((3, 3), (2, 3), (0, 2), (0, 2), (7, 1))
+    """
+    text = Decimal(repr(float(value))).normalize()
+    _, digits, exponent = text.as_tuple()
+    assert isinstance(exponent, int)  # finite
+    return max(-exponent, 0), len(digits)
 
 
 @dataclass(frozen=True)
@@ -59,28 +91,118 @@ class Rounding:
         half = self.half_unit(value)
         return value - half, value + half
 
+    def unit_exponent(self, value: float) -> int | None:
+        """The exponent of the last printed digit of ``value`` (its unit is 10^exponent), or
+        ``None`` when the value stands for itself (a zero printed to significant digits).
 
-def rounding_at(document: Any, pointer: str) -> Rounding | None:
-    """The rounding that applies to the number at ``pointer``: the ``rounding`` of the
-    closest object on the way from the root to it that declares one (None when none does).
+        >>> Rounding(decimals=2).unit_exponent(14.1), Rounding(significant_digits=3).unit_exponent(0.0332)
+        (-2, -4)
+        """
+        if self.decimals is not None:
+            return -self.decimals
+        if value == 0 or not math.isfinite(value) or self.significant_digits is None:
+            return None
+        return _exponent(value) - self.significant_digits + 1
 
-    >>> doc = {"rounding": {"decimals": 3}, "claims": {"cpr": {"value": 0.5, "rounding": {"decimals": 1}}}}
-    >>> rounding_at(doc, "/claims/cpr/value"), rounding_at(doc, "/claims/cmd/value")
-    (Rounding(decimals=1, significant_digits=None), Rounding(decimals=3, significant_digits=None))
+    def represents(self, value: float) -> bool:
+        """Whether ``value`` is a number of this rounding: its shortest decimal has no more
+        decimals (or significant digits) than declared (C-11).
+
+        >>> Rounding(decimals=0).represents(1.45), Rounding(decimals=2).represents(1.45)
+        (False, True)
+        >>> two = Rounding(significant_digits=2)
+        >>> two.represents(0.00123), two.represents(1200.0)
+        (False, True)
+        """
+        if not math.isfinite(value) or value == 0:
+            return True
+        decimals, digits = _digits(value)
+        if self.decimals is not None:
+            return decimals <= self.decimals
+        return self.significant_digits is not None and digits <= self.significant_digits
+
+    def describe(self) -> str:
+        """``2 decimals`` or ``3 significant digits``."""
+        if self.decimals is not None:
+            return f"{self.decimals} decimal{'' if self.decimals == 1 else 's'}"
+        return f"{self.significant_digits} significant digit{'' if self.significant_digits == 1 else 's'}"
+
+
+def accepted(declared: Rounding, coarsest: list[Rounding], value: float) -> bool:
+    """Whether ``declared`` is no coarser, at ``value``, than one of the ``coarsest`` roundings a
+    profile accepts for the claim's kind (C-12): its last printed digit is at most theirs.
+    A value that stands for itself (a zero to significant digits) is always accepted; a kind
+    with no accepted rounding accepts none.
+
+    >>> accepted(Rounding(decimals=0), [Rounding(decimals=2)], 1.45)
+    False
+    >>> accepted(Rounding(significant_digits=3), [Rounding(decimals=3), Rounding(significant_digits=3)], 3.75)
+    True
+    """
+    mine = declared.unit_exponent(value)
+    if mine is None:
+        return True
+    allowed = [bound.unit_exponent(value) for bound in coarsest]
+    return any(other is not None and mine <= other for other in allowed)
+
+
+def declared_rounding(document: Any, pointer: str) -> tuple[Rounding, str] | None:
+    """The rounding the closest object around ``pointer`` declares, with that object's
+    ``rounding`` pointer; ``None`` when none does (whatever the number's kind).
+
+    >>> declared_rounding({"rounding": {"decimals": 1}, "claims": {"x": 1.0}}, "/claims/x")
+    (Rounding(decimals=1, significant_digits=None), '/rounding')
     """
     node = document
-    found = None
+    found: tuple[Any, str] | None = None
     tokens = pointer.split("/")[1:] if pointer else []
+    prefix = ""
     for token in tokens:
         if isinstance(node, Mapping):
             if "rounding" in node:
-                found = node["rounding"]
+                found = (node["rounding"], f"{prefix}/rounding")
             node = node.get(token.replace("~1", "/").replace("~0", "~"))
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
             break
-    return Rounding.from_json(found)
+        prefix = f"{prefix}/{token}"
+    if found is None:
+        return None
+    rounding = Rounding.from_json(found[0])
+    return None if rounding is None else (rounding, found[1])
+
+
+def claim_rounding(document: Any, pointer: str) -> Rounding | None:
+    """The rounding that applies to the claim at ``pointer`` of a report: the declared one
+    (:func:`declared_rounding`) when the claim's row of the claim catalogue names a kind of
+    rounding, else ``None`` (the claim is exact: counts, sizes and declarations are, whatever a
+    report declares).
+
+    >>> report = {"track": "circuit", "rounding": {"decimals": 2}, "task": {"n_examples": 40}}
+    >>> claim_rounding(report, "/claims/cpr/value"), claim_rounding(report, "/task/n_examples")
+    (Rounding(decimals=2, significant_digits=None), None)
+    """
+    if not isinstance(document, Mapping):
+        return None
+    row = claim_catalogue().row(document.get("track"), pointer)
+    if row is None or row.rounding is None:
+        return None
+    found = declared_rounding(document, pointer)
+    return None if found is None else found[0]
+
+
+def rounding_at(document: Any, pointer: str) -> Rounding | None:
+    """The ``rounding`` of the closest object on the way from the root to ``pointer`` that
+    declares one (None when none does), whatever the number there. Checks use
+    :func:`claim_rounding`, which applies it only to the claims a rounding may apply to.
+
+    >>> doc = {"rounding": {"decimals": 3}, "claims": {"cpr": {"value": 0.5, "rounding": {"decimals": 1}}}}
+    >>> rounding_at(doc, "/claims/cpr/value"), rounding_at(doc, "/claims/cmd/value")
+    (Rounding(decimals=1, significant_digits=None), Rounding(decimals=3, significant_digits=None))
+    """
+    found = declared_rounding(document, pointer)
+    return None if found is None else found[0]
 
 
 def intervals_meet(

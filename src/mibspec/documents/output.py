@@ -8,7 +8,15 @@ from pydantic import Field
 
 from ._base import Closed
 
-__all__ = ["ComparisonOutput", "DocumentOutput", "FindingOutput", "StageOutput", "VerificationOutput"]
+__all__ = [
+    "ClaimGroup",
+    "ClaimsOutput",
+    "ComparisonOutput",
+    "DocumentOutput",
+    "FindingOutput",
+    "StageOutput",
+    "VerificationOutput",
+]
 
 
 class FindingOutput(Closed):
@@ -37,6 +45,24 @@ class ComparisonOutput(Closed):
     within: bool
 
 
+class ClaimGroup(Closed):
+    count: int = Field(ge=0)
+    pointers: list[str] = Field(description="JSON pointers of the report's values in this group")
+
+
+class ClaimsOutput(Closed):
+    """A report's numbers (and the component sets and tensors of the claim catalogue) by how this
+    run checked them (SPEC.md CL-2)."""
+
+    recomputed: ClaimGroup = Field(description="compared with the value recomputation gave")
+    derived: ClaimGroup = Field(description="compared with the value its formula gives on other claims")
+    declared: ClaimGroup = Field(
+        description="declarations: compared with the artifact, document or profile they describe, "
+        "or run with by recomputation"
+    )
+    structure: ClaimGroup = Field(description="checked for structure only (the schema)")
+
+
 class DocumentOutput(Closed):
     path: str
     kind: str | None
@@ -46,6 +72,11 @@ class DocumentOutput(Closed):
     referenced_by: str | None = None
     recomputed: list[ComparisonOutput] | None = Field(
         default=None, description="the recompute stage's claimed and recomputed values"
+    )
+    claims: ClaimsOutput | None = Field(
+        default=None,
+        description="a report that passed its schema: which of its numbers were recomputed, derived, "
+        "declared or checked for structure only",
     )
 
 

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._base import Closed, SpecVersion
+from mibspec.core.claims import claim_catalogue
 
-__all__ = ["Profile", "Tolerance"]
+from ._base import Closed, SpecVersion
+from .rounding import Rounding
+
+__all__ = ["Profile", "RoundingKind", "Tolerance"]
+
+#: The kinds of claim a rounding may apply to, as the claim catalogue (spec/v1/claims.json) defines them.
+RoundingKind: Any = Literal[tuple(claim_catalogue().rounding_kinds)]  # type: ignore[valid-type]
 
 
 class Tolerance(Closed):
@@ -70,6 +76,11 @@ class Profile(Closed):
         default="complete_pruning",
         description="circuit sizes a report records: weighted edge counts after pruning to a fixed "
         "point (both profiles; the public code at its pinned commit records sizes after one round)",
+    )
+    coarsest_rounding: dict[RoundingKind, Annotated[list[Rounding], Field(min_length=1)]] = Field(
+        description="per kind of claim (claims.json rounding_kinds), the coarsest roundings a report may "
+        "declare for it: a declared rounding is accepted when, at the claimed value, its last printed digit "
+        "is no coarser than that of one of these (C131); a kind not listed accepts no rounding",
     )
     severity: dict[
         Annotated[str, Field(pattern=r"^[A-Z][0-9]{3}$")], Literal["error", "warning", "info", "off"]

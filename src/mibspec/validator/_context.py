@@ -120,6 +120,9 @@ class DocumentResult:
     internal_error: str | None = None
     #: A report's own ``description``, shown by the text output (not part of the JSON contract).
     description: str | None = None
+    #: For a report that passed its schema: its numbers by how this run checked them (a
+    #: ``ClaimStamp``, SPEC.md CL-2).
+    claims: Any = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -149,6 +152,7 @@ class DocumentResult:
             ],
             **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
             **({"recomputed": [c.to_json() for c in self.comparisons]} if self.comparisons else {}),
+            **({"claims": self.claims.to_json()} if self.claims is not None else {}),
         }
 
 

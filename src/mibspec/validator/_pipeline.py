@@ -32,6 +32,7 @@ from ._context import (
 )
 from ._recompute_stage import run_recompute
 from ._schema_stage import check_schema, dispatch
+from ._stamp import claim_stamp
 from .rules import run_rules
 
 __all__ = ["printable_path", "record_internal_error", "verify_paths"]
@@ -119,6 +120,9 @@ class _Runner:
             return
         rule_errors = self._rules_stage(result, ctx, depth)
         self._recompute_stage(result, ctx, rule_errors)
+        if result.kind == "report":
+            rules_passed = result.stages[Stage.RULES][0] is StageStatus.PASSED
+            result.claims = claim_stamp(ctx.data, result.comparisons, rules_passed)
 
     def _parse_stage(
         self, result: DocumentResult, parsed: ParsedDocument, cat: Catalogue

@@ -12,6 +12,12 @@ and returns
 * findings for what could not be recomputed (R104 with the reason and the pointer
   of the declaration at fault).
 
+The claim catalogue (``mibspec.core.claims``) says which claims recomputation checks: every
+comparison a recomputer returns must be at a claim whose row is marked ``recomputed``, with
+the tolerance of the row's class (a defect of mibspec otherwise, never of the report), and a
+claim of such a row that got no comparison is R130: it was not checked, so it is never
+counted as reproduced.
+
 A track without a recomputer, or a machine without the ``recompute`` extra,
 yields a finding and a stage status that says so: the stage is never reported as
 passed unless it ran, and it fails when a claim could not be checked.
@@ -26,16 +32,18 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from mibspec.core.comparisons import Comparison, Recomputation
+from mibspec.core.claims import ClaimRow, claim_catalogue
+from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
-from mibspec.core.rounding import rounding_at
+from mibspec.core.rounding import claim_rounding
 from mibspec.core.spec import install_hint
 from mibspec.core.tracks import TRACKS
 
+from ._catalogue import InternalError
 from ._context import RuleContext, StageStatus
 
-__all__ = ["mismatch_findings", "run_recompute", "with_rounding"]
+__all__ = ["catalogued", "mismatch_findings", "run_recompute", "unrecomputed_findings", "with_rounding"]
 
 
 def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
@@ -61,14 +69,67 @@ def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> li
 
 def with_rounding(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Comparison]:
     """Each comparison, its absolute tolerance widened by the half-unit of the claim's declared
-    rounding (C-10): a printed value stands for every value that rounds to it."""
+    rounding (C-10): a printed value stands for every value that rounds to it. Only claims whose
+    row of the claim catalogue names a kind of rounding are widened; counts stay exact."""
     widened = []
     for c in comparisons:
-        rounding = None if c.claimed is None else rounding_at(ctx.data, c.pointer)
+        rounding = None if c.claimed is None else claim_rounding(ctx.data, c.pointer)
         if rounding is not None and c.claimed is not None:
             c = dataclasses.replace(c, abs_tol=c.abs_tol + rounding.half_unit(c.claimed))
         widened.append(c)
     return widened
+
+
+def catalogued(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Comparison]:
+    """The comparisons, each checked against the claim catalogue: its claim has a row marked
+    ``recomputed`` and it uses the tolerance of the row's class.
+
+    Raises:
+        InternalError: a recomputer compared a claim the catalogue does not mark recomputed, or
+            under another tolerance (a defect of mibspec: the catalogue and the recomputer disagree).
+    """
+    catalogue = claim_catalogue()
+    track = ctx.data.get("track")
+    checked = []
+    for c in comparisons:
+        row = catalogue.row(track, c.pointer)
+        if row is None or row.check != "recomputed":
+            what = "no row" if row is None else f"a row marked {row.check}"
+            raise InternalError(
+                f"the {track} recomputer compared {c.pointer} ({c.quantity}), which has {what} in the "
+                "claim catalogue (spec/v1/claims.json)"
+            )
+        if (c.abs_tol, c.rel_tol) not in _tolerances(ctx, row):
+            raise InternalError(
+                f"the {track} recomputer compared {c.pointer} under (abs {c.abs_tol:g}, rel {c.rel_tol:g}), "
+                f"not the {row.tolerance} tolerance its catalogue row names"
+            )
+        checked.append(c)
+    return checked
+
+
+def _tolerances(ctx: RuleContext, row: ClaimRow) -> list[tuple[float, float]]:
+    """The ``(abs, rel)`` a comparison of a claim of ``row`` may use: its tolerance class under
+    the report's profile (``recompute``: the model dtype's, or the consistency tolerance where
+    recomputation involves no model)."""
+    consistency = (float(ctx.profile["consistency"]["abs"]), float(ctx.profile["consistency"]["rel"]))
+    if row.tolerance == "exact":
+        return [(0.0, 0.0)]
+    if row.tolerance == "consistency":
+        return [consistency]
+    model = ctx.data.get("model")
+    dtype = model.get("dtype", "float32") if isinstance(model, dict) else "float32"
+    return [recompute_tolerance(ctx.profile, dtype), consistency]
+
+
+def unrecomputed_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
+    """R130 for every claim the catalogue marks recomputed that no comparison checked."""
+    compared = {c.pointer for c in comparisons if c.claimed is not None}
+    return [
+        ctx.finding("R130", claim.pointer, quantity=claim.row.label)
+        for claim in claim_catalogue().instances(ctx.data)
+        if claim.recomputed and claim.pointer not in compared
+    ]
 
 
 def _short(value: float) -> str:
@@ -154,25 +215,33 @@ def run_recompute(
             f"({str(exc) or 'out of memory'}); no claim was checked",
         )
         return StageStatus.FAILED, "out of memory", [*ctx.recompute_findings, finding], []
-    comparisons = with_rounding(ctx, result.comparisons)
+    comparisons = with_rounding(ctx, catalogued(ctx, result.comparisons))
     mismatches = mismatch_findings(ctx, comparisons)
     others = list(ctx.recompute_findings) + list(result.findings)
-    findings = others + mismatches
+    # A recomputation that ran to its end compared every claim it recomputes; one that
+    # stopped (R104) compared none, and says why.
+    stopped = any(f.severity.value == "error" for f in others)
+    missed = [] if stopped else unrecomputed_findings(ctx, comparisons)
+    findings = others + mismatches + missed
     failed = any(f.severity.value == "error" for f in findings)
     return (
         (StageStatus.FAILED if failed else StageStatus.PASSED),
-        _summary(result, others, mismatches),
+        _summary(result, others, mismatches, missed),
         findings,
         comparisons,
     )
 
 
-def _summary(result: Recomputation, others: list[Finding], mismatches: list[Finding]) -> str:
-    """The stage's detail: claims recomputed, how many were not reproduced (R103), and the
-    recomputer's other errors (an input it could not use, R104), so a failure is never
-    summarised by its successes alone."""
+def _summary(
+    result: Recomputation, others: list[Finding], mismatches: list[Finding], missed: list[Finding]
+) -> str:
+    """The stage's detail: claims recomputed, how many were not reproduced (R103) or not
+    recomputed at all (R130), and the recomputer's other errors (an input it could not use,
+    R104), so a failure is never summarised by its successes alone."""
     checked = sum(c.claimed is not None for c in result.comparisons)
     detail = f"{checked} claim(s) recomputed, {len(mismatches)} not reproduced"
+    if missed:
+        detail += f", {len(missed)} not recomputed (R130)"
     other = [f.code for f in others if f.severity.value == "error"]
     if other:
         detail += f"; {len(other)} other error(s) ({', '.join(sorted(set(other)))})"

@@ -423,15 +423,20 @@ def _comparisons(
     abs_tol, rel_tol = tolerances
     comparisons: list[Comparison] = []
 
-    def add(pointer: str, quantity: str, claimed: Any, value: float) -> None:
+    def add(pointer: str, quantity: str, claimed: Any, value: float, exact: bool = False) -> None:
         comparisons.append(
             Comparison(
-                pointer, quantity, None if claimed is None else float(claimed), value, abs_tol, rel_tol
+                pointer,
+                quantity,
+                None if claimed is None else float(claimed),
+                value,
+                0.0 if exact else abs_tol,
+                0.0 if exact else rel_tol,
             )
         )
 
     if "n_examples" in task:
-        add("/task/n_examples", "examples", task["n_examples"], float(n))
+        add("/task/n_examples", "examples", task["n_examples"], float(n), exact=True)
     add("/claims/m_full", "m(N), full model", claims.get("m_full"), m_full)
     add("/claims/m_empty", "m(∅), empty circuit", claims.get("m_empty"), m_empty)
     curves: dict[str, tuple[list[float], list[float]]] = {}

@@ -263,29 +263,36 @@ def _dominance_comparisons(
 ) -> list[Comparison]:
     """The image count, the accuracies and the dominance claims against the evaluation."""
     found = []
+    exact = (0.0, 0.0)  # counts
     if "n_examples" in task:
-        found.append(
-            _comparison("/task/n_examples", "images", task["n_examples"], result.n_images, tolerance)
-        )
+        found.append(_comparison("/task/n_examples", "images", task["n_examples"], result.n_images, exact))
     dominance = claims["dominance"]
-    for pointer, quantity, claimed, value in (
+    for pointer, quantity, claimed, value, allowed in (
         (
             "/claims/clean_accuracy",
             "accuracy on clean images",
             claims.get("clean_accuracy"),
             result.clean_accuracy,
+            tolerance,
         ),
         (
             "/claims/perturbed_accuracy",
             "accuracy on perturbed images",
             claims.get("perturbed_accuracy"),
             result.perturbed_accuracy,
+            tolerance,
         ),
-        ("/claims/dominance/n_images", "images", dominance["n_images"], result.n_images),
-        ("/claims/dominance/n_dominant", "dominant images", dominance["n_dominant"], len(result.dominant)),
-        ("/claims/dominance/rate", "dominant rate", dominance["rate"], result.rate),
+        ("/claims/dominance/n_images", "images", dominance["n_images"], result.n_images, exact),
+        (
+            "/claims/dominance/n_dominant",
+            "dominant images",
+            dominance["n_dominant"],
+            len(result.dominant),
+            exact,
+        ),
+        ("/claims/dominance/rate", "dominant rate", dominance["rate"], result.rate, tolerance),
     ):
-        found.append(_comparison(pointer, quantity, claimed, value, tolerance))
+        found.append(_comparison(pointer, quantity, claimed, value, allowed))
     return found
 
 

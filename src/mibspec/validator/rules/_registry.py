@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mibspec.core.findings import Finding
-from mibspec.core.rounding import intervals_meet, rounding_at
+from mibspec.core.rounding import claim_rounding, intervals_meet
 from mibspec.core.tracks import TRACKS
 
 from .._catalogue import InternalError
@@ -81,8 +81,9 @@ def with_defaults(ctx: RuleContext, value: dict[str, Any], definition: str) -> d
 
 def interval(ctx: RuleContext, pointer: str, value: float) -> tuple[float, float]:
     """The values the number at ``pointer`` stands for under the declared rounding (C-10):
-    ``(value, value)`` when none applies."""
-    rounding = rounding_at(ctx.data, pointer)
+    ``(value, value)`` when none applies, or when the claim catalogue says no rounding applies
+    to that number (counts, sizes, declarations)."""
+    rounding = claim_rounding(ctx.data, pointer) if ctx.kind == "report" else None
     return (value, value) if rounding is None else rounding.interval(value)
 
 

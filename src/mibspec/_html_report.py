@@ -370,7 +370,9 @@ def _circuit_claims(claims: dict[str, Any]) -> str:
         rows.append((f"AUROC ({claims['auroc']['convention']})", claims["auroc"]["value"]))
     out = [_table(("quantity", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True))]
     for curve in claims["curves"]:
-        points = [(p["k"], p.get("n_edges"), p["weighted_size"], p["faithfulness"]) for p in curve["points"]]
+        points = [
+            (p["k"], p.get("n_edges"), p.get("weighted_size"), p["faithfulness"]) for p in curve["points"]
+        ]
         out.append(f"<h3>Curve, {_e(curve['ranking'])} ranking</h3>")
         out.append(_table(("k", "edges", "weighted size", "faithfulness"), points, numeric=(True,) * 4))
     return "".join(out)

@@ -215,6 +215,9 @@ class RuleContext:
         self.model_files: list[Any] = []
         #: Findings recomputation reports besides its result (R106), even when it fails later.
         self.recompute_findings: list[Finding] = []
+        #: Documents this one references, read by its rules (``rules._referenced``), by
+        #: (artifact id, kind).
+        self.referenced: dict[tuple[Any, str], Any] = {}
 
     def finding(
         self,

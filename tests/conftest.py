@@ -32,7 +32,7 @@ SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "counterfactual_dataset": (3, 18),
     "causal_model": (3, 9),
     "shortcut_dataset": (2, 12),
-    "leaderboard": (1, 3),
+    "leaderboard": (2, 5),
 }
 _TRACKS = ("circuit", "causal_variable", "causal_bench", "saliency")
 

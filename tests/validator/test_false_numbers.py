@@ -22,7 +22,9 @@ import numpy as np
 import pytest
 
 import mibspec
+from mibspec.core.profiles import load_profile
 from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+from mibspec.validator._unchecked import not_checked
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -349,3 +351,44 @@ def test_two_curves_of_one_ranking_stop_at_the_rules_never_at_an_internal_error(
         "verify", str(copy.root / "report.json"), "--model-root", str(REPO / "examples" / "models")
     )
     assert run.returncode == 1, run.stderr
+
+
+# --------------------------------------------------------------------------- profile gaps (V-5)
+
+
+def test_what_a_profile_does_not_check_follows_from_its_data() -> None:
+    assert not_checked(load_profile("default"), "circuit") == []
+    mib = {item.setting: item for item in not_checked(load_profile("mib-2025"), "circuit")}
+    assert list(mib) == ["check_circuit_size", "force_full_faithfulness", "severity.K106"]
+    assert mib["check_circuit_size"].codes == ("K103",)
+    # a profile built here, named like the strict one: its data decides, not its name
+    custom = {**load_profile("default"), "check_circuit_size": False, "severity": {"C101": "warning"}}
+    found = {item.setting: item.codes for item in not_checked(custom, "circuit")}
+    assert found == {"check_circuit_size": ("K103",), "severity.C101": ("C101",)}
+    # a setting of another track, a raised severity: nothing left unchecked for a circuit report
+    stricter = {**load_profile("default"), "checker": "substring", "severity": {"K106": "error"}}
+    assert not_checked(stricter, "circuit") == []
+    assert [item.setting for item in not_checked(stricter, "causal_variable")] == ["checker"]
+
+
+def test_verify_output_says_per_report_what_its_profile_does_not_check(copy: Copy, mibspec_cli: Any) -> None:
+    strict = mibspec_cli("verify", str(copy.root / "report.json"), "--no-recompute", "--format", "json")
+    [report] = [d for d in json.loads(strict.stdout)["documents"] if d["kind"] == "report"]
+    assert (report["profile"], report["not_checked"]) == ("default", [])
+    copy.edit(lambda doc: doc.update(profile="mib-2025", settings={**doc["settings"], "start_token": "none"}))
+    lenient = mibspec_cli("verify", str(copy.root / "report.json"), "--no-recompute", "--format", "json")
+    documents = json.loads(lenient.stdout)["documents"]
+    [report] = [d for d in documents if d["kind"] == "report"]
+    assert report["profile"] == "mib-2025"
+    assert [item["setting"] for item in report["not_checked"]] == [
+        "check_circuit_size",
+        "force_full_faithfulness",
+        "severity.K106",
+    ]
+    assert all("not_checked" not in d for d in documents if d["kind"] != "report")
+    text = mibspec_cli("verify", str(copy.root / "report.json"), "--no-recompute").stdout
+    [line] = [line for line in text.splitlines() if "does not check" in line]
+    assert "profile mib-2025" in line
+    assert "K103" in line
+    assert "k = 1" in line
+    assert "K106" in line

@@ -8,7 +8,14 @@ from pydantic import Field
 
 from ._base import Closed
 
-__all__ = ["ComparisonOutput", "DocumentOutput", "FindingOutput", "StageOutput", "VerificationOutput"]
+__all__ = [
+    "ComparisonOutput",
+    "DocumentOutput",
+    "FindingOutput",
+    "NotCheckedOutput",
+    "StageOutput",
+    "VerificationOutput",
+]
 
 
 class FindingOutput(Closed):
@@ -37,6 +44,14 @@ class ComparisonOutput(Closed):
     within: bool
 
 
+class NotCheckedOutput(Closed):
+    setting: str = Field(
+        description="the profile key that decides it, e.g. `check_circuit_size`, `severity.K106`"
+    )
+    what: str = Field(description="what goes unchecked")
+    codes: list[str] = Field(description="the rules that would have checked it")
+
+
 class DocumentOutput(Closed):
     path: str
     kind: str | None
@@ -46,6 +61,14 @@ class DocumentOutput(Closed):
     referenced_by: str | None = None
     recomputed: list[ComparisonOutput] | None = Field(
         default=None, description="the recompute stage's claimed and recomputed values"
+    )
+    profile: str | None = Field(
+        default=None, description="a report's profile: the one it was checked under (spec 1.1)"
+    )
+    not_checked: list[NotCheckedOutput] | None = Field(
+        default=None,
+        description="a report's: what its profile does not check (SPEC.md V-5; spec 1.1), from the "
+        "profile's data; empty when it checks everything",
     )
 
 

@@ -117,6 +117,10 @@ class DocumentResult:
     internal_error: str | None = None
     #: A report's own ``description``, shown by the text output (not part of the JSON contract).
     description: str | None = None
+    #: A report's profile (the one it was checked under) and what that profile does not check
+    #: (``_unchecked.NotChecked``, SPEC.md V-5); set once the schema stage passed.
+    profile: str | None = None
+    not_checked: list[Any] | None = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -146,6 +150,12 @@ class DocumentResult:
             ],
             **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
             **({"recomputed": [c.to_json() for c in self.comparisons]} if self.comparisons else {}),
+            **({"profile": self.profile} if self.profile else {}),
+            **(
+                {"not_checked": [item.to_json() for item in self.not_checked]}
+                if self.not_checked is not None
+                else {}
+            ),
         }
 
 

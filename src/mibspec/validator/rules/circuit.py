@@ -453,13 +453,18 @@ def _repeats(
 
 @rule("leaderboard", codes=("C115", "C116"), kinds=("leaderboard",))
 def leaderboard(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Each row's Average and Score follow from its cells (MC-11); a table lists a metric
-    once, a method once, and a row a task × model cell once."""
+    """Each row's Average and Score follow from its cells (MC-11); a leaderboard lists a metric
+    once per profile, a table a method once, and a row a task × model cell once."""
     from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
 
     tables = doc["tables"]
     yield from _repeats(
-        ctx, "/tables", tables, lambda t: t["metric"], "/metric", lambda t: f"metric {t['metric']!r}"
+        ctx,
+        "/tables",
+        tables,
+        lambda t: (t["metric"], t.get("profile")),
+        "/metric",
+        lambda t: f"metric {t['metric']!r}" + (f" under profile {t['profile']!r}" if "profile" in t else ""),
     )
     for t, table in enumerate(tables):
         rows = table["rows"]

@@ -548,3 +548,30 @@ def circuit_rounding_cpr_beyond(folder: Folder) -> None:
     doc = _printed_curves(circuit_report(folder))
     doc["claims"]["cpr"]["value"] = round(doc["claims"]["cpr"]["value"] + 0.02, 2)
     save(folder, doc)
+
+
+@case(
+    "report",
+    "S-7",
+    "A report migrated from a 1.0 document that did not verify (it declared a rounding, which 1.0 "
+    "refuses): the migration recorded the input's finding, and the document is not conformant until "
+    "it is fixed and the record removed.",
+    ("C127", "/extensions/mibspec:migration"),
+)
+def circuit_migrated_from_invalid(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["extensions"] = {
+        "mibspec:migration": {
+            "from": "1.0",
+            "to": "1.1",
+            "input_findings": [
+                {
+                    "document": "document.json",
+                    "code": "S112",
+                    "pointer": "/rounding",
+                    "message": "unexpected property 'rounding'",
+                }
+            ],
+        }
+    }
+    save(folder, doc)

@@ -256,8 +256,8 @@ def _point_sizes(
 @rule("circuit-points", track="circuit", codes=("K109",))
 def circuit_points(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each point that names a circuit names a row its circuit document lists, at the point's
-    k and the curve's ranking, with the point's edge count. (Not its weighted size: a report
-    may record the public evaluator's size, PR-5, where the document lists the pruned one.)"""
+    k and the curve's ranking, with the point's edge count. (Its weighted size is checked
+    against the row itself, by ``circuit_point_sizes``.)"""
     listed = _listed_circuits(doc, ctx)
     if listed is None:
         return

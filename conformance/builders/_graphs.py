@@ -140,6 +140,21 @@ def roc_auc(scores: NDArray[np.float64], truth: NDArray[np.bool_]) -> float:
     return float((greater + 0.5 * ties) / (pos.size * neg.size))
 
 
+def mib_auroc(scores: NDArray[np.float32], truth: NDArray[np.bool_], grid: Sequence[float]) -> float:
+    """MIB's edge AUROC (metrics/circuit.md MC-10), as a plain loop: at each k the first ceil(k · n)
+    edges by |score|, TPR and FPR against the truth, the trapezoid over FPR divided by the last FPR."""
+    order = ranked(scores, "absolute")
+    positives, negatives = int(truth.sum()), int((~truth).sum())
+    tpr, fpr = [], []
+    for k in grid:
+        m = math.ceil(Fraction(repr(k)) * truth.size)
+        tp = int(truth[order[:m]].sum())
+        tpr.append(tp / positives)
+        fpr.append((m - tp) / negatives)
+    area = math.fsum((fpr[i + 1] - fpr[i]) * (tpr[i] + tpr[i + 1]) / 2 for i in range(len(grid) - 1))
+    return area / fpr[-1]
+
+
 # --------------------------------------------------------------------------- circuit data
 
 

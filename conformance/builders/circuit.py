@@ -277,6 +277,25 @@ def scores_too_many_dimensions(folder: Folder) -> None:
 
 @case(
     "circuit",
+    "DK-2",
+    "Ten edge scores for a graph of 1,108 edges: the scores would rank edges of another universe.",
+    ("K114", "/scores/shape"),
+)
+def scores_not_one_per_edge(folder: Folder) -> None:
+    doc = circuit_document(folder)
+    tensors = {
+        "scores": circuit_setup("interpbench")[2][:10].copy(),
+        "membership": np.zeros((20, INTERPBENCH_UNIVERSE.n_edges), dtype=bool),
+    }
+    folder.safetensors("circuit.safetensors", tensors)
+    doc["circuits"] = []
+    doc["scores"]["shape"] = [10]
+    doc["membership"]["shape"] = [20, INTERPBENCH_UNIVERSE.n_edges]
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "circuit",
     "K-3",
     "A universe of 1,000 layers of 1,000 heads (3·10^12 source-slot cells; the edge total is right): "
     "too large to hold, so the membership rows cannot be checked, and the one-row membership of 8 "

@@ -20,7 +20,8 @@ def leaderboard_row(method: str, cells: dict[tuple[str, str], float]) -> Json:
 
 
 def leaderboard_document() -> Json:
-    """CPR and CMD tables in the shape of MIB's circuit tabs (two methods, three cells)."""
+    """CPR and CMD tables in the shape of MIB's circuit tabs (two methods, three cells), under the
+    profile that reproduces MIB's conventions."""
     cpr = {("ioi", "gpt2"): 0.92, ("mcqa", "gpt2"): 0.71, ("ioi", "qwen2.5"): 1.18}
     cmd = {("ioi", "gpt2"): 0.05, ("mcqa", "gpt2"): 0.21, ("ioi", "qwen2.5"): 0.12}
     return document(
@@ -31,6 +32,7 @@ def leaderboard_document() -> Json:
             "tables": [
                 {
                     "metric": "cpr",
+                    "profile": "mib-2025",
                     "rows": [
                         leaderboard_row("EAP-IG", cpr),
                         leaderboard_row("Random", {("ioi", "gpt2"): 0.03}),
@@ -38,6 +40,7 @@ def leaderboard_document() -> Json:
                 },
                 {
                     "metric": "cmd",
+                    "profile": "mib-2025",
                     "rows": [
                         leaderboard_row("EAP-IG", cmd),
                         leaderboard_row("Random", {("ioi", "gpt2"): 0.97}),
@@ -72,7 +75,7 @@ def leaderboard_aggregates_inconsistent(folder: Folder) -> None:
 @case(
     "leaderboard",
     "C-9",
-    "The CPR table twice, a method twice in a table, and a cell twice in a row.",
+    "The CPR table of one profile twice, a method twice in a table, and a cell twice in a row.",
     ("C116", "/tables/2/metric"),
     ("C116", "/tables/0/rows/2/method"),
     ("C116", "/tables/0/rows/2/cells/1"),
@@ -98,4 +101,46 @@ def leaderboard_schema(folder: Folder) -> None:
     doc = leaderboard_document()
     doc["tables"][0]["rows"][0]["score"] = 1.5
     doc["tables"][1]["metric"] = "auroc"
+    save(folder, doc)
+
+
+@case(
+    "leaderboard",
+    "DK-7 C-9",
+    "CPR and CMD tables per profile: reports verified under default and under mib-2025 are ranked in "
+    "tables of their own, never in one column.",
+)
+def leaderboard_tables_per_profile(folder: Folder) -> None:
+    doc = leaderboard_document()
+    for table in copy.deepcopy(doc["tables"]):
+        table["profile"] = "default"
+        table["rows"] = [
+            leaderboard_row("EAP-IG (inputs)", {("ioi", "tiny-gpt2"): 0.9634, ("mcqa", "tiny-gpt2"): 0.5})
+        ]
+        doc["tables"].append(table)
+    save(folder, doc)
+
+
+@case(
+    "leaderboard",
+    "C-9",
+    "A spec 1.1 table that does not say which profile its cells were verified under.",
+    ("S111", "/tables/1"),
+)
+def leaderboard_table_without_profile(folder: Folder) -> None:
+    doc = leaderboard_document()
+    del doc["tables"][1]["profile"]
+    save(folder, doc)
+
+
+@case(
+    "leaderboard",
+    "C-9",
+    "A spec 1.0 leaderboard with a profile on a table (1.0 tables have none).",
+    ("S112", "/tables/0/profile"),
+)
+def leaderboard_profile_1_0(folder: Folder) -> None:
+    doc = leaderboard_document()
+    doc["spec_version"] = "1.0"
+    del doc["tables"][1]["profile"]
     save(folder, doc)

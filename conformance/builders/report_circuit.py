@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import GPT2_SMALL, GRID, Folder, Json, case, read_json, rehash, save
-from ._graphs import curve_values, edges_at, trapezoid
+from ._graphs import INTERPBENCH_UNIVERSE, curve_values, edges_at, mib_auroc, planted_truth, trapezoid
 from ._inputs import das_featurizer
-from ._reports import circuit_report
+from ._reports import INTERPBENCH_PATH, circuit_report, circuit_setup
 
 
 @case(
@@ -136,9 +136,10 @@ def circuit_too_many_edges(folder: Folder) -> None:
 
 @case(
     "report",
-    "K-2",
-    "The weighted size at k = 0.1 exceeds 0.1 * |E|.",
+    "K-2 K-9",
+    "The weighted size at k = 0.1 exceeds 0.1 * |E| (and is not the size of the point's circuit).",
     ("K103", "/claims/curves/1/points/6/weighted_size"),
+    ("K111", "/claims/curves/1/points/6/weighted_size"),
 )
 def circuit_weighted_size_too_large(folder: Folder) -> None:
     doc = circuit_report(folder)
@@ -161,9 +162,11 @@ def circuit_point_names_unlisted_circuit(folder: Folder) -> None:
 
 @case(
     "report",
-    "K-7",
-    "The point at k = 0.5 of the signed curve names the circuit listed at k = 1 (all edges).",
+    "K-7 K-9",
+    "The point at k = 0.5 of the signed curve names the circuit listed at k = 1 (all edges): its k and "
+    "edge count are not that circuit's, nor is its weighted size.",
     ("K109", "/claims/curves/0/points/8/circuit"),
+    ("K111", "/claims/curves/0/points/8/weighted_size"),
 )
 def circuit_point_names_another_circuit(folder: Folder) -> None:
     doc = circuit_report(folder)
@@ -223,7 +226,8 @@ def circuit_negative_cmd(folder: Folder) -> None:
 @case("report", "M-1", "A hub model without its pinned revision.", ("A111", "/model"))
 def circuit_hub_model_without_revision(folder: Folder) -> None:
     doc = circuit_report(folder)
-    doc["model"] = {key: value for key, value in GPT2_SMALL.items() if key != "revision"}
+    # without GPT-2 small's config, which declares another graph universe than the circuit's (K110)
+    doc["model"] = {key: value for key, value in GPT2_SMALL.items() if key not in ("revision", "config")}
     save(folder, doc)
 
 
@@ -371,6 +375,145 @@ def circuit_duplicate_artifact_id(folder: Folder) -> None:
     save(folder, doc)
 
 
+# --------------------------------------------------------------------------- edge totals, point sizes, AUROC
+
+
+@case(
+    "report",
+    "K-8 K-2",
+    "claims.n_edges is 10^9 while the circuit document's graph (and the model's configuration) has 479 "
+    "edges: circuit sizes are bounded by the graph's total, never the claimed one.",
+    ("K110", "/claims/n_edges"),
+)
+def circuit_edge_total_not_graph(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["n_edges"] = 10**9
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-9",
+    "The empty circuit at k = 0.001 claims a weighted size of 0.05; its row prunes to 0 edges.",
+    ("K111", "/claims/curves/0/points/0/weighted_size"),
+)
+def circuit_weighted_size_not_recorded(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["claims"]["curves"][0]["points"][0]["weighted_size"] = 0.05
+    save(folder, doc)
+
+
+def _rebuilt_points(doc: Json) -> Json:
+    """The points without their circuit rows: each is the top floor(k · |E|) edges of the scores."""
+    for curve in doc["claims"]["curves"]:
+        for point in curve["points"]:
+            del point["circuit"]
+    return doc
+
+
+@case(
+    "report",
+    "K-9 MC-12",
+    "Points that name no circuit row: each is rebuilt from the circuit document's edge scores, and its "
+    "edge count and weighted size are those of the rebuilt circuit.",
+)
+def circuit_points_rebuilt_from_scores(folder: Folder) -> None:
+    save(folder, _rebuilt_points(circuit_report(folder)))
+
+
+@case(
+    "report",
+    "K-9",
+    "A point rebuilt from the scores claims one edge more of weighted size at k = 0.5 than its circuit "
+    "keeps after pruning (still within k · |E|).",
+    ("K111", "/claims/curves/1/points/8/weighted_size"),
+)
+def circuit_rebuilt_point_size_off(folder: Folder) -> None:
+    doc = _rebuilt_points(circuit_report(folder))
+    doc["claims"]["curves"][1]["points"][8]["weighted_size"] -= 1.0
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-9",
+    "A report without a circuit document whose point at k = 0.1 declares an edge count and a weighted "
+    "size: no circuit they could be checked against.",
+    ("K112", "/claims/curves/0/points/6/n_edges"),
+    ("K112", "/claims/curves/0/points/6/weighted_size"),
+)
+def circuit_point_size_without_circuit(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    del doc["claims"]["circuit"]
+    doc["artifacts"] = [a for a in doc["artifacts"] if a["id"] != "circuit"]
+    for name in ("circuit.json", "circuit.safetensors"):
+        (folder.root / name).unlink()
+    for c, curve in enumerate(doc["claims"]["curves"]):
+        for p, point in enumerate(curve["points"]):
+            del point["circuit"]
+            if (c, p) != (0, 6):
+                del point["n_edges"], point["weighted_size"]
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "K-10",
+    "Two curves of the signed ranking (the second a copy of the first).",
+    ("K113", "/claims/curves/1/ranking"),
+)
+def circuit_duplicate_curve_ranking(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    signed = doc["claims"]["curves"][0]
+    doc["claims"]["curves"][1] = {"ranking": "signed", "points": [dict(p) for p in signed["points"]]}
+    doc["settings"]["ranking"]["cmd"] = "signed"
+    doc["claims"]["cmd"]["value"] = trapezoid(GRID, [abs(1 - f) for f in curve_values(signed)])
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-13 MC-10",
+    "The InterpBench edge AUROC under MIB's convention (ceil(k · n) edges per grid point, trapezoid over "
+    "FPR normalised by its last value).",
+)
+def circuit_interpbench_auroc_mib(folder: Folder) -> None:
+    doc = circuit_report(folder, "interpbench", auroc=True)
+    _, _, scores, _ = circuit_setup("interpbench")
+    truth = planted_truth(INTERPBENCH_UNIVERSE, INTERPBENCH_PATH)
+    doc["claims"]["auroc"] = {
+        **doc["claims"]["auroc"],
+        "convention": "mib",
+        "value": mib_auroc(scores, truth, GRID),
+    }
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-13 MC-9",
+    "The claimed AUROC is 0.02 below the rank statistic of the edge scores against the ground truth.",
+    ("C125", "/claims/auroc/value"),
+)
+def circuit_auroc_inconsistent(folder: Folder) -> None:
+    doc = circuit_report(folder, "interpbench", auroc=True)
+    doc["claims"]["auroc"]["value"] -= 0.02
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "C-13",
+    "The AUROC's ground truth is the report's own circuit document, whose 20 rows are not one true edge "
+    "set: nothing to recompute the AUROC against.",
+    ("C126", "/claims/auroc"),
+)
+def circuit_auroc_ground_truth_not_one_row(folder: Folder) -> None:
+    doc = circuit_report(folder, "interpbench", auroc=True)
+    doc["claims"]["auroc"]["ground_truth"] = "circuit"
+    save(folder, doc)
+
+
 # --------------------------------------------------------------------------- declared rounding (1.1)
 
 
@@ -442,4 +585,31 @@ def circuit_rounding_coarser_than_profile(folder: Folder) -> None:
     for key in ("cpr", "cmd"):
         claims[key]["value"] = round(claims[key]["value"], 0) + 0.0
     doc["rounding"] = {"decimals": 0}
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-7",
+    "A report migrated from a 1.0 document that did not verify (it declared a rounding, which 1.0 "
+    "refuses): the migration recorded the input's finding, and the document is not conformant until "
+    "it is fixed and the record removed.",
+    ("C127", "/extensions/mibspec:migration"),
+)
+def circuit_migrated_from_invalid(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["extensions"] = {
+        "mibspec:migration": {
+            "from": "1.0",
+            "to": "1.1",
+            "input_findings": [
+                {
+                    "document": "document.json",
+                    "code": "S112",
+                    "pointer": "/rounding",
+                    "message": "unexpected property 'rounding'",
+                }
+            ],
+        }
+    }
     save(folder, doc)

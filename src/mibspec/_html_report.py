@@ -356,7 +356,8 @@ def _leaderboard_tables(document: dict[str, Any]) -> str:
                 [_e(row["method"]), *(values.get(cell) for cell in cells), row["average"], row["score"]]
             )
         headers = ["method", *(f"{task} / {model}" for task, model in cells), "Average", "Score"]
-        parts.append(f"<h3>{_e(str(table['metric']).upper())}</h3>")
+        profile = f", profile {table['profile']}" if table.get("profile") else ""
+        parts.append(f"<h3>{_e(str(table['metric']).upper() + profile)}</h3>")
         parts.append(_table(headers, rows, numeric=(False, *([True] * (len(headers) - 1)))))
     return "".join(parts)
 

@@ -4,8 +4,8 @@ Every report found below the folder (``report.json``, ``*.report.json``) is veri
 its own (with the documents it references); only conformant circuit reports enter the
 table. The rest are listed below it with their codes.
 
-The tables follow the MIB leaderboard's circuit tabs: one for CPR and one for CMD,
-methods as rows (sorted by name), one column per task × model cell (sorted), then
+The tables follow the MIB leaderboard's circuit tabs: one for CPR and one for CMD per
+profile, methods as rows (sorted by name), one column per task × model cell (sorted), then
 
 * **Average**: the arithmetic mean of the row's cells
   (:func:`mibspec.reference_impl.metrics.circuit.leaderboard_average`);
@@ -14,6 +14,11 @@ methods as rows (sorted by name), one column per task × model cell (sorted), th
   lower Score is better, as in MIB.
 
 Both are taken over the cells a method has; a row missing cells says how many it has.
+
+Reports are never ranked across profiles: a profile fixes conventions and what is checked
+(``mib-2025`` checks no circuit size against k and takes f(1) as 1, so the full circuit at
+every k scores CPR 0.999 there), so each profile a tabulated report was verified under gets
+tables of its own, headed by the profile and what it does not check (SPEC.md C-9, V-5).
 
 A report whose only error is A111 (a hub model without a revision, as every report
 imported from MIB's published results is unless ``--model-revision`` pins it) is
@@ -64,6 +69,8 @@ class Entry:
     cmd: float
     #: The report passes but for A111: its model is not pinned to a revision.
     unpinned: bool = False
+    #: The profile the report was verified under.
+    profile: str = "default"
 
     @property
     def cell(self) -> Cell:
@@ -84,23 +91,40 @@ class Leaderboard:
     entries: list[Entry] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     not_tabulated: list[Rejected] = field(default_factory=list)
+    #: Per profile of a tabulated report: what it does not check (``NotChecked.what``).
+    not_checked: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def profiles(self) -> list[str]:
+        """The profiles of the tabulated reports, each ranked in tables of its own."""
+        return sorted({entry.profile for entry in self.entries})
+
+    def _of(self, profile: str | None) -> list[Entry]:
+        return [e for e in self.entries if profile is None or e.profile == profile]
+
+    def cells_of(self, profile: str | None = None) -> list[Cell]:
+        return sorted({entry.cell for entry in self._of(profile)})
+
+    def methods_of(self, profile: str | None = None) -> list[str]:
+        return sorted({entry.method for entry in self._of(profile)})
 
     @property
     def cells(self) -> list[Cell]:
-        return sorted({entry.cell for entry in self.entries})
+        return self.cells_of()
 
     @property
     def methods(self) -> list[str]:
-        return sorted({entry.method for entry in self.entries})
+        return self.methods_of()
 
-    def value(self, method: str, cell: Cell, metric: str) -> float | None:
-        for entry in self.entries:
+    def value(self, method: str, cell: Cell, metric: str, profile: str | None = None) -> float | None:
+        """The method's value in the cell; with several profiles, ``profile`` says whose."""
+        for entry in self._of(profile):
             if entry.method == method and entry.cell == cell:
                 return float(getattr(entry, metric))
         return None
 
-    def row(self, method: str, metric: str) -> list[float | None]:
-        return [self.value(method, cell, metric) for cell in self.cells]
+    def row(self, method: str, metric: str, profile: str) -> list[float | None]:
+        return [self.value(method, cell, metric, profile) for cell in self.cells_of(profile)]
 
 
 def _model_label(model: object) -> str:
@@ -157,7 +181,7 @@ def build_leaderboard(
     from mibspec._verify_api import verify as run_verify
 
     board = Leaderboard()
-    seen: dict[tuple[str, Cell], str] = {}
+    seen: dict[tuple[str, str, Cell], str] = {}
     for path in collect_paths([directory]):
         result = run_verify(path, recompute=recompute, profile=profile, model_roots=model_roots)
         main = result.documents[0]
@@ -182,20 +206,22 @@ def build_leaderboard(
             cpr=float(data["claims"]["cpr"]["value"]),
             cmd=float(data["claims"]["cmd"]["value"]),
             unpinned=unpinned,
+            profile=main.profile or "default",
         )
-        key = (entry.method, entry.cell)
+        key = (entry.profile, entry.method, entry.cell)
         if key in seen:
             board.not_tabulated.append(
                 Rejected(
                     path,
                     (),
-                    f"a second report for {entry.method} on {entry.task} × {entry.model} "
-                    f"(the table shows {seen[key]})",
+                    f"a second report for {entry.method} on {entry.task} × {entry.model} under profile "
+                    f"{entry.profile} (the table shows {seen[key]})",
                 )
             )
             continue
         seen[key] = path
         board.entries.append(entry)
+        board.not_checked[entry.profile] = [item.what for item in main.not_checked or ()]
     return board
 
 
@@ -221,11 +247,11 @@ _METRICS: tuple[tuple[Literal["cpr", "cmd"], str], ...] = (
 )
 
 
-def _table_rows(board: Leaderboard, metric: str) -> list[list[str]]:
+def _table_rows(board: Leaderboard, metric: str, profile: str) -> list[list[str]]:
     rows = []
-    n_cells = len(board.cells)
-    for method in board.methods:
-        values = board.row(method, metric)
+    n_cells = len(board.cells_of(profile))
+    for method in board.methods_of(profile):
+        values = board.row(method, metric, profile)
         average, score = _aggregates(values)
         present = sum(v is not None for v in values)
         label = method if present == n_cells else f"{method} ({present}/{n_cells} cells)"
@@ -233,8 +259,15 @@ def _table_rows(board: Leaderboard, metric: str) -> list[list[str]]:
     return rows
 
 
-def _headers(board: Leaderboard) -> list[str]:
-    return ["Method", *(f"{task} / {model}" for task, model in board.cells), "Average", "Score"]
+def _headers(board: Leaderboard, profile: str) -> list[str]:
+    return ["Method", *(f"{task} / {model}" for task, model in board.cells_of(profile)), "Average", "Score"]
+
+
+def _profile_note(board: Leaderboard, profile: str) -> str:
+    """Under which profile a table's reports were verified, and what it does not check."""
+    gaps = board.not_checked.get(profile) or []
+    unchecked = f" It does not check: {'; '.join(gaps)}." if gaps else " It leaves no check out."
+    return f"Reports verified under profile {profile}, ranked only against each other.{unchecked}"
 
 
 #: Markdown-significant ASCII punctuation, backslash-escaped (CommonMark §2.4); ``<``, ``>``
@@ -265,26 +298,37 @@ def render_json(board: Leaderboard) -> str:
     checks: each row lists the cells the method has, with the Average and Score over them.
     Rejected and untabulated reports are listed in ``description``."""
     tables = []
-    for metric, _ in _METRICS:
-        rows = []
-        for method in board.methods:
-            present = [
-                (cell, value)
-                for cell, value in zip(board.cells, board.row(method, metric), strict=True)
-                if value is not None
-            ]
-            cells = [LeaderboardCell(task=task, model=model, value=value) for (task, model), value in present]
-            average, score = _aggregates([value for _, value in present])
-            if average is None or score is None:  # pragma: no cover - a method has a cell per metric
-                continue
-            rows.append(LeaderboardRow(method=method, cells=cells, average=average, score=score))
-        tables.append(_table(metric, rows))
+    for profile in board.profiles or ["default"]:
+        for metric, _ in _METRICS:
+            rows = []
+            for method in board.methods_of(profile):
+                present = [
+                    (cell, value)
+                    for cell, value in zip(
+                        board.cells_of(profile), board.row(method, metric, profile), strict=True
+                    )
+                    if value is not None
+                ]
+                cells = [
+                    LeaderboardCell(task=task, model=model, value=value) for (task, model), value in present
+                ]
+                average, score = _aggregates([value for _, value in present])
+                if average is None or score is None:  # pragma: no cover - a method has a cell per metric
+                    continue
+                rows.append(LeaderboardRow(method=method, cells=cells, average=average, score=score))
+            tables.append(_table(metric, profile, rows))
     left_out = [f"{item.path} ({', '.join(item.codes) or item.reason})" for item in board.rejected]
     left_out += [f"{item.path} ({item.reason})" for item in board.not_tabulated]
+    notes = [
+        f"{profile} does not check {'; '.join(board.not_checked[profile])}"
+        for profile in board.profiles
+        if board.not_checked.get(profile)
+    ]
     document = LeaderboardDocument(
         title="Circuit localization leaderboard",
         description=(
-            f"{len(board.entries)} conformant circuit report(s) tabulated"
+            f"{len(board.entries)} conformant circuit report(s) tabulated, in tables per profile"
+            + (f" ({'; '.join(notes)})" if notes else "")
             + (f"; left out: {'; '.join(left_out)}" if left_out else "")
         ),
         tables=tables,
@@ -292,26 +336,28 @@ def render_json(board: Leaderboard) -> str:
     return document_bytes(document).decode("utf-8")
 
 
-def _table(metric: Literal["cpr", "cmd"], rows: list[LeaderboardRow]) -> LeaderboardTable:
+def _table(metric: Literal["cpr", "cmd"], profile: str, rows: list[LeaderboardRow]) -> LeaderboardTable:
     if not rows:
         # No conformant circuit report: the table is still written, without rows (which the
         # schema refuses, so that `mibspec verify` says the leaderboard is empty).
-        return LeaderboardTable.model_construct(metric=metric, rows=[])
-    return LeaderboardTable(metric=metric, rows=rows)
+        return LeaderboardTable.model_construct(metric=metric, profile=profile, rows=[])
+    return LeaderboardTable(metric=metric, profile=profile, rows=rows)
 
 
 def render_markdown(board: Leaderboard) -> str:
     """The leaderboard as GitHub-flavoured Markdown."""
     lines = ["# Circuit localization leaderboard", ""]
     if board.entries:
-        for metric, title in _METRICS:
-            headers = _headers(board)
-            lines += [f"## {title}", ""]
-            lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
-            lines.append("|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|")
-            for row in _table_rows(board, metric):
-                lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
-            lines.append("")
+        for profile in board.profiles:
+            lines += [f"## Profile {_md_escape(profile)}", "", _md_escape(_profile_note(board, profile)), ""]
+            for metric, title in _METRICS:
+                headers = _headers(board, profile)
+                lines += [f"### {title}, profile {_md_escape(profile)}", ""]
+                lines.append("| " + " | ".join(_md_escape(h) for h in headers) + " |")
+                lines.append("|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|")
+                for row in _table_rows(board, metric, profile):
+                    lines.append("| " + " | ".join(_md_escape(c) for c in row) + " |")
+                lines.append("")
         lines += [
             "Average: mean of the row's cells. "
             "Score: mean over the row's cells of sigmoid(cell) (MIB App. D.6).",
@@ -349,14 +395,16 @@ def render_html(board: Leaderboard) -> str:
         "</head><body><h1>Circuit localization leaderboard</h1>",
     ]
     if board.entries:
-        for metric, title in _METRICS:
-            parts.append(f"<h2>{e(title)}</h2><table><thead><tr>")
-            parts += [f"<th>{e(h)}</th>" for h in _headers(board)]
-            parts.append("</tr></thead><tbody>")
-            for row in _table_rows(board, metric):
-                cells = [f"<td>{e(row[0])}</td>", *(f'<td class="num">{e(c)}</td>' for c in row[1:])]
-                parts.append("<tr>" + "".join(cells) + "</tr>")
-            parts.append("</tbody></table>")
+        for profile in board.profiles:
+            parts.append(f"<h2>Profile {e(profile)}</h2><p>{e(_profile_note(board, profile))}</p>")
+            for metric, title in _METRICS:
+                parts.append(f"<h3>{e(title)}, profile {e(profile)}</h3><table><thead><tr>")
+                parts += [f"<th>{e(h)}</th>" for h in _headers(board, profile)]
+                parts.append("</tr></thead><tbody>")
+                for row in _table_rows(board, metric, profile):
+                    cells = [f"<td>{e(row[0])}</td>", *(f'<td class="num">{e(c)}</td>' for c in row[1:])]
+                    parts.append("<tr>" + "".join(cells) + "</tr>")
+                parts.append("</tbody></table>")
         parts.append(
             "<p>Average: mean of the row's cells. Score: mean over the row's cells of sigmoid(cell) "
             "(MIB App. D.6).</p>"

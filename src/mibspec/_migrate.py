@@ -10,6 +10,14 @@ versions is unique. :data:`REGISTRY` is the registry of the spec's published ver
 Files are written atomically (a temporary file in the destination's folder, then
 ``os.replace``), and the input file is replaced only when asked (``in_place=True``).
 
+A file is verified before it is migrated (parse, schema and rules, with the documents it
+references; SPEC.md S-7): migrating must never turn a document that does not verify into
+one that does (a 1.0 report declaring a ``rounding``, which 1.0 refuses, would verify as
+1.1 with its claims widened by it). An input that does not verify is refused
+(:class:`InvalidInputError`), unless ``keep_invalid`` asks to carry on: the output then
+records the input's findings in ``extensions["mibspec:migration"]``, and a document
+carrying them is not conformant (C127).
+
 Migrating a document changes its bytes: a report that references it by SHA-256 must be
 updated (migrate the report too and re-hash, e.g. by regenerating it).
 """
@@ -17,6 +25,7 @@ updated (migrate the report too and re-hash, e.g. by regenerating it).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -26,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "REGISTRY",
+    "InvalidInputError",
     "MigrationError",
     "MigrationRegistry",
     "MigrationResult",
@@ -52,6 +62,17 @@ class UnreadableDocumentError(ValueError):
         self.path = path
         self.findings = findings
         super().__init__(f"{path}: " + "; ".join(f"{f.code} {f.message}" for f in findings))
+
+
+class InvalidInputError(ValueError):
+    """The input does not verify: ``findings`` are its error-level findings (and those of the
+    documents it references), each with ``document``, the path of the document it is in."""
+
+    def __init__(self, path: str, findings: list[tuple[str, Any]]) -> None:
+        self.path = path
+        self.findings = findings
+        codes = sorted({finding.code for _, finding in findings})
+        super().__init__(f"{path}: does not verify ({', '.join(codes)}); nothing was migrated")
 
 
 def version_key(version: str) -> tuple[int, int]:
@@ -88,12 +109,14 @@ class MigrationStep:
 
 @dataclass(frozen=True)
 class MigrationResult:
-    """What a migration did: the document, the steps applied (empty when already current)."""
+    """What a migration did: the document, the steps applied (empty when already current), and
+    the input's error findings carried into the output (``keep_invalid``; empty otherwise)."""
 
     document: Document
     from_version: str
     to_version: str
     steps: tuple[MigrationStep, ...]
+    carried: tuple[tuple[str, Any], ...] = ()
 
     @property
     def already_current(self) -> bool:
@@ -197,6 +220,9 @@ def migrate_document(
 ) -> MigrationResult:
     """Migrate a document (a dict) to ``to_version`` (default: the current spec version).
 
+    The dict is not verified (it has no folder for its artifacts): :func:`migrate_file`
+    verifies a file before it migrates it.
+
     Args:
         document: the document; never modified.
         to_version: the target spec version.
@@ -253,10 +279,14 @@ def migrate_file(
     to_version: str | None = None,
     in_place: bool = False,
     registry: MigrationRegistry = REGISTRY,
+    keep_invalid: bool = False,
 ) -> MigrationResult:
     """Migrate the document in ``source`` and write it to ``destination`` (or over ``source``).
 
-    Nothing is written when the document is already at the target version.
+    Nothing is written when the document is already at the target version. The file is
+    verified first (without recomputation, with the documents it references), under the
+    version it declares when this implementation knows it (a caller's own steps may lead
+    from versions it does not).
 
     Args:
         source: the document file (read strictly, as ``mibspec verify`` reads it).
@@ -265,12 +295,15 @@ def migrate_file(
         to_version: the target spec version (default: the current one).
         in_place: replace ``source`` itself (then ``destination`` must be omitted).
         registry: the steps to use.
+        keep_invalid: migrate an input that does not verify; the output records its findings
+            (``extensions["mibspec:migration"]``) and does not verify either (C127).
 
     Raises:
         ValueError: neither or both of ``destination`` and ``in_place``, or ``destination``
             is the input file or one it declares (:class:`~mibspec.core.outputs.OutputPathError`).
         FileNotFoundError: ``source`` does not exist.
         UnreadableDocumentError: the file is not a JSON object with a string ``spec_version``.
+        InvalidInputError: the file does not verify (and ``keep_invalid`` is not set).
         MigrationError: see :func:`migrate_document`.
     """
     from mibspec.core.outputs import Inputs, input_files
@@ -302,7 +335,48 @@ def migrate_file(
             findings = doc.findings[:1]
         raise UnreadableDocumentError(str(source), findings)
     result = migrate_document(parsed.data, to_version, registry=registry)
-    if not result.already_current:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(dst, result.document, mode_from=src if in_place else None)
+    if result.already_current:
+        return result
+    carried = _input_errors(src, result.from_version)
+    if carried and not keep_invalid:
+        raise InvalidInputError(str(source), carried)
+    if carried:
+        result = dataclasses.replace(
+            result, document=_with_findings(result.document, result, carried), carried=tuple(carried)
+        )
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(dst, result.document, mode_from=src if in_place else None)
     return result
+
+
+def _input_errors(source: Path, version: str) -> list[tuple[str, Any]]:
+    """The error findings of ``source`` and the documents it references, each with its
+    document's path: verified without recomputation, under its own version (none for a
+    version this implementation does not know)."""
+    from mibspec.core.spec import KNOWN_SPEC_VERSIONS
+    from mibspec.validator import VerifyOptions, verify_paths
+
+    if version not in KNOWN_SPEC_VERSIONS:
+        return []
+    checked = verify_paths([source], VerifyOptions(recompute=False))
+    found = [(doc.path, finding) for doc in checked.documents for finding in doc.errors]
+    if not found and not checked.valid:  # a stage failed without an error finding
+        found = [(doc.path, finding) for doc in checked.documents for finding in doc.findings]
+    return found
+
+
+def _with_findings(document: Document, result: MigrationResult, carried: list[tuple[str, Any]]) -> Document:
+    """``document`` with the input's findings recorded where C127 finds them (S-7)."""
+    from mibspec.core.spec import MIGRATION_EXTENSION
+
+    extensions = document.get("extensions")
+    record = {
+        "from": result.from_version,
+        "to": result.to_version,
+        "input_findings": [
+            {"document": path, "code": f.code, "pointer": f.pointer, "message": f.message}
+            for path, f in carried
+        ],
+    }
+    merged = {**(extensions if isinstance(extensions, dict) else {}), MIGRATION_EXTENSION: record}
+    return {**document, "extensions": merged}

@@ -119,6 +119,10 @@ def _document_lines(
     if doc.description:  # what the report says it is (an example, a synthetic run, ...)
         lines.append(f"  {style('dim', f'description: {shown(doc.description)}')}")
     lines.append(f"  {style('dim', stages)}")
+    if doc.not_checked:
+        gaps = "; ".join(item.what for item in doc.not_checked)
+        note = f"profile {doc.profile or '?'} does not check: {gaps}"
+        lines.append(f"  {style('yellow', shown(note))}")
     for stage, (status, detail) in doc.stages.items():
         if detail and status.value in ("skipped", "not_run", "failed"):
             lines.append(f"  {style('dim', f'{stage.value} {status.value}: {shown(detail)}')}")

@@ -55,9 +55,12 @@ def test_bundled_example_verifies_with_recomputation(verified: Any) -> None:
     assert report.stages[mibspec.validator.Stage.RECOMPUTE][0].value == "passed"
     data = json.loads((EXAMPLE / "report.json").read_text(encoding="utf-8"))
     n_points = sum(len(curve["points"]) for curve in data["claims"]["curves"])
-    # n_examples, m(N), m(∅), every point, CPR and CMD
-    assert len(report.comparisons) == 3 + n_points + 2
+    # the graph's edge total, n_examples, m(N), m(∅), every point, CPR and CMD
+    assert len(report.comparisons) == 1 + 3 + n_points + 2
     assert all(c.within and c.claimed is not None for c in report.comparisons)
+    [total] = [c for c in report.comparisons if c.pointer == "/claims/n_edges"]
+    # MG-7's table: the tiny model's 4 layers of 4 heads have 479 edges; counts compare exactly
+    assert (total.claimed, total.recomputed, total.tolerance) == (479, 479, 0.0)
 
 
 def test_full_and_empty_means_match_the_transformers_forward(verified: Any) -> None:
@@ -94,15 +97,17 @@ def test_tampered_claims_are_not_reproduced(tmp_path: Path) -> None:
 
     def tamper(data: dict[str, Any]) -> None:
         data["claims"]["m_full"] += 0.5
+        data["claims"]["n_edges"] += 1  # the rules say so (K110, ignored here); so does the model
         points = data["claims"]["curves"][0]["points"]
         points[6]["faithfulness"] += 0.05
         # keep the report self-consistent, so that only recomputation can tell
         data["claims"]["cpr"]["value"] = cpr([p["k"] for p in points], [p["faithfulness"] for p in points])
 
     _edit(report, tamper)
-    result = mibspec.verify(report, model_roots=[MODELS])
+    result = mibspec.verify(report, model_roots=[MODELS], ignore=["K110"])
     assert not result.valid
     codes = _codes(result)
+    assert ("R103", "/claims/n_edges") in codes  # 480 claimed, 479 in the model's graph, exactly
     assert ("R103", "/claims/m_full") in codes
     assert ("R103", "/claims/curves/0/points/6/faithfulness") in codes
     assert ("R103", "/claims/cpr/value") in codes

@@ -366,3 +366,65 @@ def test_html_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) ->
     cpr_table, _ = parser.tables
     assert cpr_table[0][1] == f"{HOSTILE_TASK} / org/gpt2"
     assert cpr_table[1][0] == HOSTILE_METHOD.replace("\x1b", "\\x1b")
+
+
+def test_reports_of_different_profiles_are_never_ranked_in_one_table(
+    tmp_path: Path, mibspec_cli: CliRun
+) -> None:
+    """The same method and cell under `default` and under `mib-2025` (which checks no size
+    against k and takes f(1) as 1): two tables, each headed by its profile and what it leaves
+    unchecked, never one column mixing them."""
+    root = tmp_path / "results"
+    root.mkdir()
+    strict = _circuit_report(root / "strict", method="EAP-IG", task="ioi", model="org/gpt2")
+    _circuit_report(root / "lenient", method="EAP-IG", task="ioi", model="org/gpt2", scale=0.9)
+    path = root / "lenient" / "report.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report["profile"] = "mib-2025"
+    curves = {c["ranking"]: c["points"] for c in report["claims"]["curves"]}
+    areas = []
+    for metric, distance in (("cpr", lambda f: f), ("cmd", lambda f: abs(1 - f))):
+        points = curves[report["settings"]["ranking"][metric]]
+        values = [p["faithfulness"] for p in points[:-1]] + [1.0]  # mib-2025 takes f(1) as 1
+        areas.append(_trapezoid([p["k"] for p in points], [distance(f) for f in values]))
+        report["claims"][metric]["value"] = areas[-1]
+    lenient = tuple(areas)
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+    board = build_leaderboard(root)
+    assert board.profiles == ["default", "mib-2025"]
+    assert board.not_tabulated == []
+    assert board.rejected == []
+    cell = ("ioi", "org/gpt2")
+    assert board.value("EAP-IG", cell, "cpr", "default") == pytest.approx(strict[0], abs=1e-12)
+    assert board.value("EAP-IG", cell, "cpr", "mib-2025") == pytest.approx(lenient[0], abs=1e-12)
+    assert board.not_checked["default"] == []
+    assert any("K103" in gap for gap in board.not_checked["mib-2025"])
+
+    text = render_markdown(board)
+    sections = text.split("## Profile ")[1:]
+    assert [section.split("\n", 1)[0] for section in sections] == ["default", "mib-2025"]
+    for section, value in zip(sections, (strict[0], lenient[0]), strict=True):
+        [row] = [line for line in section.splitlines() if line.startswith("| EAP-IG")][:1]
+        assert f"{value:.3f}" in row
+        assert section.count("| EAP-IG") == 2  # its CPR and CMD tables hold this profile's report only
+    assert "K103" in sections[1]
+    assert "K103" not in sections[0]
+
+    out = tmp_path / "board.json"
+    assert mibspec_cli("leaderboard", str(root), "-o", str(out)).returncode == 0
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert [(t["metric"], t["profile"]) for t in document["tables"]] == [
+        ("cpr", "default"),
+        ("cmd", "default"),
+        ("cpr", "mib-2025"),
+        ("cmd", "mib-2025"),
+    ]
+    assert all(len(table["rows"]) == 1 for table in document["tables"])
+    assert mibspec_cli("verify", str(out)).returncode == 0
+    # a table that mixes them, written by hand, cannot say under which profile its cells stand
+    del document["tables"][0]["profile"]
+    out.write_text(json.dumps(document), encoding="utf-8")
+    verified = mibspec_cli("verify", str(out), "--format", "json")
+    codes = [(f["code"], f["pointer"]) for f in json.loads(verified.stdout)["documents"][0]["findings"]]
+    assert codes == [("S111", "/tables/0")]

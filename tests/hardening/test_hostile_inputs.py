@@ -599,15 +599,15 @@ def test_integers_beyond_int64_in_number_fields_are_numbers(report: Path) -> Non
 
 def test_edge_total_closed_form_equals_the_reference_universe() -> None:
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
-    from mibspec.validator.rules.circuit_document import _edge_total
+    from mibspec.validator.rules.circuit_document import edge_total
 
     for layers in range(1, 7):
         for heads in range(1, 6):
             for parallel in (False, True):
                 graph = {"n_layers": layers, "n_heads": heads, "parallel_attn_mlp": parallel}
                 universe = GraphUniverse(GraphConfig(layers, heads, parallel))
-                assert _edge_total(graph) == int(universe.edge_mask.sum())
-    assert _edge_total({"n_layers": 12, "n_heads": 12}) == 32_491  # metrics/graph.md, MG-7 table
+                assert edge_total(graph) == int(universe.edge_mask.sum())
+    assert edge_total({"n_layers": 12, "n_heads": 12}) == 32_491  # metrics/graph.md, MG-7 table
 
 
 @pytest.mark.parametrize("output_format", ["text", "json", "sarif", "junit", "github"])

@@ -30,24 +30,6 @@ from soundness import (
 
 pytestmark = pytest.mark.recompute
 
-#: Fields that are not yet compared with what they describe: their perturbations are accepted.
-#: Each entry is a strict expected failure below; remove it once the field is checked.
-OPEN: dict[tuple[str, str], str] = {
-    ("circuit-ioi", "claims.n_edges × 10^9 (bounds every circuit by k·n_edges)"): (
-        "claims.n_edges is not yet compared with the circuit document's graph"
-    ),
-    (
-        "circuit-ioi",
-        "claims.n_edges + 1",
-    ): "claims.n_edges is not yet compared with the circuit document's graph",
-    ("circuit-ioi", "a weighted size of 0 claimed as 0.05"): (
-        "a curve point's weighted size is not yet compared with its circuit row's"
-    ),
-    ("circuit-ioi", "a weighted size claimed one edge larger"): (
-        "a curve point's weighted size is not yet compared with its circuit row's"
-    ),
-}
-
 
 class Benches:
     """One workbench per example, built on first use and shared by the module's tests."""
@@ -68,10 +50,6 @@ def benches(tmp_path_factory: pytest.TempPathFactory) -> Benches:
     return Benches(tmp_path_factory.mktemp("soundness"))
 
 
-def _open(example: str, perturbation: Perturbation) -> bool:
-    return (example, perturbation.name) in OPEN
-
-
 def _sample(bench: Workbench, seed: int) -> list[Perturbation]:
     """Controls, eight claims, a set, two roundings; and, where recomputation is cheap, every
     declaration."""
@@ -79,8 +57,7 @@ def _sample(bench: Workbench, seed: int) -> list[Perturbation]:
     rng = np.random.default_rng(seed)
     by_kind: dict[str, list[Perturbation]] = {}
     for perturbation in everything:
-        if not _open(bench.example, perturbation):
-            by_kind.setdefault(perturbation.kind, []).append(perturbation)
+        by_kind.setdefault(perturbation.kind, []).append(perturbation)
     picked = list(by_kind["control"])
     sizes = {"claim": 8, "set": 1, "declaration": 2}
     if bench.example in ALWAYS_RECOMPUTED:
@@ -95,7 +72,7 @@ def _sample(bench: Workbench, seed: int) -> list[Perturbation]:
 
 
 def _assert_sound(bench: Workbench, perturbations: list[Perturbation]) -> None:
-    tally = run(bench, [p for p in perturbations if not _open(bench.example, p)])
+    tally = run(bench, perturbations)
     assert not tally.failed_controls, tally.failed_controls
     assert not tally.accepted, tally.accepted
     assert sum(tally.tried.values()) == sum(tally.refused.values()) > 0
@@ -115,22 +92,10 @@ def test_every_false_number_is_refused(benches: Benches, example: str) -> None:
     _assert_sound(bench, bench.perturbations(seed=0))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("example", "name"),
-    [pytest.param(*key, marks=pytest.mark.xfail(strict=True, reason=reason)) for key, reason in OPEN.items()],
-)
-def test_open_fields_are_refused(benches: Benches, example: str, name: str) -> None:
-    bench = benches[example]
-    perturbation = next(p for p in bench.perturbations() if p.name == name)
-    assert not bench.verify(perturbation).valid
-
-
 # --------------------------------------------------------------------------- the catalogue on the examples
 
 #: Rows marked recomputed whose claims no bundled example holds (checked: none holds them).
 NOT_IN_EXAMPLES = {
-    ("circuit", "/claims/auroc/value"): "no bundled circuit report claims an AUROC",
     ("causal_variable", "/claims/variables/*/highest"): "the bundled reports are spec 1.1 (`best`)",
 }
 

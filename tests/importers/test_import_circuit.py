@@ -255,16 +255,27 @@ def test_mib_circuit_results_become_reports_with_the_leaderboard_areas(tmp_path:
     assert [(f.code, f.pointer) for f in verified.findings] == [("A111", "/model")]
 
 
-def test_mib_circuit_results_oversized_circuits_are_caught_under_the_default_profile(tmp_path: Path) -> None:
+def test_mib_circuit_results_declare_no_sizes_nothing_could_check(tmp_path: Path) -> None:
     from mibspec.importers import import_mib_circuit_results
 
     counts = [100, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]  # 100 > 0.002 · 32491
     result = import_mib_circuit_results(_results(tmp_path, counts), tmp_path / "out")
     [path] = result.written
-    lenient = {f.code for f in mibspec.verify(path, recompute=False).findings}
-    assert lenient == {"A111"}  # mib-2025 reproduces the backend, which does not check sizes
+    report = json.loads(path.read_text())
+    points = [p for curve in report["claims"]["curves"] for p in curve["points"]]
+    # The file's counts order the circuits (the backend's placement) but are not written as sizes:
+    # the file holds no circuit a size could be checked against (K-9).
+    assert [p["faithfulness"] for p in report["claims"]["curves"][1]["points"]][:2] == [0.1, 0.05]
+    assert not any("weighted_size" in p or "n_edges" in p for p in points)
+    assert {f.code for f in mibspec.verify(path, recompute=False).findings} == {"A111"}
+    # under the strict profile f(1) is not forced (C101, C102), and still no size finding
+    strict_codes = {f.code for f in mibspec.verify(path, recompute=False, profile="default").findings}
+    assert strict_codes == {"A111", "C101", "C102"}
+    # a size written in by hand has nothing to be checked against: refused, not bounded by a claim
+    report["claims"]["curves"][1]["points"][1]["weighted_size"] = 100.0
+    path.write_text(json.dumps(report))
     strict = mibspec.verify(path, recompute=False, profile="default").findings
-    assert ("K103", "/claims/curves/1/points/1/weighted_size") in {(f.code, f.pointer) for f in strict}
+    assert ("K112", "/claims/curves/1/points/1/weighted_size") in {(f.code, f.pointer) for f in strict}
 
 
 @pytest.mark.parametrize(

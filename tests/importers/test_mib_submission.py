@@ -8,6 +8,7 @@ import json
 import pickle
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,40 @@ def test_an_architecture_must_be_the_one_the_model_files_name(tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
     right = _options(architecture="GPT2LMHeadModel", model_files=model)
     assert import_mib_submission(folder, tmp_path / "out", right).ok
+
+
+def test_imported_sizes_are_the_circuits_recorded_sizes_not_mibs(tmp_path: Path) -> None:
+    """MIB's results record sizes after one pruning round (PR-5); the report records each
+    point's circuit as the profile says (complete pruning, K-9), computed here by a slow
+    loop: the top ⌊k·479⌋ edges by score, then every edge off an input → logits path dropped."""
+    from safetensors.numpy import load_file
+
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    folder = _importance_folder(tmp_path / "method")
+    assert import_mib_submission(folder, tmp_path / "out", _options(model_revision=REVISION)).ok
+    out = tmp_path / "out" / "ioi_tiny"
+    report = json.loads((out / "report.json").read_text())
+    scores = load_file(str(out / "circuit.safetensors"))["scores"].astype(np.float64)
+    universe = GraphUniverse(GraphConfig(4, 4))
+    source = [int(s) for s in universe.edge_src]
+    target = [int(universe.node_of_slot[d]) for d in universe.edge_dst]  # -1: logits
+
+    def slow_size(kept: list[int]) -> float:
+        reached = {0}
+        for node in range(1, universe.n_forward):
+            if any(source[i] in reached and target[i] == node for i in kept):
+                reached.add(node)
+        reaches = {-1}
+        for node in range(universe.n_forward - 1, -1, -1):
+            if any(source[i] == node and target[i] in reaches for i in kept):
+                reaches.add(node)
+        return float(sum(1 for i in kept if source[i] in reached and target[i] in reaches))
+
+    curves = {c["ranking"]: c["points"] for c in report["claims"]["curves"]}
+    for ranking, key in (("signed", lambda i: -scores[i]), ("absolute", lambda i: -abs(scores[i]))):
+        order = sorted(range(479), key=lambda i: (key(i), i))
+        expected = [slow_size(order[: int(Fraction(str(k)) * 479)]) for k in GRID]
+        assert [p["weighted_size"] for p in curves[ranking]] == expected
+    assert expected != _results(2)["weighted_edge_counts"]  # not the counts the pickle holds
+    assert mibspec.verify(out / "report.json", recompute=False).valid

@@ -25,6 +25,7 @@ import mibspec
 from mibspec import _migrate
 from mibspec._migrate import (
     REGISTRY,
+    InvalidInputError,
     MigrationError,
     MigrationRegistry,
     MigrationStep,
@@ -293,3 +294,75 @@ def test_published_step_moves_every_kind_and_leaves_best_alone() -> None:
     odd["claims"]["variables"][0]["best"] = 0.5
     moved = migrate_document(odd).document["claims"]["variables"][0]
     assert (moved["best"], "highest" in moved) == (0.5, True)
+
+
+def _invalid_10_report(tmp_path: Path) -> Path:
+    """The IOI circuit example written the 1.0 way, but declaring a rounding (which 1.0 refuses,
+    S112) and claiming CPR 0.45 above its curve: under 1.1 the rounding to 0 decimals would
+    stand for ±0.5 and let that CPR through."""
+    folder = tmp_path / "ioi"
+    shutil.copytree(REPO / "examples" / "circuit-ioi", folder)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    report["spec_version"] = "1.0"
+    report["rounding"] = {"decimals": 0}
+    report["claims"]["cpr"]["value"] += 0.45
+    path = folder / "report.json"
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    assert [f.code for f in mibspec.verify(path, recompute=False).findings] == ["S112"]
+    return path
+
+
+def test_an_input_that_does_not_verify_is_refused_with_its_findings(
+    tmp_path: Path, mibspec_cli: CliRun
+) -> None:
+    source = _invalid_10_report(tmp_path)
+    before = source.read_bytes()
+    destination = tmp_path / "out.json"
+    with pytest.raises(InvalidInputError) as info:
+        migrate_file(source, destination)
+    assert [(f.code, f.pointer) for _, f in info.value.findings] == [("S112", "/rounding")]
+    assert not destination.exists()
+    result = mibspec_cli("migrate", str(source), "-o", str(destination))
+    assert result.returncode == 1
+    assert "S112" in result.stdout
+    assert "--keep-invalid" in result.stdout
+    assert not destination.exists()
+    assert mibspec_cli("migrate", str(source), "--in-place").returncode == 1
+    assert source.read_bytes() == before
+
+
+def test_kept_invalid_the_output_carries_the_findings_and_does_not_verify(
+    tmp_path: Path, mibspec_cli: CliRun
+) -> None:
+    source = _invalid_10_report(tmp_path)
+    destination = source.parent / "report.v11.json"
+    result = mibspec_cli("migrate", str(source), "-o", str(destination), "--keep-invalid")
+    assert result.returncode == 1
+    assert "S112" in result.stdout
+    migrated = json.loads(destination.read_text(encoding="utf-8"))
+    assert migrated["spec_version"] == "1.1"
+    record = migrated["extensions"]["mibspec:migration"]
+    assert (record["from"], record["to"]) == ("1.0", "1.1")
+    assert [(f["code"], f["pointer"]) for f in record["input_findings"]] == [("S112", "/rounding")]
+    verified = mibspec.verify(destination, recompute=False)
+    found = {(f.code, f.pointer) for f in verified.findings}
+    assert ("C127", "/extensions/mibspec:migration") in found
+    # 1.1 refuses the rounding itself too: coarser than the profile accepts, claims not printed to it
+    assert {code for code, _ in found} == {"C127", "C130", "C131"}
+
+
+def test_an_input_whose_referenced_document_does_not_verify_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "ioi"
+    shutil.copytree(REPO / "examples" / "circuit-ioi", folder)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    report["spec_version"] = "1.0"
+    (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    assert mibspec.verify(folder / "report.json", recompute=False).valid
+    migrate_file(folder / "report.json", tmp_path / "fine.json")  # a valid input migrates
+    sidecar = folder / "circuit.safetensors"
+    sidecar.write_bytes(sidecar.read_bytes()[:-1] + b"\x00")
+    with pytest.raises(InvalidInputError) as info:
+        migrate_file(folder / "report.json", tmp_path / "out.json")
+    found = {(Path(path).name, f.code) for path, f in info.value.findings}
+    assert ("circuit.json", "A103") in found
+    assert ("report.json", "A107") in found

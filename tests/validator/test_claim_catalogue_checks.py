@@ -54,10 +54,11 @@ def test_comparisons_are_held_to_their_catalogue_rows() -> None:
         _comparison("/claims/cpr/value"),  # recompute: float32
         _comparison("/claims/curves/1/points/3/faithfulness"),
         _comparison("/task/n_examples", 0.0, 0.0),  # exact
+        _comparison("/claims/n_edges", 0.0, 0.0),  # recomputed from the loaded model, exactly
     ]
     assert catalogued(ctx, good) == good
     for bad in (
-        _comparison("/claims/n_edges", 0.0, 0.0),  # a declaration
+        _comparison("/claims/n_edges"),  # a count under a float tolerance
         _comparison("/claims/curves/0/points/0/weighted_size", 0.0, 0.0),  # a declaration
         _comparison("/claims/unknown"),  # no row
         _comparison("/task/n_examples"),  # a count under a float tolerance
@@ -74,16 +75,16 @@ def test_a_claim_marked_recomputed_without_a_comparison_is_r130() -> None:
     found = unrecomputed_findings(ctx, [])
     pointers = {f.pointer for f in found}
     assert {f.code for f in found} == {"R130"}
-    assert "/claims/auroc/value" in pointers
+    assert "/claims/n_edges" in pointers
     assert "/claims/curves/0/points/0/faithfulness" in pointers
-    assert "/claims/n_edges" not in pointers  # a declaration
-    compared = [
-        Comparison(f.pointer, "q", 1.0, 1.0, 0.0, 0.0) for f in found if f.pointer != "/claims/auroc/value"
-    ]
-    assert [f.pointer for f in unrecomputed_findings(ctx, compared)] == ["/claims/auroc/value"]
+    assert "/claims/auroc/value" not in pointers  # derived in the rules stage (C125)
+    assert "/claims/curves/0/points/0/n_edges" not in pointers  # a declaration
+    last = "/claims/m_full"
+    compared = [Comparison(f.pointer, "q", 1.0, 1.0, 0.0, 0.0) for f in found if f.pointer != last]
+    assert [f.pointer for f in unrecomputed_findings(ctx, compared)] == [last]
     # A comparison without a claimed value (shown for information) checks nothing.
-    info = [Comparison("/claims/auroc/value", "q", None, 1.0, 0.0, 0.0)]
-    assert "/claims/auroc/value" in {f.pointer for f in unrecomputed_findings(ctx, compared + info)}
+    info = [Comparison(last, "q", None, 1.0, 0.0, 0.0)]
+    assert last in {f.pointer for f in unrecomputed_findings(ctx, compared + info)}
 
 
 def test_the_stamp_groups_every_number_once() -> None:

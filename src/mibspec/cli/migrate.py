@@ -6,7 +6,7 @@ A thin layer over :mod:`mibspec._migrate`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 
@@ -22,16 +22,32 @@ def migrate_command(
     output: Annotated[Path | None, Option("--output", "-o", help="Where to write the result.")] = None,
     to: Annotated[str | None, Option("--to", help="Target spec version (default: the current one).")] = None,
     in_place: Annotated[bool, Option("--in-place", help="Replace the input file.")] = False,
+    keep_invalid: Annotated[
+        bool,
+        Option(
+            "--keep-invalid",
+            help="Migrate an input that does not verify: the output records its findings and does not "
+            "verify either (C127); the exit code is 1.",
+        ),
+    ] = False,
 ) -> None:
-    """Migrate a document to another spec version (atomic write; the input is kept unless --in-place)."""
-    from mibspec._migrate import MigrationError, UnreadableDocumentError, migrate_file
+    """Migrate a document to another spec version (atomic write; the input is kept unless --in-place).
+
+    The input is verified first (without recomputation); one that does not verify is refused
+    with its findings (exit 1), unless --keep-invalid.
+    """
+    from mibspec._migrate import InvalidInputError, MigrationError, UnreadableDocumentError, migrate_file
 
     if in_place and output is not None:
         usage_error("pass either -o OUT or --in-place, not both")
     if not in_place and output is None:
         usage_error("pass -o OUT (the input is kept) or --in-place (the input is replaced)")
     try:
-        result = migrate_file(source, output, to_version=to, in_place=in_place)
+        result = migrate_file(source, output, to_version=to, in_place=in_place, keep_invalid=keep_invalid)
+    except InvalidInputError as exc:
+        _echo_findings(exc.findings)
+        click.echo(visible(f"{exc}; pass --keep-invalid to migrate it with its findings recorded"))
+        raise click.exceptions.Exit(EXIT_FINDINGS) from None
     except UnreadableDocumentError as exc:
         for finding in exc.findings:
             where = f"{finding.line}:{finding.column}" if finding.line is not None else "1:1"
@@ -55,4 +71,21 @@ def migrate_command(
     click.echo(visible(f"{source}: spec {chain}; written to {source if in_place else output}"))
     for step in result.steps:
         click.echo(f"  {step.from_version} → {step.to_version}: {step.description}")
+    if result.carried:
+        _echo_findings(list(result.carried))
+        click.echo(
+            "the input did not verify: its findings are recorded in the output, which does not verify "
+            "either (C127) until they are fixed and the record removed"
+        )
+        raise click.exceptions.Exit(EXIT_FINDINGS)
     raise click.exceptions.Exit(EXIT_OK)
+
+
+def _echo_findings(findings: list[tuple[str, Any]]) -> None:
+    """One line per finding: its document, line:column, code, severity, message and pointer."""
+    for path, finding in findings:
+        where = f"{finding.line}:{finding.column}" if finding.line is not None else "-"
+        pointer = f" at {finding.pointer}" if finding.pointer else ""
+        click.echo(
+            visible(f"{path}:{where} {finding.code} {finding.severity.value}: {finding.message}{pointer}")
+        )

@@ -8,10 +8,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "KNOWN_SPEC_VERSIONS", "SPEC_VERSION", "install_hint", "load_spec_json", "spec_dir"]
+__all__ = [
+    "KINDS",
+    "KNOWN_SPEC_VERSIONS",
+    "MIGRATION_EXTENSION",
+    "SPEC_VERSION",
+    "install_hint",
+    "load_spec_json",
+    "spec_dir",
+]
 
 #: The spec version this implementation writes.
 SPEC_VERSION = "1.1"
+#: The ``extensions`` key in which ``mibspec migrate --keep-invalid`` records the findings of a
+#: document that did not verify before it was migrated (SPEC.md S-7); a document carrying
+#: them is not conformant (C127).
+MIGRATION_EXTENSION = "mibspec:migration"
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
 KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1", "1.1": "v1"}

@@ -20,6 +20,7 @@ from .common import (
     Seed,
     Sha256,
 )
+from .rounding import closed_at, version_branch
 
 __all__ = [
     "CausalModel",
@@ -351,6 +352,12 @@ class LeaderboardTable(Closed):
     metric: Literal["cpr", "cmd"] = Field(
         description="`cpr`: higher is better; `cmd`: lower is better, for the cells and the Score alike"
     )
+    profile: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9.-]*$",
+        description="spec 1.1, required: the profile every cell of the table was verified under; reports "
+        "of different profiles are never ranked in one table (C-9)",
+    )
     rows: list[LeaderboardRow] = Field(min_length=1)
 
 
@@ -369,3 +376,12 @@ class Leaderboard(Closed):
     artifacts: list[Artifact] = Field(default_factory=list)
     provenance: Provenance | None = None
     extensions: Extensions | None = None
+
+
+# Spec 1.0 tables have no profile; from 1.1 every table names the one its cells were verified under.
+Leaderboard.model_config["json_schema_extra"] = {
+    "allOf": [
+        version_branch("1.0", [closed_at(("tables", "*"), ["metric", "rows"])]),
+        version_branch("1.1", [closed_at(("tables", "*"), ["metric", "profile", "rows"], ["profile"])]),
+    ]
+}

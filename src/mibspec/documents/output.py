@@ -14,6 +14,7 @@ __all__ = [
     "ComparisonOutput",
     "DocumentOutput",
     "FindingOutput",
+    "NotCheckedOutput",
     "StageOutput",
     "VerificationOutput",
 ]
@@ -63,6 +64,14 @@ class ClaimsOutput(Closed):
     structure: ClaimGroup = Field(description="checked for structure only (the schema)")
 
 
+class NotCheckedOutput(Closed):
+    setting: str = Field(
+        description="the profile key that decides it, e.g. `check_circuit_size`, `severity.K106`"
+    )
+    what: str = Field(description="what goes unchecked")
+    codes: list[str] = Field(description="the rules that would have checked it")
+
+
 class DocumentOutput(Closed):
     path: str
     kind: str | None
@@ -77,6 +86,14 @@ class DocumentOutput(Closed):
         default=None,
         description="a report that passed its schema: which of its numbers were recomputed, derived, "
         "declared or checked for structure only",
+    )
+    profile: str | None = Field(
+        default=None, description="a report's profile: the one it was checked under (spec 1.1)"
+    )
+    not_checked: list[NotCheckedOutput] | None = Field(
+        default=None,
+        description="a report's: what its profile does not check (SPEC.md V-5; spec 1.1), from the "
+        "profile's data; empty when it checks everything",
     )
 
 

@@ -11,10 +11,17 @@ from mibspec.core.claims import claim_catalogue
 from ._base import Closed, SpecVersion
 from .rounding import Rounding
 
-__all__ = ["Profile", "RoundingKind", "Tolerance"]
+__all__ = ["Profile", "RoundingKind", "Tolerance", "unchecked_when"]
 
 #: The kinds of claim a rounding may apply to, as the claim catalogue (spec/v1/claims.json) defines them.
 RoundingKind: Any = Literal[tuple(claim_catalogue().rounding_kinds)]  # type: ignore[valid-type]
+
+
+def unchecked_when(value: object, track: str, what: str, *codes: str) -> Any:
+    """The schema annotation ``x-mibspec-unchecked`` of a profile setting: when the setting has
+    ``value``, reports of ``track`` are not checked for ``what`` (by the rules ``codes``, when
+    named). Verification output lists, per report, every such setting of its profile."""
+    return {"x-mibspec-unchecked": {"when": value, "track": track, "what": what, "codes": list(codes)}}
 
 
 class Tolerance(Closed):
@@ -35,9 +42,17 @@ class Profile(Closed):
     ranking: dict[Literal["cpr", "cmd", "auroc"], Literal["signed", "absolute"]]
     tie_break: Literal["canonical_index"]
     auroc_convention: Literal["mib", "rank"]
-    check_circuit_size: bool = Field(description="size at each k must not exceed k·|E|")
+    check_circuit_size: bool = Field(
+        description="size at each k must not exceed k·|E|",
+        json_schema_extra=unchecked_when(
+            False, "circuit", "circuit sizes against their grid point k", "K103"
+        ),
+    )
     force_full_faithfulness: bool = Field(
-        description="treat f at k = 1 as 1.0 whatever the circuit (the public backend does)"
+        description="treat f at k = 1 as 1.0 whatever the circuit (the public backend does)",
+        json_schema_extra=unchecked_when(
+            True, "circuit", "the faithfulness at k = 1 (taken as 1, not the measured value)"
+        ),
     )
     faithfulness_min_denominator: float = Field(gt=0)
     consistency: Tolerance = Field(description="claimed aggregate vs the same metric of the claimed parts")
@@ -48,8 +63,18 @@ class Profile(Closed):
     min_random_baseline_seeds: int = Field(ge=1)
     min_permutations: int = Field(ge=1)
     min_shapley_trials: int = Field(ge=1)
-    p_convention: Literal["plus_one", "paper"]
-    checker: Literal["exact_token", "substring"]
+    p_convention: Literal["plus_one", "paper"] = Field(
+        json_schema_extra=unchecked_when(
+            "paper", "causal_bench", "that a permutation p-value is above 0 (count/B may be 0)"
+        )
+    )
+    checker: Literal["exact_token", "substring"] = Field(
+        json_schema_extra=unchecked_when(
+            "substring",
+            "causal_variable",
+            "that an answer is the expected token: any output whose text contains it counts as correct",
+        )
+    )
     binding: list[
         Literal["edge_count_rounding", "ranking", "auroc_convention", "start_token", "p_convention"]
     ] = Field(

@@ -111,8 +111,16 @@ class CurvePoint(Closed):
     circuit: NonNegInt | None = Field(
         default=None, description="index of the circuit in the circuit document (needed to recompute)"
     )
-    n_edges: NonNegInt | None = Field(default=None, description="edges selected at this point")
-    weighted_size: float = Field(ge=0, description="weighted edge count after pruning")
+    n_edges: NonNegInt | None = Field(
+        default=None, description="edges of the point's circuit (K-9: checked against that circuit)"
+    )
+    weighted_size: float | None = Field(
+        default=None,
+        ge=0,
+        description="the size the profile says a report records (recorded_size: weighted edge count after "
+        "pruning) of the point's circuit; only where a circuit row or the circuit document's scores "
+        "determine that circuit (K-9)",
+    )
     faithfulness: float
     uncertainty: Uncertainty | None = None
     rounding: Rounding | None = _rounding()
@@ -132,7 +140,9 @@ class ScalarClaim(Closed):
 class AurocClaim(Closed):
     value: Unit
     convention: Literal["mib", "rank"]
-    ground_truth: CircuitRef = Field(description="circuit document holding the true edge set")
+    ground_truth: CircuitRef = Field(
+        description="circuit document holding the true edge set as its one membership row (C-13)"
+    )
     rounding: Rounding | None = _rounding()
 
 
@@ -146,7 +156,10 @@ class CircuitClaims(Closed):
     circuit: CircuitRef | None = Field(
         default=None, description="artifact id of the circuit document (needed to recompute the curve)"
     )
-    n_edges: PosInt = Field(description="edge total of the graph universe")
+    n_edges: PosInt = Field(
+        description="edge total of the graph universe: that of the circuit document's graph and of the "
+        "model's (K-8)"
+    )
     m_full: float | None = Field(default=None, description="mean metric of the full model (clean run)")
     m_empty: float | None = Field(
         default=None, description="mean metric of the empty circuit (corrupted run)"

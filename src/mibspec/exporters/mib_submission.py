@@ -64,6 +64,12 @@ def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
         if ks != grid:
             continue  # MIB's evaluator writes whole-grid curves only
         values = [p["faithfulness"] for p in curve["points"]]
+        unsized = [p["k"] for p in curve["points"] if "weighted_size" not in p]
+        if unsized:
+            raise ExportError(
+                f"{report_path}: the {curve['ranking']} curve declares no weighted size at k = "
+                f"{', '.join(f'{k:g}' for k in unsized)}; MIB's results record one per grid point"
+            )
         results = {
             "weighted_edge_counts": [p["weighted_size"] for p in curve["points"]],
             "area_under": report["claims"]["cpr"]["value"]

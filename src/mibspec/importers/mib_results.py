@@ -13,8 +13,9 @@ forces faithfulness at k = 1 to 1.0; the imported reports therefore declare the
 ``mib-2025`` profile. CPR and CMD are computed from the curves by the reference
 metrics, as the leaderboard does. The files record neither the circuits, nor the
 model revision, nor the baseline metrics: the reports say so, and recomputation
-reports what is missing. ``mibspec verify --profile default`` applies the strict
-size check (each circuit at most k·|E| edges) the public backend skips.
+reports what is missing. The file's edge counts only order the circuits: a report
+records the size of a circuit it declares (SPEC.md K-9), and these circuits are not
+in the file, so the points declare no size.
 """
 
 from __future__ import annotations
@@ -164,9 +165,10 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
                 title=f"{method} on {task} ({model_id}), imported from MIB results",
                 description=(
                     f"Imported from {source.name} by mibspec {__version__}. The results file records the "
-                    "faithfulness curves only: the circuits, the model revision and the baseline metrics are "
-                    "absent, so the curves cannot be recomputed. CPR and CMD were computed from the curves "
-                    "with faithfulness at k = 1 taken as 1.0, as the MIB leaderboard does."
+                    "faithfulness curves only: the circuits (so their sizes), the model revision and the "
+                    "baseline metrics are absent, so the curves cannot be recomputed. CPR and CMD were "
+                    "computed from the curves with faithfulness at k = 1 taken as 1.0, as the MIB "
+                    "leaderboard does."
                 ),
                 method=Method(name=method, **description),
                 task=TaskRef(name=task),
@@ -209,10 +211,8 @@ def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Cur
     numbers = [*counts, *values]
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
         raise _MalformedError("I101", pointer, detail="edge counts and faithfulness must be finite numbers")
-    # The public backend sorts circuits by size and places the i-th at the i-th grid point.
+    # The public backend sorts circuits by size and places the i-th at the i-th grid point. The
+    # sizes are not written: the file holds no circuit they could be checked against (K-9).
     order = sorted(range(len(counts)), key=lambda i: counts[i])
-    points = [
-        CurvePoint(k=grid[slot], weighted_size=float(counts[i]), faithfulness=float(values[i]))
-        for slot, i in enumerate(order)
-    ]
+    points = [CurvePoint(k=grid[slot], faithfulness=float(values[i])) for slot, i in enumerate(order)]
     return Curve(ranking=ranking, points=points)

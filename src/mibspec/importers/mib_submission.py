@@ -223,7 +223,7 @@ def _convert(
     else:
         raise _MalformedError("I107", "", detail=_missing(folder, graphs, grid), _file=path)
     name = Path(f"{folder.task}_{folder.model}")
-    built = _report(folder, document, points, options) if folder.results else None
+    built = _report(folder, document, tensors, points, options) if folder.results else None
     report = None
     if built is not None:
         report = options.apply(dump(built), dataset)
@@ -355,8 +355,44 @@ def _check_results(data: Any, file: Path) -> dict[str, Any]:
     return values
 
 
+def _recorded_sizes(
+    document: Circuit, tensors: dict[str, Any], points: list[int] | None, grid: list[float], ranking: Any
+) -> list[float | None]:
+    """The size ``mib-2025`` says a report records (``recorded_size``) of each point's circuit:
+    the row it names, else the circuit rebuilt from the document's scores (MC-12); ``None``
+    where nothing determines the circuit (neuron-level scores), which then declares no size.
+    MIB's own recorded sizes (``weighted_edge_counts``, after one pruning round, PR-5) are not
+    this size and are not copied."""
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse, recorded_size
+    from mibspec.reference_impl.recompute import RebuiltCircuits, UnusableInputError
+
+    graph = document.graph
+    universe = GraphUniverse(
+        GraphConfig(graph.n_layers, graph.n_heads, graph.parallel_attn_mlp, graph.d_model)
+    )
+    convention = load_profile("mib-2025").recorded_size
+    if points is not None:
+        return [recorded_size(universe, tensors["membership"][index], None, convention) for index in points]
+    rebuilt = RebuiltCircuits(
+        universe,
+        document.granularity,
+        "floor",
+        edge_scores=tensors.get("scores"),
+        node_scores=tensors.get("node_scores"),
+        node_scored=tensors.get("node_scored"),
+    )
+    try:
+        return [recorded_size(universe, rebuilt.circuit(k, ranking), None, convention) for k in grid]
+    except UnusableInputError:
+        return [None] * len(grid)
+
+
 def _report(
-    folder: _Folder, document: Circuit, points: list[int] | None, options: SubmissionOptions
+    folder: _Folder,
+    document: Circuit,
+    tensors: dict[str, Any],
+    points: list[int] | None,
+    options: SubmissionOptions,
 ) -> CircuitReport:
     split, results = _results(folder, options.split)
     grid = list(load_profile("mib-2025").grid)
@@ -377,12 +413,14 @@ def _report(
         if ranking not in results:
             continue
         data = results[ranking]
+        sizes = _recorded_sizes(document, tensors, points, grid, ranking)
         curve_points = []
         for i, k in enumerate(grid):
             point: dict[str, Any] = {"k": k}
             if points is not None:
                 point["circuit"] = points[i]
-            point["weighted_size"] = data["weighted_edge_counts"][i]
+            if sizes[i] is not None:
+                point["weighted_size"] = sizes[i]
             point["faithfulness"] = data["faithfulnesses"][i]
             curve_points.append(point)
         curves.append(Curve.model_validate({"ranking": ranking, "points": curve_points}))

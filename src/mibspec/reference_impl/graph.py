@@ -36,8 +36,10 @@ from numpy.typing import NDArray
 __all__ = [
     "EAP_IG_CFG_KEYS",
     "MAX_MATRIX_CELLS",
+    "RECORDED_SIZES",
     "GraphConfig",
     "GraphUniverse",
+    "recorded_size",
 ]
 
 EAP_IG_CFG_KEYS: tuple[str, ...] = ("n_layers", "n_heads", "parallel_attn_mlp", "d_model")
@@ -45,6 +47,9 @@ EAP_IG_CFG_KEYS: tuple[str, ...] = ("n_layers", "n_heads", "parallel_attn_mlp", 
 
 MAX_MATRIX_CELLS: int = 2**28
 """Largest ``n_forward · n_backward`` accepted (MG-15); guards against hostile configs."""
+
+RECORDED_SIZES: tuple[str, ...] = ("complete_pruning",)
+"""The circuit sizes a profile may say a report records (profile key ``recorded_size``)."""
 
 _QKV: tuple[str, ...] = ("q", "k", "v")
 _MAX_REPORTED = 5
@@ -404,6 +409,34 @@ class GraphUniverse:
             f"{self.edge_mask.shape} (source x slot); got {_describe(array)}"
         )
 
+    def node_set_edges(self, nodes: Any) -> NDArray[np.bool_]:
+        """Edge circuits equivalent to node circuits (``metrics/engine.md`` ME-6).
+
+        An edge ``s → d`` is in the circuit iff ``s`` is in the node set and ``d`` is a slot
+        of a node in the set or ``logits``. ``input`` is a node like any other: leaving it
+        out ablates every path.
+
+        Args:
+            nodes: bool ``(K, n_forward)``.
+
+        Returns:
+            bool ``(K, n_forward, n_backward)``.
+
+        Raises:
+            ValueError: ``nodes`` is not a boolean array of shape ``(K, n_forward)``.
+        """
+        mask = np.asarray(nodes)
+        if mask.dtype != np.bool_ or mask.ndim != 2 or mask.shape[1] != self.n_forward:
+            raise ValueError(
+                f"nodes: expected a boolean array of shape (K, {self.n_forward}), got "
+                f"dtype {mask.dtype} and shape {mask.shape}"
+            )
+        dst_in = np.concatenate(
+            [mask[:, self.node_of_slot[:-1]], np.ones((mask.shape[0], 1), dtype=np.bool_)], axis=1
+        )
+        edges: NDArray[np.bool_] = mask[:, :, None] & dst_in[:, None, :] & self.edge_mask[None]
+        return edges
+
     # ------------------------------------------------------------------ reachability and pruning
     def _forward_present(self, matrix: NDArray[np.bool_]) -> NDArray[np.bool_]:
         """Sources reachable from ``input`` through the edges of ``matrix`` (MG-9)."""
@@ -634,6 +667,27 @@ class GraphUniverse:
     def from_eap_ig_cfg(cls, cfg: Mapping[str, Any], *, strict: bool = True) -> GraphUniverse:
         """Universe of an EAP-IG ``cfg`` object; see :meth:`GraphConfig.from_eap_ig_cfg`."""
         return cls(GraphConfig.from_eap_ig_cfg(cfg, strict=strict))
+
+
+def recorded_size(
+    universe: GraphUniverse,
+    edge_in: Any,
+    neuron_fraction: Any | None = None,
+    convention: str = "complete_pruning",
+) -> float:
+    """The size a report records for a circuit, under a profile's ``recorded_size``.
+
+    ``complete_pruning`` (both profiles of spec 1.1): the weighted edge count after pruning
+    to a fixed point, :meth:`GraphUniverse.weighted_edge_count` (MG-11).
+
+    Raises:
+        ValueError: an unknown convention, or an invalid circuit or ``neuron_fraction``.
+    """
+    if convention not in RECORDED_SIZES:
+        raise ValueError(
+            f"convention must be one of {', '.join(RECORDED_SIZES)}; got {_describe(convention)}"
+        )
+    return universe.weighted_edge_count(edge_in, neuron_fraction)
 
 
 def _descending_order(keys: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -123,6 +123,10 @@ class DocumentResult:
     #: For a report that passed its schema: its numbers by how this run checked them (a
     #: ``ClaimStamp``, SPEC.md CL-2).
     claims: Any = None
+    #: A report's profile (the one it was checked under) and what that profile does not check
+    #: (``_unchecked.NotChecked``, SPEC.md V-5); set once the schema stage passed.
+    profile: str | None = None
+    not_checked: list[Any] | None = None
 
     @property
     def errors(self) -> list[Finding]:
@@ -153,6 +157,12 @@ class DocumentResult:
             **({"referenced_by": self.referenced_by} if self.referenced_by else {}),
             **({"recomputed": [c.to_json() for c in self.comparisons]} if self.comparisons else {}),
             **({"claims": self.claims.to_json()} if self.claims is not None else {}),
+            **({"profile": self.profile} if self.profile else {}),
+            **(
+                {"not_checked": [item.to_json() for item in self.not_checked]}
+                if self.not_checked is not None
+                else {}
+            ),
         }
 
 
@@ -222,6 +232,9 @@ class RuleContext:
         self.model_files: list[Any] = []
         #: Findings recomputation reports besides its result (R106), even when it fails later.
         self.recompute_findings: list[Finding] = []
+        #: Documents this one references, read by its rules (``rules._referenced``), by
+        #: (artifact id, kind).
+        self.referenced: dict[tuple[Any, str], Any] = {}
 
     def finding(
         self,

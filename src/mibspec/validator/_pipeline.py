@@ -33,6 +33,7 @@ from ._context import (
 from ._recompute_stage import run_recompute
 from ._schema_stage import check_schema, dispatch
 from ._stamp import claim_stamp
+from ._unchecked import not_checked
 from .rules import run_rules
 
 __all__ = ["printable_path", "record_internal_error", "verify_paths"]
@@ -173,6 +174,9 @@ class _Runner:
             result.set_stage(Stage.RULES, StageStatus.NOT_RUN, "the schema stage failed")
             return None
         result.set_stage(Stage.SCHEMA, StageStatus.PASSED)
+        if result.kind == "report":
+            result.profile = str(profile["name"])
+            result.not_checked = not_checked(profile, data.get("track"))
         return RuleContext(
             path=path,
             data=data,

@@ -7,8 +7,10 @@ in one group, in this order of precedence:
   the claimed value in the recompute stage's list);
 * ``derived``: a consistency rule of the rules stage, which passed, compared it with the value
   its formula gives on other claims (its row names ``derived_from``);
-* ``declared``: a declaration (its row's check), which a rule compares with the artifact,
-  document or profile it describes, or which recomputation runs with;
+* ``declared``: a declaration (its row's check, or a recomputed row that also names what the
+  rules compare it with, such as a circuit report's edge total, when recomputation did not run),
+  which a rule compares with the artifact, document or profile it describes, or which
+  recomputation runs with;
 * ``structure``: only the schema constrained it: its row checks nothing more, or the check
   that would have (recomputation) did not run.
 """
@@ -70,7 +72,7 @@ def _group(claim: ClaimInstance, compared: set[str], rules_passed: bool) -> str:
         return "recomputed"
     if claim.row.derived_from and rules_passed:
         return "derived"
-    if claim.row.check == "declaration":
+    if claim.row.check == "declaration" or claim.row.compared_with:
         return "declared"
     return "structure"
 

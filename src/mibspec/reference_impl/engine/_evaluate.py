@@ -115,11 +115,7 @@ def graph_universe(model: ModelWeights) -> GraphUniverse:
 
 
 def node_circuit_edges(universe: GraphUniverse, nodes: object) -> NDArray[np.bool_]:
-    """Edge circuits equivalent to node circuits (ME-6).
-
-    An edge ``s → d`` is in the circuit iff ``s`` is in the node set and ``d`` is a slot of
-    a node in the set or ``logits``. ``input`` is a node like any other: leaving it out
-    ablates every path.
+    """Edge circuits equivalent to node circuits (ME-6): :meth:`GraphUniverse.node_set_edges`.
 
     Args:
         universe: the graph universe.
@@ -128,17 +124,7 @@ def node_circuit_edges(universe: GraphUniverse, nodes: object) -> NDArray[np.boo
     Returns:
         bool ``(K, n_forward, n_backward)``.
     """
-    mask = np.asarray(nodes)
-    if mask.dtype != np.bool_ or mask.ndim != 2 or mask.shape[1] != universe.n_forward:
-        raise ValueError(
-            f"nodes: expected a boolean array of shape (K, {universe.n_forward}), got "
-            f"dtype {mask.dtype} and shape {mask.shape}"
-        )
-    dst_in = np.concatenate(
-        [mask[:, universe.node_of_slot[:-1]], np.ones((mask.shape[0], 1), dtype=np.bool_)], axis=1
-    )
-    edges: NDArray[np.bool_] = mask[:, :, None] & dst_in[:, None, :] & universe.edge_mask[None]
-    return edges
+    return universe.node_set_edges(nodes)
 
 
 def evaluate_circuits(

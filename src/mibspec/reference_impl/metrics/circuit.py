@@ -382,12 +382,13 @@ def edge_auroc_mib(
     scores: ArrayLike,
     truth_mask: ArrayLike,
     grid: Sequence[float] = DEFAULT_GRID,
+    ranking: Ranking = "absolute",
 ) -> float:
     """InterpBench edge AUROC as computed by MIB (grid-sampled, normalised by the last FPR).
 
     For each k in ``grid`` (in order) take the first ``m_k = ceil(k · n)`` edges of
-    :func:`rank_edges` with ``ranking="absolute"``; ``TPR_k = TP_k / P`` and
-    ``FPR_k = FP_k / N_neg``. Then ``AUROC = trapezoid(TPR over FPR) / FPR_last`` with no
+    :func:`rank_edges` (MIB ranks by ``|score|``, ``ranking="absolute"``); ``TPR_k = TP_k / P``
+    and ``FPR_k = FP_k / N_neg``. Then ``AUROC = trapezoid(TPR over FPR) / FPR_last`` with no
     (0, 0) point. A perfect ranking scores exactly 1 only if some ``m_k`` equals P (or
     the first point already has FPR = 0 and TPR = 1); otherwise it scores slightly below 1.
 
@@ -395,11 +396,12 @@ def edge_auroc_mib(
         scores: 1-D finite edge scores.
         truth_mask: boolean mask of ground-truth circuit edges (same length).
         grid: strictly increasing proportions in (0, 1], at least two.
+        ranking: key = |score| (``"absolute"``, default, MIB's) or score (``"signed"``).
 
     Raises:
         ValueError: if P = 0, N_neg = 0, FPR_last = 0, or on invalid inputs.
     """
-    keys, truth, positives, negatives = _truth_and_keys(scores, truth_mask, "absolute")
+    keys, truth, positives, negatives = _truth_and_keys(scores, truth_mask, ranking)
     ks = _check_proportions(list(grid))
     if ks.size < 2:
         raise ValueError(f"grid must hold at least 2 proportions; got {ks.size}")

@@ -8,11 +8,15 @@ exported here for the producers too; this package itself imports no torch.
 
 from ._hash_cache import FileHashCache, default_cache_dir
 from ._inputs import ModelSource, UnusableInputError, config_start_token, encode_function
+from ._node_circuits import NodeLevelCircuits
+from ._rebuilt import RebuiltCircuits
 from ._session import RecomputeSession
 
 __all__ = [
     "FileHashCache",
     "ModelSource",
+    "NodeLevelCircuits",
+    "RebuiltCircuits",
     "RecomputeSession",
     "UnusableInputError",
     "config_start_token",

@@ -46,11 +46,10 @@ class NodeLevelCircuits:
             self._orders[ranking] = indices[rank_edges(self._scores[indices], ranking)]
         order = self._orders[ranking]
         kept = ~self._scored
-        kept[order[: edges_at(k, len(order), rounding)]] = True
+        kept[order[: edges_at(k, len(order), rounding) if len(order) else 0]] = True
         return kept
 
     def circuit(self, k: float, ranking: Ranking, rounding: Rounding) -> np.ndarray:
         """Bool ``(n_edges,)``: the edges of :meth:`nodes` (ME-6)."""
-        from mibspec.reference_impl.engine import node_circuit_edges
-
-        return node_circuit_edges(self._universe, self.nodes(k, ranking, rounding)[None, :])[0]
+        edges: np.ndarray = self._universe.node_set_edges(self.nodes(k, ranking, rounding)[None, :])[0]
+        return edges

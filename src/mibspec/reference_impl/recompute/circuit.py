@@ -34,7 +34,7 @@ from mibspec.core.conventions import convention
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
-from ..metrics.circuit import cmd, cpr, edges_at, faithfulness, rank_edges
+from ..metrics.circuit import cmd, cpr, faithfulness
 from ._inputs import (
     UnusableInputError,
     batch_plan,
@@ -44,7 +44,7 @@ from ._inputs import (
     open_model,
     read_rows,
 )
-from ._node_circuits import NodeLevelCircuits
+from ._rebuilt import RebuiltCircuits
 
 __all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
 
@@ -179,33 +179,24 @@ def _circuits(
     """Stacked circuits (K, n_edges), the (curve, point) of each, and the neuron masks.
 
     A point without a circuit is rebuilt from the document's scores at the report's
-    granularity: edge scores (MC-4), node scores (MC-12); neuron-level rebuilding is refused.
+    granularity (:class:`RebuiltCircuits`: edge scores, MC-4; node scores, MC-12);
+    neuron-level rebuilding is refused.
     """
     claims = report["claims"]
     n_edges = universe.n_edges
     granularity = report["settings"].get("granularity") or circuit_doc.get("granularity", "edge")
-    node_level: NodeLevelCircuits | None = None
-    membership = (
-        _tensor(circuit_doc, folder, circuit_doc["membership"], "/claims/circuit")
-        if circuit_doc.get("membership")
-        else None
-    )
-    neurons = (
-        _tensor(circuit_doc, folder, circuit_doc["neuron_masks"], "/claims/circuit")
-        if circuit_doc.get("neuron_masks")
-        else None
-    )
-    scores = (
-        _tensor(circuit_doc, folder, circuit_doc["scores"], "/claims/circuit")
-        if circuit_doc.get("scores")
-        else None
-    )
+
+    def tensor(key: str) -> np.ndarray | None:
+        ref = circuit_doc.get(key)
+        return _tensor(circuit_doc, folder, ref, "/claims/circuit") if ref else None
+
+    membership, neurons = tensor("membership"), tensor("neuron_masks")
+    rebuilt: RebuiltCircuits | None = None
     rows: list[np.ndarray] = []
     neuron_rows: list[np.ndarray] = []
     where: list[tuple[int, int]] = []
     rounding = convention(profile, report, "edge_count_rounding").value
     for ci, curve in enumerate(claims["curves"]):
-        order = None
         for pi, point in enumerate(curve["points"]):
             pointer = f"/claims/curves/{ci}/points/{pi}"
             index = point.get("circuit")
@@ -217,56 +208,23 @@ def _circuits(
                 rows.append(np.asarray(membership[index], dtype=bool))
                 if neurons is not None:
                     neuron_rows.append(np.asarray(neurons[index], dtype=bool))
-            elif granularity == "neuron":
-                raise UnusableInputError(
-                    "/settings/granularity",
-                    "rebuilding neuron-level circuits from neuron scores is not implemented: give each "
-                    "point its circuit (a membership row with its neuron mask)",
-                )
-            elif granularity == "node":
-                if curve["ranking"] not in ("signed", "absolute"):
-                    raise UnusableInputError(
-                        f"/claims/curves/{ci}/ranking", f"cannot rebuild {curve['ranking']} circuits"
-                    )
-                if node_level is None:
-                    node_level = _node_level(circuit_doc, folder, universe)
-                rows.append(node_level.circuit(point["k"], curve["ranking"], rounding))
-            elif scores is not None:
-                if curve["ranking"] not in ("signed", "absolute"):
-                    raise UnusableInputError(
-                        f"/claims/curves/{ci}/ranking", f"cannot rebuild {curve['ranking']} circuits"
-                    )
-                if order is None:
-                    order = rank_edges(np.asarray(scores, dtype=np.float64), curve["ranking"])
-                mask = np.zeros(n_edges, dtype=bool)
-                mask[order[: edges_at(point["k"], n_edges, rounding)]] = True
-                rows.append(mask)
             else:
-                raise UnusableInputError(
-                    pointer, "the point names no circuit and the circuit document has no scores"
-                )
+                if rebuilt is None:
+                    node_level = granularity == "node"
+                    rebuilt = RebuiltCircuits(
+                        universe,
+                        granularity,
+                        rounding,
+                        edge_scores=None if node_level else tensor("scores"),
+                        node_scores=tensor("node_scores") if node_level else None,
+                        node_scored=tensor("node_scored") if node_level else None,
+                    )
+                rows.append(rebuilt.circuit(point["k"], curve["ranking"], pointer))
             where.append((ci, pi))
     if neurons is not None and len(neuron_rows) != len(rows):
         raise UnusableInputError("/claims/circuit", "neuron masks cover only some of the curve's circuits")
     stacked = np.stack(rows) if rows else np.zeros((0, n_edges), dtype=bool)
     return stacked, where, (np.stack(neuron_rows) if neuron_rows else None)
-
-
-def _node_level(circuit_doc: dict[str, Any], folder: Path, universe: Any) -> NodeLevelCircuits:
-    """Node-level circuits from the document's node scores; never from its edge scores."""
-    if not circuit_doc.get("node_scores"):
-        raise UnusableInputError(
-            "/claims/circuit",
-            "a node-level point without a circuit is rebuilt from node scores, and the circuit document "
-            "has none (its edge scores rank edges, not nodes)",
-        )
-    scores = _tensor(circuit_doc, folder, circuit_doc["node_scores"], "/claims/circuit")
-    scored = (
-        _tensor(circuit_doc, folder, circuit_doc["node_scored"], "/claims/circuit")
-        if circuit_doc.get("node_scored")
-        else None
-    )
-    return NodeLevelCircuits(universe, scores, scored, "/claims/circuit")
 
 
 def _check_settings(report: dict[str, Any]) -> None:
@@ -302,7 +260,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
 
     source, model = open_model(ctx, progress, dtype)
     tensors = _tokenized_dataset(ctx, source, model)
-    circuits, where, neurons = _model_circuits(ctx, model)
+    circuits, where, neurons, n_edges = _model_circuits(ctx, model)
     result = _evaluate(ctx, progress, model, tensors, circuits, len(where), neurons)
     try:
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
@@ -312,7 +270,14 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         ) from exc
     n = tensors[0].shape[0]
     points = list(zip(where, values, strict=True))
-    return Recomputation(comparisons=_comparisons(report, profile, tolerances, n, m_full, m_empty, points))
+    comparisons = [
+        # an edge count is exact: no tolerance
+        Comparison(
+            "/claims/n_edges", "edges in the model's graph", report["claims"]["n_edges"], n_edges, 0.0, 0.0
+        ),
+        *_comparisons(report, profile, tolerances, n, m_full, m_empty, points),
+    ]
+    return Recomputation(comparisons=comparisons)
 
 
 def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any, Any, Any]:
@@ -336,8 +301,9 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
     return tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset", start, model=model)
 
 
-def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None]:
-    """The claimed circuits over the model's graph: ``_circuits``'s circuits, points and neurons."""
+def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None, int]:
+    """The claimed circuits over the model's graph: ``_circuits``'s circuits, points and neurons,
+    and the edge total of the universe built from the model (K-8)."""
     # the engine imports torch: loaded only when a circuit report is recomputed
     from mibspec.reference_impl.engine import graph_universe
 
@@ -347,13 +313,15 @@ def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, i
     )
     universe = graph_universe(model)
     graph = circuit_doc["graph"]
-    if (graph["n_layers"], graph["n_heads"]) != (model.n_layers, model.n_heads):
+    declared = (graph["n_layers"], graph["n_heads"], bool(graph.get("parallel_attn_mlp", False)))
+    built = (model.n_layers, model.n_heads, bool(model.parallel_attn_mlp))
+    if declared != built or graph["n_edges"] != universe.n_edges:
         raise UnusableInputError(
             "/claims/circuit",
-            f"the circuit's graph has {graph['n_layers']} layers × {graph['n_heads']} heads, the model "
-            f"{model.n_layers} × {model.n_heads}",
+            "the circuit's graph (layers, heads, parallel attention and MLP: "
+            f"{declared}, {graph['n_edges']} edges) is not the model's ({built}, {universe.n_edges} edges)",
         )
-    return _circuits(report, circuit_doc, circuit_folder, universe, profile)
+    return (*_circuits(report, circuit_doc, circuit_folder, universe, profile), universe.n_edges)
 
 
 def _evaluate(

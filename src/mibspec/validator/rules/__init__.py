@@ -8,6 +8,7 @@ from mibspec.core.tracks import TRACKS
 
 from . import artifacts as _artifacts  # noqa: F401  (registers the A rules, which run first)
 from . import conventions as _conventions  # noqa: F401  (registers the report-convention rule)
+from . import migration as _migration  # noqa: F401  (registers the migrated-document rule)
 from . import rounding as _rounding  # noqa: F401  (registers the declared-rounding rule)
 from ._registry import RULES, Rule, compare, rule, run_rules, with_defaults
 

@@ -9,13 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from mibspec.core.findings import Finding
-from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
+from mibspec.core.sidecars import ITEMSIZE, shape_problem
 
 from .._context import RuleContext
+from ._referenced import declared_tensor as _tensor
 from ._registry import compare, rule
 
 
-def _edge_total(graph: dict[str, Any]) -> int:
+def edge_total(graph: dict[str, Any]) -> int:
     """The edge total of the configuration, in closed form (``metrics/graph.md``, MG-7):
     (3H+1)·(L + (H+1)·L(L−1)/2) + (1−P)·L·H + 1 + L(H+1). Needs no allocation, so any
     declared size can be checked."""
@@ -24,17 +25,17 @@ def _edge_total(graph: dict[str, Any]) -> int:
     return (3 * H + 1) * (L + (H + 1) * L * (L - 1) // 2) + (1 - P) * L * H + 1 + L * (H + 1)
 
 
-def _cells(graph: dict[str, Any]) -> int:
+def matrix_cells(graph: dict[str, Any]) -> int:
     """(source, slot) cells of the universe's edge matrix: (1 + L(H+1)) · (L(3H+1) + 1)."""
     L, H = graph["n_layers"], graph["n_heads"]
     return (1 + L * (H + 1)) * (L * (3 * H + 1) + 1)
 
 
-def _universe(doc: dict[str, Any]) -> Any:
-    """The reference universe (only for configurations within ``MAX_MATRIX_CELLS``)."""
+def graph_universe(graph: dict[str, Any]) -> Any:
+    """The reference universe of a circuit document's ``graph`` (only for configurations
+    within ``MAX_MATRIX_CELLS``)."""
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
 
-    graph = doc["graph"]
     return GraphUniverse(
         GraphConfig(
             graph["n_layers"],
@@ -51,31 +52,27 @@ def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]
     large to hold cannot have its membership rows checked."""
     from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
 
-    expected = _edge_total(doc["graph"])
+    expected = edge_total(doc["graph"])
     if doc["graph"]["n_edges"] != expected:
         yield ctx.finding("K104", "/graph/n_edges", declared=doc["graph"]["n_edges"], expected=expected)
-    if ("membership" in doc or "neuron_masks" in doc) and _cells(doc["graph"]) > MAX_MATRIX_CELLS:
-        yield ctx.finding("K108", "/graph", cells=_cells(doc["graph"]), limit=MAX_MATRIX_CELLS)
+    if ("membership" in doc or "neuron_masks" in doc) and matrix_cells(doc["graph"]) > MAX_MATRIX_CELLS:
+        yield ctx.finding("K108", "/graph", cells=matrix_cells(doc["graph"]), limit=MAX_MATRIX_CELLS)
 
 
-def _tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
-    """The referenced tensor, or None when another rule already reported a problem with it."""
-    artifact = ctx.artifacts.get(ref["artifact"])
-    if artifact is None or ref["artifact"] in ctx.broken_artifacts:
-        return None
-    path = ctx.folder / artifact["path"]
-    try:
-        info = tensor_infos(path, artifact["media_type"]).get(ref.get("tensor"))
-    except (SidecarError, OSError):
-        return None
-    if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
-        return None  # A110 reports the mismatch
-    if non_finite_values(path, info) is not None:
-        return None  # A110 reports NaN and infinity
-    try:
-        return load_tensor(path, info)
-    except SidecarError:
-        return None
+@rule("circuit-scores", codes=("K114",), kinds=("circuit",))
+def circuit_scores(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Edge scores are one value per edge of the graph, in canonical edge order (DK-2): a
+    shorter or longer vector would rank edges of another universe."""
+    if "scores" not in doc:
+        return
+    shape, dtype = list(doc["scores"]["shape"]), doc["scores"]["dtype"]
+    if shape != [edge_total(doc["graph"])] and not shape_problem(shape, ITEMSIZE[dtype]):  # A112 first
+        yield ctx.finding(
+            "K114",
+            "/scores/shape",
+            declared=list(doc["scores"]["shape"]),
+            expected=[edge_total(doc["graph"])],
+        )
 
 
 @rule("circuit-membership", codes=("K105", "K106"), kinds=("circuit",))
@@ -90,7 +87,7 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
     if membership is None or membership.ndim != 2 or membership.dtype.kind != "b":
         return
 
-    n_edges = _edge_total(doc["graph"])
+    n_edges = edge_total(doc["graph"])
     if membership.shape[1] != n_edges:
         yield ctx.finding(
             "K105",
@@ -101,9 +98,9 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
             recomputed=n_edges,
         )
         return
-    if _cells(doc["graph"]) > MAX_MATRIX_CELLS:
+    if matrix_cells(doc["graph"]) > MAX_MATRIX_CELLS:
         return  # K108: the rows cannot be checked
-    universe = _universe(doc)
+    universe = graph_universe(doc["graph"])
     fractions = None
     if doc.get("granularity") == "neuron" and "neuron_masks" in doc:
         fractions = _tensor(ctx, doc["neuron_masks"])

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from .integers import parse_int
+
 __all__ = ["Rounding", "intervals_meet", "rounding_at"]
 
 
@@ -76,8 +78,8 @@ def rounding_at(document: Any, pointer: str) -> Rounding | None:
             if "rounding" in node:
                 found = node["rounding"]
             node = node.get(token.replace("~1", "/").replace("~0", "~"))
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
+        elif isinstance(node, list) and (index := parse_int(token)) is not None and index < len(node):
+            node = node[index]
         else:
             break
     return Rounding.from_json(found)

@@ -512,3 +512,75 @@ def test_the_causal_variable_export_keeps_hostile_names_inside(tmp_path: Path, k
     else:
         assert result.ok
         assert all(out.resolve() in p.resolve().parents for p in result.written)
+
+
+# --- found by fuzzing (tests/fuzz/import_fuzzlib.py) ------------------------------------------------
+
+
+def test_an_integer_literal_of_4400_digits_in_a_graph_is_p101(tmp_path: Path) -> None:
+    text = json.dumps(graph(2, 2, 8, seed=0)).replace('"n_layers": 2', '"n_layers": ' + "9" * 4400, 1)
+    (tmp_path / "graph.json").write_text(text, encoding="utf-8")
+    result = import_eap_ig(tmp_path / "graph.json", tmp_path / "out")
+    assert _codes(result) == ["P101"]
+    # located at the value holding it (the cfg object): int() does not say where it stopped
+    assert (result.findings[0].pointer, result.findings[0].line, result.findings[0].column) == ("/cfg", 1, 9)
+
+
+@pytest.mark.parametrize("d_model", [2**26 + 1, 2**63, 10**4000])
+def test_a_declared_d_model_beyond_any_neuron_array_is_refused(tmp_path: Path, d_model: int) -> None:
+    data = graph(2, 2, 8, seed=0)
+    data["cfg"]["d_model"] = d_model
+    result = import_eap_ig(write(tmp_path / "graph.json", data), tmp_path / "out")
+    assert [(f.code, f.pointer) for f in result.findings] == [("I128", "/cfg/d_model")]
+    assert not (tmp_path / "out").exists()
+
+
+def test_pt_neuron_tensors_need_the_graphs_d_model(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    n = len(node_names(2, 2))
+    source = _pt_graph(tmp_path / "graph.pt", 8, neurons_scores=torch.zeros(n, 8))
+    graph_dict = torch.load(source, weights_only=True)
+    del graph_dict["cfg"]["d_model"]
+    torch.save(graph_dict, source)
+    result = import_eap_ig(source, tmp_path / "out")
+    assert [(f.code, f.pointer) for f in result.findings] == [("I101", "/cfg")]
+
+
+def test_negative_edge_counts_in_results_are_coded(tmp_path: Path) -> None:
+    source = _circuit_results(tmp_path / "results.json", [("ioi", "gpt2")])
+    data = json.loads(source.read_text(encoding="utf-8"))
+    data["results"][0]["scores"]["ioi"]["CMD"]["edge_counts"][3] = -1
+    source.write_text(json.dumps(data), encoding="utf-8")
+    result = import_mib_circuit_results(source, tmp_path / "out")
+    assert [(f.code, f.pointer) for f in result.findings] == [("I101", "/results/0/scores/ioi/CMD")]
+    counts = _results(1)["weighted_edge_counts"]
+    _importance_folder(tmp_path / "method" / "ioi_tiny", weighted_edge_counts=[-1.0, *counts[1:]])
+    assert _codes(import_mib_submission(tmp_path / "method", tmp_path / "out2", OPTIONS)) == ["I101"]
+
+
+def test_a_model_id_that_is_not_a_string_is_coded(tmp_path: Path) -> None:
+    source = _circuit_results(tmp_path / "results.json", [("ioi", "gpt2")])
+    data = json.loads(source.read_text(encoding="utf-8"))
+    data["results"][0]["model_id"] = ["gpt2"]
+    source.write_text(json.dumps(data), encoding="utf-8")
+    result = import_mib_circuit_results(source, tmp_path / "out")
+    assert [(f.code, f.pointer) for f in result.findings] == [("I102", "/results/0/model_id")]
+
+
+@pytest.mark.parametrize("text", ["null", "3", '"x"'])
+def test_a_result_file_that_is_not_an_object_is_located(tmp_path: Path, text: str) -> None:
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    for importer in (import_mib_causal_results, import_mib_circuit_results):
+        [finding] = importer(tmp_path / "results.json", tmp_path / "out").findings
+        assert (finding.code, finding.line, finding.column) == ("I101", 1, 1)
+
+
+@pytest.mark.parametrize("record", [None, 3, "x", [], {"unit": 3, "folder": ["x"]}])
+def test_the_export_reads_a_featurizers_free_form_extension_with_care(tmp_path: Path, record: Any) -> None:
+    path = _imported_featurizer(tmp_path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["extensions"]["org.mibspec:mib_unit"] = record
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    result = export_mib_cv_submission([path], tmp_path / "out")
+    assert _codes(result) == ["I125"]  # it no longer names its submission folder
+    assert not (tmp_path / "out").exists()

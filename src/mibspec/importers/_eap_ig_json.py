@@ -147,6 +147,9 @@ def _value(text: str, pos: int, pointer: str) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
         raise ReadProblemError("P101", pointer, exc.pos, detail=exc.msg) from None
+    except ValueError:  # int() refuses a literal of more than 4,300 digits (as documents do, P101)
+        detail = "an integer literal has too many digits"
+        raise ReadProblemError("P101", pointer, pos, detail=detail) from None
     except ReadProblemError as exc:
         raise ReadProblemError(exc.code, pointer, pos, **exc.params) from None
     except RecursionError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mibspec.core.folders import InputFolder
+from mibspec.core.folders import InputFolder, name_problem
 
 __all__ = ["KNOWN_MODELS", "SPLITS", "DatasetCopy", "ImportOptions", "OptionError", "hub_model"]
 
@@ -146,7 +146,9 @@ def _dataset_copy(path: Path) -> DatasetCopy:
     reader = InputFolder(path.parent)
     for artifact in document.get("artifacts", []):
         name = artifact["path"]
-        if unsafe_reason(name) is not None or PurePosixPath(name).as_posix() == DATASET_FILE:
+        parts = PurePosixPath(name).parts
+        unsafe = unsafe_reason(name) is not None or any(name_problem(part) for part in parts)
+        if unsafe or PurePosixPath(name).as_posix() == DATASET_FILE:
             raise OptionError(
                 f"--dataset {path}: its artifact path {name!r} cannot be copied beside a report"
             )

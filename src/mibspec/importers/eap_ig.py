@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from mibspec.core.folders import OutputPlan
 from mibspec.core.outputs import Inputs
 from mibspec.core.sidecars import safetensors_bytes
@@ -70,6 +72,14 @@ class _MalformedError(Exception):
     def __init__(self, code: str, pointer: str, **params: Any) -> None:
         super().__init__(code)
         self.code, self.pointer, self.params = code, pointer, params
+
+
+def unfit_value(exc: Any) -> str:
+    """The detail of an I101 for a value a document's typed model refused (a pydantic
+    ``ValidationError`` no check of the importer named first)."""
+    first = exc.errors()[0]
+    where = ".".join(map(str, first["loc"])) or "the document"
+    return f"a value the imported document cannot hold: {where}: {first['msg']}"
 
 
 def import_parse_findings(parsed: Any, cat: Any) -> list[Finding]:
@@ -151,6 +161,9 @@ def import_eap_ig(
     except _MalformedError as exc:
         result.findings.append(malformed_finding(cat, exc, source))
         return result
+    except ValidationError as exc:  # a value the circuit document cannot hold
+        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
+        return result
     except OptionError as exc:
         result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
         return result
@@ -220,9 +233,26 @@ def _universe(cfg: Any) -> Any:
     if not isinstance(cfg, dict):
         raise ReadProblemError("I101", "/cfg", None, detail="'cfg' must be an object")
     try:
-        return GraphUniverse(GraphConfig.from_eap_ig_cfg(cfg, strict=False))
+        config = GraphConfig.from_eap_ig_cfg(cfg, strict=False)
     except ValueError as exc:
         raise ReadProblemError("I101", "/cfg", None, detail=str(exc)) from None
+    if config.d_model is not None and config.d_model > MAX_NEURON_CELLS:
+        # no node could hold its neurons; and the number is written into the document
+        raise ReadProblemError(
+            "I128",
+            "/cfg/d_model",
+            None,
+            detail=f"d_model {_short(config.d_model)} is over {MAX_NEURON_CELLS}",
+        )
+    try:
+        return GraphUniverse(config)
+    except ValueError as exc:
+        raise ReadProblemError("I101", "/cfg", None, detail=str(exc)) from None
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:8]}… ({len(text)} digits)"
 
 
 def _number(value: Any, pointer: str, what: str, nan_ok: bool) -> float:
@@ -444,7 +474,7 @@ def _from_pt(raw: dict[str, Any]) -> EapIgGraph:
     for key in ("neurons_in_graph", "neurons_scores"):
         if raw.get(key) is None:
             continue
-        width = _pt_neuron_width(raw, key, universe)
+        width = _pt_neuron_width(key, universe)
         if key == "neurons_in_graph":
             graph.neurons = per_node(key, bool, False, width)
         else:
@@ -452,21 +482,15 @@ def _from_pt(raw: dict[str, Any]) -> EapIgGraph:
     return graph
 
 
-def _pt_neuron_width(raw: dict[str, Any], key: str, universe: Any) -> int:
-    """The width of the neuron tensor ``key``: cfg.d_model, else the tensor's; within
-    :data:`MAX_NEURON_CELLS` for the universe's nodes."""
-    import numpy as np
-
-    value, d_model = raw[key], universe.cfg.d_model
-    if d_model is not None:
-        width = d_model
-    elif isinstance(value, np.ndarray) and value.ndim == 2:
-        width = value.shape[1]
-    else:
-        raise _MalformedError("I101", f"/{key}", detail=f"{key} must be a tensor of nodes × d_model")
+def _pt_neuron_width(key: str, universe: Any) -> int:
+    """The width of the neuron tensor ``key``: cfg.d_model, within :data:`MAX_NEURON_CELLS`
+    for the universe's nodes."""
+    width = universe.cfg.d_model
+    if width is None:  # as for a JSON graph: the document's neuron tensors need the graph's d_model
+        raise _MalformedError("I101", "/cfg", detail=f"{key} needs cfg.d_model")
     too_many = neuron_cells_problem(universe.n_forward, width)
     if too_many is not None:
-        raise _MalformedError("I128", "/cfg/d_model" if d_model is not None else f"/{key}", detail=too_many)
+        raise _MalformedError("I128", "/cfg/d_model", detail=too_many)
     return int(width)
 
 

@@ -39,6 +39,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from mibspec.core.folders import (
     InputFolder,
     NameClashError,
@@ -59,7 +61,7 @@ from mibspec.documents.kinds import Featurizer, Location, TensorRef, TokenPositi
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
 from ._safe_torch import MAX_PT_BYTES, PtFileError, load_pt
-from .eap_ig import ImportResult
+from .eap_ig import ImportResult, unfit_value
 from .mib_causal_results import CAUSAL_MODELS, parse_unit_id
 from .mib_results import source_created
 
@@ -139,6 +141,13 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
             document, tensors = _document(unit, rules)
         except _UnitError as exc:
             report(exc.code, exc.pointer, exc.detail)
+            continue
+        except ValidationError as exc:  # a value the featurizer document cannot hold
+            report(
+                "I101",
+                f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}",
+                unfit_value(exc),
+            )
             continue
         position = document.location.position
         pointer = f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}"
@@ -571,6 +580,14 @@ def _read_inside(folder: Path, path: str, pointer: str) -> Path:
         raise _UnitError("I127", pointer, str(exc)) from None
 
 
+def _imported(doc: dict[str, Any], key: str, default: Any = None) -> Any:
+    """What a featurizer imported from a submission records of it (its folder, its unit id);
+    ``default`` where it records nothing (extensions are free-form: any JSON value)."""
+    extensions = doc.get("extensions")
+    record = extensions.get(_EXTENSION) if isinstance(extensions, dict) else None
+    return record.get(key, default) if isinstance(record, dict) else default
+
+
 def _export_report(source: Path, export: _Export) -> None:
     name = source.name
     parsed = load_json_file(source, Limits())
@@ -578,7 +595,7 @@ def _export_report(source: Path, export: _Export) -> None:
     if parsed.problems or not isinstance(document, dict):
         raise _UnitError("I125", "", f"{name} is not a strict JSON document")
     if document.get("kind") == "featurizer":
-        cell = document.get("extensions", {}).get(_EXTENSION, {}).get("folder")
+        cell = _imported(document, "folder")
         if not isinstance(cell, str) or _cell(cell) is None:
             raise _UnitError(
                 "I125",
@@ -613,7 +630,7 @@ def _export_report(source: Path, export: _Export) -> None:
             doc = load_json_file(doc_path, Limits()).data
             if not isinstance(doc, dict) or doc.get("kind") != "featurizer":
                 raise _UnitError("I125", pointer, f"{entry['path']} is not a featurizer document")
-            imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("folder", cell)
+            imported = _imported(doc, "folder", cell)
             if imported != cell:
                 raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
             _export_featurizer(export, doc_path, doc, cell, pointer, name)
@@ -679,7 +696,7 @@ def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
     """The unit id the files are named after and its position name: the imported one when the
     featurizer came from a submission, else built from the location."""
     location = doc["location"]
-    imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("unit")
+    imported = _imported(doc, "unit")
     if isinstance(imported, str):
         parsed = parse_unit_id(imported)
         if parsed is not None and parsed[1].get("Token"):

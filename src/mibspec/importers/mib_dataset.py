@@ -40,6 +40,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import ValidationError
+
 from mibspec.core.folders import NameClashError, OutputPlan, safe_name
 from mibspec.core.integers import parse_int
 from mibspec.core.outputs import Inputs
@@ -49,7 +51,7 @@ from mibspec.core.version import __version__
 from mibspec.documents import CounterfactualDataset, document_bytes
 from mibspec.validator import catalogue, load_json_file, make_finding
 
-from .eap_ig import ImportResult, _MalformedError
+from .eap_ig import ImportResult, _MalformedError, unfit_value
 from .mib_results import source_created
 
 __all__ = ["DATASET_TASKS", "MAX_ROW_BYTES", "import_mib_dataset"]
@@ -178,6 +180,9 @@ def import_mib_dataset(
             except _MalformedError as exc:
                 finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
                 result.findings.append(finding.located(getattr(exc, "line", 1), 1))
+            except ValidationError as exc:  # a value the dataset document cannot hold
+                detail = f"{source.name}: {unfit_value(exc)}"
+                result.findings.append(make_finding(cat, None, "I116", "", detail=detail).located(1, 1))
         if not result.findings:
             plan.write(inputs)
     finally:

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
 from mibspec.core.outputs import Inputs
@@ -46,7 +46,7 @@ from mibspec.documents.report import (
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, ImportOptions, OptionError
-from .eap_ig import ImportResult, _MalformedError, import_parse_findings
+from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 
 __all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "source_created"]
 
@@ -94,7 +94,10 @@ def import_reports(
         reports = list(build(parsed.data, source))
     except _MalformedError as exc:
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
-        result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
+        result.findings.append(_located(finding, parsed, exc.pointer))
+        return result
+    except ValidationError as exc:  # a value the report cannot hold, which no check above named
+        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
         return result
     plan = OutputPlan(out_dir)
     for name, report, pointer in reports:
@@ -106,12 +109,19 @@ def import_reports(
             result.written.append(plan.add(f"{name}/report.json", document_bytes(written), source=where))
         except NameClashError as exc:
             finding = make_finding(cat, None, "I126", pointer, detail=str(exc))
-            result.findings.append(finding.located(*parsed.locate(pointer)) if parsed.text else finding)
+            result.findings.append(_located(finding, parsed, pointer))
     if result.findings:
         result.written = []
         return result
     plan.write(Inputs([source]))
     return result
+
+
+def _located(finding: Any, parsed: Any, pointer: str) -> Any:
+    """``finding`` at the line and column of ``pointer`` in the parsed source (1:1 where the
+    pointer has none, as for a document that is ``null``)."""
+    line, column = parsed.locate(pointer) if parsed.text else (None, None)
+    return finding.located(line or 1, column or 1)
 
 
 def source_created(source: Path) -> str:
@@ -138,7 +148,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]
         if not isinstance(entry, dict) or not isinstance(entry.get("scores"), dict):
             raise _MalformedError("I101", base, detail="each result needs model_id and a scores object")
         model_id = entry.get("model_id")
-        if model_id not in KNOWN_MODELS:
+        if not isinstance(model_id, str) or model_id not in KNOWN_MODELS:
             raise _MalformedError(
                 "I102",
                 f"{base}/model_id",
@@ -208,6 +218,8 @@ def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Cur
     numbers = [*counts, *values]
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
         raise _MalformedError("I101", pointer, detail="edge counts and faithfulness must be finite numbers")
+    if any(count < 0 for count in counts):
+        raise _MalformedError("I101", pointer, detail="edge counts must not be negative")
     # The public backend sorts circuits by size and places the i-th at the i-th grid point.
     order = sorted(range(len(counts)), key=lambda i: counts[i])
     points = [

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from mibspec.core.folders import InputFolder, NameClashError, OutputPlan, OutsideFolderError, safe_name
 from mibspec.core.outputs import Inputs
 from mibspec.core.version import __version__
@@ -45,6 +47,7 @@ from .eap_ig import (
     plan_circuit,
     read_eap_ig,
     tensor_ref,
+    unfit_value,
 )
 
 __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
@@ -162,6 +165,10 @@ def import_mib_submission(
             continue
         except NameClashError as exc:
             result.findings.append(make_finding(cat, None, "I126", "", detail=str(exc)).located(1, 1))
+            continue
+        except ValidationError as exc:  # a value the documents cannot hold, which no check named
+            detail = f"{folder.name}: {unfit_value(exc)}"
+            result.findings.append(make_finding(cat, None, "I101", "", detail=detail).located(1, 1))
             continue
         documents.append(planned[0])
         result.sidecars.append(planned[1])
@@ -403,6 +410,8 @@ def _check_results(data: Any, file: Path) -> dict[str, Any]:
         ]
         if len(numbers) != len(items) or not all(math.isfinite(v) for v in numbers):
             raise _MalformedError("I101", "", detail=f"{key} must hold finite numbers", _file=file)
+        if key == keys[0] and any(number < 0 for number in numbers):
+            raise _MalformedError("I101", "", detail=f"{key} must not be negative", _file=file)
         if key in keys[:2] and len(numbers) != len(grid):
             raise _MalformedError(
                 "I112", "", detail=f"{key} has {len(numbers)} values for a grid of {len(grid)}", _file=file

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.integers import parse_int
+
 __all__ = [
     "REGISTRY",
     "InvalidInputError",
@@ -82,9 +84,10 @@ def version_key(version: str) -> tuple[int, int]:
         ValueError: ``version`` is not ``MAJOR.MINOR`` with non-negative integers.
     """
     parts = version.split(".") if isinstance(version, str) else []
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    numbers = [n for n in map(parse_int, parts) if n is not None]
+    if len(parts) != 2 or len(numbers) != 2:
         raise ValueError(f"version must be 'MAJOR.MINOR'; got {version!r}")
-    return int(parts[0]), int(parts[1])
+    return numbers[0], numbers[1]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from mibspec.core.display import visible
+from mibspec.core.environment import environment_int
 from mibspec.validator import DocumentResult, Finding, Severity, StageStatus, VerificationResult
 
 __all__ = [
@@ -165,9 +166,9 @@ def _claim_lines(
 
 def _output_width(out: IO[str]) -> int | None:
     """Columns to fit the output into: ``COLUMNS`` when set, a terminal's width, else none."""
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+    columns = environment_int("COLUMNS")
+    if columns:
+        return columns
     if not getattr(out, "isatty", lambda: False)():
         return None
     try:

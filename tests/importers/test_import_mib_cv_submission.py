@@ -428,15 +428,27 @@ def test_the_export_never_overwrites_what_it_reads(tmp_path: Path) -> None:
     # a featurizer whose weights sit where the export writes its listing
     doc = json.loads(path.read_text(encoding="utf-8"))
     sidecar = path.parent / doc["artifacts"][0]["path"]
-    clashing = tmp_path / "exported" / "mibspec_submission.json"
-    clashing.parent.mkdir()
+    clashing = path.parent / "mibspec_submission.json"
     shutil.copy(sidecar, clashing)
-    doc["artifacts"][0]["path"] = "../../exported/mibspec_submission.json"
+    doc["artifacts"][0]["path"] = clashing.name
     path.write_text(json.dumps(doc), encoding="utf-8")
     before = clashing.read_bytes()
     with pytest.raises(OutputPathError):
-        export_mib_cv_submission([path], tmp_path / "exported")
+        export_mib_cv_submission([path], path.parent)
     assert clashing.read_bytes() == before
+
+
+def test_the_export_reads_weights_only_from_the_featurizers_folder(tmp_path: Path) -> None:
+    path = _first_imported(tmp_path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    outside = tmp_path / "elsewhere" / "weights.safetensors"
+    outside.parent.mkdir()
+    shutil.copy(path.parent / doc["artifacts"][0]["path"], outside)
+    doc["artifacts"][0]["path"] = "../../elsewhere/weights.safetensors"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    result = export_mib_cv_submission([path], tmp_path / "exported")
+    assert [f.code for f in result.findings] == ["I127"]
+    assert not (tmp_path / "exported").exists()
 
 
 def test_only_model_info_is_read_from_the_pt_files(tmp_path: Path) -> None:

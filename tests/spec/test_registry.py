@@ -53,7 +53,9 @@ def test_every_code_is_emitted_by_some_stage() -> None:
     recompute_codes |= {"R111"}  # a digest from a trusted file-hash cache (tests/hardening)
     recompute_codes |= {"I101", "I102", "I103", "I104"}  # emitted by mibspec/importers (tests/importers)
     recompute_codes |= {f"I{n}" for n in range(105, 113)}  # emitted by mibspec/importers (tests/importers)
-    recompute_codes |= {f"I{n}" for n in range(116, 126)}  # MIB datasets and submissions (tests/importers)
+    recompute_codes |= {
+        f"I{n}" for n in range(116, 129)
+    }  # MIB datasets and submissions, safe folders (tests/importers)
     assert run_recompute.__module__.endswith("_recompute_stage")
     emitted |= recompute_codes
     assert {rule.code for rule in CAT.rules} == emitted

@@ -63,8 +63,14 @@ def one_blas_thread() -> None:
 def main() -> None:
     """Console entry point: maps every failure to a documented exit code, never a traceback."""
     one_blas_thread()
+    from mibspec.core.environment import EnvironmentValueError, check_environment
     from mibspec.validator import InternalError
 
+    try:  # before any work: a bad value is a usage error, not a failure after the work
+        check_environment()
+    except EnvironmentValueError as exc:
+        click.echo(f"mibspec: error: {visible(str(exc))}", err=True)
+        sys.exit(EXIT_USAGE)
     try:
         app.main(prog_name="mibspec", standalone_mode=True)
     except InternalError as exc:

@@ -63,7 +63,7 @@ def _report(sources: list[Path], result: ImportResult, output_format: OutputForm
         source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "the input could not be imported")
         render(VerificationResult(documents=[source_result]), sys.stdout)
         raise click.exceptions.Exit(EXIT_FINDINGS)
-    # Several files import one by one: those that converted are written and verified.
+    # Nothing is written when an input is refused: what was written is verified, with the warnings.
     verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     if result.findings:
         if failed:

@@ -14,6 +14,10 @@ the standard library (numpy only inside the sidecar functions that load data).
 * :mod:`.strict_json`: strict JSON and JSON Lines parsing under the resource limits;
 * :mod:`.tracks`: one descriptor per report track;
 * :mod:`.outputs`: writing outputs atomically, never over an input;
+* :mod:`.folders`: the one way importers and exporters read a folder and write one (safe names,
+  no link out, every file planned before the first is written);
+* :mod:`.integers`: the one parser of integers written as text;
+* :mod:`.environment`: the numeric environment variables, checked at start-up;
 * :mod:`.display`: showing untrusted text without control characters.
 
 Dependency direction: ``core`` ← ``validator`` and ``core`` ← ``reference_impl``; this

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from .claims import claim_catalogue
+from .integers import parse_int
 
 __all__ = [
     "Rounding",
@@ -162,8 +163,8 @@ def declared_rounding(document: Any, pointer: str) -> tuple[Rounding, str] | Non
             if "rounding" in node:
                 found = (node["rounding"], f"{prefix}/rounding")
             node = node.get(token.replace("~1", "/").replace("~0", "~"))
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
+        elif isinstance(node, list) and (index := parse_int(token)) is not None and index < len(node):
+            node = node[index]
         else:
             break
         prefix = f"{prefix}/{token}"

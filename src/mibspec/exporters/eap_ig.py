@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.folders import InputFolder, OutsideFolderError
 from mibspec.core.outputs import Inputs, write_atomic
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "eap_ig_edge_order",
     "eap_ig_text",
     "export_eap_ig",
+    "inside",
     "read_circuit",
     "read_conformant",
 ]
@@ -29,6 +31,19 @@ __all__ = [
 
 class ExportError(Exception):
     """The document cannot be exported: what is wrong, for the user."""
+
+
+def inside(folder: Path, path: str) -> Path:
+    """``folder/path``, once it stays inside ``folder`` with links resolved (a document's
+    artifacts are read from its folder only).
+
+    Raises:
+        ExportError: it leads out of the folder.
+    """
+    try:
+        return InputFolder(folder).check(folder / path)
+    except OutsideFolderError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def read_conformant(path: Path) -> dict[str, Any]:
@@ -65,7 +80,7 @@ def read_circuit(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for key, ref in document.items():
         if isinstance(ref, dict) and "artifact" in ref and "dtype" in ref:
             artifact = artifacts[ref["artifact"]]
-            file = path.parent / artifact["path"]
+            file = inside(path.parent, artifact["path"])
             info = tensor_infos(file, artifact["media_type"])[ref.get("tensor")]
             tensors[key] = load_tensor(file, info)
     return document, tensors

@@ -1,33 +1,37 @@
 """Export circuit reports as MIB circuit-track submission folders.
 
 Each report becomes ``<out>/<task>_<model>/`` (task names spelled with ``-``, as MIB's
-folders are): ``importances.json`` when its circuit document has edge scores, otherwise
-one circuit file per grid point below k = 1 (``circuit_<k>.json``); and, for each claimed
-curve over the whole ``mib-2025`` grid, the results file MIB's evaluator writes
-(``<task>_<model>_<split>_abs-<True|False>.pkl``: plain dicts, lists and floats).
+folders are; the name made safe as an import makes names, :mod:`mibspec.core.folders`):
+``importances.json`` when its circuit document has edge scores, otherwise one circuit file
+per grid point below k = 1 (``circuit_<k>.json``); and, for each claimed curve over the
+whole ``mib-2025`` grid, the results file MIB's evaluator writes
+(``<task>_<model>_<split>_abs-<True|False>.pkl``: plain dicts, lists and floats). Every file
+is planned before the first is written; two reports for one folder are refused.
 ``mibspec import mib-submission`` on the folder gives the same documents back.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mibspec.core.outputs import Inputs, write_atomic
+from mibspec.core.folders import NameClashError, OutputPlan, safe_name
+from mibspec.core.outputs import Inputs
 
-from .eap_ig import ExportError, eap_ig_text, read_circuit, read_conformant
+from .eap_ig import ExportError, eap_ig_text, inside, read_circuit, read_conformant
 
 __all__ = ["export_mib_submission", "submission_folder_name"]
 
 
 def submission_folder_name(report: dict[str, Any]) -> str:
-    """``<task>_<model>``: the task with ``-`` for ``_``, the model's hub id or folder name."""
+    """``<task>_<model>``: the task with ``-`` for ``_``, the last part of the model's hub id
+    or its folder's name, made safe (:func:`~mibspec.core.folders.safe_name`): a task named
+    ``../../x`` or ``/abs`` names a folder inside the output folder, never a path out of it."""
     model = report["model"]
-    name = model.get("id") or Path(model.get("path", "model")).name
-    return f"{report['task']['name'].replace('_', '-')}_{name.replace('_', '-').split('/')[-1]}"
+    name = str(model.get("id") or Path(model.get("path", "model")).name).split("/")[-1]
+    return safe_name(str(report["task"]["name"]).replace("_", "-"), name.replace("_", "-"))
 
 
 def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
@@ -38,7 +42,7 @@ def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
     ref = report["claims"].get("circuit")
     if ref is None:
         raise ExportError(f"{report_path}: the report names no circuit document (claims.circuit)")
-    document, tensors = read_circuit(report_path.parent / artifacts[ref]["path"])
+    document, tensors = read_circuit(inside(report_path.parent, artifacts[ref]["path"]))
     files: dict[str, bytes | str] = {}
     membership = tensors.get("membership")
     if "scores" in tensors:
@@ -101,26 +105,22 @@ def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
         ExportError: a report is not a conformant circuit report, or two reports need one folder.
         mibspec.core.outputs.OutputPathError: a file to be written is an input.
     """
-    planned: dict[str, tuple[dict[str, bytes | str], float | None]] = {}
+    plan = OutputPlan(out_dir)
     inputs = Inputs(reports)
     for path in reports:
         report = read_conformant(path)
         if report.get("kind") != "report" or report.get("track") != "circuit":
             raise ExportError(f"{path}: not a circuit-track report")
         name = submission_folder_name(report)
-        if name in planned:
-            raise ExportError(f"{path}: a second report for the folder {name}")
-        planned[name] = (_files(path, report), _timestamp(report))
+        created = _timestamp(report)
+        try:
+            plan.claim(name, str(path))
+            for file, data in _files(path, report).items():
+                # The import dates a report by its results file: the round trip keeps the date.
+                stamp = created if file.endswith(".pkl") else None
+                plan.add(f"{name}/{file}", data, source=str(path), mtime=stamp)
+        except NameClashError as exc:
+            raise ExportError(str(exc)) from None
         for artifact in report.get("artifacts", []):
             inputs.add(path.parent / artifact["path"])
-    written = []
-    for name, (files, created) in planned.items():
-        for file, data in files.items():
-            target = out_dir / name / file
-            inputs.refuse(target, "--output")
-            write_atomic(target, data)
-            if file.endswith(".pkl") and created is not None:
-                # The import dates a report by its results file: the round trip keeps the date.
-                os.utime(target, (created, created))
-            written.append(target)
-    return written
+    return plan.write(inputs, "--output")

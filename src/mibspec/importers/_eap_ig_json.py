@@ -32,7 +32,11 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GraphText", "ReadProblemError", "read_graph_json"]
+__all__ = ["F32_MAX", "GraphText", "ReadProblemError", "read_graph_json", "score_problem"]
+
+#: The largest float32 (the circuit sidecar stores scores as float32): a larger finite score
+#: would be stored as infinity.
+F32_MAX = 3.4028234663852886e38
 
 _WS = r"[ \t\n\r]*"
 _NUM = r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
@@ -100,6 +104,19 @@ class GraphText:
         return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 
 
+def score_problem(what: str, value: float) -> dict[str, str]:
+    """The parameters of I105 for a ``what`` score of ``value`` that cannot be imported."""
+    if value != value:
+        why = "only node and neuron scores may be NaN (unscored)"
+    elif abs(value) == float("inf"):
+        why = "a score is a finite number"
+    else:
+        why = f"the circuit sidecar stores float32, whose largest value is {F32_MAX:.8g}"
+    text = str(value)  # an integer literal has at most 4,000 digits (the parse limits)
+    shown = text if len(text) <= 24 else f"{text[:8]}… ({len(text)} characters)"
+    return {"what": what, "value": shown, "why": why}
+
+
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -130,6 +147,9 @@ def _value(text: str, pos: int, pointer: str) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
         raise ReadProblemError("P101", pointer, exc.pos, detail=exc.msg) from None
+    except ValueError:  # int() refuses a literal of more than 4,300 digits (as documents do, P101)
+        detail = "an integer literal has too many digits"
+        raise ReadProblemError("P101", pointer, pos, detail=detail) from None
     except ReadProblemError as exc:
         raise ReadProblemError(exc.code, pointer, pos, **exc.params) from None
     except RecursionError:
@@ -345,8 +365,8 @@ def _edges_from_object(value: Any, universe: Any, offset: int) -> tuple[Any, ...
         score, member = entry.get("score"), entry.get("in_graph", False)
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             raise ReadProblemError("I101", f"{pointer}/score", offset, detail="score must be a number")
-        if (score is not None and score != score) or score in (float("inf"), float("-inf")):
-            raise ReadProblemError("I105", f"{pointer}/score", offset, what="edge", value=str(score))
+        if score is not None and not abs(score) <= F32_MAX:
+            raise ReadProblemError("I105", f"{pointer}/score", offset, **score_problem("edge", score))
         if not isinstance(member, bool):
             raise ReadProblemError(
                 "I101", f"{pointer}/in_graph", offset, detail="in_graph must be true or false"

@@ -13,8 +13,9 @@ what the folder holds, with the criteria the two importers themselves apply:
 
 The two folder names cannot both match (a variable folder's name has at least three parts).
 A folder with evidence of both layouts, or of neither, is refused (I107) with what each
-layout expects. Only names are listed, at most :data:`MAX_ENTRIES` in all: nothing is read
-or run.
+layout expects. Only names are listed, at most :data:`MAX_ENTRIES` in all, and only of
+folders inside ``DIR`` (a link out of it is judged by its name; the import refuses it, I127):
+nothing is read or run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+
+from mibspec.core.folders import InputFolder
 
 from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, _cell
 
@@ -77,14 +80,16 @@ class SubmissionLayout:
 
 class _Lister:
     """Folder listings under one budget of entries, so that telling the layouts apart stays
-    bounded however many folders a submission nests; ``exhausted`` once a listing was cut."""
+    bounded however many folders a submission nests; ``exhausted`` once a listing was cut.
+    A folder outside ``source`` (through a link) is not listed."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: Path) -> None:
         self.left = MAX_ENTRIES
         self.exhausted = False
+        self.source = InputFolder(source)
 
     def __call__(self, folder: Path) -> list[Path]:
-        if self.exhausted:
+        if self.exhausted or not self.source.inside(folder):
             return []
         try:
             found = sorted(islice(folder.iterdir(), self.left + 1))
@@ -108,7 +113,7 @@ def _graph_file(path: Path) -> bool:
 def submission_layout(source: Path) -> SubmissionLayout:
     """The layouts ``source`` (a folder) matches; see the module docstring for the criteria."""
     layout = SubmissionLayout()
-    _entries = _Lister()
+    _entries = _Lister(source)
     entries = _entries(source)
     graphs = [p for p in entries if _graph_file(p)]
     if graphs:

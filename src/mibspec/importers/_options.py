@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mibspec.core.folders import InputFolder, name_problem
+
 __all__ = ["KNOWN_MODELS", "SPLITS", "DatasetCopy", "ImportOptions", "OptionError", "hub_model"]
 
 #: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
@@ -58,6 +60,7 @@ class ImportOptions:
 
         Raises:
             OptionError: a malformed option.
+            mibspec.core.folders.OutsideFolderError: a file of the dataset leads out of its folder.
         """
         if self.model_revision is not None and not _REVISION.match(self.model_revision):
             raise OptionError(
@@ -140,13 +143,16 @@ def _dataset_copy(path: Path) -> DatasetCopy:
     raw = path.read_bytes()
     document = json.loads(raw)
     files = []
+    reader = InputFolder(path.parent)
     for artifact in document.get("artifacts", []):
         name = artifact["path"]
-        if unsafe_reason(name) is not None or PurePosixPath(name).as_posix() == DATASET_FILE:
+        parts = PurePosixPath(name).parts
+        unsafe = unsafe_reason(name) is not None or any(name_problem(part) for part in parts)
+        if unsafe or PurePosixPath(name).as_posix() == DATASET_FILE:
             raise OptionError(
                 f"--dataset {path}: its artifact path {name!r} cannot be copied beside a report"
             )
-        files.append((name, (path.parent / name).read_bytes()))
+        files.append((PurePosixPath(name).as_posix(), reader.check(path.parent / name).read_bytes()))
     return DatasetCopy(raw, tuple(files))
 
 

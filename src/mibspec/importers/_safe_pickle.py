@@ -5,6 +5,11 @@ importable callable and have it called while it is read; this unpickler resolves
 the few names that rebuild numpy arrays and numpy scalars, and refuses every other
 name before it is imported, so a pickle that would run code fails and nothing runs.
 Plain containers, strings, numbers, booleans and ``None`` need no name at all.
+
+Sizes are bounded by the file: numpy pickles an array as an empty array rebuilt by
+``_reconstruct(ndarray, (0,), b'b')``, then filled from bytes the file holds (its state).
+``ndarray`` itself is never called (``ndarray((10**9,))`` would allocate what the file
+claims), and ``_reconstruct`` is called only with those arguments; anything else is refused.
 """
 
 from __future__ import annotations
@@ -20,15 +25,13 @@ __all__ = ["MAX_PICKLE_BYTES", "UnsafePickleError", "load_results_pickle"]
 MAX_PICKLE_BYTES = 64 * 1024 * 1024
 
 _ALLOWED = {
-    ("numpy", "ndarray"),
     ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"),
     ("numpy._core.multiarray", "scalar"),
     ("builtins", "set"),
     ("builtins", "frozenset"),
 }
+_RECONSTRUCT = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")}
 _NUMERIC_KINDS = set("biufc")
 
 
@@ -36,8 +39,36 @@ class UnsafePickleError(Exception):
     """The pickle is refused (I109): what it needed that is not allowed."""
 
 
+class _ArrayType:
+    """What the pickle gets for ``numpy.ndarray``: an argument of ``_reconstruct``, never called."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise UnsafePickleError(
+            "the pickle calls numpy.ndarray directly (an array of any claimed size); "
+            "refused, nothing was allocated"
+        )
+
+
+_ARRAY = _ArrayType()
+
+
+def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> Any:
+    """numpy's ``_reconstruct`` with the only arguments numpy's pickles give it: an empty array."""
+    import numpy as np
+
+    if subtype is not _ARRAY or shape != (0,) or dtype != b"b":
+        raise UnsafePickleError(
+            "the pickle rebuilds an array otherwise than numpy pickles one; refused, nothing was allocated"
+        )
+    return np.empty((0,), dtype=np.int8)
+
+
 class _Restricted(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("numpy", "ndarray"):
+            return _ARRAY
+        if (module, name) in _RECONSTRUCT:
+            return _reconstruct
         if (module, name) not in _ALLOWED:
             raise UnsafePickleError(
                 f"the pickle needs {module}.{name}, which a results file never needs; "

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mibspec.core.outputs import Inputs, write_atomic
+from pydantic import ValidationError
+
+from mibspec.core.folders import OutputPlan
+from mibspec.core.outputs import Inputs
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.version import __version__
 from mibspec.documents import document_bytes
@@ -32,8 +35,9 @@ from mibspec.validator import (
     parse_findings,
 )
 
-from ._eap_ig_json import ReadProblemError, read_graph_json
+from ._eap_ig_json import F32_MAX, ReadProblemError, read_graph_json, score_problem
 from ._options import ImportOptions, OptionError, hub_model
+from ._safe_torch import PtFileError, load_pt
 
 __all__ = ["EapIgGraph", "ImportResult", "graph_document", "import_eap_ig", "read_eap_ig"]
 
@@ -41,6 +45,10 @@ SIDECAR = "circuit.safetensors"
 DOCUMENT = "circuit.json"
 #: Graphs of large models list millions of edges: the size is the only bound on the text.
 MAX_GRAPH_BYTES = 2 * 1024**3
+#: Most neurons (source nodes × d_model) a graph's neuron masks and scores may have: the
+#: arrays are made before they are filled, so a declared d_model alone could claim any memory.
+#: Llama-3.1-70B has 5,201 source nodes × 8,192 = 42.6 million.
+MAX_NEURON_CELLS = 2**26
 
 
 @dataclass
@@ -64,6 +72,14 @@ class _MalformedError(Exception):
     def __init__(self, code: str, pointer: str, **params: Any) -> None:
         super().__init__(code)
         self.code, self.pointer, self.params = code, pointer, params
+
+
+def unfit_value(exc: Any) -> str:
+    """The detail of an I101 for a value a document's typed model refused (a pydantic
+    ``ValidationError`` no check of the importer named first)."""
+    first = exc.errors()[0]
+    where = ".".join(map(str, first["loc"])) or "the document"
+    return f"a value the imported document cannot hold: {where}: {first['msg']}"
 
 
 def import_parse_findings(parsed: Any, cat: Any) -> list[Finding]:
@@ -145,10 +161,16 @@ def import_eap_ig(
     except _MalformedError as exc:
         result.findings.append(malformed_finding(cat, exc, source))
         return result
+    except ValidationError as exc:  # a value the circuit document cannot hold
+        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
+        return result
     except OptionError as exc:
         result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
         return result
-    result.written, result.sidecars = write_circuit(document, tensors, out_dir, [source])
+    plan = OutputPlan(out_dir)
+    document_path, sidecar_path, _ = plan_circuit(plan, "", document, tensors, source.name)
+    plan.write(Inputs([source]))
+    result.written, result.sidecars = [document_path], [sidecar_path]
     return result
 
 
@@ -166,20 +188,17 @@ def malformed_finding(cat: Any, exc: _MalformedError, source: Path) -> Finding:
     return finding.located(1, 1)
 
 
-def write_circuit(
-    document: Circuit, tensors: dict[str, Any], out_dir: Path, sources: list[Path]
-) -> tuple[list[Path], list[Path]]:
-    """Write ``out_dir/circuit.json`` and its sidecar (atomically); never over a source."""
-    sidecar, target = out_dir / SIDECAR, out_dir / DOCUMENT
-    inputs = Inputs(sources)
-    for path in (sidecar, target):
-        inputs.refuse(path, "output")
+def plan_circuit(
+    plan: OutputPlan, folder: str, document: Circuit, tensors: dict[str, Any], source: str
+) -> tuple[Path, Path, bytes]:
+    """Plan ``<folder>/circuit.json`` and its sidecar (``folder`` empty: the output folder
+    itself) for ``source``; the two paths and the document's bytes."""
+    prefix = f"{folder}/" if folder else ""
     data = safetensors_bytes(tensors)
-    write_atomic(sidecar, data)
+    sidecar = plan.add(prefix + SIDECAR, data, source=source)
     entry = artifact_entry(data, "tensors", "circuit", SIDECAR, "application/x-safetensors")
-    document = document.model_copy(update={"artifacts": [Artifact.model_validate(entry)]})
-    write_atomic(target, document_bytes(document))
-    return [target], [sidecar]
+    text = document_bytes(document.model_copy(update={"artifacts": [Artifact.model_validate(entry)]}))
+    return plan.add(prefix + DOCUMENT, text, source=source), sidecar, text
 
 
 def _read_pt(source: Path) -> dict[str, Any]:
@@ -192,19 +211,19 @@ def _read_pt(source: Path) -> dict[str, Any]:
             "I104", "", detail=f"reading .pt graphs needs torch: {install_hint('recompute')}"
         ) from exc
     try:
-        # weights_only=True: the unpickler only rebuilds tensors and plain containers, never code.
-        raw = torch.load(source, map_location="cpu", weights_only=True)
-    except Exception as exc:  # any unpickling failure is a property of the input
+        raw = load_pt(source)
+    except PtFileError as exc:
         raise _MalformedError(
-            "I101", "", detail=f"not a loadable weights-only .pt file: {type(exc).__name__}: {exc}"
+            "I128" if exc.kind == "over-limits" else "I101", "", detail=exc.detail
         ) from None
     if not isinstance(raw, dict):
         raise _MalformedError("I101", "", detail=f"the .pt file holds a {type(raw).__name__}, not a dict")
     graph: dict[str, Any] = {}
     for key, value in raw.items():
-        if hasattr(value, "float") and hasattr(value, "dtype") and str(value.dtype) == "torch.bfloat16":
-            value = value.float()
-        graph[key] = value.numpy() if hasattr(value, "numpy") else value
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+            value = value.float().numpy() if value.dtype == torch.bfloat16 else value.numpy()
+        graph[key] = value
     return graph
 
 
@@ -214,18 +233,49 @@ def _universe(cfg: Any) -> Any:
     if not isinstance(cfg, dict):
         raise ReadProblemError("I101", "/cfg", None, detail="'cfg' must be an object")
     try:
-        return GraphUniverse(GraphConfig.from_eap_ig_cfg(cfg, strict=False))
+        config = GraphConfig.from_eap_ig_cfg(cfg, strict=False)
     except ValueError as exc:
         raise ReadProblemError("I101", "/cfg", None, detail=str(exc)) from None
+    if config.d_model is not None and config.d_model > MAX_NEURON_CELLS:
+        # no node could hold its neurons; and the number is written into the document
+        raise ReadProblemError(
+            "I128",
+            "/cfg/d_model",
+            None,
+            detail=f"d_model {_short(config.d_model)} is over {MAX_NEURON_CELLS}",
+        )
+    try:
+        return GraphUniverse(config)
+    except ValueError as exc:
+        raise ReadProblemError("I101", "/cfg", None, detail=str(exc)) from None
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:8]}… ({len(text)} digits)"
 
 
 def _number(value: Any, pointer: str, what: str, nan_ok: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ReadProblemError("I101", pointer, None, detail=f"a {what} score must be a number")
+    if isinstance(value, int) and abs(value) > F32_MAX:  # float() would overflow
+        raise ReadProblemError("I105", pointer, None, **score_problem(what, math.inf))
     number = float(value)
-    if math.isinf(number) or (math.isnan(number) and not nan_ok):
-        raise ReadProblemError("I105", pointer, None, what=what, value=str(number))
+    if math.isnan(number) and nan_ok:
+        return number
+    if not abs(number) <= F32_MAX:  # NaN, infinite, or infinite once stored as float32
+        raise ReadProblemError("I105", pointer, None, **score_problem(what, number))
     return number
+
+
+def neuron_cells_problem(n_forward: int, width: int) -> str | None:
+    """Why neuron arrays of ``n_forward`` × ``width`` are not made, or None."""
+    if n_forward * width > MAX_NEURON_CELLS:
+        return (
+            f"neuron arrays of {n_forward} nodes × d_model {width} would hold {n_forward * width} "
+            f"entries, over the {MAX_NEURON_CELLS} an import makes"
+        )
+    return None
 
 
 def _from_json(text: Any) -> EapIgGraph:
@@ -255,12 +305,15 @@ def _check_edges(text: Any) -> int:
         raise ReadProblemError(
             "I106", "/edges/" + escape_pointer_token(first), None, scored=n_scored, total=universe.n_edges
         )
-    infinite = np.flatnonzero(~np.isfinite(text.scores))
-    if infinite.size:  # a literal such as 1e400 overflows to infinity
-        name = universe.edge_name(int(infinite[0]))
-        value = str(text.scores[infinite[0]])
+    # A literal such as 1e400 overflows to infinity; one beyond float32 would in the sidecar.
+    refused = np.flatnonzero(~(np.abs(text.scores) <= F32_MAX))
+    if refused.size:
+        name = universe.edge_name(int(refused[0]))
         raise ReadProblemError(
-            "I105", "/edges/" + escape_pointer_token(name) + "/score", None, what="edge", value=value
+            "I105",
+            "/edges/" + escape_pointer_token(name) + "/score",
+            None,
+            **score_problem("edge", float(text.scores[refused[0]])),
         )
     return n_scored
 
@@ -306,6 +359,9 @@ def _read_nodes(graph: EapIgGraph, nodes: Any) -> None:
                 continue
             if d_model is None:
                 raise ReadProblemError("I101", "/cfg", None, detail="neuron entries need cfg.d_model")
+            too_many = neuron_cells_problem(n, d_model)
+            if too_many is not None:
+                raise ReadProblemError("I128", "/cfg/d_model", None, detail=too_many)
             values = entry[key]
             if not isinstance(values, list) or len(values) != d_model:
                 raise ReadProblemError(
@@ -328,85 +384,114 @@ def _read_nodes(graph: EapIgGraph, nodes: Any) -> None:
     graph.neurons, graph.neuron_scores = neurons, neuron_scores
 
 
+def _pt_nodes(raw: dict[str, Any], key: str, index: Any, total: int, n_edges: int) -> list[int]:
+    """The universe's indices of the node list ``key`` of a ``.pt`` graph (a list of names, or a
+    dict name → position), each node of the universe once."""
+    value = raw.get(key)
+    if isinstance(value, dict) and all(isinstance(k, str) and type(v) is int for k, v in value.items()):
+        listed = [name for name, _ in sorted(value.items(), key=lambda item: item[1])]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        listed = list(value)
+    else:
+        raise _MalformedError("I101", f"/{key}", detail=f"{key} must list the node names")
+    try:
+        found = [index(name) for name in listed]
+    except ValueError as exc:
+        raise _MalformedError("I102", f"/{key}", detail=str(exc)) from None
+    if len(set(found)) != len(found):
+        raise _MalformedError("I101", f"/{key}", detail=f"{key} lists a node twice")
+    if len(found) != total:
+        raise _MalformedError(
+            "I103",
+            f"/{key}",
+            missing=n_edges,
+            total=n_edges,
+            first=f"{key} lists {len(found)} of the universe's {total} nodes",
+        )
+    return found
+
+
+def _pt_array(raw: dict[str, Any], key: str, shape: tuple[int, ...], dtype: Any) -> Any:
+    """The tensor ``key`` as an array of ``dtype``, once it is known to be a tensor of numbers
+    of ``shape`` (nothing of its size is made before)."""
+    import numpy as np
+
+    value = raw.get(key)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+        raise _MalformedError("I101", f"/{key}", detail=f"{key} must be a tensor of numbers")
+    if value.shape != shape:
+        raise _MalformedError("I101", f"/{key}", detail=f"{key} must have shape {shape}, not {value.shape}")
+    return value.astype(dtype)
+
+
+def _pt_finite(values: Any, key: str, what: str, nan_ok: bool) -> Any:
+    """``values``, once each is finite as float32 (or NaN, unscored, where ``nan_ok``)."""
+    import numpy as np
+
+    bad = ~(np.abs(values) <= F32_MAX)
+    if nan_ok:
+        bad &= ~np.isnan(values)
+    if bad.any():
+        raise _MalformedError("I105", f"/{key}", **score_problem(what, float(values[bad][0])))
+    return values
+
+
 def _from_pt(raw: dict[str, Any]) -> EapIgGraph:
+    """The graph a ``.pt`` file holds. Every array is checked (a tensor of numbers, of the shape
+    the node lists give) before anything of that size is made."""
     import numpy as np
 
     try:
         universe = _universe(raw.get("cfg"))
     except ReadProblemError as exc:
         raise _MalformedError(exc.code, exc.pointer, **exc.params) from None
-
-    def names(key: str) -> list[str]:
-        value = raw.get(key)
-        if isinstance(value, dict):
-            return [name for name, _ in sorted(value.items(), key=lambda item: item[1])]
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return list(value)
-        raise _MalformedError("I101", f"/{key}", detail=f"{key} must list the node names")
-
-    src, dst = names("src_nodes"), names("dst_nodes")
-    try:
-        rows = [universe.forward_index(name) for name in src]
-        cols = [universe.backward_index(name) for name in dst]
-    except ValueError as exc:
-        raise _MalformedError("I102", "/src_nodes", detail=str(exc)) from exc
-    if len(set(rows)) != universe.n_forward or len(set(cols)) != universe.n_backward:
-        raise _MalformedError(
-            "I103",
-            "/src_nodes",
-            missing=universe.n_edges,
-            total=universe.n_edges,
-            first="the file's node lists do not cover the universe",
-        )
-
-    def array(key: str, shape: tuple[int, ...], dtype: Any) -> Any:
-        value = np.asarray(raw.get(key))
-        if value.shape != shape:
-            raise _MalformedError(
-                "I101", f"/{key}", detail=f"{key} must have shape {shape}, not {value.shape}"
-            )
-        return value.astype(dtype)
+    rows = _pt_nodes(raw, "src_nodes", universe.forward_index, universe.n_forward, universe.n_edges)
+    cols = _pt_nodes(raw, "dst_nodes", universe.backward_index, universe.n_backward, universe.n_edges)
 
     def matrix(key: str, dtype: Any) -> Any:
+        values = _pt_array(raw, key, (len(rows), len(cols)), dtype)
         full = np.zeros(universe.edge_mask.shape, dtype=dtype)
-        full[np.ix_(rows, cols)] = array(key, (len(src), len(dst)), dtype)
+        full[np.ix_(rows, cols)] = values
         return universe.from_matrix(full)
 
-    def per_node(key: str, dtype: Any, width: int | None = None) -> Any:
-        shape = (len(src),) if width is None else (len(src), width)
-        out = np.zeros((universe.n_forward, *shape[1:]), dtype=dtype)
-        out[rows] = array(key, shape, dtype)
+    def per_node(key: str, dtype: Any, fill: Any, width: int | None = None) -> Any:
+        shape = (len(rows),) if width is None else (len(rows), width)
+        values = _pt_array(raw, key, shape, dtype)
+        out = np.full((universe.n_forward, *shape[1:]), fill, dtype=dtype)
+        out[rows] = values
         return out
-
-    def finite(values: Any, key: str, what: str, nan_ok: bool) -> Any:
-        bad = np.isinf(values) if nan_ok else ~np.isfinite(values)
-        if bad.any():
-            raise _MalformedError("I105", f"/{key}", what=what, value=str(values[bad][0]))
-        return values
 
     if "edges_scores" not in raw:
         raise _MalformedError("I101", "", detail="the .pt graph has no edges_scores")
-    scores = finite(matrix("edges_scores", np.float64), "edges_scores", "edge", False)
+    scores = _pt_finite(matrix("edges_scores", np.float64), "edges_scores", "edge", False)
     in_graph = matrix("edges_in_graph", bool) if "edges_in_graph" in raw else np.zeros(universe.n_edges, bool)
     graph = EapIgGraph(universe, scores, in_graph)
     if raw.get("nodes_in_graph") is not None:
-        graph.node_in_graph = per_node("nodes_in_graph", bool)
+        graph.node_in_graph = per_node("nodes_in_graph", bool, False)
     if raw.get("nodes_scores") is not None:
-        values = np.full(universe.n_forward, np.nan)
-        values[rows] = array("nodes_scores", (len(src),), np.float64)
-        graph.node_scores = finite(values, "nodes_scores", "node", True)
-    d_model = universe.cfg.d_model
+        values = per_node("nodes_scores", np.float64, np.nan)
+        graph.node_scores = _pt_finite(values, "nodes_scores", "node", True)
     for key in ("neurons_in_graph", "neurons_scores"):
         if raw.get(key) is None:
             continue
-        width = np.asarray(raw[key]).shape[-1] if d_model is None else d_model
+        width = _pt_neuron_width(key, universe)
         if key == "neurons_in_graph":
-            graph.neurons = per_node(key, bool, width)
+            graph.neurons = per_node(key, bool, False, width)
         else:
-            values = np.full((universe.n_forward, width), np.nan)
-            values[rows] = array(key, (len(src), width), np.float64)
-            graph.neuron_scores = finite(values, key, "neuron", True)
+            graph.neuron_scores = _pt_finite(per_node(key, np.float64, np.nan, width), key, "neuron", True)
     return graph
+
+
+def _pt_neuron_width(key: str, universe: Any) -> int:
+    """The width of the neuron tensor ``key``: cfg.d_model, within :data:`MAX_NEURON_CELLS`
+    for the universe's nodes."""
+    width = universe.cfg.d_model
+    if width is None:  # as for a JSON graph: the document's neuron tensors need the graph's d_model
+        raise _MalformedError("I101", "/cfg", detail=f"{key} needs cfg.d_model")
+    too_many = neuron_cells_problem(universe.n_forward, width)
+    if too_many is not None:
+        raise _MalformedError("I128", "/cfg/d_model", detail=too_many)
+    return int(width)
 
 
 def tensor_ref(name: str, shape: list[int], dtype: str) -> TensorRef:

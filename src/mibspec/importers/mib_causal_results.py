@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mibspec.core.folders import safe_name
+from mibspec.core.integers import parse_int
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
@@ -50,7 +52,7 @@ from mibspec.documents.report import (
 
 from ._options import ImportOptions
 from .eap_ig import ImportResult, _MalformedError
-from .mib_results import folder_name, import_reports, source_created
+from .mib_results import import_reports, source_created
 
 __all__ = ["CAUSAL_MODELS", "import_mib_causal_results", "parse_unit_id"]
 
@@ -102,7 +104,7 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
-def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport]]:
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport, str]]:
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
         raise _MalformedError(
             "I101", "", detail="a MIB causal-variable result file is an object with a non-empty 'dataset'"
@@ -144,7 +146,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
             command=f"mibspec import mib-causal-results {source.name}",
         ),
     )
-    yield folder_name(task, model_name, method), report
+    yield safe_name(task, model_name, method), report, ""
 
 
 def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -179,7 +181,7 @@ def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, d
                     raise _MalformedError(
                         "I101",
                         f"{upointer}/metadata",
-                        detail=f"unit {key!r} has another location in another set",
+                        detail=f"unit {_cut(key, 120)} has another location in another set",
                     )
                 unit["scores"][cf] = float(score)
                 scored = True
@@ -221,6 +223,12 @@ def _variable_claims(name: str, units: dict[str, dict[str, Any]], ioi: bool) -> 
     )
 
 
+def _cut(text: str, width: int = 40) -> str:
+    """``repr(text)`` cut to about ``width`` characters (a 5,000-digit layer is not repeated)."""
+    shown = repr(text)
+    return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
 def parse_unit_id(unit_id: str) -> tuple[str, dict[str, str]] | None:
     """The kind and parameters of a model-unit id in either form the public code writes,
     ``ResidualStream(Layer-3,Token-last_token)`` or ``ResidualStream(Layer:3,Token:last_token)``;
@@ -254,7 +262,7 @@ def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> 
             raise _MalformedError(
                 "I101",
                 pointer,
-                detail=f"unit {atom!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
+                detail=f"unit {_cut(atom, 120)} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
             )
         kinds.add(match["kind"])
         params = _params(match["params"])
@@ -275,18 +283,26 @@ def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> 
         raise _MalformedError(
             "I101",
             pointer,
-            detail=f"unit {key!r} spans several components, layers or positions; a location holds one",
+            detail=f"unit {_cut(key, 120)} spans several components, layers or positions; "
+            "a location holds one",
         )
     [kind], [layer_text], [position] = kinds, layers, positions
-    if not layer_text.isdigit() or int(layer_text) >= config["n_layers"]:
+    layer = parse_int(layer_text)
+    if layer is None or layer >= config["n_layers"]:
         raise _MalformedError(
-            "I101", pointer, detail=f"unit {key!r}: layer {layer_text!r} is not in the model"
+            "I101", pointer, detail=f"unit {_cut(key, 120)}: layer {_cut(layer_text)} is not in the model"
         )
-    location: dict[str, Any] = {"layer": int(layer_text), "component": _COMPONENTS[kind]}
+    location: dict[str, Any] = {"layer": layer, "component": _COMPONENTS[kind]}
     if kind == "AttentionHead":
-        if not heads or not all(h.isdigit() and int(h) < config["n_heads"] for h in heads):
-            raise _MalformedError("I101", pointer, detail=f"unit {key!r}: heads {heads} are not in the model")
-        location["heads"] = [int(h) for h in heads]
+        numbers = [parse_int(h) for h in heads]
+        in_model = [h for h in numbers if h is not None and h < config["n_heads"]]
+        if not heads or len(in_model) != len(heads):
+            raise _MalformedError(
+                "I101",
+                pointer,
+                detail=f"unit {_cut(key, 120)}: heads {_cut(', '.join(heads))} are not in the model",
+            )
+        location["heads"] = in_model
     location["position"] = (
         {"rule": "last"} if position in _LAST_TOKEN_NAMES else {"rule": "named", "name": position}
     )

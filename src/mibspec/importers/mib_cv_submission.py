@@ -32,7 +32,6 @@ does not write as code) and a listing of what was written in ``mibspec_submissio
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +39,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from mibspec.core.outputs import Inputs, write_atomic
+from pydantic import ValidationError
+
+from mibspec.core.folders import (
+    InputFolder,
+    NameClashError,
+    OutputPlan,
+    OutsideFolderError,
+    name_problem,
+    safe_name,
+)
+from mibspec.core.integers import parse_int
+from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.core.spec import install_hint
@@ -50,7 +60,8 @@ from mibspec.documents.common import Artifact, Provenance, ToolInfo
 from mibspec.documents.kinds import Featurizer, Location, TensorRef, TokenPosition
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
-from .eap_ig import ImportResult
+from ._safe_torch import MAX_PT_BYTES, PtFileError, load_pt
+from .eap_ig import ImportResult, unfit_value
 from .mib_causal_results import CAUSAL_MODELS, parse_unit_id
 from .mib_results import source_created
 
@@ -60,10 +71,6 @@ __all__ = [
     "export_mib_cv_submission",
     "import_mib_cv_submission",
 ]
-
-#: Largest featurizer file read (bytes): a subspace of Llama-3.1-8B's residual stream at half
-#: its width takes 32 MiB in float32.
-MAX_PT_BYTES = 1024**3
 
 #: MIB's task folder names → (mibspec task, variables of the task).
 MIB_TASKS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -124,17 +131,23 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
         findings.append(make_finding(cat, None, code, pointer, detail=detail).located(1, 1))
 
     rules = _read_positions(positions, report) if positions is not None else {}
-    units = list(_units(source, report))
+    units = list(_units(InputFolder(source), report))
     if not units and not any(f.severity.value == "error" for f in findings):
         report("I120", "", f"{source.name} holds no <TASK>_<MODEL>_<VARIABLE> folder with unit files")
-    documents: list[tuple[Path, Featurizer, bytes | None]] = []
+    plan = OutputPlan(out_dir)
     undeclared: list[str] = []
-    stems: dict[Path, str] = {}
     for unit in units:
         try:
             document, tensors = _document(unit, rules)
         except _UnitError as exc:
             report(exc.code, exc.pointer, exc.detail)
+            continue
+        except ValidationError as exc:  # a value the featurizer document cannot hold
+            report(
+                "I101",
+                f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}",
+                unfit_value(exc),
+            )
             continue
         position = document.location.position
         pointer = f"/{escape_pointer_token(unit.cell)}/{escape_pointer_token(unit.unit_id)}"
@@ -146,17 +159,18 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
                 f"unit {unit.unit_id!r} of {unit.cell}: no declared rule for token position "
                 f"{position.name!r} (map it in --positions); the unit keeps the 'named' rule",
             )
-        stem = _stem(unit.unit_id)
-        target = out_dir / unit.cell / f"{stem}.json"
-        if target in stems:
-            report("I120", pointer, f"units {stems[target]!r} and {unit.unit_id!r} are the same unit")
-            continue
-        stems[target] = unit.unit_id
-        data = None
-        if tensors:
-            data = safetensors_bytes(tensors)
-            document = document.model_copy(update={"artifacts": [_artifact(data, f"{stem}.safetensors")]})
-        documents.append((target, document, data))
+        stem, folder = safe_name(unit.unit_id), safe_name(unit.cell)
+        where = f"unit {unit.unit_id!r} of {unit.cell}"
+        try:
+            if tensors:
+                data = safetensors_bytes(tensors)
+                name = f"{stem}.safetensors"
+                document = document.model_copy(update={"artifacts": [_artifact(data, name)]})
+                plan.claim(f"{folder}/{stem}.json", where)
+                result.sidecars.append(plan.add(f"{folder}/{name}", data, source=where))
+            result.written.append(plan.add(f"{folder}/{stem}.json", document_bytes(document), source=where))
+        except NameClashError as exc:
+            report("I126", pointer, str(exc))
     if undeclared:
         shown = ", ".join(undeclared[:20]) + (
             f" and {len(undeclared) - 20} more" if len(undeclared) > 20 else ""
@@ -164,23 +178,13 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
         report(
             "I122",
             "",
-            f"{len(undeclared)} of {len(documents)} unit(s) lack a declared token position: {shown}",
+            f"{len(undeclared)} of {len(result.written)} unit(s) lack a declared token position: {shown}",
         )
     result.findings = findings
     if any(f.severity.value == "error" for f in findings):
+        result.written, result.sidecars = [], []
         return result
-    inputs = Inputs([source, *([positions] if positions else [])])
-    for target, _, data in documents:
-        inputs.refuse(target, "output")
-        if data is not None:
-            inputs.refuse(target.with_suffix(".safetensors"), "output")
-    for target, document, data in documents:
-        if data is not None:
-            sidecar = target.with_suffix(".safetensors")
-            write_atomic(sidecar, data)
-            result.sidecars.append(sidecar)
-        write_atomic(target, document_bytes(document))
-        result.written.append(target)
+    plan.write(Inputs([source, *([positions] if positions else [])]))
     return result
 
 
@@ -217,19 +221,25 @@ def _cell(name: str) -> tuple[str, str, str] | None:
     return None
 
 
-def _unit_files(folder: Path) -> dict[str, dict[str, Path]]:
+def _unit_files(reader: InputFolder, folder: Path) -> dict[str, dict[str, Path]]:
+    """The unit files of ``folder`` by unit id and suffix.
+
+    Raises:
+        OutsideFolderError: the folder, or a unit file in it, leads out of the submission.
+    """
     found: dict[str, dict[str, Path]] = {}
-    for path in sorted(folder.iterdir()):
+    for path in reader.listing(folder):
         if not path.is_file():
             continue
         for suffix in _SUFFIXES:
             if path.name.endswith(suffix) and len(path.name) > len(suffix):
-                found.setdefault(path.name[: -len(suffix)], {})[suffix] = path
+                found.setdefault(path.name[: -len(suffix)], {})[suffix] = reader.check(path)
                 break
     return found
 
 
-def _units(source: Path, report: Any) -> Iterator[_Unit]:
+def _units(reader: InputFolder, report: Any) -> Iterator[_Unit]:
+    source = reader.root
     try:
         entries = sorted(source.iterdir())
     except OSError as exc:
@@ -244,47 +254,37 @@ def _units(source: Path, report: Any) -> Iterator[_Unit]:
         if _cell(entry.name) is None:
             report("I124", pointer, f"{entry.name} is not a <TASK>_<MODEL>_<VARIABLE> folder; skipped")
             continue
-        files = _unit_files(entry)
-        folder = entry
-        if not files:  # the public verifier also looks one level deeper
-            for sub in sorted(p for p in entry.iterdir() if p.is_dir()):
-                files = _unit_files(sub)
-                if files:
-                    folder = sub
-                    break
+        try:
+            files = _unit_files(reader, entry)
+            folder = entry
+            if not files:  # the public verifier also looks one level deeper
+                for sub in (p for p in reader.listing(entry) if p.is_dir()):
+                    files = _unit_files(reader, sub)
+                    if files:
+                        folder = sub
+                        break
+        except OutsideFolderError as exc:
+            report("I127", pointer, str(exc))
+            continue
+        except OSError as exc:
+            report("I101", pointer, f"{entry.name} cannot be listed: {exc.strerror or exc}")
+            continue
         for unit_id, unit_files in sorted(files.items()):
             yield _Unit(entry.name, folder, unit_id, unit_files)
 
 
 def _load(path: Path, pointer: str) -> Any:
     try:
-        import torch
+        import torch  # noqa: F401  (only to say so when it is missing)
     except ImportError:
         raise _UnitError(
             "I104", pointer, f"reading .pt files needs torch: {install_hint('recompute')}"
         ) from None
-    size = path.stat().st_size
-    if size > MAX_PT_BYTES:
-        raise _UnitError("I101", pointer, f"{path.name} has {size} bytes, more than the {MAX_PT_BYTES} read")
     try:
-        # weights_only=True: the unpickler rebuilds tensors and plain containers, never code.
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # any failure to load is a property of the input
-        message = str(exc)
-        # The weights-only unpickler names what it refused: a global (a function or class).
-        refused = [line.strip() for line in message.splitlines() if re.search(r"global", line, re.IGNORECASE)]
-        if refused:
-            raise _UnitError(
-                "I118",
-                pointer,
-                f"{path.name} holds more than tensors and plain data; refused, nothing in it was run "
-                f"({refused[0][:300]})",
-            ) from None
-        lines = [line.strip() for line in message.splitlines() if line.strip()]
-        text = f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:300]
-        raise _UnitError(
-            "I101", pointer, f"{path.name} is not a loadable weights-only .pt file ({text})"
-        ) from None
+        return load_pt(path)
+    except PtFileError as exc:
+        code = {"unsafe": "I118", "over-limits": "I128"}.get(exc.kind, "I101")
+        raise _UnitError(code, pointer, exc.detail) from None
 
 
 def _info(checkpoint: Any, name: str, pointer: str) -> dict[str, Any]:
@@ -360,15 +360,19 @@ def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) 
             f"unit {unit.unit_id!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
         )
     kind, params = parsed
-    layer, token = params.get("Layer", ""), params.get("Token", "")
-    if not layer.isdigit() or not token:
-        raise _UnitError("I101", pointer, f"unit {unit.unit_id!r} needs Layer (a number) and Token")
-    location: dict[str, Any] = {"layer": int(layer), "component": _COMPONENTS[kind]}
+    layer, token = parse_int(params.get("Layer", "")), params.get("Token", "")
+    if layer is None or not token:
+        raise _UnitError(
+            "I101", pointer, f"unit {unit.unit_id!r} needs Layer (a number of at most 18 digits) and Token"
+        )
+    location: dict[str, Any] = {"layer": layer, "component": _COMPONENTS[kind]}
     if kind == "AttentionHead":
-        heads = params.get("Head", "")
-        if not heads.isdigit():
-            raise _UnitError("I101", pointer, f"unit {unit.unit_id!r} needs Head (a number)")
-        location["heads"] = [int(heads)]
+        head = parse_int(params.get("Head", ""))
+        if head is None:
+            raise _UnitError(
+                "I101", pointer, f"unit {unit.unit_id!r} needs Head (a number of at most 18 digits)"
+            )
+        location["heads"] = [head]
     location["position"] = dict(rules[token]) if token in rules else {"rule": "named", "name": token}
     return location
 
@@ -401,6 +405,10 @@ def _read_featurizer(unit: _Unit, model: str, location: dict[str, Any], pointer:
     )
     featurizer_class = _featurizer_class(forward, inverse, pointer)
     n_features = forward.get("n_features")
+    if n_features is not None and type(n_features) is not int:
+        raise _UnitError(
+            "I120", f"{pointer}_featurizer", f"n_features is a {type(n_features).__name__}, not an integer"
+        )
     tensors: dict[str, Any] = {}
     if featurizer_class == "SubspaceFeaturizerModule":
         input_dim, tensors["rotation"] = _subspace_rotation(forward, inverse, n_features, pointer)
@@ -427,14 +435,14 @@ def _featurizer_class(forward: dict[str, Any], inverse: dict[str, Any], pointer:
             f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
         )
     expected_inverse = _CLASSES[declared][1]
-    if inverse.get("inverse_featurizer_class") != expected_inverse or (
-        inverse.get("featurizer_class") not in (None, declared)
+    named, named_forward = inverse.get("inverse_featurizer_class"), inverse.get("featurizer_class")
+    if not (isinstance(named, str) and named == expected_inverse) or not (
+        named_forward is None or (isinstance(named_forward, str) and named_forward == declared)
     ):
         raise _UnitError(
             "I120",
             f"{pointer}_inverse_featurizer",
-            f"the inverse of a {declared} is a {expected_inverse}, "
-            f"got {inverse.get('inverse_featurizer_class')!r}",
+            f"the inverse of a {declared} is a {expected_inverse}, got {_short(named)}",
         )
     return declared
 
@@ -464,6 +472,11 @@ def _subspace_rotation(
     return input_dim, array.numpy()
 
 
+def _short(value: Any, width: int = 80) -> str:
+    text = repr(value) if isinstance(value, (str, int, float, type(None))) else f"a {type(value).__name__}"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _indices(path: Path, pointer: str) -> list[int] | None:
     parsed = load_json_file(path, Limits(max_bytes=64 * 1024 * 1024))
     data = parsed.data
@@ -483,10 +496,6 @@ def _width(model: str, location: dict[str, Any], pointer: str) -> int:
     if location["component"] == "attention_heads":
         return len(location["heads"]) * config["d_model"] // config["n_heads"]
     return config["d_model"]
-
-
-def _stem(unit_id: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", unit_id).strip("-.") or "unit"
 
 
 def _artifact(data: bytes, path: str) -> Artifact:
@@ -511,31 +520,31 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
     ``reports`` are causal-variable reports, or featurizer documents imported from a
     submission (which name their folder). They are expected to verify (``mibspec export
     mib-submission`` verifies them first): featurizer documents and weights are read as
-    declared. A report's task, model architecture and variables name the folders; each unit's
-    featurizer becomes the three unit files. A unit without a featurizer, a featurizer type
-    other than ``subspace`` or ``identity``, or a location the layout cannot name is refused
-    (I125) and nothing is written. ``written`` lists the files written.
+    declared, from the report's folder only (a link out of it is I127). A report's task, model
+    architecture and variables name the folders (made safe as an import makes them); each
+    unit's featurizer becomes the three unit files, named after the unit id. A unit without a
+    featurizer, a featurizer type other than ``subspace`` or ``identity``, a location the
+    layout cannot name, or a unit id that cannot name a file is refused (I125), two units
+    written under one name are I126, and then nothing is written. ``written`` lists the
+    files written.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
     """
     cat = catalogue()
     result = ImportResult()
-    files: dict[Path, bytes] = {}
-    times: dict[Path, float] = {}
-    positions: dict[str, dict[str, Any]] = {}
-    listing: list[dict[str, Any]] = []
-    reads: list[Path] = []
+    export = _Export(OutputPlan(out_dir), {}, [], [])
     for report_path in reports:
         try:
-            _export_report(report_path, out_dir, files, times, positions, listing, reads)
+            _export_report(report_path, export)
         except _UnitError as exc:
             result.findings.append(
                 make_finding(cat, None, exc.code, exc.pointer, detail=exc.detail).located(1, 1)
             )
     if result.findings:
         return result
-    files[out_dir / _POSITIONS] = (json.dumps(positions, indent=2, sort_keys=True) + "\n").encode()
+    positions = (json.dumps(export.positions, indent=2, sort_keys=True) + "\n").encode()
+    export.plan.add(_POSITIONS, positions, source="the declared token positions")
     summary = {
         "format": "MIB causal-variable submission, written by mibspec",
         "mibspec_version": __version__,
@@ -545,17 +554,11 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
             "evaluator needs a token_position.py, which mibspec does not write. `mibspec import "
             "mib-submission DIR --positions token_positions.json` reads this folder back."
         ),
-        "units": listing,
+        "units": export.listing,
     }
-    files[out_dir / _LISTING] = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
-    inputs = Inputs([*reports, *reads])
-    for path in files:
-        inputs.refuse(path, "output")
-    for path, data in files.items():
-        write_atomic(path, data)
-        if path in times:  # the unit files keep the featurizer's creation time
-            os.utime(path, (times[path], times[path]))
-        result.written.append(path)
+    listing = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
+    export.plan.add(_LISTING, listing, source="the listing of the export")
+    result.written = export.plan.write(Inputs([*reports, *export.reads]))
     return result
 
 
@@ -563,31 +566,36 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
 class _Export:
     """What an export collects before anything is written."""
 
-    out_dir: Path
-    files: dict[Path, bytes]
-    times: dict[Path, float]
+    plan: OutputPlan
     positions: dict[str, dict[str, Any]]
     listing: list[dict[str, Any]]
     reads: list[Path]
 
 
-def _export_report(
-    source: Path,
-    out_dir: Path,
-    files: dict[Path, bytes],
-    times: dict[Path, float],
-    positions: dict[str, dict[str, Any]],
-    listing: list[dict[str, Any]],
-    reads: list[Path],
-) -> None:
-    export = _Export(out_dir, files, times, positions, listing, reads)
+def _read_inside(folder: Path, path: str, pointer: str) -> Path:
+    """``folder/path``, once it stays inside ``folder`` with links resolved."""
+    try:
+        return InputFolder(folder).check(folder / path)
+    except OutsideFolderError as exc:
+        raise _UnitError("I127", pointer, str(exc)) from None
+
+
+def _imported(doc: dict[str, Any], key: str, default: Any = None) -> Any:
+    """What a featurizer imported from a submission records of it (its folder, its unit id);
+    ``default`` where it records nothing (extensions are free-form: any JSON value)."""
+    extensions = doc.get("extensions")
+    record = extensions.get(_EXTENSION) if isinstance(extensions, dict) else None
+    return record.get(key, default) if isinstance(record, dict) else default
+
+
+def _export_report(source: Path, export: _Export) -> None:
     name = source.name
     parsed = load_json_file(source, Limits())
     document = parsed.data
     if parsed.problems or not isinstance(document, dict):
         raise _UnitError("I125", "", f"{name} is not a strict JSON document")
     if document.get("kind") == "featurizer":
-        cell = document.get("extensions", {}).get(_EXTENSION, {}).get("folder")
+        cell = _imported(document, "folder")
         if not isinstance(cell, str) or _cell(cell) is None:
             raise _UnitError(
                 "I125",
@@ -618,9 +626,11 @@ def _export_report(
             entry = artifacts.get(unit.get("featurizer"))
             if entry is None:
                 raise _UnitError("I125", pointer, "a unit without a featurizer has no MIB files")
-            doc_path = source.parent / entry["path"]
+            doc_path = _read_inside(source.parent, entry["path"], pointer)
             doc = load_json_file(doc_path, Limits()).data
-            imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("folder", cell)
+            if not isinstance(doc, dict) or doc.get("kind") != "featurizer":
+                raise _UnitError("I125", pointer, f"{entry['path']} is not a featurizer document")
+            imported = _imported(doc, "folder", cell)
             if imported != cell:
                 raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
             _export_featurizer(export, doc_path, doc, cell, pointer, name)
@@ -629,14 +639,14 @@ def _export_report(
 def _export_featurizer(
     export: _Export, doc_path: Path, doc: dict[str, Any], cell: str, pointer: str, source: str
 ) -> None:
-    """Collect the three unit files of one featurizer document."""
+    """Plan the three unit files of one featurizer document."""
     import io
 
     import torch
 
     unit_id, position_name = _unit_id(doc, pointer)
     export.reads.append(doc_path)
-    export.reads.extend(doc_path.parent / a["path"] for a in doc.get("artifacts", []))
+    export.reads.extend(_read_inside(doc_path.parent, a["path"], pointer) for a in doc.get("artifacts", []))
     rule = doc["location"]["position"]
     if position_name in export.positions and export.positions[position_name] != rule:
         raise _UnitError("I125", pointer, f"position name {position_name!r} stands for two rules")
@@ -644,13 +654,16 @@ def _export_featurizer(
         export.positions[position_name] = rule
     if doc["type"] not in _TYPES or doc.get("error", "add_base_error") != "add_base_error":
         raise _UnitError("I125", pointer, f"a {doc['type']} featurizer has no MIB featurizer class")
-    base = export.out_dir / cell / unit_id
-    if Path(f"{base}_indices") in export.files:
-        raise _UnitError("I125", pointer, f"two featurizers are written as {cell}/{unit_id}")
+    for suffix in _SUFFIXES:
+        problem = name_problem(f"{unit_id}{suffix}")
+        if problem is not None:
+            raise _UnitError(
+                "I125", pointer, f"unit id {_short(unit_id)} cannot name a file: the name {problem}"
+            )
     featurizer_class, inverse_class = _TYPES[doc["type"]]
     config: dict[str, Any] = {}
     if doc["type"] == "subspace":
-        rotation = _weights(doc_path.parent, doc, "rotation")
+        rotation = _weights(doc_path.parent, doc, "rotation", pointer)
         config = {"rotation_matrix": torch.from_numpy(rotation.T.copy()), "requires_grad": False}
     info = {
         "featurizer_class": featurizer_class,
@@ -658,19 +671,24 @@ def _export_featurizer(
         "n_features": doc["n_features"],
         "additional_config": config,
     }
+    created = (doc.get("provenance") or {}).get("created")
+    # the unit files keep the featurizer's creation time (read back on import)
+    stamp = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() if created else None
+    files: dict[str, bytes] = {}
     for suffix in ("_featurizer", "_inverse_featurizer"):
         buffer = io.BytesIO()
         # The state dict stays empty: its keys are the internals of the submitter's modules
         # (for a subspace, torch's orthogonal parametrization), which are not reproduced here;
         # the rotation itself is additional_config's rotation_matrix.
         torch.save({"model_info": info, "state_dict": {}}, buffer)
-        export.files[Path(f"{base}{suffix}")] = buffer.getvalue()
-    export.files[Path(f"{base}_indices")] = json.dumps(doc.get("feature_indices")).encode()
-    created = (doc.get("provenance") or {}).get("created")
-    if created:  # the unit files keep the featurizer's creation time (read back on import)
-        stamp = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-        for suffix in ("_featurizer", "_inverse_featurizer", "_indices"):
-            export.times[Path(f"{base}{suffix}")] = stamp
+        files[suffix] = buffer.getvalue()
+    files["_indices"] = json.dumps(doc.get("feature_indices")).encode()
+    where = f"{source} ({cell}/{unit_id})"
+    try:
+        for suffix, data in files.items():
+            export.plan.add(f"{safe_name(cell)}/{unit_id}{suffix}", data, source=where, mtime=stamp)
+    except NameClashError as exc:
+        raise _UnitError("I126", pointer, str(exc)) from None
     export.listing.append({"folder": cell, "unit": unit_id, "position": position_name, "source": source})
 
 
@@ -678,7 +696,7 @@ def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
     """The unit id the files are named after and its position name: the imported one when the
     featurizer came from a submission, else built from the location."""
     location = doc["location"]
-    imported = doc.get("extensions", {}).get(_EXTENSION, {}).get("unit")
+    imported = _imported(doc, "unit")
     if isinstance(imported, str):
         parsed = parse_unit_id(imported)
         if parsed is not None and parsed[1].get("Token"):
@@ -702,13 +720,13 @@ def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
     return f"{kind}(Layer:{location['layer']},{head}Token:{name})", name
 
 
-def _weights(folder: Path, doc: dict[str, Any], name: str) -> Any:
+def _weights(folder: Path, doc: dict[str, Any], name: str, pointer: str) -> Any:
     import numpy as np
 
     from mibspec.core.sidecars import load_tensor, tensor_infos
 
     ref = doc["weights"][name]
     artifact = next(a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"])
-    path = folder / artifact["path"]
+    path = _read_inside(folder, artifact["path"], pointer)
     info = tensor_infos(path, artifact["media_type"])[ref.get("tensor")]
     return np.array(load_tensor(path, info))

@@ -40,14 +40,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from mibspec.core.outputs import Inputs, write_atomic
+from pydantic import ValidationError
+
+from mibspec.core.folders import NameClashError, OutputPlan, safe_name
+from mibspec.core.integers import parse_int
+from mibspec.core.outputs import Inputs
 from mibspec.core.spec import install_hint
 from mibspec.core.strict_json import JsonLinesError, Limits, read_json_lines
 from mibspec.core.version import __version__
 from mibspec.documents import CounterfactualDataset, document_bytes
 from mibspec.validator import catalogue, load_json_file, make_finding
 
-from .eap_ig import ImportResult, _MalformedError
+from .eap_ig import ImportResult, _MalformedError, unfit_value
 from .mib_results import source_created
 
 __all__ = ["DATASET_TASKS", "MAX_ROW_BYTES", "import_mib_dataset"]
@@ -138,7 +142,8 @@ def import_mib_dataset(
     answers; it is copied beside the documents as ``attributes.json`` and pinned as an artifact.
 
     Never raises for bad input: problems come back as findings with codes. Nothing is
-    written for a file that does not convert whole; the inputs are only read.
+    written unless every file converts whole (each file's rows are staged under a temporary
+    name until then); two files written under one name are I126. The inputs are only read.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
@@ -146,14 +151,18 @@ def import_mib_dataset(
     cat = catalogue()
     result = ImportResult()
     inputs = Inputs(list(sources))
-    stems: dict[str, Path] = {}
-    for source in sources:
-        stem = _stem(source)
-        if stem in stems:
-            detail = f"{stems[stem]} and {source} would both be written as {stem}.json; import them apart"
-            result.findings.append(make_finding(cat, None, "I117", "", detail=detail).located(1, 1))
-            return result
-        stems[stem] = source
+    plan = OutputPlan(out_dir)
+    try:
+        for source in sources:
+            stem = safe_name(_stem(source))
+            for name in (f"{stem}.json", f"{stem}.jsonl"):
+                inputs.refuse(plan.claim(name, str(source)), "output")
+        if attributes is not None:
+            inputs.add(attributes)
+            plan.claim(_ATTRIBUTES, f"--attributes {attributes}")
+    except NameClashError as exc:
+        result.findings.append(make_finding(cat, None, "I126", "", detail=str(exc)).located(1, 1))
+        return result
     table: dict[str, dict[str, str]] | None = None
     if attributes is not None:
         try:
@@ -161,17 +170,28 @@ def import_mib_dataset(
         except _MalformedError as exc:
             result.findings.append(make_finding(cat, None, exc.code, exc.pointer, **exc.params).located(1, 1))
             return result
-        inputs.add(attributes)
     options = _Options(task, split, hub_id, revision, table, attributes)
-    for source in sources:
-        try:
-            written = _import_one(source, out_dir, inputs, options)
-        except _MalformedError as exc:
-            finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
-            result.findings.append(finding.located(getattr(exc, "line", 1), 1))
-            continue
-        result.written.append(written[0])
-        result.sidecars.append(written[1])
+    made = not out_dir.exists()
+    documents = []
+    try:
+        for source in sources:
+            try:
+                documents.append(_import_one(source, plan, options))
+            except _MalformedError as exc:
+                finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
+                result.findings.append(finding.located(getattr(exc, "line", 1), 1))
+            except ValidationError as exc:  # a value the dataset document cannot hold
+                detail = f"{source.name}: {unfit_value(exc)}"
+                result.findings.append(make_finding(cat, None, "I116", "", detail=detail).located(1, 1))
+        if not result.findings:
+            plan.write(inputs)
+    finally:
+        plan.discard()  # the staged rows of an import that is not written
+        if made and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+    if not result.findings:
+        result.written = [document for document, _ in documents]
+        result.sidecars = [rows for _, rows in documents]
     return result
 
 
@@ -206,6 +226,7 @@ class _Rows:
     """The rows file written for one released file: what its document declares about it."""
 
     path: Path
+    staged: Path  # the rows, written under a temporary name beside ``path``
     task: str
     cf_types: list[str]
     sha256: str
@@ -213,23 +234,22 @@ class _Rows:
     counts: _Counts
 
 
-def _import_one(source: Path, out_dir: Path, inputs: Inputs, options: _Options) -> tuple[Path, Path]:
+def _import_one(source: Path, plan: OutputPlan, options: _Options) -> tuple[Path, Path]:
+    """Convert one released file: its rows staged beside the output, its document planned;
+    the two paths."""
     options.check()
     fmt = _format(source)
     rows = _parquet_rows(source) if fmt == "parquet" else _jsonl_rows(source)
-    stem = _stem(source)
+    stem = safe_name(_stem(source))
     split = options.split or _split_from_name(source.name)
-    document_path, rows_path = out_dir / f"{stem}.json", out_dir / f"{stem}.jsonl"
-    for path in (document_path, rows_path):
-        inputs.refuse(path, "output")
     pin = _file_hash(source)
-    written = _write_rows(source, pin, rows, rows_path, options, split)
+    written = _write_rows(source, pin, rows, plan.out_dir / f"{stem}.jsonl", options, split)
+    rows_path = plan.add_staged(f"{stem}.jsonl", written.staged, source=str(source))
     document = _document(source, fmt, pin, written, options, split)
     if written.task == "ravel" and options.attributes is not None:
-        document["artifacts"].append(_copy_attributes(options.attributes, out_dir, inputs))
+        document["artifacts"].append(_copy_attributes(options.attributes, plan))
     model = CounterfactualDataset.model_validate(document)
-    write_atomic(document_path, document_bytes(model))
-    return document_path, rows_path
+    return plan.add(f"{stem}.json", document_bytes(model), source=str(source)), rows_path
 
 
 def _write_rows(
@@ -240,11 +260,10 @@ def _write_rows(
     options: _Options,
     split: str,
 ) -> _Rows:
-    """Convert ``rows`` into ``rows_path``, through a temporary file that replaces it only when
-    every row converted and ``source`` still has the bytes ``pin`` (SHA-256, size) names; on
-    failure the temporary file goes, and the output folder when this made it."""
+    """Convert ``rows`` into a temporary file beside ``rows_path`` (``staged`` in the result),
+    kept only when every row converted and ``source`` still has the bytes ``pin`` (SHA-256,
+    size) names; on failure the temporary file goes."""
     out_dir = rows_path.parent
-    made = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = _Counts()
     fd, temporary = tempfile.mkstemp(dir=out_dir, prefix=f".{rows_path.name[:64]}.", suffix=".tmp")
@@ -260,13 +279,10 @@ def _write_rows(
         if _file_hash(source) != pin:
             # The pin must be of the bytes the rows were read from.
             raise _MalformedError("I101", "", detail=f"{source.name} changed while it was read")
-        os.replace(temporary, rows_path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
-        if made and not any(out_dir.iterdir()):
-            out_dir.rmdir()
         raise
-    return _Rows(rows_path, task, cf_types, digest.hexdigest(), size, counts)
+    return _Rows(rows_path, Path(temporary), task, cf_types, digest.hexdigest(), size, counts)
 
 
 def _filters(counts: _Counts) -> list[dict[str, Any]]:
@@ -344,12 +360,11 @@ def _document(
     }
 
 
-def _copy_attributes(attributes: Path, out_dir: Path, inputs: Inputs) -> dict[str, Any]:
-    """Copy RAVEL's attribute table beside the documents; its artifact entry."""
+def _copy_attributes(attributes: Path, plan: OutputPlan) -> dict[str, Any]:
+    """Plan the copy of RAVEL's attribute table beside the documents (once); its artifact entry."""
     data = attributes.read_bytes()
-    copy = out_dir / _ATTRIBUTES
-    inputs.refuse(copy, "output")
-    write_atomic(copy, data)
+    if not any(path.name == _ATTRIBUTES for path in plan.paths):
+        plan.add(_ATTRIBUTES, data, source=f"--attributes {attributes}")
     return {
         "id": "attributes",
         "role": "attributes",
@@ -704,13 +719,15 @@ def _operands(prompt: Mapping[str, Any], where: str) -> tuple[int, int, int] | N
         raise _RowError(f"{where}prompt", "'prompt' must be a string")
     if prompt.get("operator", "+") != "+":
         return None
-    numbers = re.findall(r"\d+", text[-4096:])
+    numbers = re.findall(r"[0-9]+", text[-4096:])
     label = prompt.get("label")
-    if isinstance(label, str) and label.strip().isdigit():
-        label = int(label.strip())
-    if len(numbers) < 2 or isinstance(label, bool) or not isinstance(label, int):
+    if isinstance(label, str):
+        label = parse_int(label.strip())
+    if len(numbers) < 2 or isinstance(label, bool) or not isinstance(label, int) or abs(label) >= 10**18:
         raise _RowError(
-            f"{where}label", "an addition row needs two numbers in its prompt and an integer 'label'"
+            f"{where}label",
+            "an addition row needs two numbers in its prompt and an integer 'label' "
+            "(at most 18 ASCII digits)",
         )
     return int(numbers[-2][-6:]), int(numbers[-1][-6:]), label
 

@@ -21,15 +21,16 @@ in the file, so the points declare no size.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from mibspec.core.outputs import Inputs, write_atomic
+from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
+from mibspec.core.outputs import Inputs
+from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CircuitReport, document_bytes, dump, parse_document
 from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
@@ -46,11 +47,9 @@ from mibspec.documents.report import (
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, ImportOptions, OptionError
-from .eap_ig import ImportResult, _MalformedError, import_parse_findings
+from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 
-__all__ = ["KNOWN_MODELS", "folder_name", "import_mib_circuit_results", "import_reports", "source_created"]
-
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+__all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "source_created"]
 
 
 def import_mib_circuit_results(
@@ -64,14 +63,15 @@ def import_mib_circuit_results(
 def import_reports(
     source: Path,
     out_dir: Path,
-    build: Callable[[Any, Path], Iterator[tuple[str, BaseModel]]],
+    build: Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]],
     options: ImportOptions | None = None,
 ) -> ImportResult:
-    """Parse ``source`` strictly, build ``(folder name, report model)`` pairs with ``build`` and
-    write each as ``out_dir/<name>/report.json`` (atomically, through the report model), with
-    ``options`` recorded and a dataset document copied beside each. Parse errors, malformed
-    options and :class:`_MalformedError` become located findings; nothing is written unless the
-    whole file converts.
+    """Parse ``source`` strictly, build ``(folder name, report model, pointer)`` triples with
+    ``build`` (the pointer: where in ``source`` the report comes from) and write each as
+    ``out_dir/<name>/report.json`` (atomically, through the report model), with ``options``
+    recorded and a dataset document copied beside each. Parse errors, malformed options,
+    :class:`_MalformedError` and two reports of one folder name (I126) become located findings;
+    nothing is written unless the whole file converts.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
@@ -84,6 +84,9 @@ def import_reports(
     except OptionError as exc:
         result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
         return result
+    except OutsideFolderError as exc:
+        result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+        return result
     parsed = load_json_file(source, Limits())
     if parsed.problems:
         result.findings.extend(import_parse_findings(parsed, cat))
@@ -92,28 +95,34 @@ def import_reports(
         reports = list(build(parsed.data, source))
     except _MalformedError as exc:
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
-        result.findings.append(finding.located(*(parsed.locate(exc.pointer))) if parsed.text else finding)
+        result.findings.append(_located(finding, parsed, exc.pointer))
         return result
-    targets = [
-        (out_dir / name / "report.json", parse_document("report", options.apply(dump(report), dataset)))
-        for name, report in reports
-    ]
-    inputs = Inputs([source])
-    extra = [(target.parent / rel, data) for target, _ in targets for rel, data in options.files(dataset)]
-    for target, _ in [*targets, *extra]:
-        inputs.refuse(target, "output")
-    for target, data in extra:
-        write_atomic(target, data)
-    for target, report in targets:
-        write_atomic(target, document_bytes(report))
-        result.written.append(target)
+    except ValidationError as exc:  # a value the report cannot hold, which no check above named
+        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
+        return result
+    plan = OutputPlan(out_dir)
+    for name, report, pointer in reports:
+        where = f"{source.name} at {pointer}" if pointer else source.name
+        try:
+            for rel, data in options.files(dataset):
+                plan.add(f"{name}/{rel}", data, source=where)
+            written = parse_document("report", options.apply(dump(report), dataset))
+            result.written.append(plan.add(f"{name}/report.json", document_bytes(written), source=where))
+        except NameClashError as exc:
+            finding = make_finding(cat, None, "I126", pointer, detail=str(exc))
+            result.findings.append(_located(finding, parsed, pointer))
+    if result.findings:
+        result.written = []
+        return result
+    plan.write(Inputs([source]))
     return result
 
 
-def folder_name(*parts: str) -> str:
-    """An output folder name: the parts joined by ``_``, other characters than letters,
-    digits, ``_``, ``.`` and ``-`` replaced by ``-``."""
-    return "_".join(_SAFE.sub("-", part) for part in parts)
+def _located(finding: Any, parsed: Any, pointer: str) -> Any:
+    """``finding`` at the line and column of ``pointer`` in the parsed source (1:1 where the
+    pointer has none, as for a document that is ``null``)."""
+    line, column = parsed.locate(pointer) if parsed.text else (None, None)
+    return finding.located(line or 1, column or 1)
 
 
 def source_created(source: Path) -> str:
@@ -121,7 +130,7 @@ def source_created(source: Path) -> str:
     return datetime.fromtimestamp(source.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]]:
     from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
     from mibspec.reference_impl.metrics.circuit import cmd, cpr
 
@@ -140,7 +149,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("scores"), dict):
             raise _MalformedError("I101", base, detail="each result needs model_id and a scores object")
         model_id = entry.get("model_id")
-        if model_id not in KNOWN_MODELS:
+        if not isinstance(model_id, str) or model_id not in KNOWN_MODELS:
             raise _MalformedError(
                 "I102",
                 f"{base}/model_id",
@@ -149,7 +158,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
         architecture, layers, heads = KNOWN_MODELS[model_id]
         n_edges = GraphUniverse(GraphConfig(layers, heads)).n_edges
         for task, blocks in entry["scores"].items():
-            pointer = f"{base}/scores/{task}"
+            pointer = f"{base}/scores/{escape_pointer_token(task)}"
             if not isinstance(blocks, dict):
                 raise _MalformedError("I101", pointer, detail="a task's scores must be an object")
             curves: list[Curve] = []
@@ -193,7 +202,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport]]:
                     command=f"mibspec import mib-circuit-results {source.name}",
                 ),
             )
-            yield folder_name(task, model_id), report
+            yield safe_name(task, model_id), report, pointer
 
 
 def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Curve:
@@ -211,6 +220,8 @@ def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Cur
     numbers = [*counts, *values]
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in numbers):
         raise _MalformedError("I101", pointer, detail="edge counts and faithfulness must be finite numbers")
+    if any(count < 0 for count in counts):
+        raise _MalformedError("I101", pointer, detail="edge counts must not be negative")
     # The public backend sorts circuits by size and places the i-th at the i-th grid point. The
     # sizes are not written: the file holds no circuit they could be checked against (K-9).
     order = sorted(range(len(counts)), key=lambda i: counts[i])

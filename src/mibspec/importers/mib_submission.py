@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec.core.outputs import Inputs, write_atomic
+from pydantic import ValidationError
+
+from mibspec.core.folders import InputFolder, NameClashError, OutputPlan, OutsideFolderError, safe_name
+from mibspec.core.outputs import Inputs
 from mibspec.core.version import __version__
 from mibspec.documents import CircuitReport, document_bytes, dump, parse_document
 from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
@@ -40,8 +44,10 @@ from .eap_ig import (
     _MalformedError,
     graph_document,
     malformed_finding,
+    plan_circuit,
     read_eap_ig,
     tensor_ref,
+    unfit_value,
 )
 
 __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
@@ -127,6 +133,9 @@ def import_mib_submission(
     except OptionError as exc:
         result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
         return result
+    except OutsideFolderError as exc:
+        result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+        return result
     folders = submission_folders(source)
     if not folders:
         result.findings.append(
@@ -135,45 +144,74 @@ def import_mib_submission(
             )
         )
         return result
-    outputs: list[tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]] = []
+    reader = InputFolder(source)
+    plan = OutputPlan(out_dir)
+    documents: list[Path] = []
+    reports: list[Path] = []
     for folder in folders:
         try:
-            outputs.append(_convert(folder, options, dataset))
+            converted = _convert(reader, folder, options, dataset)
+            name, planned = converted[0], _plan(plan, folder, converted, dataset)
         except _MalformedError as exc:
             where = exc.params.pop("_file", folder)
             finding = malformed_finding(cat, exc, where if where.is_file() else folder / ".")
             result.findings.append(_in_file(finding, where))
+            continue
         except OptionError as exc:
             result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
-    if result.findings:
-        return result
-    from .eap_ig import write_circuit
-
-    inputs = Inputs([source])
-    for name, document, tensors, report in outputs:
-        target = out_dir / name.name
-        circuit_paths, sidecars = write_circuit(document, tensors, target, [source])
-        result.written += circuit_paths
-        result.sidecars += sidecars
-        if report is None:
+            continue
+        except OutsideFolderError as exc:
+            result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+            continue
+        except NameClashError as exc:
+            result.findings.append(make_finding(cat, None, "I126", "", detail=str(exc)).located(1, 1))
+            continue
+        except ValidationError as exc:  # a value the documents cannot hold, which no check named
+            detail = f"{folder.name}: {unfit_value(exc)}"
+            result.findings.append(make_finding(cat, None, "I101", "", detail=detail).located(1, 1))
+            continue
+        documents.append(planned[0])
+        result.sidecars.append(planned[1])
+        if planned[2] is None:
             result.notes.append(
-                f"{name.name}: no report, since the folder holds no results file "
-                f"({name.name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
+                f"{name}: no report, since the folder holds no results file "
+                f"({name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
                 "the circuit document alone was written"
             )
-            continue
-        from mibspec.reference_impl.producers.folder import artifact_entry
-
-        data = circuit_paths[0].read_bytes()
-        entry = artifact_entry(data, "circuit", "circuit", "circuit.json", "application/json", kind="circuit")
-        written = parse_document("report", {**report, "artifacts": [entry, *report.get("artifacts", [])]})
-        for rel, payload in ImportOptions.files(dataset):
-            inputs.refuse(target / rel, "output")
-            write_atomic(target / rel, payload)
-        inputs.refuse(target / "report.json", "output")
-        write_atomic(target / "report.json", document_bytes(written))
-        result.written.append(target / "report.json")
+        else:
+            reports.append(planned[2])
+    if result.findings:
+        result.sidecars, result.notes = [], []
+        return result
+    plan.write(Inputs([source, *([options.model_files] if options.model_files else [])]))
+    result.written = [*documents, *reports]
     return result
+
+
+_Converted = tuple[str, Circuit, dict[str, Any], dict[str, Any] | None]
+
+
+def _plan(
+    plan: OutputPlan, folder: Path, converted: _Converted, dataset: DatasetCopy | dict[str, str] | None
+) -> tuple[Path, Path, Path | None]:
+    """Plan one folder's circuit document, sidecar and (with results) report and dataset copy;
+    their paths (the report's None without results).
+
+    Raises:
+        NameClashError: another folder of the submission is written under the same name.
+    """
+    from mibspec.reference_impl.producers.folder import artifact_entry
+
+    name, document, tensors, report = converted
+    source = f"the folder {folder.name}"
+    circuit, sidecar, data = plan_circuit(plan, name, document, tensors, source)
+    if report is None:
+        return circuit, sidecar, None
+    entry = artifact_entry(data, "circuit", "circuit", "circuit.json", "application/json", kind="circuit")
+    written = parse_document("report", {**report, "artifacts": [entry, *report.get("artifacts", [])]})
+    for rel, payload in ImportOptions.files(dataset):
+        plan.add(f"{name}/{rel}", payload, source=source)
+    return circuit, sidecar, plan.add(f"{name}/report.json", document_bytes(written), source=source)
 
 
 def _in_file(finding: Finding, where: Path) -> Finding:
@@ -182,7 +220,7 @@ def _in_file(finding: Finding, where: Path) -> Finding:
     return replace(finding, message=f"{where.name}: {finding.message}")
 
 
-def _folder(path: Path) -> _Folder:
+def _folder(reader: InputFolder, path: Path) -> _Folder:
     parts = path.name.split("_")
     if len(parts) != 2 or not all(parts):
         raise _MalformedError(
@@ -192,18 +230,25 @@ def _folder(path: Path) -> _Folder:
             _file=path,
         )
     folder = _Folder(path, parts[0], parts[1])
-    for item in sorted(path.iterdir()):
+    for item in reader.listing(path):
         if item.is_file() and item.suffix in _GRAPH_SUFFIXES:
-            folder.graphs.append(item)
+            folder.graphs.append(reader.check(item))
         elif item.is_file() and item.suffix == ".pkl":
-            folder.results.append(item)
+            folder.results.append(reader.check(item))
     return folder
 
 
 def _convert(
-    path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
-) -> tuple[Path, Circuit, dict[str, Any], dict[str, Any] | None]:
-    folder = _folder(path)
+    reader: InputFolder, path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
+) -> _Converted:
+    """One ``<task>_<model>`` folder read: its output folder's name, circuit document, sidecar
+    tensors and report (None without results).
+
+    Raises:
+        _MalformedError, OptionError: the folder cannot be imported.
+        OutsideFolderError: a file or folder to read leads out of the submission.
+    """
+    folder = _folder(reader, path)
     grid = circuit_grid()
     graphs = []
     for file in folder.graphs:
@@ -222,7 +267,7 @@ def _convert(
         document, tensors, points = _nine(folder, graphs, grid)
     else:
         raise _MalformedError("I107", "", detail=_missing(folder, graphs, grid), _file=path)
-    name = Path(f"{folder.task}_{folder.model}")
+    name = safe_name(folder.task, folder.model)
     built = _report(folder, document, tensors, points, options) if folder.results else None
     report = None
     if built is not None:
@@ -334,6 +379,8 @@ def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[st
 
 
 def _check_results(data: Any, file: Path) -> dict[str, Any]:
+    import numpy as np
+
     keys = ("weighted_edge_counts", "faithfulnesses", "area_under", "area_from_1")
     grid = load_profile("mib-2025").grid
     if not isinstance(data, dict) or not all(k in data for k in keys):
@@ -343,10 +390,28 @@ def _check_results(data: Any, file: Path) -> dict[str, Any]:
     values = {}
     for key in keys:
         value = data[key]
-        items = list(value.tolist() if hasattr(value, "tolist") else value) if key in keys[:2] else [value]
-        numbers = [float(v) for v in items if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if key in keys[:2]:
+            if not isinstance(value, (list, tuple)) and not (
+                isinstance(value, np.ndarray) and value.ndim == 1
+            ):
+                raise _MalformedError("I101", "", detail=f"{key} must be a list of numbers", _file=file)
+            if len(value) != len(grid):  # before an array is turned into Python numbers
+                raise _MalformedError(
+                    "I112", "", detail=f"{key} has {len(value)} values for a grid of {len(grid)}", _file=file
+                )
+            items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+        else:
+            items = [value]
+        # an integer beyond the float range (10**400) is not a finite number either
+        numbers = [
+            float(v)
+            for v in items
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= sys.float_info.max
+        ]
         if len(numbers) != len(items) or not all(math.isfinite(v) for v in numbers):
             raise _MalformedError("I101", "", detail=f"{key} must hold finite numbers", _file=file)
+        if key == keys[0] and any(number < 0 for number in numbers):
+            raise _MalformedError("I101", "", detail=f"{key} must not be negative", _file=file)
         if key in keys[:2] and len(numbers) != len(grid):
             raise _MalformedError(
                 "I112", "", detail=f"{key} has {len(numbers)} values for a grid of {len(grid)}", _file=file
@@ -477,7 +542,7 @@ def _config_architectures(folder: Path) -> list[str] | None:
     from mibspec.core.strict_json import load_json_file
 
     try:
-        parsed = load_json_file(folder / "config.json")
+        parsed = load_json_file(InputFolder(folder).check(folder / "config.json"))
     except OSError:
         return None
     if parsed.problems or not isinstance(parsed.data, dict):
@@ -493,14 +558,16 @@ def _pinned_files(folder: Path) -> dict[str, str]:
 
     Raises:
         OptionError: the folder holds no config.json.
+        OutsideFolderError: a model file leads out of the folder through a link.
     """
     from mibspec.core.files import sha256_file
 
     if not (folder / "config.json").is_file():
         raise OptionError(f"--model-files {folder}: no config.json there")
+    reader = InputFolder(folder)
     names = [n for n in _MODEL_FILES if (folder / n).is_file()]
     names += sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
-    return {name: sha256_file(folder / name) for name in sorted(names)}
+    return {name: sha256_file(reader.check(folder / name)) for name in sorted(names)}
 
 
 def _created(folder: _Folder) -> str:

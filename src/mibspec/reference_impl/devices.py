@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from mibspec.core.integers import parse_int
+
 __all__ = [
     "AUTO",
     "DEVICES",
@@ -111,8 +113,9 @@ def parse_batch_size(value: object) -> BatchSize:
         text = value.strip().lower()
         if text == AUTO:
             return AUTO
-        if text.isdecimal():
-            value = int(text)
+        number = parse_int(text)
+        if number is not None:
+            value = number
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"batch_size: expected a positive integer or 'auto', got {value!r}")
     return value

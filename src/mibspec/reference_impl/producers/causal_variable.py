@@ -27,6 +27,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
+from mibspec.core.integers import parse_int
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.documents import CausalVariableReport, document_bytes, dump
@@ -138,18 +139,15 @@ def parse_position(spec: str) -> dict[str, Any]:
     kind, _, rest = spec.partition(":")
     if kind == "last" and not rest:
         return {"rule": "last"}
-    if kind == "index":
-        try:
-            return {"rule": "index", "index": int(rest)}
-        except ValueError:
-            pass
+    if kind == "index" and (index := parse_int(rest, signed=True)) is not None:
+        return {"rule": "index", "index": index}
     if kind in ("first", "lastocc") and rest:
         return {"rule": "first_occurrence" if kind == "first" else "last_occurrence", "token": rest}
     if kind in ("slot", "value") and rest:
         name, occurrence = rest, None
         head, sep, tail = rest.rpartition(":")
-        if sep and tail.lstrip("-").isdigit():
-            name, occurrence = head, int(tail)
+        if sep and (number := parse_int(tail, signed=True)) is not None:
+            name, occurrence = head, number
         out: dict[str, Any] = {"rule": "slot", "slot": name}
         if occurrence is not None:
             out["occurrence"] = occurrence

@@ -11,13 +11,13 @@ import datetime as dt
 import hashlib
 import io
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mibspec.core.environment import environment_int
 from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.documents import json_file_bytes
@@ -66,11 +66,11 @@ def artifact_entry(
 
 def created_timestamp() -> str:
     """RFC 3339 UTC time of creation; ``SOURCE_DATE_EPOCH`` pins it for reproducible output."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    epoch = environment_int("SOURCE_DATE_EPOCH")
     utc = dt.timezone.utc  # datetime.UTC needs Python 3.11
-    moment = (dt.datetime.fromtimestamp(int(epoch), tz=utc) if epoch else dt.datetime.now(tz=utc)).replace(
-        microsecond=0
-    )
+    moment = (
+        dt.datetime.fromtimestamp(epoch, tz=utc) if epoch is not None else dt.datetime.now(tz=utc)
+    ).replace(microsecond=0)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

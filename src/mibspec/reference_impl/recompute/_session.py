@@ -18,8 +18,9 @@ content, so a report's result does not depend on which reports were verified bef
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from mibspec.core.environment import environment_int
 
 from ._hash_cache import FileHashCache, default_cache_dir
 
@@ -59,8 +60,8 @@ class RecomputeSession:
         if self._activations is None:
             from ..engine import DEFAULT_ACTIVATION_BYTES, ActivationCache
 
-            raw = os.environ.get("MIBSPEC_ACTIVATION_CACHE_BYTES", "")
-            bound = int(raw) if raw.isdigit() else DEFAULT_ACTIVATION_BYTES
+            bound = environment_int("MIBSPEC_ACTIVATION_CACHE_BYTES")
+            bound = DEFAULT_ACTIVATION_BYTES if bound is None else bound
             self._activations = ActivationCache(bound)
         return self._activations
 

@@ -205,16 +205,23 @@ class _FileList:
 
 
 def write_receipt(
-    result: VerificationResult, receipt_path: str | os.PathLike[str], options: dict[str, Any]
+    result: VerificationResult,
+    receipt_path: str | os.PathLike[str],
+    options: dict[str, Any],
+    *,
+    follow_links: bool = False,
 ) -> dict[str, Any]:
     """Build the receipt, check it against its model, and write it atomically (UTF-8,
-    two-space indent; missing folders are made)."""
+    two-space indent; missing folders are made; a link at ``receipt_path`` is followed only
+    with ``follow_links``)."""
     from mibspec.core.outputs import write_atomic
     from mibspec.documents import Receipt
 
     receipt = build_receipt(result, receipt_path, options)
     Receipt.model_validate(receipt)  # a defect here is mibspec's, not the input's
-    write_atomic(receipt_path, json.dumps(receipt, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(
+        receipt_path, json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", follow_links=follow_links
+    )
     return receipt
 
 

@@ -22,6 +22,7 @@ from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
     DeviceOption,
+    FollowLinksOption,
     check_outputs_or_exit,
     check_profile_or_exit,
     exit_on_internal_errors,
@@ -70,6 +71,7 @@ class VerifyArgs:
     executor: str = "process"
     address: str | None = None
     hash_cache: bool = True
+    follow_output_links: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def _check(args: VerifyArgs) -> _Checked:
             [(args.output, "--output"), (args.receipt, "--receipt")],
             collect_paths(args.paths),
             max_bytes=args.max_bytes,
+            follow_links=args.follow_output_links,
         )
     except (ValueError, FileNotFoundError) as exc:
         usage_error(str(exc))
@@ -223,7 +226,7 @@ def _write_report(args: VerifyArgs, result: VerificationResult) -> None:
 
     buffer = io.StringIO()
     render(result, buffer)
-    write_atomic(args.output, buffer.getvalue())
+    write_atomic(args.output, buffer.getvalue(), follow_links=args.follow_output_links)
 
 
 def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResult, receipt: Path) -> None:
@@ -240,7 +243,7 @@ def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResu
         "device": checked.device if args.recompute else None,
     }
     try:
-        write_receipt(result, receipt, options=options)
+        write_receipt(result, receipt, options=options, follow_links=args.follow_output_links)
     except ReceiptError as exc:  # a referenced file outside the receipt's folder
         usage_error(str(exc))
 
@@ -370,6 +373,7 @@ def verify_command(
     executor: _Executor = "process",
     address: _Address = None,
     no_hash_cache: _NoHashCache = False,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
     args = VerifyArgs(
@@ -395,5 +399,6 @@ def verify_command(
         executor=executor,
         address=address,
         hash_cache=not no_hash_cache,
+        follow_output_links=follow_output_links,
     )
     raise click.exceptions.Exit(run(args))

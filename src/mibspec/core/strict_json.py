@@ -344,14 +344,16 @@ _ROW_NAME = Path("<JSON Lines row>")
 def read_json_lines(
     handle: BinaryIO, limits: Limits = DEFAULT_LIMITS, *, max_line: int | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, row)`` for each non-empty line of a JSON Lines file opened in binary.
+    """``(line number, row)`` for each line of a JSON Lines file opened in binary.
 
     Each line is parsed as strictly as a document (:func:`parse_json_bytes` under ``limits``)
-    and must hold a JSON object. Lines are split at ``\\n`` only, and never read whole
-    beyond ``max_line`` bytes (default: the size limit).
+    and must hold a JSON object; an empty or blank line is refused (SPEC.md A-5, datasets.md
+    DS-1), so that the rows counted are the lines of the file. Lines are split at ``\\n``
+    only (the last one may lack it), and never read whole beyond ``max_line`` bytes (default:
+    the size limit).
 
     Raises:
-        JsonLinesError: at the first line that is too long, not strict JSON or not an object.
+        JsonLinesError: at the first line that is too long, blank, not strict JSON or not an object.
     """
     cap = limits.max_bytes if max_line is None else max_line
     first_only = replace(limits, max_findings=1)  # the first problem of a line is reported
@@ -359,7 +361,7 @@ def read_json_lines(
         if len(line) > cap:
             raise JsonLinesError(number, f"line {number} is longer than {cap} bytes")
         if not line.strip():
-            continue
+            raise JsonLinesError(number, f"line {number} is empty: JSON Lines holds one object on every line")
         # one name for every row: a name per row would intern a new string per line (pathlib),
         # and the interpreter's table of interned strings grows and resizes with the file
         doc = parse_json_bytes(line.removesuffix(b"\n"), path=_ROW_NAME, limits=first_only)

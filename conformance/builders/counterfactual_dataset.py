@@ -102,6 +102,16 @@ def jsonl_duplicate_key_row(folder: Folder) -> None:
 
 
 @case(
+    "counterfactual_dataset",
+    "A-5 DS-1",
+    "Line 2 of the JSON Lines file is empty, before the five rows it declares: every line holds a row.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_blank_line(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: b"\n" + line)
+
+
+@case(
     "counterfactual_dataset", "A-5", "A JSON Lines artifact without its row count.", ("A106", "/artifacts/0")
 )
 def jsonl_without_rows(folder: Folder) -> None:

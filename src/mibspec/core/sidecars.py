@@ -24,6 +24,7 @@ __all__ = [
     "load_tensor",
     "non_finite_values",
     "read_npy_header",
+    "read_safetensors",
     "read_safetensors_header",
     "safetensors_bytes",
     "shape_problem",
@@ -182,7 +183,14 @@ def _no_constant(name: str) -> Any:
 
 
 def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
-    """Tensor names, dtypes, shapes and byte ranges of a safetensors file.
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file (see
+    :func:`read_safetensors`)."""
+    return read_safetensors(path)[0]
+
+
+def read_safetensors(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file, and its
+    ``__metadata__``.
 
     Checked as the format requires (and its reference implementation checks): the tensors'
     byte ranges, in order of their offsets, start at 0, follow one another without a gap or
@@ -241,7 +249,7 @@ def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
         expected = start + info.nbytes
     if expected != data_size:
         raise SidecarError(f"{data_size - expected} byte(s) after the last tensor belong to no tensor")
-    return infos
+    return infos, dict(metadata or {})
 
 
 def _safetensors_entry(name: str, entry: Any, data_size: int, data_start: int) -> TensorInfo:

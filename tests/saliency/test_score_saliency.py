@@ -118,7 +118,14 @@ def test_weights_that_are_not_safetensors_are_a_usage_error(
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(content)
     done = mibspec_cli(
-        "score", "saliency", "-w", str(weights), "-d", str(EXAMPLE / "dataset.json"), "-o", str(tmp_path / "o")
+        "score",
+        "saliency",
+        "-w",
+        str(weights),
+        "-d",
+        str(EXAMPLE / "dataset.json"),
+        "-o",
+        str(tmp_path / "o"),
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("mibspec: error: weights: ")

@@ -58,7 +58,11 @@ def _reference() -> Callable[[str, list[str]], list[bool]]:
             script = "const [p, t] = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
             script += "console.log(JSON.stringify(t.map(s => new RegExp(p, 'u').test(s))));"
             done = subprocess.run(
-                [node, "-e", script], input=json.dumps([pattern, texts]), capture_output=True, text=True, check=True
+                [node, "-e", script],
+                input=json.dumps([pattern, texts]),
+                capture_output=True,
+                text=True,
+                check=True,
             )
             return [bool(x) for x in json.loads(done.stdout)]
 
@@ -75,7 +79,7 @@ def _hostile(text: str) -> list[str]:
     """``text`` with each ASCII digit and letter replaced in turn by a Unicode digit or word
     character, all of them at once, and with a final newline."""
     variants = [text + "\n"]
-    swaps = {**{d: "٣" for d in "0123456789"}, **{c: "é" for c in "abcdefghijklmnopqrstuvwxyz"}}
+    swaps = {**dict.fromkeys("0123456789", "٣"), **dict.fromkeys("abcdefghijklmnopqrstuvwxyz", "é")}
     swaps.update({c.upper(): "É" for c in "abcdefghijklmnopqrstuvwxyz"})
     for i, char in enumerate(text):
         if char in swaps:

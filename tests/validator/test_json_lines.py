@@ -82,7 +82,7 @@ def test_every_reader_of_rows_refuses_a_hostile_row(
 def test_a_blank_line_is_refused_where_it_stands(blank: str, where: str) -> None:
     """A-5 and DS-1: every line holds an object, so the rows counted are the file's lines."""
     raw = lines(GOOD, blank, GOOD) if where == "inside" else lines(GOOD, GOOD, blank)
-    with pytest.raises(JsonLinesError, match="line [23] is empty") as raised:
+    with pytest.raises(JsonLinesError, match=r"line [23] is empty") as raised:
         list(read_json_lines(io.BytesIO(raw)))
     assert raised.value.number == (2 if where == "inside" else 3)
     # the newline ending the last row is a line end, not an empty line
@@ -110,4 +110,5 @@ def test_a_dataset_with_a_blank_line_is_a106(tmp_path: Path) -> None:
     (folder / "dataset.json").write_text(json.dumps(meta), encoding="utf-8")
     result = mibspec.verify(folder / "dataset.json", recompute=False)
     found = [f for f in result.findings if f.code == "A106"]
-    assert found and "line 2 is empty" in found[0].message
+    assert found
+    assert "line 2 is empty" in found[0].message

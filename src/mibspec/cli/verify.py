@@ -57,8 +57,9 @@ class VerifyArgs:
     max_depth: int = 64
     max_values: int = 1_000_000
     max_findings: int = 1000
-    max_recompute_seconds: float | None = None
+    max_recompute_seconds: float = 3600.0
     max_model_bytes: int = 8 * 1024**3
+    max_recompute_bytes: int = 8 * 1024**3
     model_roots: tuple[Path, ...] = ()
     output: Path | None = None
     select: tuple[str, ...] = ()
@@ -180,6 +181,7 @@ def _limits(args: VerifyArgs) -> Limits:
         max_findings=args.max_findings,
         max_recompute_seconds=args.max_recompute_seconds,
         max_model_bytes=args.max_model_bytes,
+        max_recompute_bytes=args.max_recompute_bytes,
     )
 
 
@@ -276,8 +278,20 @@ _MaxFindings = Annotated[
     int, Option(help="Most findings the parse, schema and rules stages report per document.", min=1)
 ]
 _MaxRecomputeSeconds = Annotated[
-    float | None,
-    Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
+    float,
+    Option(
+        help="Stop a report's recomputation after this many seconds (R105), and refuse before it "
+        "starts declared work that cannot finish in them (R125); inf: no limit.",
+        min=0.0,
+    ),
+]
+_MaxRecomputeBytes = Annotated[
+    int,
+    Option(
+        help="Most memory one step of a recomputation may hold besides the model, in bytes; "
+        "declared work over it is refused before it starts (R125).",
+        min=1,
+    ),
 ]
 _MaxModelBytes = Annotated[
     int,
@@ -359,8 +373,9 @@ def verify_command(
     max_depth: _MaxDepth = 64,
     max_values: _MaxValues = 1_000_000,
     max_findings: _MaxFindings = 1000,
-    max_recompute_seconds: _MaxRecomputeSeconds = None,
+    max_recompute_seconds: _MaxRecomputeSeconds = 3600.0,
     max_model_bytes: _MaxModelBytes = 8 * 1024**3,
+    max_recompute_bytes: _MaxRecomputeBytes = 8 * 1024**3,
     model_root: _ModelRoot = None,
     output: _Output = None,
     select: _Select = None,
@@ -387,6 +402,7 @@ def verify_command(
         max_findings=max_findings,
         max_recompute_seconds=max_recompute_seconds,
         max_model_bytes=max_model_bytes,
+        max_recompute_bytes=max_recompute_bytes,
         model_roots=tuple(model_root or ()),
         output=output,
         select=tuple(select or ()),

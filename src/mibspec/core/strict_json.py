@@ -57,10 +57,15 @@ class Limits:
             document; a stage that stops early says so in its status detail. The parse stage
             stops looking for more problems there, so its time is bounded too.
         max_recompute_seconds: wall-clock seconds the recompute stage may take for one
-            report (``None``: no limit). Parsing, schema and rules are bounded by the limits
-            above; recomputation runs models, so it has its own bound. The limit is checked
-            at every progress step of the recomputation; past it the stage stops and fails
-            with R105.
+            report (default one hour; ``None`` or infinity: no limit). Parsing, schema and
+            rules are bounded by the limits above; recomputation runs models, so it has its
+            own bound. Work the report declares that would take longer is refused before it
+            starts (R125, :mod:`mibspec.core.work`); what starts is stopped at the limit, at
+            its next progress step or by a timer between two Python steps, and fails with
+            R105.
+        max_recompute_bytes: most memory one step of a recomputation may hold besides the
+            model, as the report's declarations size it (R125, checked before the
+            recomputation starts).
         max_model_bytes: most bytes a model recomputation reads (the model files together)
             and most bytes the parameters its config implies may take in the declared
             dtype; both are checked before anything is read or built (R107).
@@ -71,8 +76,9 @@ class Limits:
     max_string_digits: int = 4000
     max_values: int = 1_000_000
     max_findings: int = 1000
-    max_recompute_seconds: float | None = None
+    max_recompute_seconds: float | None = 3600.0
     max_model_bytes: int = 8 * 1024**3
+    max_recompute_bytes: int = 8 * 1024**3
 
 
 DEFAULT_LIMITS = Limits()

@@ -29,7 +29,7 @@ SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "report/saliency": (2, 14),
     "circuit": (7, 22),
     "featurizer": (6, 21),
-    "counterfactual_dataset": (3, 19),
+    "counterfactual_dataset": (3, 23),
     "causal_model": (3, 9),
     "shortcut_dataset": (2, 12),
     "leaderboard": (1, 3),

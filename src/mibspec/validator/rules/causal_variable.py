@@ -251,51 +251,70 @@ def dataset_origin(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding("V111", "")
 
 
-@rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
-def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Every row's variables, answers and expected outputs follow from the declared causal model."""
+@rule("dataset-rows", codes=("V107", "V112"), kinds=("counterfactual_dataset",))
+def dataset_rows(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Every row has the row format (DS-2, DS-3), a unique id, and variables, answers and
+    expected outputs that follow from the declared causal model (CV-5)."""
     from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+    from mibspec.reference_impl.datasets.rows import row_problems
 
     model = _document(ctx, doc.get("causal_model"), "causal_model")
-    if model is None or check_causal_model(model):
-        return
-    mechanism = model["mechanism"]
+    if model is not None and check_causal_model(model):
+        model = None
     variables = list(doc.get("variables", []))
-    for i, name in enumerate(variables):
-        if name not in INTERVENED[mechanism]:
-            yield ctx.finding(
-                "V107",
-                f"/variables/{i}",
-                detail=f"{name!r} is not a variable the {mechanism} mechanism can intervene on "
-                f"({', '.join(INTERVENED[mechanism])})",
-            )
-            return
+    if model is not None:
+        mechanism = model["mechanism"]
+        for i, name in enumerate(variables):
+            if name not in INTERVENED[mechanism]:
+                yield ctx.finding(
+                    "V107",
+                    f"/variables/{i}",
+                    detail=f"{name!r} is not a variable the {mechanism} mechanism can intervene on "
+                    f"({', '.join(INTERVENED[mechanism])})",
+                )
+                model = None
+                break
     artifact = ctx.artifacts.get(doc["examples"])
     if artifact is None or doc["examples"] in ctx.broken_artifacts:
         return
-    reported = 0
+    cf_types = doc["counterfactual_types"]
+    reported = {"V107": 0, "V112": 0}
+    ids: set[str] = set()
     try:
         with (ctx.folder / artifact["path"]).open("rb") as handle:
             for number, row in read_json_lines(handle, ctx.options.limits):
-                try:
-                    problems = check_row(model, row, variables, doc["counterfactual_types"])
-                except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                    problems = [("", f"the row does not have the row format ({exc!r})")]
-                for pointer, detail in problems:
-                    reported += 1
-                    if reported > _MAX_ROW_FINDINGS:
-                        continue
-                    yield ctx.finding(
-                        "V107",
-                        "/examples",
-                        detail=f"row {number} ({row.get('id')!r}) at {pointer}: {detail}",
-                    )
+                problems = [("V112", pointer, detail) for pointer, detail in row_problems(row, cf_types)]
+                ident = row.get("id")
+                if isinstance(ident, str):
+                    if ident in ids:
+                        problems.append(("V112", "/id", f"the id {ident!r} is used by an earlier row"))
+                    ids.add(ident)
+                if not problems and model is not None:
+                    try:
+                        found = check_row(model, row, variables, cf_types)
+                    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                        found = [("", f"the row cannot be run through the causal model ({exc!r})")]
+                    problems = [("V107", pointer, detail) for pointer, detail in found]
+                for code, pointer, detail in problems:
+                    reported[code] += 1
+                    if reported[code] <= _MAX_ROW_FINDINGS:
+                        yield ctx.finding(
+                            code,
+                            "/examples",
+                            detail=f"row {number} ({_short_id(ident)}) at {pointer or '/'}: {detail}",
+                        )
     except (OSError, JsonLinesError):
         return  # A106 reports unreadable rows
-    if reported > _MAX_ROW_FINDINGS:
-        yield ctx.finding(
-            "V107", "/examples", detail=f"{reported - _MAX_ROW_FINDINGS} more disagreement(s) not listed"
-        )
+    for code, count in reported.items():
+        if count > _MAX_ROW_FINDINGS:
+            yield ctx.finding(
+                code, "/examples", detail=f"{count - _MAX_ROW_FINDINGS} more problem(s) not listed"
+            )
+
+
+def _short_id(ident: Any) -> str:
+    text = repr(ident)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from mibspec.core.tracks import TRACKS
 
 from . import artifacts as _artifacts  # noqa: F401  (registers the A rules, which run first)
 from . import conventions as _conventions  # noqa: F401  (registers the report-convention rule)
+from . import task as _task  # noqa: F401  (registers the rule on a report's example count)
 from ._registry import RULES, Rule, compare, rule, run_rules, with_defaults
 
 for _track in TRACKS.values():

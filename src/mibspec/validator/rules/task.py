@@ -23,7 +23,8 @@ def _declared_examples(ctx: RuleContext, ident: Any) -> tuple[int, str] | None:
         dataset = _document(ctx, ident, kind)
         if dataset is None:
             return None
-        rows = next((a for a in dataset["artifacts"] if a["id"] == dataset["examples"]), {}).get("rows")
+        entry: dict[str, Any] = next((a for a in dataset["artifacts"] if a["id"] == dataset["examples"]), {})
+        rows = entry.get("rows")
         return (rows, "rows") if isinstance(rows, int) else None
     if kind == "shortcut_dataset":
         dataset = _document(ctx, ident, kind)

@@ -80,6 +80,13 @@ _BENCH_METRICS = ("F", "C", "M", "S", "COS")
 _MAX_SALIENCY_IMAGES = 4
 _MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 _MAX_NULL_DRAWS = 1_000_000  # redrawing more would take minutes; the figure is skipped instead
+_MAX_NULL_WORK = 10**9  # components × draws × (methods + pairs of methods): seconds of numpy
+#: The largest figure drawn, in inches at ``figure.dpi`` (100): 4,000 × 4,000 pixels. A larger
+#: one (a causal-variable report of 24 variables × 32 layers asked for 65,860 × 63,000) is
+#: not drawn, and the page says why.
+MAX_FIGURE_INCHES = 40.0
+#: The most marks (cells with their labels, points, legend entries) a figure draws.
+MAX_FIGURE_MARKS = 10_000
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,25 @@ class Skipped:
 
 class MissingFigureDataError(Exception):
     """The report lacks what a figure needs (the message says what)."""
+
+
+def _bounded(width: float, height: float, marks: int, what: str) -> None:
+    """Refuse a figure beyond :data:`MAX_FIGURE_INCHES` or :data:`MAX_FIGURE_MARKS` before
+    anything is drawn (it is listed as not drawn, with the reason).
+
+    Raises:
+        MissingFigureDataError: saying how large the figure would be.
+    """
+    dpi = RC["figure.dpi"]
+    if width > MAX_FIGURE_INCHES or height > MAX_FIGURE_INCHES:
+        raise MissingFigureDataError(
+            f"{what} would need a {width * dpi:.0f} × {height * dpi:.0f} px figure; figures are drawn up "
+            f"to {MAX_FIGURE_INCHES * dpi:.0f} × {MAX_FIGURE_INCHES * dpi:.0f} px"
+        )
+    if marks > MAX_FIGURE_MARKS:
+        raise MissingFigureDataError(
+            f"{what} would draw {marks} marks; figures draw at most {MAX_FIGURE_MARKS}"
+        )
 
 
 def figure_kinds_for(report: dict[str, Any]) -> tuple[str, ...]:
@@ -225,6 +251,7 @@ def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageForm
     if not panels:
         raise MissingFigureDataError("no curve with at least two points for the CPR or CMD ranking")
     notes = []
+    _bounded(4.2 * len(panels), 3.4, sum(len(panel[2]) for panel in panels), "the curves' grid points")
     with _style():
         fig = _new_figure(4.2 * len(panels), 3.4)
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -275,6 +302,8 @@ def _radar(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     values = [[float(m["metrics"][name]) for name in _BENCH_METRICS] for m in methods]
     top = max(1.0, max(max(row) for row in values))
     angles = [2 * math.pi * i / len(_BENCH_METRICS) for i in range(len(_BENCH_METRICS))]
+    # each method is a legend entry, about 0.15 in tall beside the 4.4 in plot
+    _bounded(5.6, 4.4 + 0.15 * len(methods), len(methods) * len(_BENCH_METRICS), f"{len(methods)} methods")
     with _style():
         fig = _new_figure(5.6, 4.4)
         ax = fig.add_subplot(projection="polar")
@@ -308,6 +337,14 @@ def _null(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     if int(conv["n_permutations"]) > _MAX_NULL_DRAWS:
         raise MissingFigureDataError(
             f"{conv['n_permutations']} null draws are more than the {_MAX_NULL_DRAWS} the figure redraws"
+        )
+    # the redraw's work: every component, method and pair of methods in every draw (MB-11)
+    m = len(report["claims"]["methods"])
+    work = len(report["universe"]) * int(conv["n_permutations"]) * (m + m * (m - 1) // 2)
+    if work > _MAX_NULL_WORK:
+        raise MissingFigureDataError(
+            f"redrawing the null of {m} methods over {len(report['universe'])} components "
+            f"{conv['n_permutations']} times is {work} steps; the figure redraws at most {_MAX_NULL_WORK}"
         )
     settings = report["settings"]
     sets = [method["components"] for method in report["claims"]["methods"]]
@@ -370,6 +407,7 @@ def _jaccard(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     if matrix.shape != (len(names), len(names)):
         raise MissingFigureDataError(f"the Jaccard matrix is {matrix.shape}, not {len(names)} × {len(names)}")
     size = 1.6 + 0.9 * len(names)
+    _bounded(size + 1.2, size, len(names) ** 2, f"a {len(names)} × {len(names)} Jaccard matrix")
     with _style():
         fig = _new_figure(size + 1.2, size)
         ax = fig.add_subplot()
@@ -441,6 +479,10 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
         panels.append((variable, rows, layers, grid, lower))
     width = sum(1.8 + 0.8 * len(p[2]) for p in panels) + 1.0
     height = 1.8 + 0.45 * max(len(p[1]) for p in panels)
+    marks = sum(len(p[1]) * len(p[2]) for p in panels)
+    most_layers, most_positions = max(len(p[2]) for p in panels), max(len(p[1]) for p in panels)
+    what = f"{len(panels)} variable(s) over {most_layers} layer(s) and {most_positions} position(s)"
+    _bounded(width, height, marks, what)
     with _style():
         fig = _new_figure(width, height)
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -534,6 +576,8 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
     from matplotlib.collections import LineCollection
 
     claims = report["claims"]
+    # one column per method, checked before any map is read
+    _bounded(1.9 * (len(claims["methods"]) + 1) + 0.4, 0, 0, f"{len(claims['methods'])} methods' maps")
     truth = _load_maps(report, folder, claims["ground_truth"])
     columns: list[tuple[str, Any, float | None]] = [("Shapley ground truth", truth, None)]
     for method in claims["methods"]:
@@ -546,6 +590,12 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
     n_images = min(_MAX_SALIENCY_IMAGES, truth.shape[0])
     if n_images == 0:
         raise MissingFigureDataError("the ground truth holds no image")
+    _bounded(
+        1.9 * len(columns) + 0.4,
+        1.9 * n_images + 0.5,
+        len(columns) * n_images * int(np.count_nonzero(truth[0])),
+        f"{len(columns) - 1} methods' maps",
+    )
     with _style():
         fig = _new_figure(1.9 * len(columns) + 0.4, 1.9 * n_images + 0.5)
         axes = fig.subplots(n_images, len(columns), squeeze=False)

@@ -112,6 +112,24 @@ class MissingFigureDataError(Exception):
     """The report lacks what a figure needs (the message says what)."""
 
 
+#: The largest magnitude a figure plots: an axis over a wider range has no readable ticks, and
+#: matplotlib's tick arithmetic overflows near the largest float.
+MAX_PLOTTED = 1e12
+
+
+def _plottable(values: Any, what: str) -> None:
+    """Refuse values a figure cannot place on an axis (not finite, or beyond
+    :data:`MAX_PLOTTED`) before anything is drawn.
+
+    Raises:
+        MissingFigureDataError: naming the values.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    finite = array[np.isfinite(array)]
+    if finite.size != array.size or (finite.size and float(np.abs(finite).max()) > MAX_PLOTTED):
+        raise MissingFigureDataError(f"{what} hold values that cannot be plotted (beyond ±{MAX_PLOTTED:g})")
+
+
 def _bounded(width: float, height: float, marks: int, what: str) -> None:
     """Refuse a figure beyond :data:`MAX_FIGURE_INCHES` or :data:`MAX_FIGURE_MARKS` before
     anything is drawn (it is listed as not drawn, with the reason).
@@ -252,6 +270,8 @@ def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageForm
         raise MissingFigureDataError("no curve with at least two points for the CPR or CMD ranking")
     notes = []
     _bounded(4.2 * len(panels), 3.4, sum(len(panel[2]) for panel in panels), "the curves' grid points")
+    for metric, _, ks, fs in panels:
+        _plottable([*ks, *fs, float(claims[metric]["value"])], f"the {metric.upper()} curve and claim")
     with _style():
         fig = _new_figure(4.2 * len(panels), 3.4)
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -304,6 +324,7 @@ def _radar(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     angles = [2 * math.pi * i / len(_BENCH_METRICS) for i in range(len(_BENCH_METRICS))]
     # each method is a legend entry, about 0.15 in tall beside the 4.4 in plot
     _bounded(5.6, 4.4 + 0.15 * len(methods), len(methods) * len(_BENCH_METRICS), f"{len(methods)} methods")
+    _plottable(values, "the methods' metrics")
     with _style():
         fig = _new_figure(5.6, 4.4)
         ax = fig.add_subplot(projection="polar")
@@ -357,6 +378,7 @@ def _null(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         ddof=int(settings.get("z_ddof", 0)),
     )
     j_obs = float(conv["j_obs"])
+    _plottable([j_obs, float(conv["p"]), float(conv.get("z") or 0.0)], "the claimed convergence statistics")
     agrees = math.isclose(result.null_mean, float(conv["null_mean"]), rel_tol=1e-9, abs_tol=1e-12) and (
         math.isclose(result.null_std, float(conv["null_std"]), rel_tol=1e-9, abs_tol=1e-12)
     )
@@ -408,6 +430,7 @@ def _jaccard(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         raise MissingFigureDataError(f"the Jaccard matrix is {matrix.shape}, not {len(names)} × {len(names)}")
     size = 1.6 + 0.9 * len(names)
     _bounded(size + 1.2, size, len(names) ** 2, f"a {len(names)} × {len(names)} Jaccard matrix")
+    _plottable(matrix, "the Jaccard matrix's cells")
     with _style():
         fig = _new_figure(size + 1.2, size)
         ax = fig.add_subplot()
@@ -467,7 +490,9 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
         cells: dict[tuple[str, int], float] = {}
         for unit in units:
             key = (_row_label(unit["location"], len(components) > 1), int(unit["location"]["layer"]))
-            value = float(np.mean([float(v) for v in unit["scores"].values()]))
+            scores = [float(v) for v in unit["scores"].values()]
+            _plottable(scores, f"unit {unit.get('id')!r}'s scores")
+            value = float(np.mean(scores))
             if key in cells:  # two units at one place: keep the better one
                 value = min(value, cells[key]) if lower else max(value, cells[key])
             cells[key] = value
@@ -531,16 +556,25 @@ def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any
     entry = next((a for a in report.get("artifacts", []) if a.get("id") == artifact_id), None)
     if entry is None:
         raise MissingFigureDataError(f"no artifact {artifact_id!r} is declared")
-    root = folder.resolve()
-    path = (folder / entry["path"]).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    try:
+        root = folder.resolve()
+        path = (folder / entry["path"]).resolve()
+        inside = path.is_relative_to(root) and path.is_file()
+        size = path.stat().st_size if inside else 0
+    except (OSError, RuntimeError, ValueError) as exc:  # a name too long, a link loop, a NUL
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise MissingFigureDataError(f"artifact {artifact_id!r} cannot be read ({why})") from exc
+    if not inside:
         raise MissingFigureDataError(
             f"artifact {artifact_id!r} ({entry['path']}) is not a file in the report's folder"
         )
-    size = path.stat().st_size
     if size != entry.get("bytes") or size > _MAX_SIDECAR_BYTES:
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not have its declared size")
-    if sha256_file(path) != entry.get("sha256"):
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        raise MissingFigureDataError(f"artifact {artifact_id!r} cannot be read ({exc.strerror})") from exc
+    if digest != entry.get("sha256"):
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not match its declared SHA-256")
     try:
         info = tensor_infos(path, str(entry.get("media_type")))[ref.get("tensor")]
@@ -553,6 +587,7 @@ def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any
         raise MissingFigureDataError(
             f"artifact {artifact_id!r} is not a finite (images, height, width) array: shape {array.shape}"
         )
+    _plottable(array, f"artifact {artifact_id!r}'s maps")
     return array.astype(np.float64)
 
 

@@ -535,3 +535,43 @@ def test_every_figure_kind_is_bounded(
         said in reason and ("figures are drawn up to" in reason or "at most" in reason)
         for reason in reasons.values()
     ), reasons
+
+
+def test_a_map_path_the_system_refuses_is_a_figure_not_drawn() -> None:
+    """A sidecar path too long for the file system ended the page with OSError."""
+    report = _load("saliency")
+    artifact = next(a for a in report["artifacts"] if a["id"] == report["claims"]["ground_truth"]["artifact"])
+    artifact["path"] = "a" * 300 + ".npy"
+    figures, skipped = render_figures(report, EXAMPLES / "saliency")
+    assert figures == []
+    [(name, reason)] = [(s.name, s.reason) for s in skipped]
+    assert name == "saliency"
+    assert "cannot be read (File name too long)" in reason
+
+
+@pytest.mark.parametrize(
+    ("track", "change", "what"),
+    [
+        ("circuit", lambda r: r["claims"]["curves"][0]["points"][3].update(faithfulness=1e308), "CPR curve"),
+        ("causal_bench", lambda r: r["claims"]["methods"][0]["metrics"].update(F=-1e300), "metrics"),
+        ("causal_bench", lambda r: r["claims"]["convergence"].update(j_obs=1e300), "convergence"),
+        ("causal_bench", lambda r: r["claims"]["jaccard"]["matrix"][0].__setitem__(1, 1e200), "Jaccard"),
+        (
+            "causal_variable",
+            lambda r: r["claims"]["variables"][0]["units"][0]["scores"].update(
+                dict.fromkeys(r["claims"]["variables"][0]["units"][0]["scores"], 1.7e308)
+            ),
+            "scores",
+        ),
+    ],
+    ids=["faithfulness", "radar", "null", "jaccard", "layer-position"],
+)
+def test_values_no_axis_can_hold_are_not_drawn(
+    track: str, change: Callable[[dict[str, object]], object], what: str
+) -> None:
+    """1e308 on an axis overflowed matplotlib's tick arithmetic (a RuntimeWarning, an error
+    under this suite's filterwarnings): the figure is listed as not drawn instead."""
+    report = _load(track)
+    change(report)
+    _, skipped = render_figures(report, EXAMPLES / track)
+    assert any(what in s.reason and "cannot be plotted" in s.reason for s in skipped), skipped

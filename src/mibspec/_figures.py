@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -211,8 +212,14 @@ def _style() -> Iterator[None]:
     import matplotlib
     import matplotlib.style
 
-    # The default style, not the user's matplotlibrc, then the fixed rc on top.
-    with matplotlib.style.context("default"), matplotlib.rc_context(RC):  # type: ignore[arg-type]
+    # The default style, not the user's matplotlibrc, then the fixed rc on top. A name in a
+    # script the font lacks is drawn as boxes; matplotlib's warning about it is not the page's.
+    with (
+        matplotlib.style.context("default"),
+        matplotlib.rc_context(RC),  # type: ignore[arg-type]
+        warnings.catch_warnings(),
+    ):
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         yield
 
 

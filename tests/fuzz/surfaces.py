@@ -155,8 +155,12 @@ class SurfaceFuzzer:
             how = _mutate_rows(folder / "dataset.jsonl", rng)
             if repin:  # the rows declared as the file's lines, so that the rows are read
                 dataset = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
-                dataset["artifacts"][0]["rows"] = len((folder / "dataset.jsonl").read_bytes().splitlines())
+                rows = len((folder / "dataset.jsonl").read_bytes().splitlines())
+                dataset["artifacts"][0]["rows"] = rows
                 (folder / "dataset.json").write_text(json.dumps(dataset, indent=2), encoding="utf-8")
+                document = json.loads(report.read_text(encoding="utf-8"))
+                document["task"]["n_examples"] = rows
+                report.write_text(json.dumps(document, indent=2), encoding="utf-8")
                 _repin_artifact(folder / "dataset.json", "dataset.jsonl")
                 _repin_artifact(report, "dataset.json")
         return surface, f"{how}{', re-pinned' if repin else ''}", report

@@ -3,7 +3,7 @@
 they reach the readers and the model), and reports of every track damaged and rendered.
 
 The default run takes a small seeded sample of each surface; ``test_fuzz_surfaces_long``
-(marked ``long``) runs 6,000, as ``tests/fuzz/run_surfaces.py --count 6000`` does. For every
+(marked ``long``) runs 12,000, as ``tests/fuzz/run_surfaces.py --count 12000`` does. For every
 input: no internal error (exit 3), no uncaught exception, every rejection coded and located,
 within its time limit, and the process's peak memory grows by less than 1 GiB.
 """
@@ -57,8 +57,8 @@ def test_inputs_are_a_function_of_their_seed(fuzzer: surfaces.SurfaceFuzzer) -> 
 @pytest.mark.slow
 @pytest.mark.long
 def test_fuzz_surfaces_long(fuzzer: surfaces.SurfaceFuzzer) -> None:
-    outcomes = _run(fuzzer, range(6000))
-    assert len(outcomes) == 6000
+    outcomes = _run(fuzzer, range(12_000))
+    assert len(outcomes) == 12_000
 
 
 @pytest.mark.parametrize(
@@ -68,6 +68,7 @@ def test_fuzz_surfaces_long(fuzzer: surfaces.SurfaceFuzzer) -> None:
         (407, "a faithfulness of 1e308: matplotlib's tick arithmetic overflowed"),
         (780, "config.json architectures swapped for a boolean: TypeError, exit 3"),
         (860, "config.json architectures = true: TypeError, exit 3"),
+        (2087, "a position slot in CJK: matplotlib warned of a glyph the font lacks"),
     ],
 )
 def test_the_inputs_the_long_run_found(fuzzer: surfaces.SurfaceFuzzer, seed: int, found: str) -> None:

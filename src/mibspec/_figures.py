@@ -118,6 +118,16 @@ class MissingFigureDataError(Exception):
 MAX_PLOTTED = 1e12
 
 
+#: The longest name a figure writes (a method, a variable, a tick label); longer ones are cut
+#: with "…" so that no label can push the plot out of its figure.
+MAX_LABEL = 40
+
+
+def _label(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
+
+
 def _plottable(values: Any, what: str) -> None:
     """Refuse values a figure cannot place on an axis (not finite, or beyond
     :data:`MAX_PLOTTED`) before anything is drawn.
@@ -300,7 +310,7 @@ def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageForm
             ax.set_xscale(k_axis)
             ax.set_xlabel("k (proportion of edges)" + (", log scale" if k_axis == "log" else ""))
             ax.set_ylabel("faithfulness f(k)")
-            ax.set_title(f"{metric.upper()}: {ranking} ranking")
+            ax.set_title(f"{metric.upper()}: {_label(ranking)} ranking")
             ax.text(0.03, 0.95, label, transform=ax.transAxes, va="top", fontsize=9)
             ax.legend(loc="lower right", fontsize=7)
             notes.append(
@@ -338,7 +348,7 @@ def _radar(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         colors = [f"C{i % 10}" for i in range(len(methods))]
         for method, row, color in zip(methods, values, colors, strict=True):
             closed_angles, closed = [*angles, angles[0]], [*row, row[0]]
-            ax.plot(closed_angles, closed, color=color, linewidth=1.4, label=method["name"])
+            ax.plot(closed_angles, closed, color=color, linewidth=1.4, label=_label(method["name"]))
             ax.fill(closed_angles, closed, color=color, alpha=0.08)
         ax.set_xticks(angles)
         ax.set_xticklabels(list(_BENCH_METRICS))
@@ -444,9 +454,9 @@ def _jaccard(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis")
         ax.grid(False)
         ax.set_xticks(range(len(names)))
-        ax.set_xticklabels(names, rotation=35, ha="right")
+        ax.set_xticklabels([_label(n) for n in names], rotation=35, ha="right")
         ax.set_yticks(range(len(names)))
-        ax.set_yticklabels(names)
+        ax.set_yticklabels([_label(n) for n in names])
         for (i, j), value in np.ndenumerate(matrix):
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="white" if value < 0.6 else "black")
         fig.colorbar(image, ax=ax, shrink=0.8, label="Jaccard")
@@ -524,9 +534,9 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
             )
             ax.grid(False)
             ax.set_xticks(range(len(layers)))
-            ax.set_xticklabels([str(layer) for layer in layers])
+            ax.set_xticklabels([_label(layer) for layer in layers])
             ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels(rows)
+            ax.set_yticklabels([_label(row) for row in rows])
             ax.set_xlabel("layer")
             finite = grid[np.isfinite(grid)]
             middle = float((finite.min() + finite.max()) / 2) if finite.size else 0.0
@@ -537,7 +547,7 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
                         j, i, f"{value:.3g}", ha="center", va="center", color="white" if dark else "black"
                     )
             better = "lower" if lower else "higher"
-            ax.set_title(f"{variable['name']}: {variable['metric'].upper()} ({better} is better)")
+            ax.set_title(f"{_label(variable['name'])}: {variable['metric'].upper()} ({better} is better)")
             fig.colorbar(image, ax=ax, shrink=0.9)
         data = _encode(fig, image_format)
     return Figure(
@@ -656,7 +666,9 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
                 hit = bool(area[r, c])
                 ax.plot([c], [r], marker="x", color="lime" if hit else "red", markersize=8, mew=2)
                 if row == 0:
-                    title = name if hit_accuracy is None else f"{name}\nHA = {hit_accuracy:.2f}"
+                    title = (
+                        _label(name) if hit_accuracy is None else f"{_label(name)}\nHA = {hit_accuracy:.2f}"
+                    )
                     ax.set_title(title, fontsize=8)
                 if col == 0:
                     ax.set_ylabel(f"image {row}")

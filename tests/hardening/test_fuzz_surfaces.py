@@ -69,6 +69,7 @@ def test_fuzz_surfaces_long(fuzzer: surfaces.SurfaceFuzzer) -> None:
         (780, "config.json architectures swapped for a boolean: TypeError, exit 3"),
         (860, "config.json architectures = true: TypeError, exit 3"),
         (2087, "a position slot in CJK: matplotlib warned of a glyph the font lacks"),
+        (6703, "a layer of 1e308 as a 309-digit tick label: the figure's layout collapsed"),
     ],
 )
 def test_the_inputs_the_long_run_found(fuzzer: surfaces.SurfaceFuzzer, seed: int, found: str) -> None:

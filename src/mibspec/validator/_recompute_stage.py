@@ -156,7 +156,7 @@ def _work_finding(ctx: RuleContext, work_function: str) -> Finding | None:
     estimate: Any = getattr(importlib.import_module(module_name), function)
     try:
         works = list(estimate(ctx))
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
         return None  # a declaration the estimate cannot read: the recomputer says what is wrong
     over = over_limits(works, ctx.options.limits)
     if over is None:

@@ -45,9 +45,14 @@ def test_every_report_rule_declares_its_track() -> None:
     report_rules = [r for r in RULES if r.kinds is not None and "report" in r.kinds]
     tracked = {r.track for r in report_rules if r.track is not None}
     assert tracked == set(TRACKS)
-    # The rules that apply to every report's track: the artifact-level one, and the conventions
-    # a report states against its profile's (the tracks' conventions are listed in core.conventions).
-    assert {r.name for r in report_rules if r.track is None} == {"model-pinned", "report-conventions"}
+    # The rules that apply to every report's track: the artifact-level one, the conventions
+    # a report states against its profile's (the tracks' conventions are listed in
+    # core.conventions), and the task's example count against its dataset's.
+    assert {r.name for r in report_rules if r.track is None} == {
+        "model-pinned",
+        "report-conventions",
+        "task-example-count",
+    }
 
 
 def test_no_rule_tests_the_track_by_hand() -> None:

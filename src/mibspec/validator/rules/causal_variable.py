@@ -127,6 +127,27 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
     return _read_document(ctx, ctx.folder, artifact["path"], kind)
 
 
+def declared_examples(ctx: RuleContext, ident: Any) -> tuple[int, str] | None:
+    """The number of examples the task's dataset document declares, and what they are: the
+    rows of a counterfactual dataset's JSON Lines artifact, the images of a shortcut
+    dataset. ``None`` when the document cannot be read (its own checks say why)."""
+    artifact = ctx.artifacts.get(ident) if isinstance(ident, str) else None
+    kind = (artifact or {}).get("kind")
+    if kind == "counterfactual_dataset":
+        dataset = _document(ctx, ident, kind)
+        if dataset is None:
+            return None
+        entry: dict[str, Any] = next((a for a in dataset["artifacts"] if a["id"] == dataset["examples"]), {})
+        rows = entry.get("rows")
+        return (rows, "rows") if isinstance(rows, int) else None
+    if kind == "shortcut_dataset":
+        dataset = _document(ctx, ident, kind)
+        if dataset is None:
+            return None
+        return dataset["clean_images"]["shape"][0], "images"
+    return None
+
+
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
     import numpy as np
@@ -437,3 +458,21 @@ def _unit_location(
                 detail=f"featurizer {unit['featurizer']} reads {featurizer['input_dim']} values, "
                 f"the location holds {expected} ({what})",
             )
+
+
+@rule("unit-example-counts", track="causal_variable", codes=("D105",))
+def unit_example_counts(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """No unit counts more scored pairs than the task's dataset has examples."""
+    declared = declared_examples(ctx, doc["task"].get("dataset"))
+    if declared is None:
+        return
+    count, what = declared
+    for v, variable in enumerate(doc["claims"]["variables"]):
+        for u, unit in enumerate(variable["units"]):
+            for name, n in (unit.get("n_examples") or {}).items():
+                if n > count:
+                    yield ctx.finding(
+                        "D105",
+                        f"/claims/variables/{v}/units/{u}/n_examples/{escape_pointer_token(name)}",
+                        detail=f"{n} pairs scored on a dataset of {count} {what}",
+                    )

@@ -102,6 +102,70 @@ def jsonl_duplicate_key_row(folder: Folder) -> None:
 
 
 @case(
+    "counterfactual_dataset",
+    "A-5 DS-1",
+    "Line 2 of the JSON Lines file is empty, before the five rows it declares: every line holds a row.",
+    ("A106", "/artifacts/0"),
+)
+def jsonl_blank_line(folder: Folder) -> None:
+    _dataset_with_row_2(folder, lambda line: b"\n" + line)
+
+
+def _dataset_with_rows(folder: Folder, change: Callable[[list[Json]], None]) -> None:
+    """The IOI dataset with its rows changed by ``change`` (the file re-pinned)."""
+    doc = ioi_document(folder)
+    rows = [json.loads(json.dumps(row)) for row in generated("ioi", DATASET_ROWS).rows]
+    change(rows)
+    folder.jsonl("dataset.jsonl", rows)
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "counterfactual_dataset",
+    "DS-2",
+    "Row 3 is the empty object {}: a row holds id, base, counterfactuals and interventions.",
+    ("V112", "/examples"),
+)
+def row_empty_object(folder: Folder) -> None:
+    _dataset_with_rows(folder, lambda rows: rows.__setitem__(2, {}))
+
+
+@case(
+    "counterfactual_dataset",
+    "DS-2 DS-3",
+    "Row 2 lacks one of the declared counterfactual types and its base prompt lacks its template.",
+    ("V112", "/examples"),
+)
+def row_missing_counterfactual_and_template(folder: Folder) -> None:
+    def change(rows: list[Json]) -> None:
+        rows[1]["counterfactuals"].pop(sorted(rows[1]["counterfactuals"])[0])
+        del rows[1]["base"]["template"]
+
+    _dataset_with_rows(folder, change)
+
+
+@case(
+    "counterfactual_dataset",
+    "DS-3",
+    "Row 4's base template, filled with its slots, is not its prompt.",
+    ("V112", "/examples"),
+)
+def row_template_is_not_the_prompt(folder: Folder) -> None:
+    def change(rows: list[Json]) -> None:
+        rows[3]["base"]["prompt"] = rows[3]["base"]["prompt"] + " again"
+
+    _dataset_with_rows(folder, change)
+
+
+@case("counterfactual_dataset", "DS-2", "Rows 1 and 5 have the same id.", ("V112", "/examples"))
+def row_id_used_twice(folder: Folder) -> None:
+    def change(rows: list[Json]) -> None:
+        rows[4]["id"] = rows[0]["id"]
+
+    _dataset_with_rows(folder, change)
+
+
+@case(
     "counterfactual_dataset", "A-5", "A JSON Lines artifact without its row count.", ("A106", "/artifacts/0")
 )
 def jsonl_without_rows(folder: Folder) -> None:

@@ -123,6 +123,27 @@ def pickled_npy_weights(folder: Folder) -> None:
     save(folder, rehash(folder, doc))
 
 
+@case(
+    "featurizer",
+    "A-4",
+    "The PCA components file's .npy header holds a fourth key beside descr, fortran_order and shape.",
+    ("A105", "/artifacts/2/media_type"),
+)
+def npy_header_extra_key(folder: Folder) -> None:
+    doc = pca_featurizer(folder, name="document.json")
+    path = folder.root / "pca_components.npy"
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[8:10], "little")
+    header = raw[10 : 10 + length].decode("latin1").rstrip().removesuffix("}")
+    header += "'extra': 1, }"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    folder.write(
+        "pca_components.npy",
+        raw[:8] + len(header).to_bytes(2, "little") + header.encode("latin1") + raw[10 + length :],
+    )
+    save(folder, rehash(folder, doc))
+
+
 @case("featurizer", "A-2", "The weights sidecar is absent.", ("A102", "/artifacts/0/path"))
 def missing_weights_file(folder: Folder) -> None:
     das_document(folder)

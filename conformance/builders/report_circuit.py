@@ -57,6 +57,18 @@ def circuit_with_uncertainty(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "D-5",
+    "task.n_examples is 2^64 on a dataset of 3 rows.",
+    ("D105", "/task/n_examples"),
+)
+def circuit_example_count_not_the_datasets(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    doc["task"]["n_examples"] = 2**64
+    save(folder, doc)
+
+
 @case("report", "S-1", 'spec_version "2.0" is not a version this spec defines.', ("S102", "/spec_version"))
 def circuit_unknown_spec_version(folder: Folder) -> None:
     doc = circuit_report(folder)

@@ -26,6 +26,18 @@ def saliency_with_curves(folder: Folder) -> None:
 
 @case(
     "report",
+    "D-5",
+    "task.n_examples counts one image more than the shortcut dataset holds.",
+    ("D105", "/task/n_examples"),
+)
+def saliency_example_count_not_the_datasets(folder: Folder) -> None:
+    doc = saliency_report(folder)
+    doc["task"]["n_examples"] = N_IMAGES + 1
+    save(folder, doc)
+
+
+@case(
+    "report",
     "D-4",
     "Monte-Carlo Shapley ground truth from 3 trials; the default profile requires 5.",
     ("D104", "/settings/shapley_trials"),

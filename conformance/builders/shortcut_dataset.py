@@ -146,3 +146,42 @@ def duplicate_artifact_path(folder: Folder) -> None:
     doc["artifacts"][1]["path"] = "clean.npy"
     doc["artifacts"][1]["sha256"] = doc["artifacts"][0]["sha256"]
     save(folder, doc)
+
+
+@case(
+    "shortcut_dataset",
+    "B-3 DK-6",
+    "Class 1's 5×5 patch starts at row 7 of the 8×8 images: it leaves them.",
+    ("B102", "/perturbation/locations/1"),
+)
+def patch_outside_the_images(folder: Folder) -> None:
+    doc = shortcut(folder)
+    doc["perturbation"]["locations"][1] = [7, 0]
+    save(folder, doc)
+
+
+@case(
+    "shortcut_dataset",
+    "B-3",
+    "The patch size is 5, not a square, and one location is given for two classes.",
+    ("B102", "/perturbation/patch_size"),
+    ("B102", "/perturbation/locations"),
+)
+def patch_not_square_and_locations_missing(folder: Folder) -> None:
+    doc = shortcut(folder)
+    doc["perturbation"]["patch_size"] = 5
+    doc["perturbation"]["locations"] = doc["perturbation"]["locations"][:1]
+    save(folder, doc)
+
+
+@case(
+    "shortcut_dataset",
+    "B-3 S-3",
+    "Class 0's location is [] and class 1's a single coordinate.",
+    ("S116", "/perturbation/locations/0"),
+    ("S116", "/perturbation/locations/1"),
+)
+def patch_locations_not_pairs(folder: Folder) -> None:
+    doc = shortcut(folder)
+    doc["perturbation"]["locations"] = [[], [3]]
+    save(folder, doc)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,6 +81,13 @@ _BENCH_METRICS = ("F", "C", "M", "S", "COS")
 _MAX_SALIENCY_IMAGES = 4
 _MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 _MAX_NULL_DRAWS = 1_000_000  # redrawing more would take minutes; the figure is skipped instead
+_MAX_NULL_WORK = 10**9  # components × draws × (methods + pairs of methods): seconds of numpy
+#: The largest figure drawn, in inches at ``figure.dpi`` (100): 4,000 × 4,000 pixels. A larger
+#: one (a causal-variable report of 24 variables × 32 layers asked for 65,860 × 63,000) is
+#: not drawn, and the page says why.
+MAX_FIGURE_INCHES = 40.0
+#: The most marks (cells with their labels, points, legend entries) a figure draws.
+MAX_FIGURE_MARKS = 10_000
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,53 @@ class Skipped:
 
 class MissingFigureDataError(Exception):
     """The report lacks what a figure needs (the message says what)."""
+
+
+#: The largest magnitude a figure plots: an axis over a wider range has no readable ticks, and
+#: matplotlib's tick arithmetic overflows near the largest float.
+MAX_PLOTTED = 1e12
+
+
+#: The longest name a figure writes (a method, a variable, a tick label); longer ones are cut
+#: with "…" so that no label can push the plot out of its figure.
+MAX_LABEL = 40
+
+
+def _label(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
+
+
+def _plottable(values: Any, what: str) -> None:
+    """Refuse values a figure cannot place on an axis (not finite, or beyond
+    :data:`MAX_PLOTTED`) before anything is drawn.
+
+    Raises:
+        MissingFigureDataError: naming the values.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    finite = array[np.isfinite(array)]
+    if finite.size != array.size or (finite.size and float(np.abs(finite).max()) > MAX_PLOTTED):
+        raise MissingFigureDataError(f"{what} hold values that cannot be plotted (beyond ±{MAX_PLOTTED:g})")
+
+
+def _bounded(width: float, height: float, marks: int, what: str) -> None:
+    """Refuse a figure beyond :data:`MAX_FIGURE_INCHES` or :data:`MAX_FIGURE_MARKS` before
+    anything is drawn (it is listed as not drawn, with the reason).
+
+    Raises:
+        MissingFigureDataError: saying how large the figure would be.
+    """
+    dpi = RC["figure.dpi"]
+    if width > MAX_FIGURE_INCHES or height > MAX_FIGURE_INCHES:
+        raise MissingFigureDataError(
+            f"{what} would need a {width * dpi:.0f} × {height * dpi:.0f} px figure; figures are drawn up "
+            f"to {MAX_FIGURE_INCHES * dpi:.0f} × {MAX_FIGURE_INCHES * dpi:.0f} px"
+        )
+    if marks > MAX_FIGURE_MARKS:
+        raise MissingFigureDataError(
+            f"{what} would draw {marks} marks; figures draw at most {MAX_FIGURE_MARKS}"
+        )
 
 
 def figure_kinds_for(report: dict[str, Any]) -> tuple[str, ...]:
@@ -167,8 +222,14 @@ def _style() -> Iterator[None]:
     import matplotlib
     import matplotlib.style
 
-    # The default style, not the user's matplotlibrc, then the fixed rc on top.
-    with matplotlib.style.context("default"), matplotlib.rc_context(RC):  # type: ignore[arg-type]
+    # The default style, not the user's matplotlibrc, then the fixed rc on top. A name in a
+    # script the font lacks is drawn as boxes; matplotlib's warning about it is not the page's.
+    with (
+        matplotlib.style.context("default"),
+        matplotlib.rc_context(RC),  # type: ignore[arg-type]
+        warnings.catch_warnings(),
+    ):
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         yield
 
 
@@ -225,6 +286,9 @@ def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageForm
     if not panels:
         raise MissingFigureDataError("no curve with at least two points for the CPR or CMD ranking")
     notes = []
+    _bounded(4.2 * len(panels), 3.4, sum(len(panel[2]) for panel in panels), "the curves' grid points")
+    for metric, _, ks, fs in panels:
+        _plottable([*ks, *fs, float(claims[metric]["value"])], f"the {metric.upper()} curve and claim")
     with _style():
         fig = _new_figure(4.2 * len(panels), 3.4)
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -246,7 +310,7 @@ def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageForm
             ax.set_xscale(k_axis)
             ax.set_xlabel("k (proportion of edges)" + (", log scale" if k_axis == "log" else ""))
             ax.set_ylabel("faithfulness f(k)")
-            ax.set_title(f"{metric.upper()}: {ranking} ranking")
+            ax.set_title(f"{metric.upper()}: {_label(ranking)} ranking")
             ax.text(0.03, 0.95, label, transform=ax.transAxes, va="top", fontsize=9)
             ax.legend(loc="lower right", fontsize=7)
             notes.append(
@@ -275,13 +339,16 @@ def _radar(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     values = [[float(m["metrics"][name]) for name in _BENCH_METRICS] for m in methods]
     top = max(1.0, max(max(row) for row in values))
     angles = [2 * math.pi * i / len(_BENCH_METRICS) for i in range(len(_BENCH_METRICS))]
+    # each method is a legend entry, about 0.15 in tall beside the 4.4 in plot
+    _bounded(5.6, 4.4 + 0.15 * len(methods), len(methods) * len(_BENCH_METRICS), f"{len(methods)} methods")
+    _plottable(values, "the methods' metrics")
     with _style():
         fig = _new_figure(5.6, 4.4)
         ax = fig.add_subplot(projection="polar")
         colors = [f"C{i % 10}" for i in range(len(methods))]
         for method, row, color in zip(methods, values, colors, strict=True):
             closed_angles, closed = [*angles, angles[0]], [*row, row[0]]
-            ax.plot(closed_angles, closed, color=color, linewidth=1.4, label=method["name"])
+            ax.plot(closed_angles, closed, color=color, linewidth=1.4, label=_label(method["name"]))
             ax.fill(closed_angles, closed, color=color, alpha=0.08)
         ax.set_xticks(angles)
         ax.set_xticklabels(list(_BENCH_METRICS))
@@ -309,6 +376,14 @@ def _null(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         raise MissingFigureDataError(
             f"{conv['n_permutations']} null draws are more than the {_MAX_NULL_DRAWS} the figure redraws"
         )
+    # the redraw's work: every component, method and pair of methods in every draw (MB-11)
+    m = len(report["claims"]["methods"])
+    work = len(report["universe"]) * int(conv["n_permutations"]) * (m + m * (m - 1) // 2)
+    if work > _MAX_NULL_WORK:
+        raise MissingFigureDataError(
+            f"redrawing the null of {m} methods over {len(report['universe'])} components "
+            f"{conv['n_permutations']} times is {work} steps; the figure redraws at most {_MAX_NULL_WORK}"
+        )
     settings = report["settings"]
     sets = [method["components"] for method in report["claims"]["methods"]]
     result = convergence_test(
@@ -320,6 +395,7 @@ def _null(report: dict[str, Any], image_format: ImageFormat) -> Figure:
         ddof=int(settings.get("z_ddof", 0)),
     )
     j_obs = float(conv["j_obs"])
+    _plottable([j_obs, float(conv["p"]), float(conv.get("z") or 0.0)], "the claimed convergence statistics")
     agrees = math.isclose(result.null_mean, float(conv["null_mean"]), rel_tol=1e-9, abs_tol=1e-12) and (
         math.isclose(result.null_std, float(conv["null_std"]), rel_tol=1e-9, abs_tol=1e-12)
     )
@@ -370,15 +446,17 @@ def _jaccard(report: dict[str, Any], image_format: ImageFormat) -> Figure:
     if matrix.shape != (len(names), len(names)):
         raise MissingFigureDataError(f"the Jaccard matrix is {matrix.shape}, not {len(names)} × {len(names)}")
     size = 1.6 + 0.9 * len(names)
+    _bounded(size + 1.2, size, len(names) ** 2, f"a {len(names)} × {len(names)} Jaccard matrix")
+    _plottable(matrix, "the Jaccard matrix's cells")
     with _style():
         fig = _new_figure(size + 1.2, size)
         ax = fig.add_subplot()
         image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis")
         ax.grid(False)
         ax.set_xticks(range(len(names)))
-        ax.set_xticklabels(names, rotation=35, ha="right")
+        ax.set_xticklabels([_label(n) for n in names], rotation=35, ha="right")
         ax.set_yticks(range(len(names)))
-        ax.set_yticklabels(names)
+        ax.set_yticklabels([_label(n) for n in names])
         for (i, j), value in np.ndenumerate(matrix):
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="white" if value < 0.6 else "black")
         fig.colorbar(image, ax=ax, shrink=0.8, label="Jaccard")
@@ -429,7 +507,9 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
         cells: dict[tuple[str, int], float] = {}
         for unit in units:
             key = (_row_label(unit["location"], len(components) > 1), int(unit["location"]["layer"]))
-            value = float(np.mean([float(v) for v in unit["scores"].values()]))
+            scores = [float(v) for v in unit["scores"].values()]
+            _plottable(scores, f"unit {unit.get('id')!r}'s scores")
+            value = float(np.mean(scores))
             if key in cells:  # two units at one place: keep the better one
                 value = min(value, cells[key]) if lower else max(value, cells[key])
             cells[key] = value
@@ -441,6 +521,10 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
         panels.append((variable, rows, layers, grid, lower))
     width = sum(1.8 + 0.8 * len(p[2]) for p in panels) + 1.0
     height = 1.8 + 0.45 * max(len(p[1]) for p in panels)
+    marks = sum(len(p[1]) * len(p[2]) for p in panels)
+    most_layers, most_positions = max(len(p[2]) for p in panels), max(len(p[1]) for p in panels)
+    what = f"{len(panels)} variable(s) over {most_layers} layer(s) and {most_positions} position(s)"
+    _bounded(width, height, marks, what)
     with _style():
         fig = _new_figure(width, height)
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -450,9 +534,9 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
             )
             ax.grid(False)
             ax.set_xticks(range(len(layers)))
-            ax.set_xticklabels([str(layer) for layer in layers])
+            ax.set_xticklabels([_label(layer) for layer in layers])
             ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels(rows)
+            ax.set_yticklabels([_label(row) for row in rows])
             ax.set_xlabel("layer")
             finite = grid[np.isfinite(grid)]
             middle = float((finite.min() + finite.max()) / 2) if finite.size else 0.0
@@ -463,7 +547,7 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
                         j, i, f"{value:.3g}", ha="center", va="center", color="white" if dark else "black"
                     )
             better = "lower" if lower else "higher"
-            ax.set_title(f"{variable['name']}: {variable['metric'].upper()} ({better} is better)")
+            ax.set_title(f"{_label(variable['name'])}: {variable['metric'].upper()} ({better} is better)")
             fig.colorbar(image, ax=ax, shrink=0.9)
         data = _encode(fig, image_format)
     return Figure(
@@ -489,16 +573,25 @@ def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any
     entry = next((a for a in report.get("artifacts", []) if a.get("id") == artifact_id), None)
     if entry is None:
         raise MissingFigureDataError(f"no artifact {artifact_id!r} is declared")
-    root = folder.resolve()
-    path = (folder / entry["path"]).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    try:
+        root = folder.resolve()
+        path = (folder / entry["path"]).resolve()
+        inside = path.is_relative_to(root) and path.is_file()
+        size = path.stat().st_size if inside else 0
+    except (OSError, RuntimeError, ValueError) as exc:  # a name too long, a link loop, a NUL
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise MissingFigureDataError(f"artifact {artifact_id!r} cannot be read ({why})") from exc
+    if not inside:
         raise MissingFigureDataError(
             f"artifact {artifact_id!r} ({entry['path']}) is not a file in the report's folder"
         )
-    size = path.stat().st_size
     if size != entry.get("bytes") or size > _MAX_SIDECAR_BYTES:
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not have its declared size")
-    if sha256_file(path) != entry.get("sha256"):
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        raise MissingFigureDataError(f"artifact {artifact_id!r} cannot be read ({exc.strerror})") from exc
+    if digest != entry.get("sha256"):
         raise MissingFigureDataError(f"artifact {artifact_id!r} does not match its declared SHA-256")
     try:
         info = tensor_infos(path, str(entry.get("media_type")))[ref.get("tensor")]
@@ -511,6 +604,7 @@ def _load_maps(report: dict[str, Any], folder: Path, ref: dict[str, Any]) -> Any
         raise MissingFigureDataError(
             f"artifact {artifact_id!r} is not a finite (images, height, width) array: shape {array.shape}"
         )
+    _plottable(array, f"artifact {artifact_id!r}'s maps")
     return array.astype(np.float64)
 
 
@@ -534,6 +628,8 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
     from matplotlib.collections import LineCollection
 
     claims = report["claims"]
+    # one column per method, checked before any map is read
+    _bounded(1.9 * (len(claims["methods"]) + 1) + 0.4, 0, 0, f"{len(claims['methods'])} methods' maps")
     truth = _load_maps(report, folder, claims["ground_truth"])
     columns: list[tuple[str, Any, float | None]] = [("Shapley ground truth", truth, None)]
     for method in claims["methods"]:
@@ -546,6 +642,12 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
     n_images = min(_MAX_SALIENCY_IMAGES, truth.shape[0])
     if n_images == 0:
         raise MissingFigureDataError("the ground truth holds no image")
+    _bounded(
+        1.9 * len(columns) + 0.4,
+        1.9 * n_images + 0.5,
+        len(columns) * n_images * int(np.count_nonzero(truth[0])),
+        f"{len(columns) - 1} methods' maps",
+    )
     with _style():
         fig = _new_figure(1.9 * len(columns) + 0.4, 1.9 * n_images + 0.5)
         axes = fig.subplots(n_images, len(columns), squeeze=False)
@@ -564,7 +666,9 @@ def _saliency(report: dict[str, Any], folder: Path, image_format: ImageFormat) -
                 hit = bool(area[r, c])
                 ax.plot([c], [r], marker="x", color="lime" if hit else "red", markersize=8, mew=2)
                 if row == 0:
-                    title = name if hit_accuracy is None else f"{name}\nHA = {hit_accuracy:.2f}"
+                    title = (
+                        _label(name) if hit_accuracy is None else f"{_label(name)}\nHA = {hit_accuracy:.2f}"
+                    )
                     ax.set_title(title, fontsize=8)
                 if col == 0:
                     ax.set_ylabel(f"image {row}")

@@ -205,16 +205,23 @@ class _FileList:
 
 
 def write_receipt(
-    result: VerificationResult, receipt_path: str | os.PathLike[str], options: dict[str, Any]
+    result: VerificationResult,
+    receipt_path: str | os.PathLike[str],
+    options: dict[str, Any],
+    *,
+    follow_links: bool = False,
 ) -> dict[str, Any]:
     """Build the receipt, check it against its model, and write it atomically (UTF-8,
-    two-space indent; missing folders are made)."""
+    two-space indent; missing folders are made; a link at ``receipt_path`` is followed only
+    with ``follow_links``)."""
     from mibspec.core.outputs import write_atomic
     from mibspec.documents import Receipt
 
     receipt = build_receipt(result, receipt_path, options)
     Receipt.model_validate(receipt)  # a defect here is mibspec's, not the input's
-    write_atomic(receipt_path, json.dumps(receipt, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(
+        receipt_path, json.dumps(receipt, indent=2, ensure_ascii=False) + "\n", follow_links=follow_links
+    )
     return receipt
 
 
@@ -229,6 +236,8 @@ class FileCheck:
     actual: str | None
     #: Why the verification refused the file unread; it is then compared by size alone.
     refused: str | None = None
+    #: (size now, size in the receipt) of a file whose size changed: it is not hashed.
+    size: tuple[int, int] | None = None
 
 
 @dataclass
@@ -262,6 +271,10 @@ class ReceiptCheck:
         for f in self.changed:
             if f.refused is not None:
                 out.append(f"{f.status:<8} {f.path} ({f.role}): refused unread, its size differs")
+            elif f.size is not None:
+                out.append(
+                    f"changed  {f.path} ({f.role}): {f.size[0]} bytes, receipt {f.size[1]} bytes (not hashed)"
+                )
             elif f.status == "missing":
                 out.append(f"missing  {f.path} ({f.role}; receipt sha256 {f.expected})")
             else:
@@ -283,7 +296,11 @@ class ReceiptCheck:
             "receipt": self.receipt,
             "unchanged": self.unchanged,
             "files": [
-                {key: value for key, value in f.__dict__.items() if key != "refused" or value}
+                {
+                    key: list(value) if key == "size" and value else value
+                    for key, value in f.__dict__.items()
+                    if key not in ("refused", "size") or value
+                }
                 for f in self.files
             ],
             "schema_bundle": {
@@ -299,7 +316,8 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
 
     A file recorded as unreadable (``sha256`` null) is unchanged while it still cannot
     be read; a file the verification refused unread (``refused``) is never hashed, only
-    its size is compared. The installed spec's schema bundle is compared too.
+    its size is compared. A file whose size differs from the recorded one is changed and is
+    not hashed either. The installed spec's schema bundle is compared too.
 
     Raises:
         ReceiptError: the receipt cannot be read, is not strict JSON, does not match
@@ -342,7 +360,14 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
             status = "missing" if size is None else "unchanged" if size == entry.bytes else "changed"
             check.files.append(FileCheck(entry.path, entry.role, status, None, None, entry.refused))
             continue
-        hashed = _sha256(target) if target.is_file() else None
+        size = _size(target)
+        if size is not None and entry.bytes is not None and size != entry.bytes:
+            # a file of another size has another hash: it is never read (a 20 GiB sparse file)
+            check.files.append(
+                FileCheck(entry.path, entry.role, "changed", entry.sha256, None, size=(size, entry.bytes))
+            )
+            continue
+        hashed = _sha256(target) if size is not None else None
         actual = hashed[0] if hashed else None
         if actual == entry.sha256:
             status = "unchanged"

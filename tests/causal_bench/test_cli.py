@@ -44,3 +44,26 @@ def test_usage_errors_exit_2(mibspec_cli: Any, tmp_path: Path) -> None:
     stray = mibspec_cli("score", "causal-bench", "-o", str(tmp_path / "b"), "--model", str(tmp_path))
     assert stray.returncode == 2
     assert "--behaviour transformer" in stray.stderr
+
+
+def test_a_study_too_large_for_the_verifier_is_refused_before_any_work(
+    mibspec_cli: Any, tmp_path: Path
+) -> None:
+    """--layers 100000 --heads 100000 grew to 13.9 GB: now the options are sized first
+    (10,000,100,000 component ids alone would take 931 GiB), exit 2, nothing written."""
+    import time
+
+    for args, said in (
+        (("--layers", "100000", "--heads", "100000"), "10000100000 component ids"),
+        (("--layers", "8", "--heads", "8007"), "circuit discovery over 64064 components"),
+        (("--permutations", str(10**12)), "1000000000000 null draws"),
+        (("--runs", str(10**9)), "over the limit of 3600 s"),
+    ):
+        start = time.monotonic()
+        done = mibspec_cli("score", "causal-bench", "-o", str(tmp_path / "out"), *args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("mibspec: error: n_layers, n_heads, n_runs, n_permutations: ")
+        assert said in done.stderr
+        assert "choose a smaller study" in done.stderr
+        assert time.monotonic() - start < 60
+        assert not (tmp_path / "out").exists()

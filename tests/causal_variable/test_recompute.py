@@ -417,19 +417,30 @@ def test_malformed_rows_are_findings_not_tracebacks(reports: dict[str, Path], tm
     (folder / "dataset.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     _rehash(folder / "dataset.json", "dataset.jsonl")
     _rehash(folder / "report.json", "dataset.json")
-    # the dataset names its causal model: the rule that derives every row reports the row
-    result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
-    dataset = next(doc for doc in result.documents if doc.path.endswith("dataset.json"))
-    assert [(f.code, f.pointer) for f in dataset.findings] == [("V107", "/examples")]
-    assert "row 3" in dataset.findings[0].message
 
-    # without a causal model in the dataset, recomputation reports the row
+    # the rules stage reports the row's format (V112), with or without a causal model to
+    # derive the rows from; the report's dataset is then not conformant and nothing is recomputed
     def drop_model(doc: dict[str, Any]) -> None:
         del doc["causal_model"]
         doc["artifacts"] = [a for a in doc["artifacts"] if a["id"] != "causal-model"]
 
+    def check() -> None:
+        result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
+        dataset = next(doc for doc in result.documents if doc.path.endswith("dataset.json"))
+        assert [(f.code, f.pointer) for f in dataset.findings] == [("V112", "/examples")]
+        assert "row 3" in dataset.findings[0].message
+        assert "/counterfactuals/io_s1_flip" in dataset.findings[0].message
+        assert not result.valid
+        assert not any(doc.comparisons for doc in result.documents)
+
+    check()
     _edit(folder / "dataset.json", drop_model)
     _rehash(folder / "report.json", "dataset.json")
-    result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
-    assert _codes(result) == [("R104", "/task/dataset")]
-    assert "dataset row 2" in result.documents[0].findings[0].message
+    check()
+
+    # recomputation still reports a row it cannot read (R104) when it runs on one
+    from mibspec.reference_impl.recompute._inputs import UnusableInputError
+    from mibspec.reference_impl.recompute.circuit import tokenize_pairs
+
+    with pytest.raises(UnusableInputError, match="row 2"):
+        tokenize_pairs([json.loads(r) for r in rows], "io_s1_flip", lambda text: [1], "/task/dataset")

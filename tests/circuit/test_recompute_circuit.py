@@ -190,9 +190,10 @@ def test_a_malformed_row_is_unusable_not_an_internal_error(change: Any, said: st
         tokenize_pairs([good, bad], "t", lambda text: text.split(), "/task/dataset")
 
 
-def test_a_malformed_dataset_row_is_r104_at_verification(tmp_path: Path) -> None:
-    """End to end: a row without ``base``, re-pinned so that the rules stage passes, fails the
-    recompute stage with R104 at the dataset (exit 1), not with an internal error."""
+def test_a_malformed_dataset_row_is_refused_at_verification(tmp_path: Path) -> None:
+    """End to end: a row without ``base``, re-pinned, is refused by the dataset's rules stage
+    (V112, DS-2), so the report is not recomputed on it; never an internal error. (Recomputation
+    itself refuses such a row with R104, above.)"""
     folder = _copy(tmp_path)
     dataset = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
     [rows_entry] = [a for a in dataset["artifacts"] if a["path"].endswith(".jsonl")]
@@ -212,9 +213,12 @@ def test_a_malformed_dataset_row_is_r104_at_verification(tmp_path: Path) -> None
     (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
     assert not result.internal_errors
-    r104 = [f for f in result.findings if f.code == "R104"]
-    assert r104, _codes(result)
-    assert "dataset row 0: the base prompt is not a prompt object" in r104[0].message
+    v112 = [f for f in result.findings if f.code == "V112"]
+    assert [f.pointer for f in v112] == ["/examples"], _codes(result)
+    assert "row 1 (" in v112[0].message
+    assert "lacks base" in v112[0].message
+    assert not result.valid
+    assert not any(doc.comparisons for doc in result.documents)
 
 
 def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_dataset: Any) -> None:

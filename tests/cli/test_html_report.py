@@ -459,3 +459,143 @@ def test_a_variables_best_score_is_named_best_in_1_1_and_1_0(path: Path) -> None
         assert best == min(variable["per_layer"].values())  # MSE: lower is better
     assert re.search(r">Best</t[dh]>", text)
     assert not re.search(r">Highest</t[dh]>", text)  # (a 1.0 description may still say Highest)
+
+
+def _many_units_report(tmp_path: Path, n_variables: int, positions: int) -> Path:
+    """The causal-variable example with ``n_variables`` variables of one unit per layer 0..31
+    and, in the first, ``positions`` units at index positions: with 24 and 1,400 the figure
+    would need a 65,860 × 63,225 px canvas."""
+    folder = tmp_path / "big"
+    shutil.copytree(EXAMPLES / "causal-variable-arithmetic", folder)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    template = report["claims"]["variables"][0]
+    unit = template["units"][0]
+    variables = []
+    for v in range(n_variables):
+        units = []
+        for layer in range(32):
+            units.append({**unit, "id": f"v{v}-l{layer}", "location": {**unit["location"], "layer": layer}})
+        if v == 0:
+            for index in range(positions):
+                location = {**unit["location"], "position": {"rule": "index", "index": index}}
+                units.append({**unit, "id": f"p{index}", "location": location})
+        variables.append({**template, "name": f"{template['name']}_{v}", "units": units})
+    report["claims"]["variables"] = variables
+    (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    return folder / "report.json"
+
+
+def test_a_figure_too_large_is_not_drawn_and_the_page_says_why(mibspec_cli: CliRun, tmp_path: Path) -> None:
+    """24 variables × 32 layers and 1,400 positions asked matplotlib for 65,860 × 63,000 px
+    (exit 3): the figure is bounded before it is drawn, listed as not drawn with its size."""
+    from mibspec._figures import MAX_FIGURE_INCHES, RC
+
+    report = _many_units_report(tmp_path, 24, 1400)
+    page = tmp_path / "page.html"
+    done = mibspec_cli("html", str(report), "-o", str(page))
+    assert done.returncode in (0, 1), done.stderr
+    assert "internal error" not in done.stderr
+    text = page.read_text(encoding="utf-8")
+    limit = int(MAX_FIGURE_INCHES * RC["figure.dpi"])
+    assert "Not drawn:" in text
+    # 24 panels of 1.8 + 0.8 × 32 in, and 1.8 + 0.45 in per position (1,400 and "last"), at 100 dpi
+    assert f"would need a 65860 × 63225 px figure; figures are drawn up to {limit} × {limit} px" in text
+    assert "figure layer_position not drawn" in done.stderr
+    # within the bound, the same kind of figure is drawn, no larger than the bound
+    small = json.loads(report.read_text(encoding="utf-8"))
+    figures, skipped = render_figures(_trimmed(small, 1, 40), report.parent)
+    assert not skipped
+    width, height = _png_size(figures[0].data)
+    assert width <= limit
+    assert height <= limit
+
+
+def _trimmed(report: dict[str, object], variables: int, units: int) -> dict[str, object]:
+    claims = dict(report["claims"])  # type: ignore[arg-type]
+    claims["variables"] = [
+        {**variable, "units": variable["units"][:units]} for variable in claims["variables"][:variables]
+    ]
+    return {**report, "claims": claims}
+
+
+@pytest.mark.parametrize(
+    ("track", "change", "said"),
+    [
+        (
+            "causal_bench",
+            lambda r: r["claims"]["jaccard"].update(
+                methods=[f"m{i}" for i in range(80)], matrix=[[0.5] * 80] * 80
+            ),
+            "a 80 × 80 Jaccard matrix",
+        ),
+        (
+            "causal_bench",
+            lambda r: r["claims"]["methods"].extend(r["claims"]["methods"] * 600),
+            "2404 methods",
+        ),
+        (
+            "causal_bench",
+            lambda r: r["claims"]["methods"].extend(r["claims"]["methods"] * 600),
+            "null of 2404",
+        ),
+        (
+            "circuit",
+            lambda r: r["claims"]["curves"][0]["points"].extend(
+                [dict(r["claims"]["curves"][0]["points"][-1]) for _ in range(20_000)]
+            ),
+            "grid points",
+        ),
+    ],
+    ids=["jaccard", "radar", "null", "faithfulness"],
+)
+def test_every_figure_kind_is_bounded(
+    track: str, change: Callable[[dict[str, object]], object], said: str
+) -> None:
+    report = _load(track)
+    change(report)
+    _, skipped = render_figures(report, EXAMPLES / track)
+    reasons = {s.name: s.reason for s in skipped}
+    assert any(
+        said in reason and ("figures are drawn up to" in reason or "at most" in reason)
+        for reason in reasons.values()
+    ), reasons
+
+
+def test_a_map_path_the_system_refuses_is_a_figure_not_drawn() -> None:
+    """A sidecar path too long for the file system ended the page with OSError."""
+    report = _load("saliency")
+    artifact = next(a for a in report["artifacts"] if a["id"] == report["claims"]["ground_truth"]["artifact"])
+    artifact["path"] = "a" * 300 + ".npy"
+    figures, skipped = render_figures(report, EXAMPLES / "saliency")
+    assert figures == []
+    [(name, reason)] = [(s.name, s.reason) for s in skipped]
+    assert name == "saliency"
+    assert "cannot be read (File name too long)" in reason
+
+
+@pytest.mark.parametrize(
+    ("track", "change", "what"),
+    [
+        ("circuit", lambda r: r["claims"]["curves"][0]["points"][3].update(faithfulness=1e308), "CPR curve"),
+        ("causal_bench", lambda r: r["claims"]["methods"][0]["metrics"].update(F=-1e300), "metrics"),
+        ("causal_bench", lambda r: r["claims"]["convergence"].update(j_obs=1e300), "convergence"),
+        ("causal_bench", lambda r: r["claims"]["jaccard"]["matrix"][0].__setitem__(1, 1e200), "Jaccard"),
+        (
+            "causal_variable",
+            lambda r: r["claims"]["variables"][0]["units"][0]["scores"].update(
+                dict.fromkeys(r["claims"]["variables"][0]["units"][0]["scores"], 1.7e308)
+            ),
+            "scores",
+        ),
+    ],
+    ids=["faithfulness", "radar", "null", "jaccard", "layer-position"],
+)
+def test_values_no_axis_can_hold_are_not_drawn(
+    track: str, change: Callable[[dict[str, object]], object], what: str
+) -> None:
+    """1e308 on an axis overflowed matplotlib's tick arithmetic (a RuntimeWarning, an error
+    under this suite's filterwarnings): the figure is listed as not drawn instead."""
+    report = _load(track)
+    change(report)
+    _, skipped = render_figures(report, EXAMPLES / track)
+    assert any(what in s.reason and "cannot be plotted" in s.reason for s in skipped), skipped

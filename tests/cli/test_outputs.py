@@ -363,15 +363,15 @@ def test_write_atomic_replaces_whole_files_or_nothing(
 
 
 def test_write_atomic_keeps_links_and_writes_special_files_in_place(tmp_path: Path) -> None:
-    """A link stays a link (the file it names is replaced); a FIFO or a device stays what it
-    is and receives the bytes; neither is replaced by a regular file."""
+    """Links followed on purpose: a link stays a link (the file it names is replaced); a FIFO
+    or a device stays what it is and receives the bytes; neither is replaced by a regular file."""
     import threading
 
     (tmp_path / "real.json").write_text("old", encoding="utf-8")
     link = tmp_path / "link.json"
     link.symlink_to("real.json")
-    check_writable(link, "-o")
-    write_atomic(link, "new")
+    check_writable(link, "-o", follow_links=True)
+    write_atomic(link, "new", follow_links=True)
     assert link.is_symlink()
     assert os.readlink(link) == "real.json"
     assert (tmp_path / "real.json").read_text(encoding="utf-8") == "new"
@@ -390,8 +390,8 @@ def test_write_atomic_keeps_links_and_writes_special_files_in_place(tmp_path: Pa
 
     null = tmp_path / "null"
     null.symlink_to("/dev/null")
-    check_writable(null, "-o")
-    write_atomic(null, "discarded")
+    check_writable(null, "-o", follow_links=True)
+    write_atomic(null, "discarded", follow_links=True)
     assert null.is_symlink()
     assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
 
@@ -410,3 +410,96 @@ def test_inputs_protect_files_links_and_folders(tmp_path: Path) -> None:
         assert inputs.clash(path) is not None, path
     for path in (tmp_path / "other.json", tmp_path / "model-other" / "x"):
         assert inputs.clash(path) is None, path
+
+
+# -- an output is never written through a link planted in a scanned folder -----------------
+
+
+@pytest.fixture
+def planted(example: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The scanned folder holds ``x.sarif``, a link to a file outside it (a planted link)."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n", encoding="utf-8")
+    (example / "x.sarif").symlink_to(outside)
+    return example / "x.sarif", outside
+
+
+def test_verify_refuses_an_output_link_planted_in_the_scanned_folder(
+    mibspec_cli: CliRun, example: Path, planted: tuple[Path, Path]
+) -> None:
+    link, outside = planted
+    result = mibspec_cli("verify", str(example), "--no-recompute", "-f", "sarif", "-o", str(link))
+    _usage_error(result, "x.sarif", "symbolic link", "--follow-output-links")
+    assert outside.read_text(encoding="utf-8") == "precious\n"
+    assert link.is_symlink()
+    receipt = mibspec_cli("verify", str(example), "--no-recompute", "--receipt", str(link))
+    _usage_error(receipt, "--receipt", "symbolic link")
+    assert outside.read_text(encoding="utf-8") == "precious\n"
+
+
+def test_verify_writes_through_a_link_when_asked(
+    mibspec_cli: CliRun, example: Path, planted: tuple[Path, Path]
+) -> None:
+    link, outside = planted
+    result = mibspec_cli(
+        "verify", str(example), "--no-recompute", "-f", "sarif", "-o", str(link), "--follow-output-links"
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(outside.read_text(encoding="utf-8"))["version"] == "2.1.0"
+    assert link.is_symlink()
+
+
+def test_a_folder_link_on_the_output_path_is_refused(
+    mibspec_cli: CliRun, example: Path, tmp_path: Path
+) -> None:
+    """A link to a folder anywhere on the path, also one undone by ``..`` after it."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sub").mkdir(parents=True)
+    (example / "out").symlink_to(elsewhere / "sub")
+    for output in (example / "out" / "x.sarif", Path(f"{example}/out/../x.sarif")):
+        result = mibspec_cli("verify", str(example), "--no-recompute", "-o", str(output))
+        _usage_error(result, "passes through", "out, which is a symbolic link")
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["sub"]
+    schema = mibspec_cli("schema", "export", str(example / "out" / "schemas"))
+    _usage_error(schema, "symbolic link")
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["sub"]
+    asked = mibspec_cli("schema", "export", str(example / "out" / "schemas"), "--follow-output-links")
+    assert asked.returncode == 0, asked.stderr
+    assert (elsewhere / "sub" / "schemas" / "report.schema.json").is_file()
+
+
+def test_dev_stdout_is_still_an_output(mibspec_cli: CliRun, example: Path) -> None:
+    result = mibspec_cli("verify", str(example / "report.json"), "--no-recompute", "-o", "/dev/stdout")
+    assert result.returncode == 0, result.stderr
+    assert "conformant" in result.stdout
+
+
+def test_write_atomic_replaces_a_link_without_following_it(tmp_path: Path) -> None:
+    """A link that appears at the destination after the checks is replaced, its target kept."""
+    target = tmp_path / "target.txt"
+    target.write_text("precious", encoding="utf-8")
+    link = tmp_path / "out.json"
+    link.symlink_to(target)
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        check_writable(link, "-o")
+    write_atomic(link, "new")
+    assert not link.is_symlink()
+    assert link.read_text(encoding="utf-8") == "new"
+    assert target.read_text(encoding="utf-8") == "precious"
+
+
+def test_migrate_refuses_an_output_link(mibspec_cli: CliRun, tmp_path: Path) -> None:
+    source = tmp_path / "report.json"
+    report = json.loads((EXAMPLES / "causal-bench-planted" / "report.json").read_text(encoding="utf-8"))
+    report["spec_version"] = "1.0"
+    source.write_text(json.dumps(report), encoding="utf-8")
+    outside = tmp_path / "outside.json"
+    outside.write_text("precious", encoding="utf-8")
+    link = tmp_path / "migrated.json"
+    link.symlink_to(outside)
+    _usage_error(mibspec_cli("migrate", str(source), "-o", str(link)), "symbolic link")
+    assert outside.read_text(encoding="utf-8") == "precious"
+    asked = mibspec_cli("migrate", str(source), "-o", str(link), "--follow-output-links")
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(outside.read_text(encoding="utf-8"))["spec_version"] == "1.1"
+    assert link.is_symlink()

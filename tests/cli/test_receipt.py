@@ -369,3 +369,32 @@ def test_verify_receipt_refuses_what_is_not_a_regular_file(mibspec_cli: CliRun, 
         result = mibspec_cli("verify-receipt", str(tmp_path / name))
         assert result.returncode == 2, result.stdout + result.stderr
         assert "cannot read the receipt (not a regular file)" in result.stderr
+
+
+def test_verify_receipt_never_hashes_a_file_whose_size_changed(
+    mibspec_cli: CliRun, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file grown to 20 GiB (sparse) since the receipt is changed by its size alone: hashing
+    it would read 20 GiB for nothing."""
+    from mibspec import _receipt
+
+    receipt = tmp_path / "receipt.json"
+    _write(mibspec_cli, example, receipt)
+    recorded = (example / "dataset.jsonl").stat().st_size
+    _sparse(example / "dataset.jsonl", 20 * 1024**3)
+    hashed: list[Path] = []
+    real = _receipt._sha256
+
+    def spy(path: Path) -> Any:
+        hashed.append(path.resolve())
+        return real(path)
+
+    monkeypatch.setattr(_receipt, "_sha256", spy)
+    check = _receipt.check_receipt(receipt)
+    assert (example / "dataset.jsonl").resolve() not in hashed
+    [changed] = check.changed
+    assert (changed.path, changed.status) == ("work/circuit/dataset.jsonl", "changed")
+    assert f"{20 * 1024**3} bytes, receipt {recorded} bytes (not hashed)" in "\n".join(check.lines())
+    as_json = check.to_json()
+    entry = next(f for f in as_json["files"] if f["path"] == "work/circuit/dataset.jsonl")
+    assert entry["size"] == [20 * 1024**3, recorded]

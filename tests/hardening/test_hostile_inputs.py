@@ -471,8 +471,14 @@ def _npy(header: str, data: bytes = b"\0" * 8) -> bytes:
         "-" * 100_000 + "1",
         "[" * 100_000,
         "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
+        # the format's three keys, each once, fortran_order a bool
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1, }",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'shape': (1, 2), }",
+        "{'descr': '<f4', 'shape': (2,), }",
+        "{'descr': '<f4', 'fortran_order': 0, 'shape': (2,), }",
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 1: 2}",
     ],
-    ids=lambda h: h[:24],
+    ids=lambda h: h[:24] + (h[48:72] if len(h) > 48 else ""),
 )
 def test_hostile_npy_headers_are_sidecar_errors(tmp_path: Path, header: str) -> None:
     path = tmp_path / "x.npy"

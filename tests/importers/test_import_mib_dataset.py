@@ -486,8 +486,8 @@ def test_a_file_that_changes_while_it_is_read_is_refused(
     convert = mib_dataset._CONVERTERS["ioi"]
 
     def convert_then_append(row: Any, cf_types: list[str]) -> Any:
-        with source.open("a", encoding="utf-8") as handle:  # another writer, mid-read
-            handle.write("\n")
+        with source.open("r+b") as handle:  # another writer, mid-read: the first row's first byte
+            handle.write(b" ")
         return convert(row, cf_types)
 
     monkeypatch.setitem(mib_dataset._CONVERTERS, "ioi", convert_then_append)

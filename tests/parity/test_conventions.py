@@ -280,3 +280,39 @@ def test_the_producer_writes_under_mib_2025_and_verify_recomputes_it(tmp_path: P
     report["settings"]["start_token"] = "none"
     run.report.write_text(json.dumps(report), encoding="utf-8")
     assert not mibspec.verify(run.report, model_roots=[MODELS]).valid
+
+
+def _plant_peers(folder: Path) -> None:
+    for marker in ("eap-ig/src/eap/evaluate.py", "mib-circuit-track/MIB_circuit_track/evaluation.py"):
+        (folder / marker).parent.mkdir(parents=True, exist_ok=True)
+        (folder / marker).write_text("", encoding="utf-8")
+
+
+@pytest.mark.parametrize("checkout", [True, False])
+def test_find_peers_never_searches_the_folders_above(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkout: bool
+) -> None:
+    """A ``shared/peers`` planted in a folder above the package is not the public code: only
+    ``$MIBSPEC_PEERS``, ``--peer`` or ``../shared/peers`` beside a source checkout are."""
+    from mibspec.parity import PeerUnavailableError, _peer, find_peers
+
+    _plant_peers(tmp_path / "shared" / "peers")  # two levels above the checkout
+    repo = tmp_path / "home" / "repo"
+    module = repo / "src" / "mibspec" / "parity" / "_peer.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("", encoding="utf-8")
+    if checkout:
+        (repo / "pyproject.toml").write_text("", encoding="utf-8")
+    monkeypatch.setattr(_peer, "__file__", str(module))
+    monkeypatch.delenv("MIBSPEC_PEERS", raising=False)
+    with pytest.raises(PeerUnavailableError, match="MIBSPEC_PEERS"):
+        find_peers()
+    beside = tmp_path / "home" / "shared" / "peers"
+    _plant_peers(beside)
+    if checkout:  # the one documented place
+        assert find_peers() == beside.resolve()
+    else:  # an installed package has no such place: the location must be given
+        with pytest.raises(PeerUnavailableError, match="no location given"):
+            find_peers()
+    monkeypatch.setenv("MIBSPEC_PEERS", str(tmp_path / "shared" / "peers"))
+    assert find_peers() == (tmp_path / "shared" / "peers").resolve()

@@ -295,21 +295,21 @@ def test_no_recompute_skips_the_stage() -> None:
 
 
 @pytest.mark.parametrize(
-    ("settings", "code", "said"),
+    ("settings", "pointer", "said"),
     [
-        # the permutations of one trial cannot be held: an R104 finding, not an internal error
-        ({"shapley_permutations": 10**12}, "R104", "does not fit in this machine's memory"),
-        # a trial count far beyond the time limit stops between trials
-        ({"shapley_trials": 10**9}, "R105", "time limit of 3 s"),
+        # the permutations of one trial cannot be held (8 bytes × 10**12 × 25 players = 182 TiB)
+        ({"shapley_permutations": 10**12}, "/settings/shapley_permutations", "holds at least 182 TiB"),
+        # a trial count far beyond the time limit is refused before the first trial
+        ({"shapley_trials": 10**9}, "/settings/shapley_trials", "over the limit of 3 s"),
     ],
 )
 def test_declared_shapley_work_beyond_the_machine_is_a_finding(
-    tmp_path: Path, settings: dict[str, int], code: str, said: str
+    tmp_path: Path, settings: dict[str, int], pointer: str, said: str
 ) -> None:
     folder = _copy(tmp_path)
     _edit(folder / "report.json", lambda data: data["settings"].update(settings))
     result = mibspec.verify(folder / "report.json", limits=Limits(max_recompute_seconds=3))
     assert not result.internal_errors
     [finding] = [f for f in result.findings if f.code.startswith("R")]
-    assert finding.code == code
+    assert (finding.code, finding.pointer) == ("R125", pointer)
     assert said in finding.message

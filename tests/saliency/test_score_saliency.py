@@ -100,3 +100,34 @@ def test_score_reports_bad_arguments(tmp_path: Path, mibspec_cli) -> None:  # ty
     assert missing.returncode == 2
     assert "does not exist" in missing.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"", "no safetensors header length"),
+        (b"hello, this is not a safetensors file\n", "does not fit"),
+        ((2**63).to_bytes(8, "little") + b"{}", "does not fit"),  # a header length of 8 EiB, never read
+        (b"\x02\x00\x00\x00\x00\x00\x00\x00[]", "not a JSON object"),
+    ],
+    ids=["empty", "text", "huge-header-length", "array-header"],
+)
+def test_weights_that_are_not_safetensors_are_a_usage_error(
+    tmp_path: Path, mibspec_cli, content: bytes, said: str
+) -> None:  # type: ignore[no-untyped-def]
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(content)
+    done = mibspec_cli(
+        "score",
+        "saliency",
+        "-w",
+        str(weights),
+        "-d",
+        str(EXAMPLE / "dataset.json"),
+        "-o",
+        str(tmp_path / "o"),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("mibspec: error: weights: ")
+    assert said in done.stderr
+    assert not (tmp_path / "o" / "report.json").exists()

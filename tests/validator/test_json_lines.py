@@ -34,7 +34,7 @@ def lines(*rows: str, newline: str = "\n") -> bytes:
 def test_a_hostile_row_is_located_by_line_column_code_and_pointer(
     row: str, at: str, code: str, pointer: str | None
 ) -> None:
-    raw = lines(GOOD, "", GOOD, row, GOOD)  # the empty line 2 is skipped but counted
+    raw = lines(GOOD, GOOD, GOOD, row, GOOD)
     with pytest.raises(JsonLinesError) as raised:
         list(read_json_lines(io.BytesIO(raw)))
     assert raised.value.number == 4
@@ -75,3 +75,40 @@ def test_every_reader_of_rows_refuses_a_hostile_row(
     with pytest.raises(UnusableInputError, match=f"line 2, column {row.index(at) + 1}: .*{code}") as raised:
         read_rows(document, tmp_path, "/task/dataset")
     assert raised.value.pointer == "/task/dataset"
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t", "\r"])
+@pytest.mark.parametrize("where", ["inside", "at the end"])
+def test_a_blank_line_is_refused_where_it_stands(blank: str, where: str) -> None:
+    """A-5 and DS-1: every line holds an object, so the rows counted are the file's lines."""
+    raw = lines(GOOD, blank, GOOD) if where == "inside" else lines(GOOD, GOOD, blank)
+    with pytest.raises(JsonLinesError, match=r"line [23] is empty") as raised:
+        list(read_json_lines(io.BytesIO(raw)))
+    assert raised.value.number == (2 if where == "inside" else 3)
+    # the newline ending the last row is a line end, not an empty line
+    assert len(list(read_json_lines(io.BytesIO(lines(GOOD, GOOD))))) == 2
+    assert len(list(read_json_lines(io.BytesIO(lines(GOOD, GOOD).removesuffix(b"\n"))))) == 2
+
+
+def test_a_dataset_with_a_blank_line_is_a106(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    import mibspec
+
+    folder = tmp_path / "circuit"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "circuit", folder)
+    rows = (folder / "dataset.jsonl").read_bytes().split(b"\n")
+    data = b"\n".join([rows[0], b"", *rows[1:]])
+    (folder / "dataset.jsonl").write_bytes(data)
+    meta = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
+    import hashlib
+
+    for artifact in meta["artifacts"]:
+        if artifact["path"] == "dataset.jsonl":
+            artifact["bytes"], artifact["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+    (folder / "dataset.json").write_text(json.dumps(meta), encoding="utf-8")
+    result = mibspec.verify(folder / "dataset.json", recompute=False)
+    found = [f for f in result.findings if f.code == "A106"]
+    assert found
+    assert "line 2 is empty" in found[0].message

@@ -47,8 +47,9 @@ def test_every_report_rule_declares_its_track() -> None:
     assert tracked == set(TRACKS)
     # The rules that apply to every report's track: the artifact-level one, the conventions a
     # report states against its profile's (the tracks' conventions are listed in core.conventions),
-    # and declared roundings (the tracks' claims are listed in the claim catalogue).
-    expected = {"model-pinned", "report-conventions", "declared-rounding"}
+    # declared roundings (the tracks' claims are listed in the claim catalogue), and the task's
+    # example count against its dataset's.
+    expected = {"model-pinned", "report-conventions", "declared-rounding", "task-example-count"}
     assert {r.name for r in report_rules if r.track is None} == expected
 
 

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
-from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, followed, usage_error
 from mibspec.core.display import visible
 from mibspec.core.progress import Progress
 
@@ -23,11 +23,18 @@ def require_paths(paths: Iterable[tuple[Path, str]], *, files: bool = False) -> 
             usage_error(f"{what} {path} does not exist")
 
 
-def check_output_folder(out_dir: Path, inputs: Iterable[Path | None]) -> None:
-    """Before the run: a usage error unless ``out_dir`` can be written and is neither an
-    input file nor inside an input folder (the files written are checked as they are)."""
-
-    check_outputs_or_exit([], [path for path in inputs if path is not None], folders=[(out_dir, "--output")])
+def check_output_folder(out_dir: Path, inputs: Iterable[Path | None], follow_links: bool = False) -> Path:
+    """Before the run: a usage error unless ``out_dir`` can be written, is neither an input
+    file nor inside an input folder (the files written are checked as they are) and is no
+    symbolic link and passes through none (unless ``follow_links``). Returns the folder to
+    write into."""
+    check_outputs_or_exit(
+        [],
+        [path for path in inputs if path is not None],
+        folders=[(out_dir, "--output")],
+        follow_links=follow_links,
+    )
+    return followed(out_dir, follow_links)
 
 
 @contextlib.contextmanager

@@ -27,10 +27,12 @@ __all__ = [
     "EXIT_USAGE",
     "IMPORT_CHECKS_ONLY",
     "DeviceOption",
+    "FollowLinksOption",
     "OutputFormat",
     "check_outputs_or_exit",
     "check_profile_or_exit",
     "exit_on_internal_errors",
+    "followed",
     "usage_error",
 ]
 
@@ -61,6 +63,18 @@ DeviceOption = Annotated[
 ]
 
 
+#: ``--follow-output-links`` of every command that writes: outputs are not written through
+#: symbolic links unless asked (a link planted in a scanned folder would send them elsewhere).
+FollowLinksOption = Annotated[
+    bool,
+    Option(
+        "--follow-output-links",
+        help="Write outputs through symbolic links (by default an output that is, or passes "
+        "through, a link is refused).",
+    ),
+]
+
+
 def usage_error(message: str) -> NoReturn:
     """Print ``mibspec: error: MESSAGE`` (escaped) on stderr and exit 2."""
     click.echo(f"mibspec: error: {visible(message)}", err=True)
@@ -81,15 +95,25 @@ def check_outputs_or_exit(
     *,
     folders: Sequence[tuple[Path | None, str]] = (),
     max_bytes: int = 64 * 1024 * 1024,
+    follow_links: bool = False,
 ) -> None:
-    """Before a command's work: a usage error unless every output can be written and none
-    is (or links to) one of the ``inputs``, the files those declare as artifacts included."""
+    """Before a command's work: a usage error unless every output can be written, none is
+    (or links to) one of the ``inputs``, the files those declare as artifacts included, and
+    none is or passes through a symbolic link (unless ``follow_links``)."""
     from mibspec.core.outputs import OutputPathError, check_outputs, input_files
 
     try:
-        check_outputs(files, input_files(inputs, max_bytes=max_bytes), folders=folders)
+        check_outputs(
+            files, input_files(inputs, max_bytes=max_bytes), folders=folders, follow_links=follow_links
+        )
     except OutputPathError as exc:
         usage_error(str(exc))
+
+
+def followed(path: Path, follow_links: bool) -> Path:
+    """The path to hand to library code that writes: with ``follow_links``, the file or folder
+    the links on ``path`` name (the writer then meets no link), else ``path`` itself."""
+    return Path(os.path.realpath(path)) if follow_links else path
 
 
 def exit_on_internal_errors(result: VerificationResult) -> None:

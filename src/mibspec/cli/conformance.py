@@ -14,7 +14,13 @@ from typing import Annotated
 import click
 
 from mibspec.cli._options import Option
-from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, check_outputs_or_exit, usage_error
+from mibspec.cli._support import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    FollowLinksOption,
+    check_outputs_or_exit,
+    usage_error,
+)
 from mibspec.core.display import visible
 
 __all__ = ["conformance_run_command"]
@@ -41,6 +47,7 @@ def conformance_run_command(
     ),
     output: Annotated[Path | None, Option("--output", "-o", help="Write the results to this file.")] = None,
     timeout: Annotated[float, Option(help="Seconds allowed per case for --impl.", min=0.1)] = 120.0,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails)."""
     from mibspec._conformance_run import default_suite, run_suite, to_ctrf, to_junit
@@ -54,7 +61,7 @@ def conformance_run_command(
         return
     if not folder.is_dir():
         usage_error(f"{folder}: no such folder")
-    check_outputs_or_exit([(output, "--output")], [folder])
+    check_outputs_or_exit([(output, "--output")], [folder], follow_links=follow_output_links)
     try:
         run = run_suite(folder, impl=impl, timeout=timeout)
     except ValueError as exc:
@@ -66,7 +73,7 @@ def conformance_run_command(
     else:
         from mibspec.core.outputs import write_atomic
 
-        write_atomic(output, text)
+        write_atomic(output, text, follow_links=follow_output_links)
     summary = f"{len(run.cases)} case(s): {run.passed} passed, {run.failed} failed"
     click.echo(summary, err=output is None)
     for case in run.cases:

@@ -18,9 +18,11 @@ from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
+    FollowLinksOption,
     OutputFormat,
     check_outputs_or_exit,
     exit_on_internal_errors,
+    followed,
     usage_error,
 )
 
@@ -35,6 +37,7 @@ def export_eap_ig_command(
     circuit: Annotated[
         int, Option("--circuit", help="Which circuit (membership row) to write as in_graph.")
     ] = 0,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Write a circuit document as a graph EAP-IG's Graph.from_json loads."""
     from mibspec.core.outputs import OutputPathError
@@ -42,9 +45,9 @@ def export_eap_ig_command(
 
     if not source.is_file():
         usage_error(f"{source}: no such file")
-    check_outputs_or_exit([(target, "--output")], [source])
+    check_outputs_or_exit([(target, "--output")], [source], follow_links=follow_output_links)
     try:
-        export_eap_ig(source, target, circuit=circuit)
+        export_eap_ig(source, followed(target, follow_output_links), circuit=circuit)
     except (ExportError, OutputPathError) as exc:
         usage_error(str(exc))
     click.echo(str(target))
@@ -84,6 +87,7 @@ def export_mib_submission_command(
     output_format: Annotated[
         OutputFormat, Option("--format", "-f", help="Output format (causal-variable reports).")
     ] = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Write reports as a MIB submission folder of their track: circuit reports as one
     <task>_<model> folder each, causal-variable reports as their featurizers' unit files
@@ -103,11 +107,11 @@ def export_mib_submission_command(
             "holds one track; export each track into a folder of its own"
         )
     if set(tracks.values()) == {"causal_variable"}:
-        run_cv_export(reports, out_dir, output_format.value)
+        run_cv_export(reports, out_dir, output_format.value, follow_output_links)
         return
-    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
+    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")], follow_links=follow_output_links)
     try:
-        written = export_mib_submission(reports, out_dir)
+        written = export_mib_submission(reports, followed(out_dir, follow_output_links))
     except (ExportError, OutputPathError) as exc:
         usage_error(str(exc))
     for path in written:
@@ -122,16 +126,17 @@ def export_mib_cv_submission_command(
     ],
     out_dir: Annotated[Path, Option("--output", "-o", help="The submission folder to write.")],
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Alias of `export mib-submission` for causal-variable reports: write their featurizers
     as a MIB submission folder.
 
     Token positions are written as declared rules (token_positions.json), not as code.
     """
-    run_cv_export(reports, out_dir, output_format.value)
+    run_cv_export(reports, out_dir, output_format.value, follow_output_links)
 
 
-def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> None:
+def run_cv_export(reports: list[Path], out_dir: Path, output_format: str, follow_links: bool = False) -> None:
     """Verify causal-variable reports, then write their featurizers as a submission folder."""
     import json
 
@@ -144,7 +149,7 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> Non
     for report in reports:
         if not report.is_file():
             usage_error(f"{report}: no such file")
-    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")])
+    check_outputs_or_exit([], reports, folders=[(out_dir, "--output")], follow_links=follow_links)
     render = REPORTERS[output_format]
     verified = run_verify(*reports, recompute=False)
     if not verified.valid:  # only verified declarations are written out
@@ -152,7 +157,7 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str) -> Non
         exit_on_internal_errors(verified)
         raise click.exceptions.Exit(EXIT_FINDINGS)
     try:
-        result = export_mib_cv_submission(reports, out_dir)
+        result = export_mib_cv_submission(reports, followed(out_dir, follow_links))
     except OutputPathError as exc:
         usage_error(str(exc))
     if result.findings:

@@ -21,9 +21,11 @@ from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
     IMPORT_CHECKS_ONLY,
+    FollowLinksOption,
     OutputFormat,
     check_outputs_or_exit,
     exit_on_internal_errors,
+    followed,
     usage_error,
 )
 from mibspec.core.display import visible
@@ -103,6 +105,7 @@ def import_mib_dataset_command(
         ),
     ] = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import MIB's released dataset files as counterfactual datasets, then verify them."""
     from mibspec.core.outputs import OutputPathError
@@ -111,10 +114,16 @@ def import_mib_dataset_command(
     for source in [*sources, *([attributes] if attributes else [])]:
         if not source.is_file():
             usage_error(f"{source}: no such file")
-    check_outputs_or_exit([], sources, folders=[(out_dir, "--output")])
+    check_outputs_or_exit([], sources, folders=[(out_dir, "--output")], follow_links=follow_output_links)
     try:
         result = import_mib_dataset(
-            sources, out_dir, task=task, split=split, hub_id=hub_id, revision=revision, attributes=attributes
+            sources,
+            followed(out_dir, follow_output_links),
+            task=task,
+            split=split,
+            hub_id=hub_id,
+            revision=revision,
+            attributes=attributes,
         )
     except OutputPathError as exc:
         usage_error(str(exc))
@@ -139,13 +148,16 @@ def import_mib_cv_submission_command(
     ],
     positions: PositionsOption = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Alias of `import mib-submission` for causal-variable folders: import a causal-variable
     submission's featurizers (never its code), then verify them."""
-    run_cv_import(source, out_dir, positions, output_format.value)
+    run_cv_import(source, out_dir, positions, output_format.value, follow_output_links)
 
 
-def run_cv_import(source: Path, out_dir: Path, positions: Path | None, output_format: str) -> None:
+def run_cv_import(
+    source: Path, out_dir: Path, positions: Path | None, output_format: str, follow_links: bool = False
+) -> None:
     """Import a causal-variable submission folder, then verify and report what was written."""
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import import_mib_cv_submission
@@ -154,9 +166,9 @@ def run_cv_import(source: Path, out_dir: Path, positions: Path | None, output_fo
         usage_error(f"{source}: no such folder")
     if positions is not None and not positions.is_file():
         usage_error(f"{positions}: no such file")
-    check_outputs_or_exit([], [], folders=[(out_dir, "--output")])
+    check_outputs_or_exit([], [], folders=[(out_dir, "--output")], follow_links=follow_links)
     try:
-        result = import_mib_cv_submission(source, out_dir, positions=positions)
+        result = import_mib_cv_submission(source, followed(out_dir, follow_links), positions=positions)
     except OutputPathError as exc:
         usage_error(str(exc))
     _report([source], result, OutputFormat(output_format))
@@ -174,7 +186,12 @@ def _render_import_failure(source: Path, findings: list[Any], output_format: Out
 
 
 def _import_and_verify(
-    source: Path, out_dir: Path, output_format: OutputFormat, importer: str, **options: object
+    source: Path,
+    out_dir: Path,
+    output_format: OutputFormat,
+    importer: str,
+    follow_links: bool = False,
+    **options: object,
 ) -> None:
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
@@ -184,10 +201,10 @@ def _import_and_verify(
 
     if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):
         usage_error(f"{source}: no such {'folder' if importer == 'import_mib_submission' else 'file'}")
-    check_outputs_or_exit([], [source], folders=[(out_dir, "--output")])
+    check_outputs_or_exit([], [source], folders=[(out_dir, "--output")], follow_links=follow_links)
     render = REPORTERS[output_format.value]
     try:
-        result = getattr(importers, importer)(source, out_dir, **options)
+        result = getattr(importers, importer)(source, followed(out_dir, follow_links), **options)
     except OutputPathError as exc:
         usage_error(str(exc))
         return
@@ -237,6 +254,7 @@ def import_eap_ig_command(
     ] = None,
     model_revision: RevisionOption = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import an EAP-IG graph as a circuit document, then verify what was written.
 
@@ -246,7 +264,13 @@ def import_eap_ig_command(
     if model_revision is not None and model is None:
         usage_error("--model-revision needs --model (the MIB model id it pins)")
     _import_and_verify(
-        source, out_dir, output_format, "import_eap_ig", model=model, model_revision=model_revision
+        source,
+        out_dir,
+        output_format,
+        "import_eap_ig",
+        follow_output_links,
+        model=model,
+        model_revision=model_revision,
     )
 
 
@@ -303,6 +327,7 @@ def import_mib_submission_command(
     model_files: ModelFilesOption = None,
     positions: PositionsOption = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import a MIB submission folder of either track, then verify what was written.
 
@@ -323,14 +348,16 @@ def import_mib_submission_command(
     )
     if _submission_track(source, output_format) == "causal_variable":
         _refuse_circuit_options(source, options)
-        run_cv_import(source, out_dir, positions, output_format.value)
+        run_cv_import(source, out_dir, positions, output_format.value, follow_output_links)
         return
     if positions is not None:
         usage_error(
             f"--positions: a causal-variable option, but {source} is a circuit-track submission, "
             "whose circuits have no token positions"
         )
-    _import_and_verify(source, out_dir, output_format, "import_mib_submission", options=options)
+    _import_and_verify(
+        source, out_dir, output_format, "import_mib_submission", follow_output_links, options=options
+    )
 
 
 def _submission_track(source: Path, output_format: OutputFormat) -> str:
@@ -381,10 +408,13 @@ def import_mib_circuit_results_command(
     dataset: DatasetOption = None,
     split: SplitOption = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
     options = _report_options(model_revision, dataset, split)
-    _import_and_verify(source, out_dir, output_format, "import_mib_circuit_results", **options)
+    _import_and_verify(
+        source, out_dir, output_format, "import_mib_circuit_results", follow_output_links, **options
+    )
 
 
 def import_mib_causal_results_command(
@@ -397,7 +427,10 @@ def import_mib_causal_results_command(
     dataset: DatasetOption = None,
     split: SplitOption = None,
     output_format: _FormatOption = OutputFormat.text,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks)."""
     options = _report_options(model_revision, dataset, split)
-    _import_and_verify(source, out_dir, output_format, "import_mib_causal_results", **options)
+    _import_and_verify(
+        source, out_dir, output_format, "import_mib_causal_results", follow_output_links, **options
+    )

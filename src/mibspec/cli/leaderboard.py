@@ -15,6 +15,7 @@ from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
+    FollowLinksOption,
     check_outputs_or_exit,
     check_profile_or_exit,
     usage_error,
@@ -45,6 +46,7 @@ def leaderboard_command(
             "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
         ),
     ] = None,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
     from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
@@ -64,7 +66,9 @@ def leaderboard_command(
         usage_error(f"{directory}: no such folder")
     check_profile_or_exit(profile)
     try:
-        check_outputs_or_exit([(output, "--output")], collect_paths([directory]))
+        check_outputs_or_exit(
+            [(output, "--output")], collect_paths([directory]), follow_links=follow_output_links
+        )
         board = build_leaderboard(
             directory, recompute=recompute, profile=profile, model_roots=model_root or ()
         )
@@ -75,7 +79,7 @@ def leaderboard_command(
     if output is None:
         sys.stdout.write(text)
     else:
-        write_atomic(output, text)
+        write_atomic(output, text, follow_links=follow_output_links)
         click.echo(
             f"{visible(str(output))}: {len(board.entries)} report(s) tabulated, "
             f"{len(board.rejected)} rejected, "

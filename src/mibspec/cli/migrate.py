@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import click
 
 from mibspec.cli._options import Argument, Option
-from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
+from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, FollowLinksOption, followed, usage_error
 from mibspec.core.display import visible
 
 __all__ = ["migrate_command"]
@@ -30,6 +30,7 @@ def migrate_command(
             "verify either (C127); the exit code is 1.",
         ),
     ] = False,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Migrate a document to another spec version (atomic write; the input is kept unless --in-place).
 
@@ -37,11 +38,23 @@ def migrate_command(
     with its findings (exit 1), unless --keep-invalid.
     """
     from mibspec._migrate import InvalidInputError, MigrationError, UnreadableDocumentError, migrate_file
+    from mibspec.core.outputs import OutputPathError, refuse_links
 
     if in_place and output is not None:
         usage_error("pass either -o OUT or --in-place, not both")
     if not in_place and output is None:
         usage_error("pass -o OUT (the input is kept) or --in-place (the input is replaced)")
+    written = source if in_place else output
+    assert written is not None
+    if not follow_output_links:
+        try:
+            refuse_links(written, "--in-place" if in_place else "--output")
+        except OutputPathError as exc:
+            usage_error(str(exc))
+    elif in_place:
+        source = followed(source, True)
+    else:
+        output = followed(written, True)
     try:
         result = migrate_file(source, output, to_version=to, in_place=in_place, keep_invalid=keep_invalid)
     except InvalidInputError as exc:

@@ -55,7 +55,7 @@ def parity_circuit_command(
         Path | None,
         Option(
             help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS, "
-            "else ../shared/peers beside the repository."
+            "else ../shared/peers beside a source checkout (no other folder is searched)."
         ),
     ] = None,
     peer_python: Annotated[

@@ -17,6 +17,7 @@ from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
+    FollowLinksOption,
     check_outputs_or_exit,
     check_profile_or_exit,
     exit_on_internal_errors,
@@ -51,6 +52,7 @@ def html_command(
             "--model-root", metavar="<path>", help="Extra folder to look up local models in (repeatable)."
         ),
     ] = None,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Verify a report and summarise it in one self-contained HTML page with figures."""
     from mibspec._verify_api import collect_paths
@@ -67,7 +69,9 @@ def html_command(
         return
     if len(found) != 1:
         usage_error(f"{path} holds {len(found)} reports; pass one report file")
-    check_outputs_or_exit([(output, "--output")], found, folders=[(png_dir, "--png-dir")])
+    check_outputs_or_exit(
+        [(output, "--output")], found, folders=[(png_dir, "--png-dir")], follow_links=follow_output_links
+    )
     try:
         import matplotlib  # noqa: F401  (only to fail early with a clear message)
     except ModuleNotFoundError:
@@ -86,10 +90,10 @@ def html_command(
         except OutputPathError as exc:
             usage_error(str(exc))
         for target, data in pngs:
-            write_atomic(target, data)
+            write_atomic(target, data, follow_links=follow_output_links)
             click.echo(visible(str(target)))
     if output is not None:
-        write_atomic(output, render_html(page))
+        write_atomic(output, render_html(page), follow_links=follow_output_links)
         click.echo(visible(str(output)))
     for skipped in page.skipped:
         click.echo(visible(f"figure {skipped.name} not drawn: {skipped.reason}"), err=True)

@@ -8,7 +8,7 @@ from typing import Annotated
 import click
 
 from mibspec.cli._options import Argument
-from mibspec.cli._support import check_outputs_or_exit, usage_error
+from mibspec.cli._support import FollowLinksOption, check_outputs_or_exit, usage_error
 
 __all__ = ["schema_export_command", "schema_list_command", "schema_show_command"]
 
@@ -44,6 +44,7 @@ def schema_show_command(kind: Annotated[str, Argument(help="Document kind or sch
 
 def schema_export_command(
     directory: Annotated[Path, Argument(help="Folder to write the schemas into (made if missing).")],
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Write the spec version's schema bundle into a folder (for editors and offline hooks)."""
     from mibspec.core.outputs import write_atomic
@@ -54,7 +55,8 @@ def schema_export_command(
         [(directory / path.name, "DIR") for path in files],
         [files[0].parent] if files else [],
         folders=[(directory, "DIR")],
+        follow_links=follow_output_links,
     )
     for path in files:
-        write_atomic(directory / path.name, path.read_bytes())
+        write_atomic(directory / path.name, path.read_bytes(), follow_links=follow_output_links)
         click.echo(str(directory / path.name))

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import click
 
 from mibspec.cli._options import Option
+from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, usage_error, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -64,13 +65,14 @@ def score_causal_bench_command(
     ] = True,
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Run activation patching, gradient attribution, ablation scanning and circuit discovery on a
     behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes."""
     on = device_or_exit(device)
     transformer = behaviour is BehaviourKind.transformer
     _check_behaviour_inputs(transformer, model, dataset, counterfactual)
-    check_output_folder(out_dir, (model, dataset))
+    out_dir = check_output_folder(out_dir, (model, dataset), follow_output_links)
     with producing("a transformer behaviour needs", "recompute") as progress:
         from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
 

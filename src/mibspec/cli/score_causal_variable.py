@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import click
 
 from mibspec.cli._options import Option
+from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -102,11 +103,12 @@ def score_causal_variable_command(
     profile: _ProfileOption = "default",
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""
     on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
-    check_output_folder(out_dir, (model, dataset))
+    out_dir = check_output_folder(out_dir, (model, dataset), follow_output_links)
     with producing("scoring needs", "recompute") as progress:
         from mibspec.reference_impl.producers.causal_variable import (
             CausalVariableOptions,

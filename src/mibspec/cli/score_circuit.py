@@ -9,6 +9,7 @@ from typing import Annotated
 import click
 
 from mibspec.cli._options import Option
+from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, batch_size_or_exit, device_or_exit
@@ -59,12 +60,13 @@ def score_circuit_command(
             "edges with the public EAP-IG code's interpolation points and scale."
         ),
     ] = "default",
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes."""
     size = batch_size_or_exit(batch_size)
     on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
-    check_output_folder(out_dir, (model, dataset, scores))
+    out_dir = check_output_folder(out_dir, (model, dataset, scores), follow_output_links)
     with producing("scoring needs", "recompute") as progress:
         from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 

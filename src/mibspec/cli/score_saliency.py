@@ -9,6 +9,7 @@ from typing import Annotated
 import click
 
 from mibspec.cli._options import Option
+from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
 from ._score_device import DeviceOption, device_or_exit
@@ -60,11 +61,12 @@ def score_saliency_command(
     task_name: Annotated[str, Option("--task-name", help="The report's task name.")] = "shortcut",
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes."""
     on = device_or_exit(device)
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
-    check_output_folder(out_dir, (weights, dataset))
+    out_dir = check_output_folder(out_dir, (weights, dataset), follow_output_links)
     with producing("scoring needs", "recompute,saliency") as progress:
         from mibspec.reference_impl.producers.saliency import SaliencyOptions, score_saliency
 

@@ -22,6 +22,7 @@ from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
     DeviceOption,
+    FollowLinksOption,
     check_outputs_or_exit,
     check_profile_or_exit,
     exit_on_internal_errors,
@@ -56,8 +57,9 @@ class VerifyArgs:
     max_depth: int = 64
     max_values: int = 1_000_000
     max_findings: int = 1000
-    max_recompute_seconds: float | None = None
+    max_recompute_seconds: float = 3600.0
     max_model_bytes: int = 8 * 1024**3
+    max_recompute_bytes: int = 8 * 1024**3
     model_roots: tuple[Path, ...] = ()
     output: Path | None = None
     select: tuple[str, ...] = ()
@@ -70,6 +72,7 @@ class VerifyArgs:
     executor: str = "process"
     address: str | None = None
     trust_hash_cache: bool = False
+    follow_output_links: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ def _check(args: VerifyArgs) -> _Checked:
             [(args.output, "--output"), (args.receipt, "--receipt")],
             collect_paths(args.paths),
             max_bytes=args.max_bytes,
+            follow_links=args.follow_output_links,
         )
     except (ValueError, FileNotFoundError) as exc:
         usage_error(str(exc))
@@ -177,6 +181,7 @@ def _limits(args: VerifyArgs) -> Limits:
         max_findings=args.max_findings,
         max_recompute_seconds=args.max_recompute_seconds,
         max_model_bytes=args.max_model_bytes,
+        max_recompute_bytes=args.max_recompute_bytes,
     )
 
 
@@ -223,7 +228,7 @@ def _write_report(args: VerifyArgs, result: VerificationResult) -> None:
 
     buffer = io.StringIO()
     render(result, buffer)
-    write_atomic(args.output, buffer.getvalue())
+    write_atomic(args.output, buffer.getvalue(), follow_links=args.follow_output_links)
 
 
 def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResult, receipt: Path) -> None:
@@ -240,7 +245,7 @@ def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResu
         "device": checked.device if args.recompute else None,
     }
     try:
-        write_receipt(result, receipt, options=options)
+        write_receipt(result, receipt, options=options, follow_links=args.follow_output_links)
     except ReceiptError as exc:  # a referenced file outside the receipt's folder
         usage_error(str(exc))
 
@@ -273,8 +278,20 @@ _MaxFindings = Annotated[
     int, Option(help="Most findings the parse, schema and rules stages report per document.", min=1)
 ]
 _MaxRecomputeSeconds = Annotated[
-    float | None,
-    Option(help="Stop a report's recomputation after this many seconds (R105).", min=0.0),
+    float,
+    Option(
+        help="Stop a report's recomputation after this many seconds (R105), and refuse before it "
+        "starts declared work that cannot finish in them (R125); inf: no limit.",
+        min=0.0,
+    ),
+]
+_MaxRecomputeBytes = Annotated[
+    int,
+    Option(
+        help="Most memory one step of a recomputation may hold besides the model, in bytes; "
+        "declared work over it is refused before it starts (R125).",
+        min=1,
+    ),
 ]
 _MaxModelBytes = Annotated[
     int,
@@ -357,8 +374,9 @@ def verify_command(
     max_depth: _MaxDepth = 64,
     max_values: _MaxValues = 1_000_000,
     max_findings: _MaxFindings = 1000,
-    max_recompute_seconds: _MaxRecomputeSeconds = None,
+    max_recompute_seconds: _MaxRecomputeSeconds = 3600.0,
     max_model_bytes: _MaxModelBytes = 8 * 1024**3,
+    max_recompute_bytes: _MaxRecomputeBytes = 8 * 1024**3,
     model_root: _ModelRoot = None,
     output: _Output = None,
     select: _Select = None,
@@ -371,6 +389,7 @@ def verify_command(
     executor: _Executor = "process",
     address: _Address = None,
     trust_hash_cache: _TrustHashCache = False,
+    follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Check documents: strict parsing, schema, rules, then recomputation of claims."""
     args = VerifyArgs(
@@ -384,6 +403,7 @@ def verify_command(
         max_findings=max_findings,
         max_recompute_seconds=max_recompute_seconds,
         max_model_bytes=max_model_bytes,
+        max_recompute_bytes=max_recompute_bytes,
         model_roots=tuple(model_root or ()),
         output=output,
         select=tuple(select or ()),
@@ -396,5 +416,6 @@ def verify_command(
         executor=executor,
         address=address,
         trust_hash_cache=trust_hash_cache,
+        follow_output_links=follow_output_links,
     )
     raise click.exceptions.Exit(run(args))

@@ -3,9 +3,13 @@
 A command that writes checks each output path before it starts (:func:`check_writable`:
 the folder exists or can be made, and can be written) and refuses a path that is one of
 its inputs (:class:`Inputs`: the same path, a symbolic link to it, or a hard link to it;
-an input folder protects every file below it). Files are written by :func:`write_atomic`:
-a temporary file beside the destination, then ``os.replace``, so a failure leaves the old
-file, never half of a new one. Problems are :class:`OutputPathError`, a usage error.
+an input folder protects every file below it), and refuses a path that is a symbolic link
+or passes through one unless the caller follows links on purpose (``follow_links``; the
+commands' ``--follow-output-links``): a link planted in a scanned folder must not send an
+output elsewhere. Files are written by :func:`write_atomic`: a temporary file beside the
+destination, then ``os.replace``, so a failure leaves the old file, never half of a new one;
+a link at the destination is replaced, not written through, unless links are followed.
+Problems are :class:`OutputPathError`, a usage error.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ __all__ = [
     "check_writable",
     "declared_files",
     "input_files",
+    "link_on_path",
+    "refuse_links",
     "write_atomic",
 ]
 
@@ -170,17 +176,70 @@ def input_files(
     return inputs
 
 
-def check_writable(output: str | os.PathLike[str], option: str, *, folder: bool = False) -> None:
-    """Raise :class:`OutputPathError` unless ``output`` can be written: each name fits the
-    file system, the path is not a folder (a file when ``folder``), and the nearest
-    existing folder above it is a folder this process may write into (missing folders
-    are made when the output is written).
+def link_on_path(output: str | os.PathLike[str]) -> Path | None:
+    """The first symbolic link among the folders ``output`` names and ``output`` itself, or
+    ``None``.
+
+    A relative path is checked from the current folder (which the system gives without
+    links), an absolute one from the root. The components are checked as given, before any
+    ``..`` is applied, so ``link/../x`` is found. Paths under ``/dev`` (``/dev/stdout``,
+    ``/dev/fd/1``) are the system's and are not links a submission can plant.
+    """
+    given = Path(output)
+    if _system(given):
+        return None
+    if given.is_absolute():
+        current, parts = Path(given.anchor), given.parts[1:]
+    else:
+        current, parts = Path(os.getcwd()), given.parts
+    for part in parts:
+        current = current / part
+        try:
+            if current.is_symlink():
+                return current
+        except (OSError, ValueError):  # a name too long, a NUL: writing it fails and says so
+            return None
+    return None
+
+
+def _system(path: Path) -> bool:
+    """``path`` names a file under ``/dev`` (``/dev/stdout``, ``/dev/null``, ``/dev/fd/N``)."""
+    return path.is_absolute() and path.parts[:2] == ("/", "dev")
+
+
+def refuse_links(output: str | os.PathLike[str], option: str) -> None:
+    """Raise :class:`OutputPathError` when ``output`` is, or passes through, a symbolic link."""
+    link = link_on_path(output)
+    if link is None:
+        return
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    where = "is" if link == Path(os.path.abspath(output)) else f"passes through {link}, which is"
+    raise OutputPathError(
+        f"{option} {output} {where} a symbolic link (to {target}); outputs are not written through "
+        "links unless --follow-output-links is given"
+    )
+
+
+def check_writable(
+    output: str | os.PathLike[str], option: str, *, folder: bool = False, follow_links: bool = False
+) -> None:
+    """Raise :class:`OutputPathError` unless ``output`` can be written: it is not a symbolic
+    link and passes through none (unless ``follow_links``), each name fits the file system,
+    the path is not a folder (a file when ``folder``), and the nearest existing folder above
+    it is a folder this process may write into (missing folders are made when the output is
+    written).
 
     Args:
         output: the file (or, with ``folder``, the folder) to be written.
         option: how the user named it, for the message.
         folder: ``output`` is a folder to write files into.
+        follow_links: write through symbolic links on the path (the user asked for it).
     """
+    if not follow_links:
+        refuse_links(output, option)
     path = _written(Path(os.path.abspath(output)))
     try:
         if _special(path) and not folder:  # written in place: the file itself must take writes
@@ -223,19 +282,26 @@ def _default_mode() -> int:
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: bytes | str, *, mode_from: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    data: bytes | str,
+    *,
+    mode_from: str | os.PathLike[str] | None = None,
+    follow_links: bool = False,
 ) -> None:
     """Write ``data`` (text as UTF-8) to ``path``: a temporary file beside it, then ``os.replace``.
 
     Either the whole new file is in place or the old one is untouched. Missing folders
     are made. The file gets ``mode_from``'s permission bits, else those of the file it
-    replaces, else the usual ones for a new file (0666 less the umask). A symbolic link
-    is followed (the file it names is replaced, the link kept); a device, FIFO or socket
+    replaces, else the usual ones for a new file (0666 less the umask). A symbolic link at
+    ``path`` is replaced by the file, its target untouched; with ``follow_links`` it is
+    followed instead (the file it names is replaced, the link kept). A device, FIFO or socket
     (``/dev/stdout``, a pipe) is written in place, never replaced by a regular file.
     """
-    destination = _written(Path(path))
+    given = Path(path)
+    follow = follow_links or _system(given)
+    destination = _written(given) if follow else given
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    if _special(destination):
+    if _special(destination) and (follow or not destination.is_symlink()):
         with destination.open("wb") as handle:
             handle.write(payload)
         return
@@ -243,6 +309,8 @@ def write_atomic(
     source = Path(mode_from) if mode_from is not None else destination
     try:
         mode = source.stat().st_mode & 0o7777
+        if not follow and source.is_symlink():
+            mode = _default_mode()  # a link's own bits say nothing about the file replacing it
     except OSError:
         mode = _default_mode()
     fd, temporary = tempfile.mkstemp(
@@ -284,6 +352,7 @@ def check_outputs(
     inputs: Inputs,
     *,
     folders: Iterable[tuple[str | os.PathLike[str] | None, str]] = (),
+    follow_links: bool = False,
 ) -> None:
     """Check a command's outputs before it starts: each can be written
     (:func:`check_writable`), none is (or links to) an input, no two are the same file.
@@ -293,6 +362,7 @@ def check_outputs(
         inputs: what the command reads.
         folders: ``(path, option)`` for each output folder (checked as folders; the files
             written into it are checked with ``inputs.refuse`` as they are named).
+        follow_links: outputs may be, or pass through, symbolic links.
 
     Raises:
         OutputPathError: the first output that cannot or must not be written.
@@ -301,11 +371,11 @@ def check_outputs(
     for path, option in files:
         if path is None:
             continue
-        check_writable(path, option)
-        inputs.refuse(path, option)
+        inputs.refuse(path, option)  # first: a link to an input is refused even when links are followed
+        check_writable(path, option, follow_links=follow_links)
         taken.refuse(path, option, hint="give each output its own path")
         taken.add(path)
     for path, option in folders:
         if path is not None:
-            check_writable(path, option, folder=True)
             inputs.refuse(path, option)
+            check_writable(path, option, folder=True, follow_links=follow_links)

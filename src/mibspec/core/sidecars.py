@@ -24,6 +24,7 @@ __all__ = [
     "load_tensor",
     "non_finite_values",
     "read_npy_header",
+    "read_safetensors",
     "read_safetensors_header",
     "safetensors_bytes",
     "shape_problem",
@@ -182,7 +183,14 @@ def _no_constant(name: str) -> Any:
 
 
 def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
-    """Tensor names, dtypes, shapes and byte ranges of a safetensors file.
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file (see
+    :func:`read_safetensors`)."""
+    return read_safetensors(path)[0]
+
+
+def read_safetensors(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Tensor names, dtypes, shapes and byte ranges of a safetensors file, and its
+    ``__metadata__``.
 
     Checked as the format requires (and its reference implementation checks): the tensors'
     byte ranges, in order of their offsets, start at 0, follow one another without a gap or
@@ -241,7 +249,7 @@ def read_safetensors_header(path: Path) -> dict[str, TensorInfo]:
         expected = start + info.nbytes
     if expected != data_size:
         raise SidecarError(f"{data_size - expected} byte(s) after the last tensor belong to no tensor")
-    return infos
+    return infos, dict(metadata or {})
 
 
 def _safetensors_entry(name: str, entry: Any, data_size: int, data_start: int) -> TensorInfo:
@@ -277,6 +285,10 @@ def _safetensors_entry(name: str, entry: Any, data_size: int, data_start: int) -
     return TensorInfo(name, spec_dtype, tuple(shape), data_start + start, end - start)
 
 
+#: The keys of an .npy header, all required and no other (the format's definition).
+_NPY_KEYS = frozenset({"descr", "fortran_order", "shape"})
+
+
 def read_npy_header(path: Path) -> TensorInfo:
     """dtype and shape of a version 1–3 ``.npy`` file (object arrays are refused).
 
@@ -306,12 +318,27 @@ def read_npy_header(path: Path) -> TensorInfo:
             raise SidecarError("truncated .npy header")
         text = handle.read(length).decode("latin1")
     try:
-        header = ast.literal_eval(text)  # a dict literal; literal_eval evaluates no code
-        descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
-    except (ValueError, SyntaxError, KeyError, TypeError) as exc:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except (ValueError, SyntaxError) as exc:
         raise SidecarError(f"malformed .npy header: {_short(str(exc))}") from exc
     except (RecursionError, MemoryError):  # nesting deeper than the interpreter's parser allows
         raise SidecarError("malformed .npy header: nested too deeply") from None
+    # The format's three keys, each once: a repeated key (the last one wins in Python) or an
+    # extra one makes a header that readers may take differently.
+    keys = [key.value if isinstance(key, ast.Constant) else None for key in getattr(tree, "keys", ())]
+    if not isinstance(tree, ast.Dict) or sorted(map(repr, keys)) != sorted(map(repr, _NPY_KEYS)):
+        raise SidecarError(
+            f"malformed .npy header: not a dict of exactly the keys {', '.join(sorted(_NPY_KEYS))}, each once"
+        )
+    try:
+        header = ast.literal_eval(tree)  # a dict literal; literal_eval evaluates no code
+        descr, fortran, shape = header["descr"], header["fortran_order"], tuple(header["shape"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SidecarError(f"malformed .npy header: {_short(str(exc))}") from exc
+    except (RecursionError, MemoryError):
+        raise SidecarError("malformed .npy header: nested too deeply") from None
+    if not isinstance(fortran, bool):
+        raise SidecarError(f"malformed .npy header: fortran_order {_short(fortran)} is not True or False")
     if not _dims(shape):
         raise SidecarError(f"malformed .npy header: shape {_short(shape)} is not a tuple of sizes")
     if not isinstance(descr, str) or descr not in _NPY_DTYPES:

@@ -57,10 +57,15 @@ class Limits:
             document; a stage that stops early says so in its status detail. The parse stage
             stops looking for more problems there, so its time is bounded too.
         max_recompute_seconds: wall-clock seconds the recompute stage may take for one
-            report (``None``: no limit). Parsing, schema and rules are bounded by the limits
-            above; recomputation runs models, so it has its own bound. The limit is checked
-            at every progress step of the recomputation; past it the stage stops and fails
-            with R105.
+            report (default one hour; ``None`` or infinity: no limit). Parsing, schema and
+            rules are bounded by the limits above; recomputation runs models, so it has its
+            own bound. Work the report declares that would take longer is refused before it
+            starts (R125, :mod:`mibspec.core.work`); what starts is stopped at the limit, at
+            its next progress step or by a timer between two Python steps, and fails with
+            R105.
+        max_recompute_bytes: most memory one step of a recomputation may hold besides the
+            model, as the report's declarations size it (R125, checked before the
+            recomputation starts).
         max_model_bytes: most bytes a model recomputation reads (the model files together)
             and most bytes the parameters its config implies may take in the declared
             dtype; both are checked before anything is read or built (R107).
@@ -71,8 +76,9 @@ class Limits:
     max_string_digits: int = 4000
     max_values: int = 1_000_000
     max_findings: int = 1000
-    max_recompute_seconds: float | None = None
+    max_recompute_seconds: float | None = 3600.0
     max_model_bytes: int = 8 * 1024**3
+    max_recompute_bytes: int = 8 * 1024**3
 
 
 DEFAULT_LIMITS = Limits()
@@ -344,14 +350,16 @@ _ROW_NAME = Path("<JSON Lines row>")
 def read_json_lines(
     handle: BinaryIO, limits: Limits = DEFAULT_LIMITS, *, max_line: int | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, row)`` for each non-empty line of a JSON Lines file opened in binary.
+    """``(line number, row)`` for each line of a JSON Lines file opened in binary.
 
     Each line is parsed as strictly as a document (:func:`parse_json_bytes` under ``limits``)
-    and must hold a JSON object. Lines are split at ``\\n`` only, and never read whole
-    beyond ``max_line`` bytes (default: the size limit).
+    and must hold a JSON object; an empty or blank line is refused (SPEC.md A-5, datasets.md
+    DS-1), so that the rows counted are the lines of the file. Lines are split at ``\\n``
+    only (the last one may lack it), and never read whole beyond ``max_line`` bytes (default:
+    the size limit).
 
     Raises:
-        JsonLinesError: at the first line that is too long, not strict JSON or not an object.
+        JsonLinesError: at the first line that is too long, blank, not strict JSON or not an object.
     """
     cap = limits.max_bytes if max_line is None else max_line
     first_only = replace(limits, max_findings=1)  # the first problem of a line is reported
@@ -359,7 +367,7 @@ def read_json_lines(
         if len(line) > cap:
             raise JsonLinesError(number, f"line {number} is longer than {cap} bytes")
         if not line.strip():
-            continue
+            raise JsonLinesError(number, f"line {number} is empty: JSON Lines holds one object on every line")
         # one name for every row: a name per row would intern a new string per line (pathlib),
         # and the interpreter's table of interned strings grows and resizes with the file
         doc = parse_json_bytes(line.removesuffix(b"\n"), path=_ROW_NAME, limits=first_only)

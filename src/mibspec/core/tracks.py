@@ -25,6 +25,9 @@ class Track:
         recomputer: ``module:function`` of the recompute stage's entry point for its reports.
         recompute_needs: the optional packages the recomputer needs before it can run (a
             missing one is R101); the recomputer may check further ones itself.
+        work: ``module:function`` estimating, from the report alone, the work its
+            recomputation will do (:class:`mibspec.core.work.Work` items, checked against the
+            limits before the recomputer runs; R125 over them).
         score_command: ``module:function`` of its ``mibspec score <command>``, as the command
             table (``mibspec.cli.table``) names it.
         figures: the figure kinds ``mibspec html`` draws for its reports, in order.
@@ -34,6 +37,7 @@ class Track:
     rules: tuple[str, ...]
     recomputer: str
     recompute_needs: tuple[str, ...]
+    work: str
     score_command: str
     figures: tuple[str, ...]
 
@@ -49,6 +53,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.circuit", "mibspec.validator.rules.circuit_document"),
             recomputer="mibspec.reference_impl.recompute.circuit:recompute",
             recompute_needs=_MODEL_EXTRA,
+            work="mibspec.reference_impl.recompute.work:circuit",
             score_command="mibspec.cli.score_circuit:score_circuit_command",
             figures=("faithfulness",),
         ),
@@ -57,6 +62,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.causal_variable",),
             recomputer="mibspec.reference_impl.recompute.causal_variable:recompute",
             recompute_needs=_MODEL_EXTRA,
+            work="mibspec.reference_impl.recompute.work:causal_variable",
             score_command="mibspec.cli.score_causal_variable:score_causal_variable_command",
             figures=("layer_position",),
         ),
@@ -65,6 +71,7 @@ TRACKS: dict[str, Track] = {
             rules=("mibspec.validator.rules.saliency",),
             recomputer="mibspec.reference_impl.recompute.saliency:recompute",
             recompute_needs=("torch",),
+            work="mibspec.reference_impl.recompute.work:saliency",
             score_command="mibspec.cli.score_saliency:score_saliency_command",
             figures=("saliency",),
         ),
@@ -75,6 +82,7 @@ TRACKS: dict[str, Track] = {
             # the report's behaviour is a transformer (R104 if it is missing).
             recomputer="mibspec.reference_impl.recompute.causal_bench:recompute",
             recompute_needs=(),
+            work="mibspec.reference_impl.recompute.work:causal_bench",
             score_command="mibspec.cli.score_causal_bench:score_causal_bench_command",
             figures=("radar", "null", "jaccard"),
         ),

@@ -311,7 +311,9 @@ class ShortcutPerturbation(Closed):
     alpha: float = Field(ge=0, description="non-dominant kernel weights are uniform in [0, α]")
     seed: int = Field(ge=0, le=2**64 - 1)
     kernels: TensorRef = Field(description="float (n_classes, √K, √K)")
-    locations: list[list[NonNegInt]] = Field(description="per class: [row, col] of the patch's corner")
+    locations: list[Annotated[list[NonNegInt], Field(min_length=2, max_length=2)]] = Field(
+        description="per class: [row, col] of the patch's corner"
+    )
 
 
 class ShortcutDataset(_Document):

@@ -41,33 +41,39 @@ class PeerUnavailableError(RuntimeError):
     """The public code or its environment is not there; the message says what to do."""
 
 
-def _repo_default() -> Path:
-    """``shared/peers`` beside the repository (<repo>/../shared/peers), or beside the nearest
-    folder above it that has one."""
+def _repo_default() -> Path | None:
+    """``../shared/peers`` beside the source checkout this package runs from (the folder
+    holding ``pyproject.toml`` and ``src/mibspec``), or ``None`` for an installed package.
+
+    Only that one path: no folder above it is searched, so a ``shared/peers`` planted higher
+    up is never run.
+    """
     repo = Path(__file__).resolve().parents[3]
-    for folder in repo.parents:
-        if (folder / "shared" / "peers").is_dir():
-            return folder / "shared" / "peers"
-    return repo.parent / "shared" / "peers"
+    if (repo / "pyproject.toml").is_file() and (repo / "src" / "mibspec").is_dir():
+        return repo.parent / "shared" / "peers"
+    return None
 
 
 def find_peers(explicit: str | Path | None = None) -> Path:
     """The folder holding ``eap-ig/`` and ``mib-circuit-track/``: ``explicit``, else
-    ``$MIBSPEC_PEERS``, else ``../shared/peers`` beside the repository.
+    ``$MIBSPEC_PEERS``, else ``../shared/peers`` beside the source checkout (never a folder
+    found by searching upwards).
 
     Raises:
-        PeerUnavailableError: none of them holds the public code.
+        PeerUnavailableError: the folder does not hold the public code, or none was given
+            and mibspec does not run from a source checkout.
     """
-    candidates = [Path(explicit)] if explicit else []
-    if not candidates and os.environ.get(PEERS_ENV):
-        candidates.append(Path(os.environ[PEERS_ENV]))
-    if not candidates:
-        candidates.append(_repo_default())
-    for folder in candidates:
-        if all((folder / marker).is_file() for marker in _MARKERS):
-            return folder.resolve()
+    if explicit:
+        folder: Path | None = Path(explicit)
+    elif os.environ.get(PEERS_ENV):
+        folder = Path(os.environ[PEERS_ENV])
+    else:
+        folder = _repo_default()
+    if folder is not None and all((folder / marker).is_file() for marker in _MARKERS):
+        return folder.resolve()
+    where = f"at {folder}" if folder is not None else "(no location given)"
     raise PeerUnavailableError(
-        f"the public MIB code was not found at {candidates[0]} (set {PEERS_ENV} or pass --peer to a "
+        f"the public MIB code was not found {where} (set {PEERS_ENV} or pass --peer to a "
         "folder holding eap-ig/ and mib-circuit-track/)"
     )
 

@@ -25,11 +25,15 @@ passed unless it ran, and it fails when a claim could not be checked.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import math
+import signal
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from mibspec.core.claims import ClaimRow, claim_catalogue
@@ -39,6 +43,7 @@ from mibspec.core.progress import NULL_PROGRESS, Progress
 from mibspec.core.rounding import claim_rounding
 from mibspec.core.spec import install_hint
 from mibspec.core.tracks import TRACKS
+from mibspec.core.work import over_limits
 
 from ._catalogue import InternalError
 from ._context import RuleContext, StageStatus
@@ -136,15 +141,18 @@ def _short(value: float) -> str:
     return f"{value:.6g}"
 
 
-class RecomputeTimeLimitError(Exception):
-    """Raised from a progress step once the recompute stage has run past its time limit."""
+class RecomputeTimeLimitError(BaseException):
+    """Raised once the recompute stage has run past its time limit: from a progress step, or
+    from the timer between two Python steps. A ``BaseException``, like ``KeyboardInterrupt``,
+    so that no ``except Exception`` of a recomputer turns it into another finding."""
 
 
 class _Deadline:
     """Forwards progress and stops the recomputation once ``limit`` seconds have passed.
 
-    Recomputers report progress at every batch, unit or image, so the check is cooperative:
-    the stage stops at the first step after the limit, never in the middle of one.
+    Recomputers report progress at every batch, unit or image, and the stage stops at the
+    first step after the limit. A step that runs far longer than declared (a loop that
+    reports no progress) is stopped by :func:`_timer` instead.
     """
 
     def __init__(self, progress: Progress, limit: float) -> None:
@@ -152,8 +160,11 @@ class _Deadline:
         self.started = time.monotonic()
         self.task = "starting"
 
+    def remaining(self) -> float:
+        return self.limit - (time.monotonic() - self.started)
+
     def _check(self) -> None:
-        if time.monotonic() - self.started > self.limit:
+        if self.remaining() < 0:
             raise RecomputeTimeLimitError(self.task)
 
     def start(self, description: str, total: int) -> None:
@@ -164,6 +175,59 @@ class _Deadline:
     def advance(self, steps: int = 1) -> None:
         self.progress.advance(steps)
         self._check()
+
+
+@contextlib.contextmanager
+def _timer(deadline: _Deadline) -> Iterator[None]:
+    """Raise :class:`RecomputeTimeLimitError` in this thread when ``deadline`` passes, wherever
+    the recomputation is (between two Python steps; a call into numpy or torch returns first).
+
+    A POSIX interval timer (``SIGALRM``), used only in the main thread and when no other
+    handler is installed for it; elsewhere the progress steps alone enforce the limit. The
+    timer is disarmed and the previous handler restored when the block ends.
+    """
+    usable = (
+        hasattr(signal, "setitimer")
+        and math.isfinite(deadline.limit)
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+    )
+    if not usable:
+        yield
+        return
+    armed = [True]
+
+    def expire(signum: int, frame: Any) -> None:
+        if armed[0]:  # a signal delivered after the block ended is ignored
+            raise RecomputeTimeLimitError(deadline.task)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, max(deadline.remaining(), 0.001))
+        yield
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _work_finding(ctx: RuleContext, work_function: str) -> Finding | None:
+    """R125 when the work the report declares is over the limits (:mod:`mibspec.core.work`)."""
+    module_name, function = work_function.split(":")
+    estimate: Any = getattr(importlib.import_module(module_name), function)
+    try:
+        works = list(estimate(ctx))
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
+        return None  # a declaration the estimate cannot read: the recomputer says what is wrong
+    over = over_limits(works, ctx.options.limits)
+    if over is None:
+        return None
+    work, why, option = over
+    return ctx.finding(
+        "R125",
+        work.pointer,
+        detail=f"{work.what} {why} ({option}); nothing was recomputed and no claim was checked",
+    )
 
 
 def run_recompute(
@@ -189,11 +253,17 @@ def run_recompute(
             "or pass --no-recompute to check the report without it",
         )
         return StageStatus.FAILED, "the recompute extra is not installed", [finding], []
+    too_much = _work_finding(ctx, entry.work)
+    if too_much is not None:
+        return StageStatus.FAILED, "the declared work is over the limits", [too_much], []
     module_name, function = target.split(":")
     recompute: Any = getattr(importlib.import_module(module_name), function)
     limit = ctx.options.limits.max_recompute_seconds
+    limit = math.inf if limit is None else limit
+    deadline = _Deadline(progress, limit)
     try:
-        result: Recomputation = recompute(ctx, progress if limit is None else _Deadline(progress, limit))
+        with _timer(deadline):
+            result: Recomputation = recompute(ctx, deadline if math.isfinite(limit) else progress)
     except RecomputeTimeLimitError as exc:
         finding = ctx.finding(
             "R105",

@@ -11,6 +11,7 @@ from mibspec.core.pointers import escape_pointer_token, join_pointer
 from mibspec.core.spec import KINDS, KNOWN_SPEC_VERSIONS, load_spec_json
 
 from ._catalogue import Catalogue, InternalError, make_finding
+from ._ecma_regex import ecma_regex
 
 __all__ = ["check_schema", "dispatch", "schema_for"]
 
@@ -68,13 +69,40 @@ def dispatch(data: dict[str, Any], cat: Catalogue) -> Iterator[Finding]:
         )
 
 
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """``pattern`` as ECMA-262 reads it (``\\d`` is ASCII), not as Python's ``re`` does."""
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, properties: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in instance.items():
+            if ecma_regex(pattern).search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+@functools.cache
+def _ecma_validator() -> Any:
+    """Draft 2020-12 with ``pattern`` and ``patternProperties`` under ECMA-262's regex semantics."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    return extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties})
+
+
 @functools.lru_cache(maxsize=16)
 def schema_for(kind: str, spec_version: str) -> Any:
-    """A compiled validator for ``kind`` (cached for the process)."""
-    from jsonschema import Draft202012Validator
-
+    """A compiled validator for ``kind`` (cached for the process); patterns are read as
+    ECMA-262 reads them (:mod:`._ecma_regex`)."""
     schema = load_spec_json(spec_version, f"schemas/{kind}.schema.json")
-    return Draft202012Validator(schema)
+    return _ecma_validator()(schema)
 
 
 def check_schema(data: dict[str, Any], kind: str, spec_version: str, cat: Catalogue) -> Iterator[Finding]:

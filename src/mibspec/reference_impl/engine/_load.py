@@ -116,14 +116,19 @@ def _check_config(raw: dict[str, Any], where: str) -> str:
         )
     archs = raw.get("architectures") or []
     if archs:
-        if len(archs) != 1 or archs[0] not in SUPPORTED_ARCHITECTURES:
+        if (
+            not isinstance(archs, list)
+            or len(archs) != 1
+            or not isinstance(archs[0], str)
+            or archs[0] not in SUPPORTED_ARCHITECTURES
+        ):
             raise ValueError(
-                f"model: unsupported architecture {archs} in {where}; "
+                f"model: unsupported architecture {str(archs)[:200]} in {where}; "
                 f"expected one of {sorted(SUPPORTED_ARCHITECTURES)}"
             )
         return str(archs[0])
     model_type = raw.get("model_type")
-    if model_type not in _MODEL_TYPES:
+    if not isinstance(model_type, str) or model_type not in _MODEL_TYPES:
         raise ValueError(
             f"model: unsupported model_type {model_type!r} in {where} (no architectures "
             f"field); expected one of {sorted(_MODEL_TYPES)}"

@@ -451,6 +451,7 @@ def compute_causal_bench(options: CausalBenchOptions, progress: Progress | None 
 def _compute_planted(options: CausalBenchOptions, progress: Progress | None) -> CausalBenchResult:
     if options.model_dir is not None or options.dataset_path is not None:
         raise ValueError("model_dir: a planted behaviour takes no model or dataset")
+    _check_planted_size(options)
     block = {
         **PLANTED_BEHAVIOUR,
         "n_layers": options.n_layers,
@@ -465,6 +466,31 @@ def _compute_planted(options: CausalBenchOptions, progress: Progress | None) -> 
     claims = study_claims(source, study, progress)
     settings = {**options.settings, "perturbation": source.perturbation}
     return CausalBenchResult(claims, list(model.universe), block, truth, settings, None)
+
+
+def _check_planted_size(options: CausalBenchOptions) -> None:
+    """Before any work: the study's size within the limits ``mibspec verify`` recomputes it
+    under by default (the estimate of its recompute stage, :mod:`..recompute.work`).
+
+    Raises:
+        ValueError: naming the options and what they would take.
+    """
+    from mibspec.core.strict_json import DEFAULT_LIMITS
+    from mibspec.core.work import over_limits
+
+    from ..recompute.work import planted_study
+
+    kinds = [procedure.kind for procedure in PAPER_PROCEDURES.values()]
+    works = planted_study(
+        options.n_layers, options.n_heads, kinds, options.n_runs, n_permutations=options.n_permutations
+    )
+    over = over_limits(works, DEFAULT_LIMITS)
+    if over is not None:
+        work, why, _ = over
+        raise ValueError(
+            f"n_layers, n_heads, n_runs, n_permutations: {work.what} {why} (the default limits under which "
+            "the report would be verified); choose a smaller study"
+        )
 
 
 def _compute_transformer(options: CausalBenchOptions, progress: Progress | None) -> CausalBenchResult:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -149,11 +148,17 @@ class SaliencyRun:
 
 
 def _metadata(path: Path) -> dict[str, str]:
-    with path.open("rb") as handle:
-        (length,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(length).decode("utf-8"))
-    meta = header.get("__metadata__") or {}
-    return {str(k): str(v) for k, v in meta.items()}
+    """The weights file's ``__metadata__``, read by the bounded header reader.
+
+    Raises:
+        ValueError: the file is not a well-formed safetensors file (empty, another format).
+    """
+    from mibspec.core.sidecars import SidecarError, read_safetensors
+
+    try:
+        return read_safetensors(path)[1]
+    except SidecarError as exc:
+        raise ValueError(f"weights: {path} is not a safetensors file: {exc}") from exc
 
 
 def _read_dataset(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -10,6 +10,7 @@ from . import artifacts as _artifacts  # noqa: F401  (registers the A rules, whi
 from . import conventions as _conventions  # noqa: F401  (registers the report-convention rule)
 from . import migration as _migration  # noqa: F401  (registers the migrated-document rule)
 from . import rounding as _rounding  # noqa: F401  (registers the declared-rounding rule)
+from . import task as _task  # noqa: F401  (registers the rule on a report's example count)
 from ._registry import RULES, Rule, compare, rule, run_rules, with_defaults
 
 for _track in TRACKS.values():

@@ -127,6 +127,27 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
     return _read_document(ctx, ctx.folder, artifact["path"], kind)
 
 
+def declared_examples(ctx: RuleContext, ident: Any) -> tuple[int, str] | None:
+    """The number of examples the task's dataset document declares, and what they are: the
+    rows of a counterfactual dataset's JSON Lines artifact, the images of a shortcut
+    dataset. ``None`` when the document cannot be read (its own checks say why)."""
+    artifact = ctx.artifacts.get(ident) if isinstance(ident, str) else None
+    kind = (artifact or {}).get("kind")
+    if kind == "counterfactual_dataset":
+        dataset = _document(ctx, ident, kind)
+        if dataset is None:
+            return None
+        entry: dict[str, Any] = next((a for a in dataset["artifacts"] if a["id"] == dataset["examples"]), {})
+        rows = entry.get("rows")
+        return (rows, "rows") if isinstance(rows, int) else None
+    if kind == "shortcut_dataset":
+        dataset = _document(ctx, ident, kind)
+        if dataset is None:
+            return None
+        return dataset["clean_images"]["shape"][0], "images"
+    return None
+
+
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
     import numpy as np
@@ -251,51 +272,70 @@ def dataset_origin(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
         yield ctx.finding("V111", "")
 
 
-@rule("dataset-interventions", codes=("V107",), kinds=("counterfactual_dataset",))
-def dataset_interventions(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Every row's variables, answers and expected outputs follow from the declared causal model."""
+@rule("dataset-rows", codes=("V107", "V112"), kinds=("counterfactual_dataset",))
+def dataset_rows(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """Every row has the row format (DS-2, DS-3), a unique id, and variables, answers and
+    expected outputs that follow from the declared causal model (CV-5)."""
     from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+    from mibspec.reference_impl.datasets.rows import row_problems
 
     model = _document(ctx, doc.get("causal_model"), "causal_model")
-    if model is None or check_causal_model(model):
-        return
-    mechanism = model["mechanism"]
+    if model is not None and check_causal_model(model):
+        model = None
     variables = list(doc.get("variables", []))
-    for i, name in enumerate(variables):
-        if name not in INTERVENED[mechanism]:
-            yield ctx.finding(
-                "V107",
-                f"/variables/{i}",
-                detail=f"{name!r} is not a variable the {mechanism} mechanism can intervene on "
-                f"({', '.join(INTERVENED[mechanism])})",
-            )
-            return
+    if model is not None:
+        mechanism = model["mechanism"]
+        for i, name in enumerate(variables):
+            if name not in INTERVENED[mechanism]:
+                yield ctx.finding(
+                    "V107",
+                    f"/variables/{i}",
+                    detail=f"{name!r} is not a variable the {mechanism} mechanism can intervene on "
+                    f"({', '.join(INTERVENED[mechanism])})",
+                )
+                model = None
+                break
     artifact = ctx.artifacts.get(doc["examples"])
     if artifact is None or doc["examples"] in ctx.broken_artifacts:
         return
-    reported = 0
+    cf_types = doc["counterfactual_types"]
+    reported = {"V107": 0, "V112": 0}
+    ids: set[str] = set()
     try:
         with (ctx.folder / artifact["path"]).open("rb") as handle:
             for number, row in read_json_lines(handle, ctx.options.limits):
-                try:
-                    problems = check_row(model, row, variables, doc["counterfactual_types"])
-                except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                    problems = [("", f"the row does not have the row format ({exc!r})")]
-                for pointer, detail in problems:
-                    reported += 1
-                    if reported > _MAX_ROW_FINDINGS:
-                        continue
-                    yield ctx.finding(
-                        "V107",
-                        "/examples",
-                        detail=f"row {number} ({row.get('id')!r}) at {pointer}: {detail}",
-                    )
+                problems = [("V112", pointer, detail) for pointer, detail in row_problems(row, cf_types)]
+                ident = row.get("id")
+                if isinstance(ident, str):
+                    if ident in ids:
+                        problems.append(("V112", "/id", f"the id {ident!r} is used by an earlier row"))
+                    ids.add(ident)
+                if not problems and model is not None:
+                    try:
+                        found = check_row(model, row, variables, cf_types)
+                    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                        found = [("", f"the row cannot be run through the causal model ({exc!r})")]
+                    problems = [("V107", pointer, detail) for pointer, detail in found]
+                for code, pointer, detail in problems:
+                    reported[code] += 1
+                    if reported[code] <= _MAX_ROW_FINDINGS:
+                        yield ctx.finding(
+                            code,
+                            "/examples",
+                            detail=f"row {number} ({_short_id(ident)}) at {pointer or '/'}: {detail}",
+                        )
     except (OSError, JsonLinesError):
         return  # A106 reports unreadable rows
-    if reported > _MAX_ROW_FINDINGS:
-        yield ctx.finding(
-            "V107", "/examples", detail=f"{reported - _MAX_ROW_FINDINGS} more disagreement(s) not listed"
-        )
+    for code, count in reported.items():
+        if count > _MAX_ROW_FINDINGS:
+            yield ctx.finding(
+                code, "/examples", detail=f"{count - _MAX_ROW_FINDINGS} more problem(s) not listed"
+            )
+
+
+def _short_id(ident: Any) -> str:
+    text = repr(ident)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, Any]:
@@ -418,3 +458,21 @@ def _unit_location(
                 detail=f"featurizer {unit['featurizer']} reads {featurizer['input_dim']} values, "
                 f"the location holds {expected} ({what})",
             )
+
+
+@rule("unit-example-counts", track="causal_variable", codes=("D105",))
+def unit_example_counts(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """No unit counts more scored pairs than the task's dataset has examples."""
+    declared = declared_examples(ctx, doc["task"].get("dataset"))
+    if declared is None:
+        return
+    count, what = declared
+    for v, variable in enumerate(doc["claims"]["variables"]):
+        for u, unit in enumerate(variable["units"]):
+            for name, n in (unit.get("n_examples") or {}).items():
+                if n > count:
+                    yield ctx.finding(
+                        "D105",
+                        f"/claims/variables/{v}/units/{u}/n_examples/{escape_pointer_token(name)}",
+                        detail=f"{n} pairs scored on a dataset of {count} {what}",
+                    )

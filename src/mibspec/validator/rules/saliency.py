@@ -1,8 +1,10 @@
-"""Saliency-track rules: Shapley sample counts (D) and aggregates that follow from their
-claimed parts (C). The metrics come from ``mibspec.reference_impl``."""
+"""Saliency-track rules: Shapley sample counts (D), aggregates that follow from their
+claimed parts (C), and a shortcut dataset's perturbation that fits its images (B). The
+metrics come from ``mibspec.reference_impl``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -104,3 +106,45 @@ def saliency_map_shape(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
                 shape=shape,
                 expected=f"{truth}, the ground truth's",
             )
+
+
+@rule("shortcut-perturbation-fits", kinds=("shortcut_dataset",), codes=("B102",))
+def shortcut_perturbation_fits(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The shortcut perturbation fits the images: square patch and kernel, one patch location
+    per class, each patch inside the image, kernels declared (n_classes, √K, √K)."""
+    perturbation = doc["perturbation"]
+    pointer = "/perturbation"
+    _, height, width = doc["image_shape"]
+    sides = {}
+    for name in ("patch_size", "kernel_size"):
+        value = perturbation[name]
+        side = math.isqrt(value)
+        if side * side != value:
+            yield ctx.finding(
+                "B102", f"{pointer}/{name}", detail=f"{name} {value} is not a square (√{value}×√{value})"
+            )
+        sides[name] = side
+    locations = perturbation["locations"]
+    if len(locations) != doc["n_classes"]:
+        yield ctx.finding(
+            "B102",
+            f"{pointer}/locations",
+            detail=f"{len(locations)} patch locations for {doc['n_classes']} classes (one per class)",
+        )
+    side = sides["patch_size"]
+    for c, location in enumerate(locations):
+        row, col = location
+        if row + side > height or col + side > width:
+            yield ctx.finding(
+                "B102",
+                f"{pointer}/locations/{c}",
+                detail=f"the {side}×{side} patch at [{row}, {col}] does not fit the {height}×{width} images",
+            )
+    expected = [doc["n_classes"], sides["kernel_size"], sides["kernel_size"]]
+    if list(perturbation["kernels"]["shape"]) != expected:
+        yield ctx.finding(
+            "B102",
+            f"{pointer}/kernels/shape",
+            detail=f"the kernels are declared {perturbation['kernels']['shape']}, "
+            f"not (n_classes, √K, √K) = {expected}",
+        )

@@ -1,0 +1,28 @@
+"""Rules on a report's task that hold in every track: the examples it counts are its dataset's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from mibspec.core.findings import Finding
+
+from .._context import RuleContext
+from ._registry import rule
+from .causal_variable import declared_examples
+
+
+@rule("task-example-count", kinds=("report",), codes=("D105",))
+def task_example_count(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
+    """The task's example count is the number of examples its dataset declares."""
+    task = doc.get("task") or {}
+    declared = declared_examples(ctx, task.get("dataset"))
+    if declared is None or task.get("n_examples") is None:
+        return
+    count, what = declared
+    if task["n_examples"] != count:
+        yield ctx.finding(
+            "D105",
+            "/task/n_examples",
+            detail=f"the task counts {task['n_examples']} examples; its dataset declares {count} {what}",
+        )

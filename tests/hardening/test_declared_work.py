@@ -37,10 +37,23 @@ def _run(report: Path, *args: str, timeout: float = 120) -> tuple[dict[str, Any]
         """
         import resource, runpy, sys
         sys.argv = ["mibspec", *sys.argv[1:]]
+
+        def peak():
+            # VmHWM belongs to this program's own memory map; ru_maxrss may carry the peak of
+            # the process that started it across exec (Linux keeps it in the signal struct)
+            try:
+                with open("/proc/self/status") as status:
+                    for line in status:
+                        if line.startswith("VmHWM:"):
+                            return int(line.split()[1])
+            except OSError:
+                pass
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
         try:
             runpy.run_module("mibspec", run_name="__main__")
         finally:
-            print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+            print(peak(), file=sys.stderr)
         """
     )
     start = time.monotonic()

@@ -73,6 +73,13 @@ def _write_rows(report: Path, rows: list[dict[str, Any]]) -> None:
     _repin_artifact(report / "report.json", "dataset.json")
 
 
+def _lengthen(prompt: dict[str, Any], prefix: str) -> None:
+    """Put ``prefix`` before a prompt, and before its template so the row keeps its format (V112)."""
+    prompt["prompt"] = prefix + prompt["prompt"]
+    if "template" in prompt:
+        prompt["template"] = prefix + prompt["template"]
+
+
 def _verify(report: Path, models: Path) -> list[tuple[str, str, str]]:
     result = mibspec.verify(report / "report.json", model_roots=[models])
     assert not result.internal_errors, [d.internal_error for d in result.internal_errors]
@@ -89,10 +96,9 @@ def test_a_prompt_longer_than_the_context_is_r104(tmp_path: Path, track: str) ->
     context = _config(model)["n_positions"]
     rows = _rows(report)
     prefix = (rows[0]["base"]["prompt"] + " ") * 20
-    rows[0]["base"]["prompt"] = prefix + rows[0]["base"]["prompt"]
+    _lengthen(rows[0]["base"], prefix)
     if counterfactual is not None:  # paired prompts keep one length
-        pair = rows[0]["counterfactuals"][counterfactual]
-        pair["prompt"] = prefix + pair["prompt"]
+        _lengthen(rows[0]["counterfactuals"][counterfactual], prefix)
     _write_rows(report, rows)
     tokenizer = Tokenizer.from_file(str(MODELS / model / "tokenizer.json"))
     length = len(tokenizer.encode(rows[0]["base"]["prompt"], add_special_tokens=False).ids)
@@ -135,7 +141,7 @@ def test_the_command_line_exits_1_on_a_prompt_beyond_the_context(tmp_path: Path,
     rows = _rows(report)
     prefix = (rows[1]["base"]["prompt"] + " ") * 8
     for prompt in (rows[1]["base"], rows[1]["counterfactuals"]["io_s2_flip"]):
-        prompt["prompt"] = prefix + prompt["prompt"]
+        _lengthen(prompt, prefix)
     _write_rows(report, rows)
     done = mibspec_cli("verify", str(report / "report.json"), "--model-root", str(models), "-f", "json")
     assert done.returncode == 1, done.stderr[-2000:]

@@ -24,25 +24,30 @@ from .artifacts import artifact_integrity
 __all__ = ["Referenced", "declared_tensor", "referenced"]
 
 
-def declared_tensor(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
+def declared_tensor(
+    ctx: RuleContext, ref: dict[str, Any], *, bfloat16_as_float32: bool = False
+) -> Any | None:
     """The tensor ``ref`` declares in ``ctx``'s document, or ``None`` when another rule reports
     a problem with it (its artifact broken, a shape or dtype other than declared, NaN or
-    infinity: A101–A110)."""
+    infinity: A101–A110). numpy has no bfloat16: such a tensor is ``None`` unless
+    ``bfloat16_as_float32``, which widens it exactly to float32."""
     artifact = ctx.artifacts.get(ref["artifact"])
     if artifact is None or ref["artifact"] in ctx.broken_artifacts:
         return None
     path = ctx.folder / artifact["path"]
     try:
         info = tensor_infos(path, artifact["media_type"]).get(ref.get("tensor"))
-    except (SidecarError, OSError):
-        return None
-    if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
-        return None  # A110 reports the mismatch
-    if non_finite_values(path, info) is not None:
-        return None  # A110 reports NaN and infinity
-    try:
+        if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
+            return None  # A110 reports the mismatch
+        if non_finite_values(path, info) is not None:
+            return None  # A110 reports NaN and infinity
+        if info.dtype == "bfloat16" and bfloat16_as_float32:
+            import numpy as np
+
+            raw = np.memmap(path, dtype="<u2", mode="r", offset=info.data_offset, shape=info.shape)
+            return (raw.astype(np.uint32) << 16).view(np.float32)
         return load_tensor(path, info)
-    except SidecarError:
+    except (SidecarError, OSError):
         return None
 
 

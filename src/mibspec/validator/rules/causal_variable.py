@@ -11,12 +11,12 @@ from typing import Any
 from mibspec.core.conventions import convention
 from mibspec.core.findings import Finding
 from mibspec.core.pointers import escape_pointer_token
-from mibspec.core.sidecars import SidecarError, load_tensor, non_finite_values, tensor_infos
 from mibspec.core.spec import KNOWN_SPEC_VERSIONS
 from mibspec.core.strict_json import JsonLinesError, load_json_file, read_json_lines
 
 from .._context import RuleContext
 from .._schema_stage import schema_for
+from ._referenced import declared_tensor
 from ._registry import compare, interval, rule, with_defaults
 from .artifacts import resolve_inside, unsafe_reason
 
@@ -149,25 +149,9 @@ def declared_examples(ctx: RuleContext, ident: Any) -> tuple[int, str] | None:
 
 
 def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
-    """A weight tensor as a numpy array, or None when A10x/A110 already report why it cannot be read."""
-    import numpy as np
-
-    artifact = ctx.artifacts.get(ref["artifact"])
-    if artifact is None or ref["artifact"] in ctx.broken_artifacts:
-        return None
-    path = ctx.folder / artifact["path"]
-    try:
-        info = tensor_infos(path, artifact["media_type"]).get(ref.get("tensor"))
-        if info is None or list(info.shape) != list(ref["shape"]) or info.dtype != ref["dtype"]:
-            return None
-        if non_finite_values(path, info) is not None:
-            return None  # A110 reports NaN and infinity
-        if info.dtype == "bfloat16":  # numpy has no bfloat16: widen the upper 16 bits of a float32
-            raw = np.memmap(path, dtype="<u2", mode="r", offset=info.data_offset, shape=info.shape)
-            return (raw.astype(np.uint32) << 16).view(np.float32)
-        return load_tensor(path, info)
-    except (SidecarError, OSError):
-        return None
+    """A weight tensor as a numpy array (bfloat16 widened to float32), or None when A10x/A110
+    already report why it cannot be read."""
+    return declared_tensor(ctx, ref, bfloat16_as_float32=True)
 
 
 def _position_problems(position: dict[str, Any]) -> list[tuple[str, str]]:

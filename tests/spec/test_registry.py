@@ -63,6 +63,7 @@ def test_every_code_is_emitted_by_some_stage() -> None:
     recompute_codes |= {
         f"I{n}" for n in range(116, 129)
     }  # MIB datasets and submissions, safe folders (tests/importers)
+    recompute_codes |= {"I129"}  # the submission path's hub inputs (tests/submissions)
     assert run_recompute.__module__.endswith("_recompute_stage")
     emitted |= recompute_codes
     assert {rule.code for rule in CAT.rules} == emitted

@@ -41,6 +41,7 @@ __all__ = [
     "import_mib_cv_submission_command",
     "import_mib_dataset_command",
     "import_mib_submission_command",
+    "render_import_failure",
 ]
 
 _FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output format.")]
@@ -174,7 +175,7 @@ def run_cv_import(
     _report([source], result, OutputFormat(output_format))
 
 
-def _render_import_failure(source: Path, findings: list[Any], output_format: OutputFormat) -> NoReturn:
+def render_import_failure(source: Path, findings: list[Any], output_format: OutputFormat) -> NoReturn:
     """Report the findings of an input that could not be imported; exit 1."""
     from mibspec._output_formats import REPORTERS
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
@@ -211,7 +212,7 @@ def _import_and_verify(
     for note in getattr(result, "notes", ()):
         click.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
-        _render_import_failure(source, result.findings, output_format)
+        render_import_failure(source, result.findings, output_format)
     verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
@@ -373,7 +374,7 @@ def _submission_track(source: Path, output_format: OutputFormat) -> str:
         from mibspec.validator import catalogue, make_finding
 
         finding = make_finding(catalogue(), None, "I107", "", detail=layout.problem(source)).located(1, 1)
-        _render_import_failure(source, [finding], output_format)
+        render_import_failure(source, [finding], output_format)
     return track
 
 

@@ -50,6 +50,11 @@ COMMANDS: tuple[Command | Group, ...] = (
         "Check documents: strict parsing, schema, rules, then recomputation of claims.",
     ),
     Command(
+        "verify-submission",
+        f"{_CLI}.verify_submission:verify_submission_command",
+        "Import a MIB submission with its dataset and model pin, verify it with recomputation.",
+    ),
+    Command(
         "verify-receipt",
         f"{_CLI}.receipt:verify_receipt_command",
         "Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed.",

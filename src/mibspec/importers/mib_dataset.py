@@ -54,7 +54,7 @@ from mibspec.validator import catalogue, load_json_file, make_finding
 from .eap_ig import ImportResult, _MalformedError, unfit_value
 from .mib_results import source_created
 
-__all__ = ["DATASET_TASKS", "MAX_ROW_BYTES", "import_mib_dataset"]
+__all__ = ["DATASET_TASKS", "MAX_ROW_BYTES", "import_mib_dataset", "released_files", "split_of_name"]
 
 #: Longest JSON Lines row read (bytes); a longer line is refused (I116), never read whole.
 MAX_ROW_BYTES = 16 * 1024 * 1024
@@ -458,12 +458,35 @@ def _stem(source: Path) -> str:
     return source.name.split(".")[0] or "dataset"
 
 
-def _split_from_name(name: str) -> str:
+def split_of_name(name: str) -> str | None:
+    """The split a released file's name says (``ioi_test.parquet``, ``data/validation-00000-of-00001.parquet``
+    → ``test``, ``validation``), or ``None``."""
     words = re.split(r"[^A-Za-z]+", name.lower())
     text = "_".join(words)
     for word, split in _SPLIT_WORDS:
         if word in words or (word == "private_test" and "private_test" in text):
             return split
+    return None
+
+
+def released_files(folder: Path, split: str) -> list[Path]:
+    """The released files of a dataset repository's snapshot ``folder`` that hold ``split``:
+    parquet files, else JSON Lines files, whose name (or folder) names the split, sorted."""
+    for suffix in (".parquet", ".jsonl"):
+        found = sorted(
+            path
+            for path in folder.rglob(f"*{suffix}")
+            if path.is_file() and split_of_name(path.relative_to(folder).as_posix()) == split
+        )
+        if found:
+            return found
+    return []
+
+
+def _split_from_name(name: str) -> str:
+    split = split_of_name(name)
+    if split is not None:
+        return split
     raise _MalformedError(
         "I117", "", detail=f"no split (train, validation, test) in the name {name!r}; pass --split"
     )

@@ -1,0 +1,350 @@
+"""One call from a MIB submission folder to a recomputed verdict.
+
+:func:`verify_submission` takes the folder as MIB's scripts leave it, the dataset (a hub id
+pinned as ``<id>@<40-hex commit>``, a released parquet or JSON Lines file, or a
+counterfactual-dataset document) and the model's pin, and:
+
+1. reads the dataset: a hub id from the local Hugging Face cache at that commit (fetched once
+   when the hub can be reached and ``HF_HUB_OFFLINE`` is not set), its file of the split
+   imported as a counterfactual-dataset document under ``<out>/datasets/``;
+2. imports the submission (either track) into ``<out>``, with the dataset, split and model
+   revision recorded in each report;
+3. verifies every report written, with recomputation.
+
+Every step that cannot go on stops with a finding that names what is missing and how to get
+it; nothing is written when an import is refused, and the inputs are only read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mibspec._verify_api import verify
+from mibspec.core.folders import safe_name
+from mibspec.core.hub_cache import cache_root, download_advice, offline, repo_folder
+from mibspec.core.spec import install_hint
+from mibspec.importers import (
+    ImportResult,
+    SubmissionOptions,
+    import_mib_cv_submission,
+    import_mib_dataset,
+    import_mib_submission,
+    submission_layout,
+)
+from mibspec.importers.mib_dataset import released_files
+from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
+
+__all__ = [
+    "LeaderboardRow",
+    "SubmissionOutcome",
+    "SubmissionRequest",
+    "leaderboard_rows",
+    "verify_submission",
+]
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+_HUB = re.compile(rf"^(?P<id>{_NAME}(?:/{_NAME})?)@(?P<rev>[0-9a-f]{{40}})$")
+_RESULTS_SPLIT = re.compile(r"_(?P<split>train|validation|test)_abs-(?:True|False)\.pkl$")
+_DATASET_PATTERNS = ["*.parquet", "*.jsonl", "*.json", "*.md"]
+#: The split MIB's public leaderboard is scored on.
+DEFAULT_SPLIT = "test"
+
+
+@dataclass(frozen=True)
+class SubmissionRequest:
+    """What :func:`verify_submission` needs. ``dataset`` is a hub id pinned as
+    ``<id>@<40-hex commit>``, a released ``.parquet`` / ``.jsonl`` file, or a
+    counterfactual-dataset document (``.json``)."""
+
+    submission: Path
+    out_dir: Path
+    dataset: str
+    model_revision: str | None = None
+    split: str | None = None
+    counterfactual_type: str | None = None
+    architecture: str | None = None
+    method: str | None = None
+    model_files: Path | None = None
+    positions: Path | None = None
+    model_roots: tuple[Path, ...] = ()
+    device: str = "cpu"
+    batch_size: int | str | None = None
+
+
+@dataclass
+class SubmissionOutcome:
+    """What :func:`verify_submission` did: the findings that stopped it (then nothing was
+    verified), what the imports wrote, and the verification of the reports."""
+
+    track: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
+    verification: VerificationResult | None = None
+
+    @property
+    def valid(self) -> bool:
+        """A verdict was reached, on at least one report, and every report passed."""
+        return not self.findings and self.verification is not None and self.verification.valid
+
+
+def verify_submission(request: SubmissionRequest, progress: Any = None) -> SubmissionOutcome:
+    """Import ``request.submission`` with its dataset and model pin, then verify the reports
+    written with recomputation. Bad input gives findings (never an exception).
+
+    Raises:
+        mibspec.core.outputs.OutputPathError: a file to be written is one of the inputs.
+    """
+    outcome = SubmissionOutcome()
+    layout = submission_layout(request.submission)
+    outcome.track = layout.track
+    if layout.track is None:
+        outcome.findings.append(_finding("I107", layout.problem(request.submission)))
+        return outcome
+    if layout.track == "causal_variable":
+        return _causal_variable(request, outcome)
+    split = request.split or _results_split(request.submission, outcome)
+    dataset = _dataset(request, split, outcome)
+    if dataset is None:
+        return outcome
+    options = SubmissionOptions(
+        model_revision=request.model_revision,
+        dataset=dataset,
+        split=split,
+        counterfactual_type=request.counterfactual_type,
+        architecture=request.architecture,
+        method=request.method,
+        model_files=request.model_files,
+    )
+    imported = import_mib_submission(request.submission, request.out_dir, options)
+    if not _imported(imported, outcome):
+        return outcome
+    outcome.reports = [path for path in imported.written if path.name == "report.json"]
+    if not outcome.reports:
+        outcome.findings.append(
+            _finding(
+                "I107",
+                f"{request.submission} holds no results file next to its circuits, so there is no "
+                "claim to recompute: run MIB's run_evaluation.py on the submission and put the "
+                "<task>_<model>_<split>_abs-<True|False>.pkl files it writes into each "
+                "<task>_<model> folder",
+            )
+        )
+        return outcome
+    outcome.verification = verify(
+        *outcome.reports,
+        recompute=True,
+        model_roots=_roots(request),
+        progress=progress,
+        device=request.device,
+        batch_size=request.batch_size,
+    )
+    return outcome
+
+
+def _causal_variable(request: SubmissionRequest, outcome: SubmissionOutcome) -> SubmissionOutcome:
+    """A causal-variable folder: its featurizers imported and verified; the scores of such a
+    submission are MIB result files, which name no featurizer, so no recomputed verdict."""
+    imported = import_mib_cv_submission(request.submission, request.out_dir, positions=request.positions)
+    if not _imported(imported, outcome):
+        return outcome
+    outcome.verification = verify(*imported.written, recompute=False)
+    outcome.notes.append(
+        "causal-variable submission: its featurizers were imported and checked; recomputing "
+        "interchange-intervention accuracies needs a report that names each unit's featurizer, "
+        "which MIB's result files do not (write one with `mibspec score causal-variable` or by "
+        "hand, pointing at these featurizer documents, then `mibspec verify` it)"
+    )
+    return outcome
+
+
+def _imported(result: ImportResult, outcome: SubmissionOutcome) -> bool:
+    outcome.findings.extend(result.findings)
+    outcome.notes.extend(result.notes)
+    outcome.written.extend(result.written)
+    return result.ok
+
+
+def _roots(request: SubmissionRequest) -> list[Path]:
+    roots = list(request.model_roots)
+    if request.model_files is not None:
+        roots.append(request.model_files.parent)
+    return roots
+
+
+def _results_split(submission: Path, outcome: SubmissionOutcome) -> str:
+    """The split the submission's results files name (one for all), else MIB's test split."""
+    splits = set()
+    for path in sorted(submission.rglob("*.pkl")):
+        match = _RESULTS_SPLIT.search(path.name)
+        if match is not None:
+            splits.add(match["split"])
+    if len(splits) == 1:
+        return splits.pop()
+    why = "its results files name several splits" if splits else "no results file names a split"
+    outcome.notes.append(f"split: {DEFAULT_SPLIT} ({why}; pass --split to choose)")
+    return DEFAULT_SPLIT
+
+
+def _dataset(request: SubmissionRequest, split: str, outcome: SubmissionOutcome) -> str | None:
+    """The dataset option of the submission import: a counterfactual-dataset document, made
+    from the hub or a released file when given as one; ``None`` after a finding."""
+    given = request.dataset
+    hub = _HUB.match(given)
+    if hub is not None:
+        snapshot = _dataset_snapshot(hub["id"], hub["rev"], outcome)
+        if snapshot is None:
+            return None
+        files = released_files(snapshot, split)
+        if len(files) != 1:
+            what = "no parquet or JSON Lines file" if not files else f"{len(files)} files"
+            outcome.findings.append(
+                _finding(
+                    "I117",
+                    f"dataset {given} holds {what} of the split {split!r} (looked in {snapshot}); "
+                    "pass --split, or import the file you mean with `mibspec import mib-dataset` and "
+                    "give the document it writes as --dataset",
+                )
+            )
+            return None
+        return _imported_dataset(files[0], request, split, outcome, hub["id"], hub["rev"])
+    path = Path(given)
+    if "@" in given and not path.exists():
+        outcome.findings.append(
+            _finding(
+                "I111",
+                f"--dataset {given!r}: a hub dataset is pinned as <id>@<40-hex commit>, "
+                "e.g. mib-bench/ioi@<commit>",
+            )
+        )
+        return None
+    if not path.is_file():
+        outcome.findings.append(_finding("I111", f"--dataset {given}: no such file"))
+        return None
+    if path.suffix in (".parquet", ".jsonl"):
+        return _imported_dataset(path, request, split, outcome)
+    return given
+
+
+def _imported_dataset(
+    source: Path,
+    request: SubmissionRequest,
+    split: str,
+    outcome: SubmissionOutcome,
+    hub_id: str | None = None,
+    revision: str | None = None,
+) -> str | None:
+    out = request.out_dir / "datasets" / safe_name(hub_id or source.stem)
+    result = import_mib_dataset([source], out, split=split, hub_id=hub_id, revision=revision)
+    if not _imported(result, outcome):
+        return None
+    return str(result.written[0])
+
+
+def _dataset_snapshot(repo_id: str, revision: str, outcome: SubmissionOutcome) -> Path | None:
+    """The local snapshot of the dataset repository at ``revision``: the cache, else one
+    download when the hub may be reached; ``None`` after a finding naming what to do."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        hint = install_hint("recompute")
+        outcome.findings.append(_finding("I104", f"reading hub datasets needs huggingface_hub: {hint}"))
+        return None
+    where = f"{repo_id}@{revision}"
+    try:
+        return Path(
+            snapshot_download(
+                repo_id,
+                repo_type="dataset",
+                revision=revision,
+                local_files_only=True,
+                allow_patterns=_DATASET_PATTERNS,
+            )
+        )
+    except Exception:  # not in the cache (the library's errors vary by version)
+        pass
+    if offline():
+        outcome.findings.append(
+            _finding(
+                "I129",
+                f"dataset {where} is not in the local Hugging Face cache ({repo_folder(repo_id, 'dataset')} "
+                f"holds no snapshot {revision}) and the hub is offline (HF_HUB_OFFLINE); "
+                f"{download_advice(repo_id, revision, 'dataset')}",
+            )
+        )
+        return None
+    try:
+        return Path(
+            snapshot_download(
+                repo_id, repo_type="dataset", revision=revision, allow_patterns=_DATASET_PATTERNS
+            )
+        )
+    except Exception as exc:  # a network or hub failure is a finding
+        outcome.findings.append(
+            _finding(
+                "I129",
+                f"dataset {where} is not in the local Hugging Face cache ({cache_root()}) and could not "
+                f"be fetched ({type(exc).__name__}: {exc}); {download_advice(repo_id, revision, 'dataset')}",
+            )
+        )
+        return None
+
+
+def _finding(code: str, detail: str) -> Finding:
+    return make_finding(catalogue(), None, code, "", detail=detail).located(1, 1)
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One number of a MIB leaderboard row: the value the submission's results claim beside
+    the value recomputed from the declared artifacts."""
+
+    report: str
+    quantity: str
+    claimed: float | None
+    recomputed: float | None
+    within: bool | None
+
+
+#: The circuit track's leaderboard numbers, by their pointer in a report.
+_LEADERBOARD = {"/claims/cpr/value": "CPR", "/claims/cmd/value": "CMD"}
+
+
+def leaderboard_rows(verification: VerificationResult, reports: Iterable[Path]) -> list[LeaderboardRow]:
+    """The leaderboard numbers (CPR and CMD) of each report verified, claimed and recomputed."""
+    wanted = {str(path) for path in reports}
+    rows = []
+    for document in verification.documents:
+        if document.path not in wanted:
+            continue
+        compared = {c.pointer: c for c in document.comparisons}
+        for pointer, quantity in _LEADERBOARD.items():
+            comparison = compared.get(pointer)
+            claimed = _claimed(document, pointer) if comparison is None else comparison.claimed
+            rows.append(
+                LeaderboardRow(
+                    report=document.path,
+                    quantity=quantity,
+                    claimed=claimed,
+                    recomputed=None if comparison is None else comparison.recomputed,
+                    within=None if comparison is None else comparison.within,
+                )
+            )
+    return rows
+
+
+def _claimed(document: Any, pointer: str) -> float | None:
+    """The value at ``pointer`` in the report file (written by the import), if a number."""
+    try:
+        value: Any = json.loads(Path(document.path).read_text(encoding="utf-8"))
+        for part in pointer.strip("/").split("/"):
+            value = value[part]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

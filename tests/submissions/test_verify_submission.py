@@ -150,9 +150,7 @@ _ARGS = [
     MODEL_REVISION,
     "--architecture",
     "GPT2LMHeadModel",
-    "--counterfactual-type",
-    "s2_io_flip",
-]
+]  # the counterfactual type is the profile's for IOI (s2_io_flip, as the public loader reads)
 
 
 @pytest.mark.slow

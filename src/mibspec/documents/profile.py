@@ -102,6 +102,13 @@ class Profile(Closed):
         description="circuit sizes a report records: weighted edge counts after pruning to a fixed "
         "point (both profiles; the public code at its pinned commit records sizes after one round)",
     )
+    counterfactual_types: dict[Annotated[str, Field(min_length=1)], Annotated[str, Field(min_length=1)]] = (
+        Field(
+            default_factory=dict,
+            description="circuit track: per task, the counterfactual type an import records when it is "
+            "given none (mib-2025: the types the public loader reads by default)",
+        )
+    )
     coarsest_rounding: dict[RoundingKind, Annotated[list[Rounding], Field(min_length=1)]] = Field(
         description="per kind of claim (claims.json rounding_kinds), the coarsest roundings a report may "
         "declare for it: a declared rounding is accepted when, at the claimed value, its last printed digit "

@@ -460,7 +460,8 @@ def _report(
     options: SubmissionOptions,
 ) -> CircuitReport:
     split, results = _results(folder, options.split)
-    grid = list(load_profile("mib-2025").grid)
+    profile = load_profile("mib-2025")
+    grid = list(profile.grid)
     if folder.model in KNOWN_MODELS:
         model = hub_model(folder.model, None)
     elif options.architecture is not None:
@@ -493,8 +494,10 @@ def _report(
     cpr_from = results.get("signed") or results["absolute"]
     cmd_from = results.get("absolute") or results["signed"]
     task: dict[str, Any] = {"name": folder.task.replace("-", "_"), "split": split}
-    if options.counterfactual_type is not None:
-        task["counterfactual_type"] = options.counterfactual_type
+    # the type given, else the one the profile's public loader reads for the task
+    counterfactual = options.counterfactual_type or profile.counterfactual_types.get(task["name"])
+    if counterfactual is not None:
+        task["counterfactual_type"] = counterfactual
     method = options.method or folder.path.resolve().parent.name
     return CircuitReport(
         profile="mib-2025",

@@ -157,6 +157,16 @@ def start_token_choice(settings: dict[str, Any], profile: Any) -> str:
     return str(convention(profile, {"track": "circuit", "settings": settings}, "start_token").value)
 
 
+def counterfactual_type_choice(task: dict[str, Any], profile: Any) -> str | None:
+    """The report's ``task.counterfactual_type``, else the one its profile declares for the task
+    (``counterfactual_types``, PR-3), else ``None``."""
+    declared = task.get("counterfactual_type")
+    if declared is not None:
+        return str(declared)
+    chosen = dict(profile.get("counterfactual_types") or {}).get(task.get("name"))
+    return None if chosen is None else str(chosen)
+
+
 def circuit_faithfulness(evaluation: Any, min_denominator: float = 1e-6) -> tuple[float, float, list[float]]:
     """m(N), m(∅) and each circuit's faithfulness from an ``evaluate_circuits`` result: the
     per-example metrics averaged over the dataset in float64 (M-2).
@@ -227,7 +237,7 @@ def _circuits(
     return stacked, where, (np.stack(neuron_rows) if neuron_rows else None)
 
 
-def _check_settings(report: dict[str, Any]) -> None:
+def _check_settings(report: dict[str, Any], profile: Any) -> None:
     settings = report["settings"]
     if settings.get("metric", "logit_difference") != "logit_difference":
         raise UnusableInputError("/settings/metric", "only the logit_difference metric can be recomputed")
@@ -239,8 +249,12 @@ def _check_settings(report: dict[str, Any]) -> None:
         )
     if report["task"].get("dataset") is None:
         raise UnusableInputError("/task/dataset", "the report declares no dataset to recompute on")
-    if report["task"].get("counterfactual_type") is None:
-        raise UnusableInputError("/task/counterfactual_type", "the report declares no counterfactual type")
+    if counterfactual_type_choice(report["task"], profile) is None:
+        raise UnusableInputError(
+            "/task/counterfactual_type",
+            "the report declares no counterfactual type, and its profile none for task "
+            f"{report['task']['name']!r}",
+        )
     if report["claims"].get("circuit") is None:
         raise UnusableInputError("/claims/circuit", "the report declares no circuit document")
 
@@ -254,7 +268,7 @@ def recompute(ctx: Any, progress: Progress) -> Recomputation:
 
 def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     report, profile = ctx.data, ctx.profile
-    _check_settings(report)
+    _check_settings(report, profile)
     dtype = report["model"].get("dtype", "float32")
     tolerances = recompute_tolerance(profile, dtype)
 
@@ -298,7 +312,8 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
                 "a start token is to be prepended but the model's config.json declares neither "
                 "bos_token_id nor eos_token_id",
             )
-    return tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset", start, model=model)
+    counterfactual = counterfactual_type_choice(task, profile)
+    return tokenize_pairs(rows, counterfactual, encode, "/task/dataset", start, model=model)
 
 
 def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None, int]:

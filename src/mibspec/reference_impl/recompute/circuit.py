@@ -167,6 +167,21 @@ def counterfactual_type_choice(task: dict[str, Any], profile: Any) -> str | None
     return None if chosen is None else str(chosen)
 
 
+def required_counterfactual_type(task: dict[str, Any], profile: Any) -> str:
+    """:func:`counterfactual_type_choice`, which recomputation needs.
+
+    Raises:
+        UnusableInputError: neither the report nor its profile names one.
+    """
+    chosen = counterfactual_type_choice(task, profile)
+    if chosen is None:
+        raise UnusableInputError(
+            "/task/counterfactual_type",
+            f"the report declares no counterfactual type, and its profile none for task {task.get('name')!r}",
+        )
+    return chosen
+
+
 def circuit_faithfulness(evaluation: Any, min_denominator: float = 1e-6) -> tuple[float, float, list[float]]:
     """m(N), m(∅) and each circuit's faithfulness from an ``evaluate_circuits`` result: the
     per-example metrics averaged over the dataset in float64 (M-2).
@@ -249,12 +264,7 @@ def _check_settings(report: dict[str, Any], profile: Any) -> None:
         )
     if report["task"].get("dataset") is None:
         raise UnusableInputError("/task/dataset", "the report declares no dataset to recompute on")
-    if counterfactual_type_choice(report["task"], profile) is None:
-        raise UnusableInputError(
-            "/task/counterfactual_type",
-            "the report declares no counterfactual type, and its profile none for task "
-            f"{report['task']['name']!r}",
-        )
+    required_counterfactual_type(report["task"], profile)
     if report["claims"].get("circuit") is None:
         raise UnusableInputError("/claims/circuit", "the report declares no circuit document")
 
@@ -312,7 +322,7 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
                 "a start token is to be prepended but the model's config.json declares neither "
                 "bos_token_id nor eos_token_id",
             )
-    counterfactual = counterfactual_type_choice(task, profile)
+    counterfactual = required_counterfactual_type(task, profile)
     return tokenize_pairs(rows, counterfactual, encode, "/task/dataset", start, model=model)
 
 

@@ -37,6 +37,7 @@ INDEX_INSTALL = re.compile(r"pip install ['\"]?mibspec\b|install mibspec\[")
 
 def _text_files() -> Iterator[Path]:
     yield REPO / "README.md"
+    yield from (REPO / "docs").glob("*.md")
     yield from (REPO / "src" / "mibspec").rglob("*.py")
     yield from (REPO / "examples").glob("*.md")
     yield from (REPO / "conformance").glob("*.md")
@@ -80,9 +81,13 @@ def test_missing_recompute_extra_says_how_to_install_it(monkeypatch: pytest.Monk
 
 
 def _console_commands() -> list[str]:
-    """Every ``$ mibspec …`` line of the README's console blocks (continuations joined)."""
-    commands, current = [], None
-    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+    """Every ``$ mibspec …`` line of the console blocks of the README and ``docs/`` (continuations
+    joined)."""
+    commands: list[str] = []
+    current: str | None = None
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
+    for line in text.splitlines():
         if current is not None:
             current += " " + line.strip()
         elif line.startswith("$ mibspec "):
@@ -181,3 +186,14 @@ def test_schema_export_makes_the_folder_and_writes_the_bundle(mibspec_cli: CliRu
     refused = mibspec_cli("schema", "export", str(blocker))
     assert refused.returncode == 2
     assert blocker.read_text(encoding="utf-8") == "x"
+
+
+def test_documentation_links_resolve() -> None:
+    """Every relative Markdown link of the README and ``docs/`` names a file of the repository."""
+    broken = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert not broken, broken
+    assert (REPO / "docs" / "coming-from-mib.md").exists()

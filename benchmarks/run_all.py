@@ -95,6 +95,8 @@ RUNS: tuple[Run, ...] = (
         ("--copies", "4", "--runs", "1", "--jobs", "1", "2")),
     Run("verify_startup", "default", "", "benchmarks/bench_verify_startup.py", ("--runs", "10"),
         ("--runs", "1")),
+    Run("steady", "main_job", "", "benchmarks/bench_steady.py", ("--runs", "10"),
+        ("--runs", "1", "--load", "1")),
     Run("large_circuit", "llama3", "", "benchmarks/bench_large_circuit.py", (), ("--size", "tiny")),
     Run("eap_ig_import", "llama3", "", "benchmarks/bench_eap_ig_import.py", (), ("--size", "tiny")),
     Run("graph", "llama3", "", "benchmarks/bench_graph.py", (), ("--repeat", "1")),

@@ -162,3 +162,19 @@ def test_the_command_line_runs_numpys_blas_on_one_thread() -> None:
     env["OPENBLAS_NUM_THREADS"] = "3"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.split() == ["3", "False"]
+
+
+def test_the_command_line_lets_idle_openmp_threads_sleep() -> None:
+    # torch's threads spin between parallel regions by default; on busy cores that multiplied
+    # the main job's CPU time (benchmarks/bench_steady.py); set before torch is imported,
+    # unless the environment already chose a policy
+    code = (
+        "import os, sys; from mibspec.cli import one_blas_thread; one_blas_thread(); "
+        "print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["PASSIVE", "False"]
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.split() == ["ACTIVE", "False"]

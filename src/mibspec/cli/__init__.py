@@ -49,15 +49,21 @@ app = LazyGroup(
 
 
 def one_blas_thread() -> None:
-    """Run numpy's BLAS on one thread in this process, unless the environment says otherwise.
+    """Run numpy's BLAS on one thread, and let idle OpenMP threads sleep, in this process
+    (and the workers it starts), unless the environment says otherwise.
 
     OpenBLAS starts a pool of threads when numpy is imported; on verification's small
     matrices they cost more CPU than they win back (start-up, and the permutation test).
-    Only the command line does this, before numpy is imported; torch keeps its own threads,
-    and a library caller's process is left as it is.
+    Torch keeps its own threads, but they wait passively (``OMP_WAIT_POLICY=PASSIVE``): with
+    the default, threads spinning between parallel regions on a machine whose cores are busy
+    took the README's main job from 5 s to as much as 26 s, with four times the CPU time
+    (``benchmarks/bench_steady.py``). Only the command line does this, before numpy or torch
+    is imported; a library caller's process is left as it is.
     """
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def main() -> None:

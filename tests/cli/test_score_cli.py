@@ -45,3 +45,20 @@ def test_a_missing_model_folder_is_a_usage_error(tmp_path: Path, mibspec_cli) ->
     assert done.returncode == 2
     assert f"model folder {tmp_path / 'nope'} does not exist" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_report_scored_in_bfloat16_declares_it_and_is_recomputed_in_it(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "out"
+    done = mibspec_cli("score", "circuit", *ARGS, "--dtype", "bfloat16", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["model"]["dtype"] == "bfloat16"
+    # recomputed in bfloat16: the claims are the bfloat16 model's, within its tolerance ...
+    models = str(REPO / "examples" / "models")
+    assert mibspec_cli("verify", str(out / "report.json"), "--model-root", models).returncode == 0
+    # ... which a float32 computation does not give: declared float32, the same claims fail
+    report["model"]["dtype"] = "float32"
+    (out / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    refused = mibspec_cli("verify", str(out / "report.json"), "--model-root", models)
+    assert refused.returncode == 1
+    assert "R103" in refused.stdout

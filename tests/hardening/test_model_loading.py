@@ -126,6 +126,40 @@ def test_the_size_limit_applies_to_the_config_and_to_the_files(
     assert never_built == []
 
 
+def test_a_model_larger_than_the_free_memory_is_refused_before_it_is_read(
+    tmp_path: Path, never_built: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.reference_impl import devices
+
+    report, models = _setup(tmp_path)
+    folder = models / "tiny-gpt2"
+    weights = sum((folder / n).stat().st_size for n in ("model.safetensors", "tokenizer.json"))
+    read: list[str] = []
+    real_open = Path.open
+
+    def watched(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name == "model.safetensors":
+            read.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    # the machine has one byte fewer than loading needs: the files, held as the model
+    monkeypatch.setattr(devices, "free_memory", lambda device: weights - 1)
+    monkeypatch.setattr(Path, "open", watched)
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    [finding] = result.documents[0].findings
+    assert (finding.code, finding.pointer) == ("R104", "/model")
+    assert f"needs about {weights} bytes" in finding.message
+    assert f"{weights - 1} bytes are available" in finding.message
+    assert (read, never_built) == ([], [])
+    # with the memory it needs, the files are read and the model is built (here: refused by
+    # the fixture, which counts the attempt)
+    monkeypatch.setattr(devices, "free_memory", lambda device: weights)
+    result = mibspec.verify(report / "report.json", model_roots=[models])
+    assert "memory" not in result.documents[0].findings[0].message
+    assert read
+    assert never_built == ["from_pretrained"]
+
+
 def test_weights_that_do_not_match_the_config_are_refused_before_loading(
     tmp_path: Path, never_built: list[str]
 ) -> None:

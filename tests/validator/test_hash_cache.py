@@ -197,3 +197,27 @@ def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "mibspec"
+
+
+def test_chunk_reader_holds_the_file_once_and_sees_it_grow(tmp_path: Path) -> None:
+    import io
+
+    from mibspec.reference_impl.recompute._hash_cache import _CHUNK, ChunkReader
+
+    data = bytes(range(256)) * (_CHUNK // 256 * 3 + 7)  # three chunks and a bit
+    with io.BytesIO(data) as handle:
+        reader = ChunkReader(handle, len(data), keep=True, expected=len(data))
+        chunks = [bytes(c) for c in reader]
+    assert b"".join(chunks) == data
+    assert (reader.total, bytes(reader.data())) == (len(data), data)
+    # the file grew past what was expected but within the limit: read whole
+    with io.BytesIO(data) as handle:
+        reader = ChunkReader(handle, len(data), keep=True, expected=len(data) - 10)
+        assert b"".join(bytes(c) for c in reader) == data
+    assert bytes(reader.data()) == data
+    # past the limit: the reader stops one chunk later and says how much it read
+    with io.BytesIO(data) as handle:
+        reader = ChunkReader(handle, len(data) - 1, keep=False, expected=len(data) - 1)
+        list(reader)
+    assert reader.total > len(data) - 1
+    assert reader.data() == bytearray()

@@ -21,6 +21,12 @@ class Method(str, enum.Enum):
     random = "random"
 
 
+class DType(str, enum.Enum):
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
 def score_circuit_command(
     model: Annotated[
         Path,
@@ -53,6 +59,13 @@ def score_circuit_command(
     ] = "20",
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
+    dtype: Annotated[
+        DType,
+        Option(
+            "--dtype",
+            help="The dtype the model computes in (the report declares it; verify recomputes in it).",
+        ),
+    ] = DType.float32,
     profile: Annotated[
         str,
         Option(
@@ -82,6 +95,7 @@ def score_circuit_command(
             batch_size=size,
             overwrite=overwrite,
             device=on,
+            dtype=dtype.value,
             profile=profile,
         )
         run = score_circuit(options, progress)

@@ -27,6 +27,7 @@ __all__ = [
     "read_safetensors",
     "read_safetensors_header",
     "safetensors_bytes",
+    "safetensors_layout",
     "shape_problem",
     "tensor_infos",
     "write_safetensors",
@@ -202,16 +203,35 @@ def read_safetensors(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(8)
-        if len(head) < 8:
-            raise SidecarError("truncated: no safetensors header length")
-        (length,) = struct.unpack("<Q", head)
-        if 8 + length > size:
-            raise SidecarError(f"header length {length} does not fit in a {size}-byte file")
-        if length > MAX_SAFETENSORS_HEADER_BYTES:
-            raise SidecarError(
-                f"header length {length} is over the limit of {MAX_SAFETENSORS_HEADER_BYTES} bytes"
-            )
+        length = _header_length(head, size)
         raw = handle.read(length)
+    return _parse_safetensors_header(raw, length, size)
+
+
+def safetensors_layout(data: bytes | bytearray | memoryview) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """:func:`read_safetensors` of a file's bytes already in memory (checked alike)."""
+    size = len(data)
+    length = _header_length(bytes(data[:8]), size)
+    return _parse_safetensors_header(bytes(data[8 : 8 + length]), length, size)
+
+
+def _header_length(head: bytes, size: int) -> int:
+    if len(head) < 8:
+        raise SidecarError("truncated: no safetensors header length")
+    (length,) = struct.unpack("<Q", head)
+    if 8 + length > size:
+        raise SidecarError(f"header length {length} does not fit in a {size}-byte file")
+    if length > MAX_SAFETENSORS_HEADER_BYTES:
+        raise SidecarError(
+            f"header length {length} is over the limit of {MAX_SAFETENSORS_HEADER_BYTES} bytes"
+        )
+    return int(length)
+
+
+def _parse_safetensors_header(
+    raw: bytes, length: int, size: int
+) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """The header ``raw`` (``length`` bytes) of a ``size``-byte safetensors file, checked."""
     if _header_tokens(raw) > MAX_SAFETENSORS_HEADER_TOKENS:
         raise SidecarError(
             f'header holds more than {MAX_SAFETENSORS_HEADER_TOKENS} of the characters [ {{ , : " '

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -375,7 +377,7 @@ def check_model_size(size: ModelSize, dtype: str, max_bytes: int | None) -> None
         )
 
 
-def safetensors_parameters(data: bytes, where: str) -> tuple[int, int]:
+def safetensors_parameters(data: bytes | bytearray, where: str) -> tuple[int, int]:
     """(parameter values, parameter tensors) a safetensors file's header declares, buffers excluded.
 
     Only the header is read; its declared data must fill the rest of the file exactly.
@@ -420,7 +422,7 @@ def safetensors_parameters(data: bytes, where: str) -> tuple[int, int]:
 
 def load_model_from_bytes(
     config: dict[str, Any],
-    weights: dict[str, bytes],
+    weights: dict[str, bytes] | dict[str, bytearray],
     *,
     dtype: str = "float32",
     source: str = "<bytes>",
@@ -430,9 +432,13 @@ def load_model_from_bytes(
     """Build the model from bytes already read (and hashed): nothing is read from a path.
 
     ``config`` comes from :func:`read_config`; ``weights`` maps each safetensors file
-    name to its bytes, and is emptied as the tensors are read (so that the bytes and the
-    model are not held at once). The tensors must be the ones the configuration implies (counted
-    on the headers before anything is built), and the loading is strict
+    name to its bytes, and is emptied as the tensors are read. Bytes held in a ``bytearray``
+    are used in place: the tensors are views of them, the checked layout of the file
+    (:func:`~mibspec.core.sidecars.safetensors_layout`) says where, and the transposes the
+    engine's layout needs are written over the bytes they read, so the model takes about the
+    memory of its files (``benchmarks/bench_model_memory.py``); ``bytes`` are copied. The
+    tensors must be the ones the configuration implies (counted on the headers before
+    anything is built), and the loading is strict
     (:func:`_check_state`): every tensor of the files is used, or a buffer the engine
     does not read, and every weight the module needs comes from the files with its shape.
     The model is built on the CPU and its tensors then moved to ``device``.
@@ -441,7 +447,6 @@ def load_model_from_bytes(
         ValueError: weights that do not match the configuration, or cannot be loaded.
     """
     import transformers
-    from safetensors.torch import load as load_safetensors
 
     torch_dtype = _parse_dtype(dtype)
     arch = _check_config(config, source)
@@ -455,7 +460,7 @@ def load_model_from_bytes(
         )
     state: dict[str, torch.Tensor] = {}
     for name in sorted(weights):
-        part = load_safetensors(weights.pop(name))  # the bytes can go once their tensors exist
+        part = _tensors(weights.pop(name), name)
         if state.keys() & part.keys():
             raise ValueError(f"model: {name} repeats tensors of another weight file")
         state.update(part)
@@ -476,7 +481,51 @@ def load_model_from_bytes(
         raise ValueError(f"model: the weight files lack or misshape {len(missing)} tensor(s): {missing[:5]}")
     _check_state(hf, state)
     del state
-    return from_transformers(hf, source=source, revision=revision).to(device)
+    return from_transformers(hf, source=source, revision=revision, copy=False).to(device)
+
+
+#: The spec's dtype names (:data:`~mibspec.core.sidecars.TensorInfo.dtype`) → torch's.
+_VIEW_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+
+def _tensors(data: bytes | bytearray, where: str) -> dict[str, torch.Tensor]:
+    """The tensors of one safetensors file: views of ``data`` when it is a ``bytearray`` (its
+    layout checked as the format requires: ranges that tile the data, no overlap), else
+    copies made by safetensors' own reader."""
+    from safetensors.torch import load as load_safetensors
+
+    from mibspec.core.sidecars import SidecarError, safetensors_layout
+
+    if not isinstance(data, bytearray) or sys.byteorder != "little":
+        return load_safetensors(bytes(data))
+    try:
+        infos, _ = safetensors_layout(data)
+    except SidecarError as exc:
+        raise ValueError(f"model: {where}: {exc}") from exc
+    if any(info.dtype not in _VIEW_DTYPES for info in infos.values()):
+        return load_safetensors(bytes(data))
+    tensors: dict[str, torch.Tensor] = {}
+    for name, info in infos.items():
+        dtype = _VIEW_DTYPES[info.dtype]
+        if info.nbytes == 0:
+            tensors[name] = torch.empty(info.shape, dtype=dtype)
+            continue
+        count, start = info.nbytes // dtype.itemsize, info.data_offset
+        if start % dtype.itemsize:  # misaligned (the format's writer never does this): a copy
+            buffer, start = bytearray(data[start : start + info.nbytes]), 0
+        else:
+            buffer = data
+        tensors[name] = torch.frombuffer(buffer, dtype=dtype, count=count, offset=start).view(info.shape)
+    return tensors
 
 
 def _check_state(hf: Any, state: dict[str, torch.Tensor]) -> None:
@@ -624,8 +673,36 @@ def load_model(
     return from_transformers(hf, source=source, revision=revision).to(device)
 
 
+#: Whether the weights being read are copies of the module's (``from_transformers``'s ``copy``).
+_COPY: ContextVar[bool] = ContextVar("copy", default=True)
+
+
+@contextmanager
+def _copying(copy: bool) -> Iterator[None]:
+    token = _COPY.set(copy)
+    try:
+        yield
+    finally:
+        _COPY.reset(token)
+
+
 def _t(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return x.detach().to(dtype=dtype).contiguous().clone()
+    """``x`` detached, contiguous and in ``dtype``: a copy, or (not copying) ``x`` itself when
+    it already is."""
+    out = x.detach().to(dtype=dtype).contiguous()
+    return out.clone() if _COPY.get() and out.data_ptr() == x.data_ptr() else out
+
+
+def _transposed(w: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``w.T`` contiguous in ``dtype``. Not copying, a contiguous ``w`` already in ``dtype``
+    receives its transpose in its own memory (one matrix of scratch), so the model is not held
+    twice."""
+    if _COPY.get() or w.dtype != dtype or not w.is_contiguous():
+        return _t(w.T, dtype)
+    scratch = w.detach().T.contiguous()
+    flat = w.detach().view(-1)
+    flat.copy_(scratch.view(-1))
+    return flat.view(scratch.shape)
 
 
 def _opt(x: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -641,12 +718,15 @@ def _activation(name: Any) -> str:
 
 
 def from_transformers(
-    hf_model: Any, *, source: str = "<module>", revision: str | None = None
+    hf_model: Any, *, source: str = "<module>", revision: str | None = None, copy: bool = True
 ) -> ModelWeights:
     """Read the parameters of an already constructed transformers causal LM.
 
     The module's ``forward`` is never used; its parameters are copied (detached, in the
-    module's dtype) into a :class:`ModelWeights`.
+    module's dtype) into a :class:`ModelWeights`. With ``copy=False`` (the loaders, which drop
+    the module after) the weights share the module's memory where the layouts agree, and a
+    matrix the engine keeps transposed is transposed over its own memory: the module is left
+    holding values it must no longer be used with.
 
     Raises:
         ValueError: unsupported architecture or configuration option.
@@ -663,7 +743,7 @@ def from_transformers(
     dtype = next(hf_model.parameters()).dtype
     if dtype not in DTYPES.values():
         raise ValueError(f"model: parameters must be floating point, got {dtype}")
-    with torch.no_grad():
+    with torch.no_grad(), _copying(copy):
         if family == "gpt2":
             return _read_gpt2(hf_model, arch, source, revision, dtype)
         return _read_rotary(hf_model, arch, family, source, revision, dtype)
@@ -738,9 +818,9 @@ def _read_gpt2(hf: Any, arch: str, source: str, revision: str | None, dtype: tor
     )
 
 
-def _linear_in(w: torch.Tensor, n_heads: int, e: int) -> torch.Tensor:
+def _linear_in(w: torch.Tensor, n_heads: int, e: int, dtype: torch.dtype) -> torch.Tensor:
     """``nn.Linear`` weight ``(n·e, d)`` → ``(d, n, e)``."""
-    return w.T.reshape(w.shape[1], n_heads, e)
+    return _transposed(w, dtype).reshape(w.shape[1], n_heads, e)
 
 
 def _bias(lin: Any, n_heads: int | None = None, e: int | None = None) -> torch.Tensor | None:
@@ -865,9 +945,9 @@ def _rotary_layer(
         w_qkv=_t(
             torch.cat(
                 [
-                    _linear_in(att.q_proj.weight, H, e),
-                    _linear_in(att.k_proj.weight, G, e),
-                    _linear_in(att.v_proj.weight, G, e),
+                    _linear_in(att.q_proj.weight, H, e, dtype),
+                    _linear_in(att.k_proj.weight, G, e, dtype),
+                    _linear_in(att.v_proj.weight, G, e, dtype),
                 ],
                 dim=1,
             ),
@@ -876,14 +956,14 @@ def _rotary_layer(
         b_qkv=_opt(_qkv_bias(att, H, G, e), dtype),
         n_heads=H,
         n_kv_heads=G,
-        w_o=_t(att.o_proj.weight.T.reshape(H, e, d), dtype),
+        w_o=_transposed(att.o_proj.weight, dtype).reshape(H, e, d),
         b_o=_opt(_bias(att.o_proj), dtype),
         norm_attn_out=norm(block.post_attention_layernorm) if gemma else None,
         norm_mlp=norm(block.pre_feedforward_layernorm if gemma else block.post_attention_layernorm),
-        w_in=_t(mlp.up_proj.weight.T, dtype),
+        w_in=_transposed(mlp.up_proj.weight, dtype),
         b_in=_opt(_bias(mlp.up_proj), dtype),
-        w_gate=_t(mlp.gate_proj.weight.T, dtype),
-        w_out=_t(mlp.down_proj.weight.T, dtype),
+        w_gate=_transposed(mlp.gate_proj.weight, dtype),
+        w_out=_transposed(mlp.down_proj.weight, dtype),
         b_out=_opt(_bias(mlp.down_proj), dtype),
         norm_mlp_out=norm(block.post_feedforward_layernorm) if gemma else None,
         attn_scale=attn_scale,

@@ -116,6 +116,8 @@ class CircuitOptions:
             ``mibspec.reference_impl.devices.resolve_device``).
         profile: the profile the report is written under; its ``start_token``,
             ``ig_points`` and ``attribution_scale`` conventions are applied.
+        dtype: the dtype the model computes in (``float32``, ``float16``, ``bfloat16``), which
+            the report declares.
     """
 
     model_dir: Path
@@ -131,6 +133,7 @@ class CircuitOptions:
     overwrite: bool = False
     device: str = "cpu"
     profile: str = "default"
+    dtype: str = "float32"
 
     def check(self) -> None:
         """Raises ValueError for a method the producer does not know or a misplaced scores file."""
@@ -154,16 +157,17 @@ class ModelAndDataset:
 
 
 def open_model_and_dataset(
-    model_dir: Path, dataset_path: Path, counterfactual_type: str, device: str = "cpu"
+    model_dir: Path, dataset_path: Path, counterfactual_type: str, device: str = "cpu", dtype: str = "float32"
 ) -> ModelAndDataset:
-    """Load the model (onto ``device``) and its tokenizer, and read the dataset's document and rows.
+    """Load the model (onto ``device``, in ``dtype``) and its tokenizer, and read the dataset's
+    document and rows.
 
     Raises:
         ValueError: the dataset is unusable or has no ``counterfactual_type`` counterfactuals.
     """
     from mibspec.reference_impl.engine import load_model  # torch: only when scoring
 
-    model = load_model(model_dir, device=device)
+    model = load_model(model_dir, dtype=dtype, device=device)
     encode = encode_function(ModelSource(str(model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(Path(dataset_path))
     if counterfactual_type not in dataset.counterfactual_types:
@@ -334,7 +338,11 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
 
     options.check()
     inputs = open_model_and_dataset(
-        Path(options.model_dir), options.dataset_path, options.counterfactual_type, options.device
+        Path(options.model_dir),
+        options.dataset_path,
+        options.counterfactual_type,
+        options.device,
+        options.dtype,
     )
     profile = load_profile(options.profile)
     start = _start_token(Path(options.model_dir)) if profile["start_token"] == "prepend" else None
@@ -461,7 +469,7 @@ def build_circuit_files(options: CircuitOptions, result: CircuitResult) -> dict[
     inputs = result.inputs
     dataset = inputs.dataset
     files = dataset_files(dataset, inputs.rows_bytes, len(inputs.rows), provenance)
-    model = _model_ref(Path(options.model_dir), inputs.model)
+    model = _model_ref(Path(options.model_dir), inputs.model, options.dtype)
     files |= circuit_files(
         description=f"{METHODS[options.method]['name']} edge scores on {dataset.task} "
         f"({options.counterfactual_type}) and the circuits built from them: the top ⌊k·n⌋ edges by signed "
@@ -623,14 +631,14 @@ def _dataset_document(path: Path, fields: dict[str, Any]) -> CounterfactualDatas
         raise ValueError(f"dataset_path: {path} is not a valid counterfactual dataset: {exc}") from exc
 
 
-def _model_ref(model_dir: Path, model: Any) -> dict[str, Any]:
+def _model_ref(model_dir: Path, model: Any, dtype: str = "float32") -> dict[str, Any]:
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     architectures = config.get("architectures") or ["unknown"]
     return {
         "source": "local",
         "path": model_dir.name,
         "architecture": architectures[0],
-        "dtype": "float32",
+        "dtype": dtype,
         "config": {
             "n_layers": model.n_layers,
             "n_heads": model.n_heads,

@@ -38,7 +38,7 @@ import stat
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,48 @@ def default_cache_dir() -> Path:
 def file_key(path: str, st: os.stat_result) -> Key:
     """What identifies a file's state: resolved path, size, device, inode, mtime and ctime (ns)."""
     return (path, st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class ChunkReader:
+    """The chunks of an open file, read into one buffer allocated once at the size the file is
+    expected to have (with ``keep``), so that a file of n bytes is held in n bytes: never as a
+    list of chunks and then their join, which held it twice. Iterating yields each chunk read
+    (a view of the buffer, or the bytes read when not kept) and stops at the end of the file or
+    once more than ``limit`` bytes were read (``total > limit`` then tells the caller the file
+    grew)."""
+
+    def __init__(self, handle: Any, limit: int, *, keep: bool, expected: int) -> None:
+        self.handle, self.limit = handle, limit
+        self.buffer = bytearray(min(expected, limit)) if keep else None
+        self.total = 0
+
+    def __iter__(self) -> Iterator[memoryview | bytes]:
+        view = None if self.buffer is None else memoryview(self.buffer)
+        while self.total <= self.limit:
+            want = min(_CHUNK, self.limit + 1 - self.total)
+            if view is not None and self.total < len(view):
+                n = self.handle.readinto(view[self.total : self.total + min(want, len(view) - self.total)])
+                chunk: memoryview | bytes = view[self.total : self.total + n]
+            else:  # past the expected size (the file grew while it was read)
+                chunk = self.handle.read(want)
+                n = len(chunk)
+                if self.buffer is not None and n:
+                    # a new buffer (views of the old one may still be held): rare, and only
+                    # for a file that grew yet stayed within the limit
+                    view = None
+                    self.buffer = self.buffer[: self.total] + chunk
+            if not n:
+                break
+            self.total += n
+            yield chunk
+
+    def data(self) -> bytearray:
+        """The bytes read (empty without ``keep``)."""
+        if self.buffer is None:
+            return bytearray()
+        if len(self.buffer) > self.total:  # the file shrank while it was read
+            del self.buffer[self.total :]
+        return self.buffer
 
 
 class FileHashCache:
@@ -125,7 +167,7 @@ class FileHashCache:
 
     def read(
         self, path: Path, limit: int, *, keep: bool = True, progress: Any = None
-    ) -> tuple[str, int, bytes, bool]:
+    ) -> tuple[str, int, bytearray, bool]:
         """The SHA-256, size and (with ``keep``) bytes of the file at ``path``, and whether the
         digest came from the cache.
 
@@ -145,22 +187,18 @@ class FileHashCache:
                 self.reused += 1
                 if progress is not None:
                     progress.advance(before[1])
-                return cached, before[1], b"", True
+                return cached, before[1], bytearray(), True
             sha = hashlib.sha256() if cached is None else None
-            chunks: list[bytes] = []
-            total = 0
-            while chunk := handle.read(min(_CHUNK, limit + 1 - total)):
-                total += len(chunk)
-                if total > limit:
-                    raise FileGrewError(resolved)
+            reader = ChunkReader(handle, limit, keep=keep, expected=before[1])
+            for chunk in reader:
                 if sha is not None:
                     sha.update(chunk)
-                if keep:
-                    chunks.append(chunk)
                 if progress is not None:
                     progress.advance(len(chunk))
+            if reader.total > limit:
+                raise FileGrewError(resolved)
+            total, data = reader.total, reader.data()
             after = file_key(resolved, os.fstat(handle.fileno()))
-        data = b"".join(chunks)
         unchanged = after == before and total == before[1]
         if cached is not None and unchanged:
             self.reused += 1

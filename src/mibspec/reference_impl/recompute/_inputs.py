@@ -47,7 +47,7 @@ from mibspec.core.strict_json import (
     read_json_lines,
 )
 
-from ._hash_cache import FileGrewError, FileHashCache
+from ._hash_cache import ChunkReader, FileGrewError, FileHashCache
 
 __all__ = [
     "ModelFile",
@@ -56,6 +56,7 @@ __all__ = [
     "ModelTooLargeInputError",
     "UnusableInputError",
     "batch_plan",
+    "check_memory",
     "check_tokens",
     "encode_function",
     "load_referenced_document",
@@ -385,7 +386,7 @@ class _Reader:
             raise UnusableInputError(where, f"model file {name!r} is absent from {self.folder}")
         return _inside(path, self.root, where, f"model file {name!r}")
 
-    def read(self, name: str, path: Path, size: int, keep: bool = True) -> bytes:
+    def read(self, name: str, path: Path, size: int, keep: bool = True) -> bytearray:
         """The bytes of ``path`` (at most ``size``; a file that grew is refused), hashed; or,
         when the run trusts the file-hash cache, their digest from it when the file is
         unchanged since it was hashed."""
@@ -412,24 +413,26 @@ class _Reader:
 
     def _hash(
         self, name: str, path: Path, size: int, keep: bool, git_blob: bool
-    ) -> tuple[str, str, int, bytes]:
+    ) -> tuple[str, str, int, bytearray]:
         """SHA-256 of the bytes read, the digest a hub blob is named by (git's SHA-1 of a
-        blob for ``git_blob``), their count and (with ``keep``) the bytes."""
-        digest, chunks, total = hashlib.sha256(), [], 0
+        blob for ``git_blob``), their count and (with ``keep``) the bytes, read into one buffer
+        (:class:`~._hash_cache.ChunkReader`)."""
+        digest = hashlib.sha256()
         git = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False) if git_blob else None
         with path.open("rb") as handle:
-            while chunk := handle.read(min(_CHUNK, size + 1 - total)):
-                total += len(chunk)
-                if total > size:
-                    raise UnusableInputError(self.pointer, f"model file {name!r} changed while it was read")
+            reader = ChunkReader(handle, size, keep=keep, expected=size)
+            for chunk in reader:
+                if reader.total > size:
+                    break
                 digest.update(chunk)
                 if git is not None:
                     git.update(chunk)
-                if keep:
-                    chunks.append(chunk)
                 self.progress.advance(len(chunk))
+            if reader.total > size:
+                raise UnusableInputError(self.pointer, f"model file {name!r} changed while it was read")
+            total, data = reader.total, reader.data()
         sha256 = digest.hexdigest()
-        return sha256, sha256 if git is None or total != size else git.hexdigest(), total, b"".join(chunks)
+        return sha256, sha256 if git is None or total != size else git.hexdigest(), total, data
 
     def _blob(self, name: str, path: Path) -> str | None:
         """For a file of the hub client's cache, the digest its blob is named by (SHA-256 for
@@ -456,7 +459,9 @@ class _Reader:
             "--model-root FOLDER holding the model",
         )
 
-    def _check(self, name: str, path: Path, actual: str, total: int, data: bytes, cached: bool) -> bytes:
+    def _check(
+        self, name: str, path: Path, actual: str, total: int, data: bytearray, cached: bool
+    ) -> bytearray:
         declared = self.declared.get(name)
         if declared is not None and actual != declared:
             raise UnusableInputError(
@@ -499,9 +504,10 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     if config_size > ctx.options.limits.max_bytes:
         raise UnusableInputError(pointer, f"config.json holds {config_size} bytes, over the document limit")
     progress.start(f"reading the config of {source.display}", config_size)
-    config = vet(reader.read(_CONFIG, config_path, config_size))
+    config = vet(bytes(reader.read(_CONFIG, config_path, config_size)))
     check_declared_model(ctx, declaration, config, source.display, pointer)
     files = _model_files(ctx, reader, source, declared, pointer, config_size)
+    check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer)
     progress.start(f"reading and hashing the model files of {source.display}", sum(files.sizes.values()))
     for name in files.extra:
         reader.read(name, files.paths[name], files.sizes[name], keep=False)
@@ -528,12 +534,47 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     ctx.model_files.extend(reader.used)
     _unpinned_finding(ctx, files.read, declared, source, pointer)
     _cached_finding(ctx, reader.used, declared, source, pointer)
-    tokenizer = blobs.pop(_TOKENIZER)
+    tokenizer = bytes(blobs.pop(_TOKENIZER))
     weights = _build_model(ctx, progress, source, config, blobs, dtype, pointer)
     check_built_model(ctx, declaration, config, weights, source.display, pointer)
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
     return _opened(source, tokenizer, config), weights
+
+
+def check_memory(config: dict[str, Any], dtype: str, file_bytes: int, pointer: str) -> None:
+    """Refuse, before anything is read, a model this machine's memory cannot load.
+
+    Loading holds the weight and tokenizer files (``file_bytes``) in memory, and the weights
+    are views of them (the engine's loader); when the files' size is not that of the
+    parameters in ``dtype`` they are converted, and both are held at once. The need is
+    compared with the memory available (``MemAvailable``): a model that would not fit is
+    R104 naming both, instead of a process the kernel kills.
+
+    Raises:
+        UnusableInputError: at ``pointer``, the model needs more memory than is available.
+    """
+    from ..devices import free_memory
+    from ..engine import model_size
+
+    parameters = model_size(config).parameters * _ITEMSIZE.get(dtype, 4)
+    converted = abs(file_bytes - parameters) > parameters // 20  # not the same bytes: converted
+    need = file_bytes + (parameters if converted else 0)
+    available = free_memory("cpu")
+    if need > available:
+        held = f"its files, {file_bytes} bytes" + (
+            f", and its {parameters} bytes of parameters in {dtype}" if converted else ""
+        )
+        raise UnusableInputError(
+            pointer,
+            f"the model was not loaded: loading it needs about {need} bytes of memory ({held}), "
+            f"and {available} bytes are available (MemAvailable): verify it on a machine with more "
+            "free memory",
+        )
+
+
+#: Bytes per parameter of the dtypes a report may declare.
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
 def _config_vetter(dtype: str, max_bytes: int, pointer: str) -> Callable[[bytes], dict[str, Any]]:
@@ -575,7 +616,7 @@ def _model_files(
         index_size = index_path.stat().st_size
         if index_size > ctx.options.limits.max_bytes:
             raise UnusableInputError(pointer, f"{_INDEX} holds {index_size} bytes, over the document limit")
-        index = reader.read(_INDEX, index_path, index_size)
+        index = bytes(reader.read(_INDEX, index_path, index_size))
         try:
             weight_map = json.loads(index)["weight_map"]
             weight_names = sorted({str(v) for v in weight_map.values()})
@@ -617,7 +658,7 @@ def _build_model(
     progress: Any,
     source: ModelSource,
     config: dict[str, Any],
-    blobs: dict[str, bytes],
+    blobs: dict[str, bytearray],
     dtype: str,
     pointer: str,
 ) -> Any:

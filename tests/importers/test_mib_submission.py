@@ -98,7 +98,7 @@ def test_nine_circuits_are_placed_on_the_grid_by_size(tmp_path: Path) -> None:
     limits = [int(k * 479) for k in GRID[:9]]  # floor(k·|E|) for the 479 edges of 4 layers × 4 heads
     sizes = list(reversed(limits))  # files in any order: placed by size
     folder = _nine_folder(tmp_path / "method", sizes)
-    result = import_mib_submission(folder, tmp_path / "out", _options())
+    result = import_mib_submission(folder, tmp_path / "out", _options(method=None))
     assert result.ok, [str(f) for f in result.findings]
     assert not (tmp_path / "out" / "ioi_tiny" / "report.json").exists()
     assert len(result.notes) == 1

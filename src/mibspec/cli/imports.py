@@ -401,7 +401,14 @@ def _refuse_circuit_options(source: Path, options: SubmissionOptions) -> None:
 
 
 def import_mib_circuit_results_command(
-    source: Annotated[Path, Argument(help="A MIB circuit-track leaderboard results JSON file.")],
+    source: Annotated[
+        Path,
+        Argument(
+            help="A MIB circuit-track leaderboard results JSON file, or a results pickle of MIB's "
+            "run_evaluation.py (<task>_<model>_<split>_abs-<True|False>.pkl; read by a restricted "
+            "unpickler that runs nothing)."
+        ),
+    ],
     out_dir: Annotated[
         Path, Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
     ],

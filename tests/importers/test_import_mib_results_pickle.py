@@ -170,21 +170,41 @@ def test_a_truncated_pickle_is_refused(tmp_path: Path) -> None:
 def test_cli_imports_a_results_pickle(tmp_path: Path) -> None:
     source = _pickle(tmp_path, "ioi_gpt2_test_abs-True.pkl", _evaluator_dict(CURVE))
     run = subprocess.run(
-        [sys.executable, "-m", "mibspec", "import", "mib-circuit-results", str(source), "-o", str(tmp_path / "o")],
+        [
+            sys.executable,
+            "-m",
+            "mibspec",
+            "import",
+            "mib-circuit-results",
+            str(source),
+            "-o",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
     )
     # exit 1 only for the unpinned model (A111); the pickle itself was read
-    assert "UTF-8" not in run.stdout + run.stderr and "Traceback" not in run.stderr
+    assert "UTF-8" not in run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
     assert "A111" in run.stdout
     assert (tmp_path / "o" / "ioi_gpt2" / "report.json").is_file()
     bad = tmp_path / "bad" / "ioi_gpt2_test_abs-True.pkl"
     bad.parent.mkdir()
     bad.write_bytes(b"\x80\x04\x95garbage")
     run = subprocess.run(
-        [sys.executable, "-m", "mibspec", "import", "mib-circuit-results", str(bad), "-o", str(tmp_path / "b")],
+        [
+            sys.executable,
+            "-m",
+            "mibspec",
+            "import",
+            "mib-circuit-results",
+            str(bad),
+            "-o",
+            str(tmp_path / "b"),
+        ],
         capture_output=True,
         text=True,
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "I109" in run.stdout and "Traceback" not in run.stderr
+    assert "I109" in run.stdout
+    assert "Traceback" not in run.stderr

@@ -412,7 +412,8 @@ def test_a_results_file_matching_no_folder_or_a_taken_one_is_refused(
     given = _results_file(tmp_path, name, 3)
     result = import_mib_submission(folder, tmp_path / "out", _options(results=(given,)))
     assert [f.code for f in result.findings] == ["I112"]
-    assert words in result.findings[0].message and str(given) in result.findings[0].message
+    assert words in result.findings[0].message
+    assert str(given) in result.findings[0].message
     assert (result.findings[0].line, result.findings[0].column) == (1, 1)
     assert not (tmp_path / "out").exists()
 
@@ -424,13 +425,16 @@ def test_two_results_files_for_one_folder_split_and_ranking_are_refused(tmp_path
     second = _results_file(tmp_path / "y", "ioi_tiny_test_abs-True.pkl", 2)
     result = import_mib_submission(folder.parent, tmp_path / "out", _options(results=(first, second)))
     assert [f.code for f in result.findings] == ["I112"]
-    assert str(second) in result.findings[0].message and str(first) in result.findings[0].message
+    assert str(second) in result.findings[0].message
+    assert str(first) in result.findings[0].message
 
 
 def test_a_model_revision_without_results_is_recorded_in_the_circuit_document(tmp_path: Path) -> None:
     folder = tmp_path / "m" / "ioi_gpt2"
     write(folder / "importances.json", graph(12, 12, 16, seed=3, chosen=0.0))
-    result = import_mib_submission(folder.parent, tmp_path / "out", SubmissionOptions(model_revision=REVISION))
+    result = import_mib_submission(
+        folder.parent, tmp_path / "out", SubmissionOptions(model_revision=REVISION)
+    )
     assert result.ok, [str(f) for f in result.findings]
     circuit = tmp_path / "out" / "ioi_gpt2" / "circuit.json"
     model = json.loads(circuit.read_text())["model"]
@@ -556,7 +560,8 @@ def test_nine_circuits_with_different_scores_keep_the_circuits_and_say_so(tmp_pa
     assert result.ok, [str(f) for f in result.findings]
     assert any("edge scores of its circuit files were not kept" in note for note in result.notes)
     document = json.loads((tmp_path / "out" / "ioi_tiny" / "circuit.json").read_text())
-    assert "scores" not in document and len(document["circuits"]) == 10
+    assert "scores" not in document
+    assert len(document["circuits"]) == 10
 
 
 def test_cli_takes_results_from_anywhere(tmp_path: Path) -> None:

@@ -21,11 +21,11 @@ in the file, so the points declare no size.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -302,16 +302,20 @@ def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitRepor
     folder = source.resolve().parent.name
     parts = folder.rsplit("_", 2)
     method, level = (parts[0], parts[2]) if len(parts) == 3 and parts[2] in _LEVELS else (folder, "edge")
+    granularity: Literal["edge", "node", "neuron"] = "node" if level == "node" else "edge"
+    if level == "neuron":
+        granularity = "neuron"
     task = named.task.replace("-", "_")
     grid = list(load_profile("mib-2025").grid)
     ranking: Ranking = "absolute" if named.ranking == "absolute" else "signed"
+    by = "|score|" if ranking == "absolute" else "signed score"
     points = [CurvePoint(k=k, faithfulness=f) for k, f in zip(grid, results["faithfulnesses"], strict=True)]
     report = CircuitReport(
         profile="mib-2025",
         title=f"{method} on {task} ({named.model}), imported from MIB results",
         description=(
             f"Imported from {source.name} by mibspec {__version__}. The results file records one "
-            f"faithfulness curve (circuits ranked by {'|score|' if ranking == 'absolute' else 'signed score'}) "
+            f"faithfulness curve (circuits ranked by {by}) "
             "and the areas MIB's evaluator computed on it: the circuits (so their sizes), the model "
             "revision and the baseline metrics are absent, so the curve cannot be recomputed."
         ),
@@ -320,7 +324,7 @@ def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitRepor
         model=model_ref({"source": "hub", "id": named.model, "architecture": architecture}),
         settings=CircuitSettings(
             ablation="counterfactual",
-            granularity=level,
+            granularity=granularity,
             grid=grid,
             ranking={"cpr": ranking, "cmd": ranking},
             edge_count_rounding="floor",

@@ -176,16 +176,8 @@ def import_mib_submission(
             continue
         documents.append(planned[0])
         result.sidecars.append(planned[1])
-        if converted[4] is not None:
-            result.notes.append(converted[4])
-        if planned[2] is None:
-            result.notes.append(
-                f"{name}: no report, since the folder holds no results file "
-                f"({name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
-                "the circuit document alone was written"
-            )
-        else:
-            reports.append(planned[2])
+        result.notes += [n for n in (converted[4], _no_report_note(name, planned[2])) if n is not None]
+        reports += [planned[2]] if planned[2] is not None else []
     if not result.findings and not reports:
         unused = _unused_report_options(options)
         if unused is not None:
@@ -197,6 +189,16 @@ def import_mib_submission(
     plan.write(Inputs([source, *extra]))
     result.written = [*documents, *reports]
     return result
+
+
+def _no_report_note(name: str, report: Path | None) -> str | None:
+    if report is not None:
+        return None
+    return (
+        f"{name}: no report, since the folder holds no results file and none was given with "
+        f"--results ({name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
+        "the circuit document alone was written"
+    )
 
 
 #: A folder read: output name, circuit document, sidecar tensors, report (or None), note (or None).
@@ -244,7 +246,9 @@ def _given_results(folders: list[Path], files: tuple[Path, ...]) -> dict[str, li
         named = results_name(file.name)
         detail = None
         if named is None:
-            detail = f"--results {file}: not named {RESULTS_PATTERN}, as MIB's run_evaluation.py names results"
+            detail = (
+                f"--results {file}: not named {RESULTS_PATTERN}, as MIB's run_evaluation.py names results"
+            )
         elif named.folder not in by_name:
             detail = (
                 f"--results {file}: names the folder {named.folder}, which the submission does not "

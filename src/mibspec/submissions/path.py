@@ -111,13 +111,13 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
         return outcome
     if layout.track == "causal_variable":
         return _causal_variable(request, outcome)
-    if not request.results and not any(request.submission.rglob("*.pkl")):
-        # checked first: the import would refuse the dataset and split it cannot record
-        outcome.findings.append(_finding("I107", _no_results(request.submission)))
-        return outcome
     split = request.split or _results_split(request.submission, request.results, outcome)
     dataset = _dataset(request, split, outcome)
     if dataset is None:
+        return outcome
+    if not request.results and not any(request.submission.rglob("*.pkl")):
+        # before the import, which would refuse the dataset and split it cannot record
+        outcome.findings.append(_finding("I107", _no_results(request.submission)))
         return outcome
     options = SubmissionOptions(
         model_revision=request.model_revision,

@@ -16,6 +16,10 @@ model revision, nor the baseline metrics: the reports say so, and recomputation
 reports what is missing. The file's edge counts only order the circuits: a report
 records the size of a circuit it declares (SPEC.md K-9), and these circuits are not
 in the file, so the points declare no size.
+
+The per-task results pickle MIB's ``run_evaluation.py`` writes
+(``<task>_<model>_<split>_abs-<True|False>.pkl``) is read too, by the restricted unpickler
+only: one report of its one curve, with the same conventions.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ A submission holds one folder per task and model, named ``<task>_<model>`` (``io
 ``.json`` or ``.pt``) or nine circuit files, one per grid point below k = 1 (SPEC.md I-3).
 Each folder becomes ``<out>/<task>_<model>/circuit.json`` with its sidecar. Where the
 folder also holds the results MIB's evaluator writes (``<task>_<model>_<split>_abs-<bool>.pkl``,
-read by a restricted unpickler), a report claiming them is written beside it: ``abs-False``
-is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score| (CMD).
+read by a restricted unpickler), or is given them from anywhere (``--results``, matched to the
+folder by the task and model of the file name), a report claiming them is written beside it:
+``abs-False`` is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score|
+(CMD). Nine circuit files keep the edge scores they share in the circuit document.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Each report becomes ``<out>/<task>_<model>/`` (task names spelled with ``-``, as
 folders are; the name made safe as an import makes names, :mod:`mibspec.core.folders`):
 ``importances.json`` when its circuit document has edge scores and its circuits, if any, are
 cut from them by a ranking, otherwise one circuit file per grid point below k = 1
-(``circuit_<k>.json``, with the document's edge scores, else ``NaN`` scores: EAP-IG's ``Graph.from_json`` reads a ``score``
-for every edge); and, for each claimed curve over the
+(``circuit_<k>.json``, with the document's edge scores, else ``NaN`` scores: EAP-IG's
+``Graph.from_json`` reads a ``score`` for every edge); and, for each claimed curve over the
 whole ``mib-2025`` grid, the results file MIB's evaluator writes
 (``<task>_<model>_<split>_abs-<True|False>.pkl``: plain dicts, lists and floats). Every file
 is planned before the first is written; two reports for one folder are refused.

@@ -98,7 +98,7 @@ def test_nine_circuits_are_placed_on_the_grid_by_size(tmp_path: Path) -> None:
     limits = [int(k * 479) for k in GRID[:9]]  # floor(k·|E|) for the 479 edges of 4 layers × 4 heads
     sizes = list(reversed(limits))  # files in any order: placed by size
     folder = _nine_folder(tmp_path / "method", sizes)
-    result = import_mib_submission(folder, tmp_path / "out", _options())
+    result = import_mib_submission(folder, tmp_path / "out", _options(method=None))
     assert result.ok, [str(f) for f in result.findings]
     assert not (tmp_path / "out" / "ioi_tiny" / "report.json").exists()
     assert len(result.notes) == 1
@@ -356,3 +356,224 @@ def test_imported_sizes_are_the_circuits_recorded_sizes_not_mibs(tmp_path: Path)
         assert [p["weighted_size"] for p in curves[ranking]] == expected
     assert expected != _results(2)["weighted_edge_counts"]  # not the counts the pickle holds
     assert mibspec.verify(out / "report.json", recompute=False).valid
+
+
+# --- results from anywhere (--results), options used or refused, nine circuits with scores ------
+
+
+def _results_file(root: Path, name: str, seed: int) -> Path:
+    """A results pickle where MIB's run_evaluation.py writes it: results/<method>_<ablation>_<level>/."""
+    path = root / "results" / "m_patching_edge" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(_results(seed)))
+    return path
+
+
+def _without_provenance(path: Path) -> dict[str, Any]:
+    document = json.loads(path.read_text())
+    document.pop("provenance")
+    return document
+
+
+def test_results_given_from_anywhere_give_the_report_results_in_the_folder_give(tmp_path: Path) -> None:
+    inside = _importance_folder(tmp_path / "a" / "m")
+    assert import_mib_submission(inside, tmp_path / "in", _options(model_revision=REVISION)).ok
+    bare = tmp_path / "b" / "m" / "ioi_tiny"
+    bare.mkdir(parents=True)
+    (bare / "importances.json").write_bytes((inside / "importances.json").read_bytes())
+    given = tuple(_results_file(tmp_path, p.name, 0) for p in sorted(inside.glob("*.pkl")))
+    for mine, theirs in zip(given, sorted(inside.glob("*.pkl")), strict=True):
+        mine.write_bytes(theirs.read_bytes())
+    before = [p.read_bytes() for p in given]
+    result = import_mib_submission(
+        bare.parent, tmp_path / "out", _options(model_revision=REVISION, results=given)
+    )
+    assert result.ok, [str(f) for f in result.findings]
+    report = tmp_path / "out" / "ioi_tiny" / "report.json"
+    assert _without_provenance(report) == _without_provenance(tmp_path / "in" / "ioi_tiny" / "report.json")
+    assert mibspec.verify(report, recompute=False).valid
+    assert [p.read_bytes() for p in given] == before  # inputs are only read
+    assert not any(p.name == "report.json" for p in bare.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("ioi_other_validation_abs-False.pkl", "names the folder ioi_other"),
+        ("ioi_tiny_results.pkl", "not named"),
+        ("ioi_tiny_validation_abs-False.pkl", "already has results"),
+    ],
+    ids=["no-folder", "not-named", "folder-has-it"],
+)
+def test_a_results_file_matching_no_folder_or_a_taken_one_is_refused(
+    tmp_path: Path, name: str, words: str
+) -> None:
+    folder = _importance_folder(tmp_path / "m")  # holds ioi_tiny_validation_abs-{False,True}.pkl
+    given = _results_file(tmp_path, name, 3)
+    result = import_mib_submission(folder, tmp_path / "out", _options(results=(given,)))
+    assert [f.code for f in result.findings] == ["I112"]
+    assert words in result.findings[0].message
+    assert str(given) in result.findings[0].message
+    assert (result.findings[0].line, result.findings[0].column) == (1, 1)
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_results_files_for_one_folder_split_and_ranking_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "m" / "ioi_tiny"
+    write(folder / "importances.json", graph(4, 4, 16, seed=3, chosen=0.0))
+    first = _results_file(tmp_path / "x", "ioi_tiny_test_abs-True.pkl", 1)
+    second = _results_file(tmp_path / "y", "ioi_tiny_test_abs-True.pkl", 2)
+    result = import_mib_submission(folder.parent, tmp_path / "out", _options(results=(first, second)))
+    assert [f.code for f in result.findings] == ["I112"]
+    assert str(second) in result.findings[0].message
+    assert str(first) in result.findings[0].message
+
+
+def test_a_model_revision_without_results_is_recorded_in_the_circuit_document(tmp_path: Path) -> None:
+    folder = tmp_path / "m" / "ioi_gpt2"
+    write(folder / "importances.json", graph(12, 12, 16, seed=3, chosen=0.0))
+    result = import_mib_submission(
+        folder.parent, tmp_path / "out", SubmissionOptions(model_revision=REVISION)
+    )
+    assert result.ok, [str(f) for f in result.findings]
+    circuit = tmp_path / "out" / "ioi_gpt2" / "circuit.json"
+    model = json.loads(circuit.read_text())["model"]
+    assert (model["id"], model["revision"]) == ("gpt2", REVISION)
+    assert mibspec.verify(circuit, recompute=False).findings == []
+    # a model the folder name does not describe is refused, not dropped
+    tiny = _nine_folder(tmp_path / "n", [0] * 9)
+    refused = import_mib_submission(tiny, tmp_path / "o", SubmissionOptions(model_revision=REVISION))
+    assert [f.code for f in refused.findings] == ["I110"]
+
+
+def test_report_options_without_any_results_are_refused(tmp_path: Path) -> None:
+    folder = _nine_folder(tmp_path / "m", [int(k * 479) for k in GRID[:9]])
+    for options, flags in (
+        (_options(), "--method"),
+        (_options(method=None, split="test", counterfactual_type="abc"), "--split, --counterfactual-type"),
+    ):
+        result = import_mib_submission(folder, tmp_path / "out", options)
+        assert [f.code for f in result.findings] == ["I111"]
+        assert result.findings[0].message.startswith(f"{flags}: recorded in reports only")
+        assert not (tmp_path / "out").exists()
+
+
+def _scored_nine_folder(root: Path, *, same_scores: bool = True) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Nine circuit files as EAP-IG's Graph.to_json writes circuits cut from one ranking: every
+    edge with its score and in_graph; the top floor(k·|E|) edges by score in the circuit."""
+    folder = root / "ioi_tiny"
+    edges = edge_names(4, 4)
+    written = {}
+    for i, k in enumerate(GRID[:9]):
+        data = graph(4, 4, 16, seed=0 if same_scores else i)
+        ranked = sorted(edges, key=lambda e: -data["edges"][e]["score"])
+        chosen = set(ranked[: int(k * len(edges))])
+        for edge, entry in data["edges"].items():
+            entry["in_graph"] = edge in chosen
+        name = f"circuit_{i}.json"
+        write(folder / name, data)
+        written[name] = data
+    return folder, written
+
+
+def _loader_keys() -> tuple[set[str], set[str], set[str]]:
+    """The keys EAP-IG's public Graph.from_json indexes (``d[...]``, ``node_dict[...]``,
+    ``info[...]``), read from its source."""
+    import ast
+
+    from _mib_files import peers
+
+    root = peers()
+    if root is None:
+        pytest.skip("the public EAP-IG code is not beside the checkout")
+    tree = ast.parse((root / "eap-ig" / "src" / "eap" / "graph.py").read_text())
+    [loader] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "from_json"]
+    found: dict[str, set[str]] = {"d": set(), "node_dict": set(), "info": set()}
+    for node in ast.walk(loader):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in found
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.ctx, ast.Load)
+        ):
+            found[node.value.id].add(node.slice.value)
+    # keys read only after an `in` check are optional; in_graph is read unconditionally
+    return found["d"], {"in_graph"} & found["node_dict"], found["info"]
+
+
+def test_nine_circuits_with_scores_round_trip_with_their_scores(tmp_path: Path) -> None:
+    folder, sources = _scored_nine_folder(tmp_path / "a" / "m")
+    for flag, seed in (("False", 1), ("True", 2)):
+        _results_file(tmp_path, f"ioi_tiny_test_abs-{flag}.pkl", seed)
+    given = tuple(sorted((tmp_path / "results").rglob("*.pkl")))
+    options = _options(model_revision=REVISION, results=given)
+    result = import_mib_submission(folder.parent, tmp_path / "first", options)
+    assert result.ok, [str(f) for f in result.findings]
+    assert result.notes == []
+    document = json.loads((tmp_path / "first" / "ioi_tiny" / "circuit.json").read_text())
+    assert document["scores"]["shape"] == [479]
+    report = tmp_path / "first" / "ioi_tiny" / "report.json"
+    assert mibspec.verify(report, recompute=False).valid
+    written = export_mib_submission([report], tmp_path / "b" / "m")
+    exported = {p.name: p for p in written if p.name.startswith("circuit_")}
+    assert len(exported) == 9
+    top, node_keys, edge_keys = _loader_keys()
+    assert edge_keys == {"score", "in_graph"}  # what the public loader reads per edge
+    # the source files, in the order of their sizes, against the exported files (by k)
+    for name, data in sources.items():
+        k = GRID[int(name.split("_")[1].split(".")[0])]
+        back = json.loads(exported[f"circuit_{k:g}.json"].read_text())
+        assert top <= set(back)
+        assert all(node_keys <= set(entry) for node, entry in back["nodes"].items() if node != "logits")
+        assert all(edge_keys <= set(entry) for entry in back["edges"].values())
+        assert {e for e, v in back["edges"].items() if v["in_graph"]} == {
+            e for e, v in data["edges"].items() if v["in_graph"]
+        }
+        assert {e: v["score"] for e, v in back["edges"].items()} == {
+            e: v["score"] for e, v in data["edges"].items()
+        }
+    again = _options(model_revision=REVISION)  # the exported folder holds its results
+    assert import_mib_submission(tmp_path / "b" / "m", tmp_path / "second", again).ok
+    for name in ("circuit.json", "circuit.safetensors"):
+        first = (tmp_path / "first" / "ioi_tiny" / name).read_bytes()
+        assert first == (tmp_path / "second" / "ioi_tiny" / name).read_bytes(), name
+
+
+def test_binary_nine_circuits_export_a_score_on_every_edge(tmp_path: Path) -> None:
+    limits = [int(k * 479) for k in GRID[:9]]
+    folder = _nine_folder(tmp_path / "a" / "m", limits)
+    for flag, seed in (("False", 1), ("True", 2)):
+        (folder / f"ioi_tiny_test_abs-{flag}.pkl").write_bytes(pickle.dumps(_results(seed)))
+    assert import_mib_submission(folder, tmp_path / "first", _options(model_revision=REVISION)).ok
+    written = export_mib_submission([tmp_path / "first" / "ioi_tiny" / "report.json"], tmp_path / "b" / "m")
+    _, _, edge_keys = _loader_keys()
+    for path in (p for p in written if p.name.startswith("circuit_")):
+        back = json.loads(path.read_text())
+        assert all(edge_keys <= set(entry) for entry in back["edges"].values())
+        assert all(entry["score"] != entry["score"] for entry in back["edges"].values())  # NaN: no score
+
+
+def test_nine_circuits_with_different_scores_keep_the_circuits_and_say_so(tmp_path: Path) -> None:
+    folder, _ = _scored_nine_folder(tmp_path / "m", same_scores=False)
+    result = import_mib_submission(folder.parent, tmp_path / "out", _options(method=None))
+    assert result.ok, [str(f) for f in result.findings]
+    assert any("edge scores of its circuit files were not kept" in note for note in result.notes)
+    document = json.loads((tmp_path / "out" / "ioi_tiny" / "circuit.json").read_text())
+    assert "scores" not in document
+    assert len(document["circuits"]) == 10
+
+
+def test_cli_takes_results_from_anywhere(tmp_path: Path) -> None:
+    folder = tmp_path / "m" / "ioi_tiny"
+    write(folder / "importances.json", graph(4, 4, 16, seed=3, chosen=0.0))
+    given = [_results_file(tmp_path, f"ioi_tiny_test_abs-{flag}.pkl", 1) for flag in ("False", "True")]
+    args = [sys.executable, "-m", "mibspec", "import", "mib-submission", str(folder.parent)]
+    args += ["-o", str(tmp_path / "out"), "--model-revision", REVISION, "--architecture", "GPT2LMHeadModel"]
+    for path in given:
+        args += ["--results", str(path)]
+    run = subprocess.run(args, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads((tmp_path / "out" / "ioi_tiny" / "report.json").read_text())
+    assert [c["ranking"] for c in report["claims"]["curves"]] == ["signed", "absolute"]
+    assert report["task"]["split"] == "test"

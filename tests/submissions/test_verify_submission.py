@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from mibspec.importers._safe_pickle import load_results_pickle
+
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "models" / "tiny-gpt2"
 MODEL_REVISION = "1111111111111111111111111111111111111111"
@@ -185,7 +187,7 @@ def test_a_false_leaderboard_number_is_refused(submission: tuple[Path, Path], tm
     tampered = tmp_path / "submission"
     shutil.copytree(folder, tampered)
     pickle_path = next(tampered.rglob("*_abs-False.pkl"))
-    results = pickle.loads(pickle_path.read_bytes())
+    results = load_results_pickle(pickle_path)  # the restricted unpickler, even for our own file
     results["faithfulnesses"] = [min(1.0, f + 0.05) for f in results["faithfulnesses"]]
     pickle_path.write_bytes(pickle.dumps(results))
     run = _run(["verify-submission", str(tampered), "-o", str(tmp_path / "out"), *_ARGS], cache, tmp_path)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PositionsOption",
+    "ResultsOption",
     "import_eap_ig_command",
     "import_mib_causal_results_command",
     "import_mib_circuit_results_command",
@@ -302,6 +303,18 @@ ModelFilesOption = Annotated[
 ]
 
 
+ResultsOption = Annotated[
+    list[Path] | None,
+    Option(
+        "--results",
+        metavar="<path>",
+        help="Circuit track: a results file of MIB's run_evaluation.py "
+        "(<task>_<model>_<split>_abs-<True|False>.pkl) from anywhere, used for the <task>_<model> "
+        "folder its name names (repeatable).",
+    ),
+]
+
+
 def import_mib_submission_command(
     source: Annotated[
         Path,
@@ -326,6 +339,7 @@ def import_mib_submission_command(
     architecture: ArchitectureOption = None,
     method: MethodOption = None,
     model_files: ModelFilesOption = None,
+    results: ResultsOption = None,
     positions: PositionsOption = None,
     output_format: _FormatOption = OutputFormat.text,
     follow_output_links: FollowLinksOption = False,
@@ -346,7 +360,11 @@ def import_mib_submission_command(
         architecture=architecture,
         method=method,
         model_files=model_files,
+        results=tuple(results or ()),
     )
+    for path in options.results:
+        if not path.is_file():
+            usage_error(f"--results {path}: no such file")
     if _submission_track(source, output_format) == "causal_variable":
         _refuse_circuit_options(source, options)
         run_cv_import(source, out_dir, positions, output_format.value, follow_output_links)
@@ -387,21 +405,29 @@ _CIRCUIT_FLAGS = {
     "architecture": "--architecture",
     "method": "--method",
     "model_files": "--model-files",
+    "results": "--results",
 }
 
 
 def _refuse_circuit_options(source: Path, options: SubmissionOptions) -> None:
     """A usage error naming the circuit-track options given for a causal-variable submission."""
-    given = [flag for name, flag in _CIRCUIT_FLAGS.items() if getattr(options, name) is not None]
+    given = [flag for name, flag in _CIRCUIT_FLAGS.items() if getattr(options, name) not in (None, ())]
     if given:
         usage_error(
             f"{', '.join(given)}: circuit-track option(s), but {source} is a causal-variable "
-            "submission, whose featurizer documents name no model, dataset or method"
+            "submission, whose featurizer documents name no model, dataset, method or results"
         )
 
 
 def import_mib_circuit_results_command(
-    source: Annotated[Path, Argument(help="A MIB circuit-track leaderboard results JSON file.")],
+    source: Annotated[
+        Path,
+        Argument(
+            help="A MIB circuit-track leaderboard results JSON file, or a results pickle of MIB's "
+            "run_evaluation.py (<task>_<model>_<split>_abs-<True|False>.pkl; read by a restricted "
+            "unpickler that runs nothing)."
+        ),
+    ],
     out_dir: Annotated[
         Path, Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
     ],

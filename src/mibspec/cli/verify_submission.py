@@ -27,6 +27,7 @@ from mibspec.cli.imports import (
     MethodOption,
     ModelFilesOption,
     PositionsOption,
+    ResultsOption,
     RevisionOption,
     SplitOption,
 )
@@ -69,6 +70,7 @@ def verify_submission_command(
     architecture: ArchitectureOption = None,
     method: MethodOption = None,
     model_files: ModelFilesOption = None,
+    results: ResultsOption = None,
     positions: PositionsOption = None,
     model_root: _ModelRoot = None,
     device: DeviceOption = "cpu",
@@ -93,6 +95,9 @@ def verify_submission_command(
     if not source.is_dir():
         usage_error(f"{source}: no such folder")
     check_outputs_or_exit([], [source], folders=[(out_dir, "--output")], follow_links=follow_output_links)
+    for path in results or ():
+        if not path.is_file():
+            usage_error(f"--results {path}: no such file")
     if dataset is None and submission_layout(source).track == "circuit":
         usage_error(
             "--dataset is needed to recompute: a hub id pinned as ID@REVISION (e.g. mib-bench/ioi@<commit>), "
@@ -108,6 +113,7 @@ def verify_submission_command(
         architecture=architecture,
         method=method,
         model_files=model_files,
+        results=tuple(results or ()),
         positions=positions,
         model_roots=tuple(model_root or ()),
         device=device_or_exit(device),

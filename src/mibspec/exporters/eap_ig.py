@@ -5,7 +5,8 @@ reads: ``cfg``; ``nodes`` (every node, ``logits`` last, with ``in_graph``, and `
 ``neurons``, ``neurons_scores`` where the document has them, an unscored node or neuron
 written as ``NaN`` as ``json.dump`` writes it); ``edges`` in EAP-IG's order with
 ``score`` and ``in_graph``. A document without edge scores is a circuit in MIB's binary
-form: its edges carry ``in_graph`` only. Importing the file gives the same document.
+form: its edges carry ``in_graph`` and a ``NaN`` score (``Graph.from_json`` reads a score for
+every edge; ``NaN`` on every edge is no score). Importing the file gives the same document.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def eap_ig_text(document: dict[str, Any], tensors: dict[str, Any], circuit: int 
     for name, index in zip(names, ids, strict=True):
         flag = "true" if flags[index] else "false"
         if scores is None:
-            entries.append(f'"{name}": {{"in_graph": {flag}}}')
+            entries.append(f'"{name}": {{"score": NaN, "in_graph": {flag}}}')
         else:
             entries.append(f'"{name}": {{"score": {scores[index]!r}, "in_graph": {flag}}}')
     parts += [", ".join(entries), "}}"]

@@ -2,8 +2,10 @@
 
 Each report becomes ``<out>/<task>_<model>/`` (task names spelled with ``-``, as MIB's
 folders are; the name made safe as an import makes names, :mod:`mibspec.core.folders`):
-``importances.json`` when its circuit document has edge scores, otherwise one circuit file
-per grid point below k = 1 (``circuit_<k>.json``); and, for each claimed curve over the
+``importances.json`` when its circuit document has edge scores and its circuits, if any, are
+cut from them by a ranking, otherwise one circuit file per grid point below k = 1
+(``circuit_<k>.json``, with the document's edge scores, else ``NaN`` scores: EAP-IG's
+``Graph.from_json`` reads a ``score`` for every edge); and, for each claimed curve over the
 whole ``mib-2025`` grid, the results file MIB's evaluator writes
 (``<task>_<model>_<split>_abs-<True|False>.pkl``: plain dicts, lists and floats). Every file
 is planned before the first is written; two reports for one folder are refused.
@@ -45,7 +47,11 @@ def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
     document, tensors = read_circuit(inside(report_path.parent, artifacts[ref]["path"]))
     files: dict[str, bytes | str] = {}
     membership = tensors.get("membership")
-    if "scores" in tensors:
+    entries = document.get("circuits", [])
+    # circuits given per grid point (not cut from the scores by a ranking: a nine-circuit
+    # submission) are written as circuit files, with the edge scores where the document keeps them
+    circuits = len(entries) > 1 and all(e.get("k") is not None and "ranking" not in e for e in entries)
+    if "scores" in tensors and not circuits:
         rows = 0 if membership is not None and membership.shape[0] == 1 else None
         if rows is None:
             tensors = {
@@ -53,7 +59,7 @@ def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
             }
         files["importances.json"] = eap_ig_text(document, tensors, 0)
     else:
-        for entry in document.get("circuits", []):
+        for entry in entries:
             k = entry.get("k")
             if k is None:
                 raise ExportError(f"{report_path}: circuit {entry['index']} of its document declares no k")

@@ -365,7 +365,8 @@ def _edges_from_object(value: Any, universe: Any, offset: int) -> tuple[Any, ...
         score, member = entry.get("score"), entry.get("in_graph", False)
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             raise ReadProblemError("I101", f"{pointer}/score", offset, detail="score must be a number")
-        if score is not None and not abs(score) <= F32_MAX:
+        # NaN is checked on the whole graph: NaN on every edge is the binary form (no scores)
+        if score is not None and score == score and not abs(score) <= F32_MAX:
             raise ReadProblemError("I105", f"{pointer}/score", offset, **score_problem("edge", score))
         if not isinstance(member, bool):
             raise ReadProblemError(

@@ -300,6 +300,8 @@ def _check_edges(text: Any) -> int:
         first = universe.edge_name(int(np.flatnonzero(~text.seen)[0]))
         raise ReadProblemError("I103", "/edges", None, missing=missing, total=universe.n_edges, first=first)
     n_scored = int(text.scored.sum())
+    if n_scored == universe.n_edges and bool(np.isnan(text.scores).all()):
+        return 0  # NaN on every edge is no score: the binary form as mibspec exports it
     if 0 < n_scored < universe.n_edges:
         first = universe.edge_name(int(np.flatnonzero(~text.scored)[0]))
         raise ReadProblemError(

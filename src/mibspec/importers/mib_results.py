@@ -16,15 +16,20 @@ model revision, nor the baseline metrics: the reports say so, and recomputation
 reports what is missing. The file's edge counts only order the circuits: a report
 records the size of a circuit it declares (SPEC.md K-9), and these circuits are not
 in the file, so the points declare no size.
+
+The per-task results pickle MIB's ``run_evaluation.py`` writes
+(``<task>_<model>_<split>_abs-<True|False>.pkl``) is read too, by the restricted unpickler
+only: one report of its one curve, with the same conventions.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -47,6 +52,7 @@ from mibspec.documents.report import (
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, ImportOptions, OptionError
+from ._results_pickle import RESULTS_PATTERN, ResultsName, read_results, results_name
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 
 __all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "source_created"]
@@ -56,8 +62,20 @@ def import_mib_circuit_results(
     source: Path, out_dir: Path, options: ImportOptions | None = None
 ) -> ImportResult:
     """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``
-    (with the model revision, dataset and split of ``options``, SPEC.md I-4)."""
+    (with the model revision, dataset and split of ``options``, SPEC.md I-4): a leaderboard
+    results JSON, or a results pickle of MIB's ``run_evaluation.py`` (read by the restricted
+    unpickler; task, model, split and ranking from its name)."""
+    if _is_pickle(source):
+        return import_reports(source, out_dir, _pickle_reports, options, read=_read_pickle)
     return import_reports(source, out_dir, _reports, options)
+
+
+def _is_pickle(source: Path) -> bool:
+    """A pickle by its name, or by its first byte (protocol 2 and later open with 0x80)."""
+    if source.suffix in (".pkl", ".pickle"):
+        return True
+    with source.open("rb") as handle:
+        return handle.read(1) == b"\x80"
 
 
 def import_reports(
@@ -65,6 +83,7 @@ def import_reports(
     out_dir: Path,
     build: Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]],
     options: ImportOptions | None = None,
+    read: Callable[[Path], Any] | None = None,
 ) -> ImportResult:
     """Parse ``source`` strictly, build ``(folder name, report model, pointer)`` triples with
     ``build`` (the pointer: where in ``source`` the report comes from) and write each as
@@ -87,14 +106,22 @@ def import_reports(
     except OutsideFolderError as exc:
         result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
         return result
-    parsed = load_json_file(source, Limits())
-    if parsed.problems:
-        result.findings.extend(import_parse_findings(parsed, cat))
-        return result
+    parsed: Any = None
+    if read is None:
+        parsed = load_json_file(source, Limits())
+        if parsed.problems:
+            result.findings.extend(import_parse_findings(parsed, cat))
+            return result
     try:
-        reports = list(build(parsed.data, source))
+        data = parsed.data if read is None else read(source)
+        if read is not None:
+            _check_split(source, options)
+        reports = list(build(data, source))
     except _MalformedError as exc:
-        finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
+        params = {k: v for k, v in exc.params.items() if not k.startswith("_")}
+        finding = make_finding(cat, None, exc.code, exc.pointer, **params)
+        if read is not None:  # a pickle has no lines: the finding names the file
+            finding = replace(finding, message=f"{source.name}: {finding.message}")
         result.findings.append(_located(finding, parsed, exc.pointer))
         return result
     except ValidationError as exc:  # a value the report cannot hold, which no check above named
@@ -120,8 +147,9 @@ def import_reports(
 
 def _located(finding: Any, parsed: Any, pointer: str) -> Any:
     """``finding`` at the line and column of ``pointer`` in the parsed source (1:1 where the
-    pointer has none, as for a document that is ``null``)."""
-    line, column = parsed.locate(pointer) if parsed.text else (None, None)
+    pointer has none, as for a document that is ``null``, or the source is a pickle, whose
+    findings name the file)."""
+    line, column = parsed.locate(pointer) if parsed is not None and parsed.text else (None, None)
     return finding.located(line or 1, column or 1)
 
 
@@ -227,3 +255,95 @@ def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Cur
     order = sorted(range(len(counts)), key=lambda i: counts[i])
     points = [CurvePoint(k=grid[slot], faithfulness=float(values[i])) for slot, i in enumerate(order)]
     return Curve(ranking=ranking, points=points)
+
+
+#: MIB's ``--level`` (the last part of its output folder ``<method>_<ablation>_<level>``).
+_LEVELS = ("edge", "node", "neuron")
+
+
+def _read_pickle(source: Path) -> tuple[ResultsName, dict[str, Any]]:
+    """What the results pickle ``source`` says, by its name and its content.
+
+    Raises:
+        _MalformedError: a name MIB does not write, or a pickle refused or malformed.
+    """
+    named = results_name(source.name)
+    if named is None:
+        raise _MalformedError(
+            "I101",
+            "",
+            detail=f"a results pickle records no task, model or split: its name must, as "
+            f"{RESULTS_PATTERN} (MIB's run_evaluation.py names it so)",
+        )
+    return named, read_results(source)
+
+
+def _check_split(source: Path, options: ImportOptions) -> None:
+    """Refuse a ``--split`` other than the one the pickle's name says (I111)."""
+    named = results_name(source.name)
+    if options.split is not None and named is not None and options.split != named.split:
+        raise _MalformedError(
+            "I111",
+            "",
+            detail=f"--split {options.split}: the results file is named for the {named.split} split",
+        )
+
+
+def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]]:
+    """The report of one results pickle: its one curve (ranked as its ``abs-`` flag says) and
+    the areas the evaluator computed on it, with the ``mib-2025`` conventions of the leaderboard
+    JSON's reports. The method, and the level, come from the folder MIB writes the file into,
+    ``<method>_<ablation>_<level>`` (the ablation is not passed on by MIB's evaluator, which
+    always patches from the counterfactual run)."""
+    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+
+    named, results = data
+    if named.model not in KNOWN_MODELS:
+        raise _MalformedError(
+            "I102", "", detail=f"unknown MIB model id {named.model!r}; known: {', '.join(KNOWN_MODELS)}"
+        )
+    architecture, layers, heads = KNOWN_MODELS[named.model]
+    folder = source.resolve().parent.name
+    parts = folder.rsplit("_", 2)
+    method, level = (parts[0], parts[2]) if len(parts) == 3 and parts[2] in _LEVELS else (folder, "edge")
+    granularity: Literal["edge", "node", "neuron"] = "node" if level == "node" else "edge"
+    if level == "neuron":
+        granularity = "neuron"
+    task = named.task.replace("-", "_")
+    grid = list(load_profile("mib-2025").grid)
+    ranking: Ranking = "absolute" if named.ranking == "absolute" else "signed"
+    by = "|score|" if ranking == "absolute" else "signed score"
+    points = [CurvePoint(k=k, faithfulness=f) for k, f in zip(grid, results["faithfulnesses"], strict=True)]
+    report = CircuitReport(
+        profile="mib-2025",
+        title=f"{method} on {task} ({named.model}), imported from MIB results",
+        description=(
+            f"Imported from {source.name} by mibspec {__version__}. The results file records one "
+            f"faithfulness curve (circuits ranked by {by}) "
+            "and the areas MIB's evaluator computed on it: the circuits (so their sizes), the model "
+            "revision and the baseline metrics are absent, so the curve cannot be recomputed."
+        ),
+        method=Method(name=method or "unknown"),
+        task=TaskRef(name=task, split=named.split),
+        model=model_ref({"source": "hub", "id": named.model, "architecture": architecture}),
+        settings=CircuitSettings(
+            ablation="counterfactual",
+            granularity=granularity,
+            grid=grid,
+            ranking={"cpr": ranking, "cmd": ranking},
+            edge_count_rounding="floor",
+            metric="logit_difference",
+        ),
+        claims=CircuitClaims(
+            n_edges=GraphUniverse(GraphConfig(layers, heads)).n_edges,
+            curves=[Curve(ranking=ranking, points=points)],
+            cpr=ScalarClaim(value=results["area_under"]),
+            cmd=NonNegativeClaim(value=results["area_from_1"]),
+        ),
+        provenance=Provenance(
+            tool=ToolInfo(name="mibspec", version=__version__),
+            created=source_created(source),
+            command=f"mibspec import mib-circuit-results {source.name}",
+        ),
+    )
+    yield safe_name(task, named.model), report, ""

@@ -5,15 +5,15 @@ A submission holds one folder per task and model, named ``<task>_<model>`` (``io
 ``.json`` or ``.pt``) or nine circuit files, one per grid point below k = 1 (SPEC.md I-3).
 Each folder becomes ``<out>/<task>_<model>/circuit.json`` with its sidecar. Where the
 folder also holds the results MIB's evaluator writes (``<task>_<model>_<split>_abs-<bool>.pkl``,
-read by a restricted unpickler), a report claiming them is written beside it: ``abs-False``
-is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score| (CMD).
+read by a restricted unpickler), or is given them from anywhere (``--results``, matched to the
+folder by the task and model of the file name), a report claiming them is written beside it:
+``abs-False`` is the curve of circuits ranked by signed score (CPR), ``abs-True`` by |score|
+(CMD). Nine circuit files keep the edge scores they share in the circuit document.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from mibspec.documents.report import (
 from mibspec.validator import Finding, catalogue, load_profile, make_finding
 
 from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, hub_model
-from ._safe_pickle import UnsafePickleError, load_results_pickle
+from ._results_pickle import RESULTS_PATTERN, read_results, results_name
 from .eap_ig import (
     EapIgGraph,
     ImportResult,
@@ -53,7 +53,6 @@ from .eap_ig import (
 __all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
 
 _GRAPH_SUFFIXES = (".json", ".pt")
-_RESULTS = re.compile(r"^(?P<name>.+)_(?P<split>train|validation|test)_abs-(?P<abs>True|False)\.pkl$")
 _N_CIRCUITS = 9
 _CLASS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -70,6 +69,9 @@ class SubmissionOptions(ImportOptions):
     method: str | None = None
     #: A local copy of the model whose files (config, weights, tokenizer) are pinned by hash.
     model_files: Path | None = None
+    #: Results files from anywhere (``--results``), each matched to the ``<task>_<model>``
+    #: folder its name names.
+    results: tuple[Path, ...] = ()
 
     def check(self) -> DatasetCopy | dict[str, str] | None:
         """Validate the options, with the architecture: a class name, and the one the
@@ -144,13 +146,17 @@ def import_mib_submission(
             )
         )
         return result
+    given = _given_results(folders, options.results)
+    if isinstance(given, Finding):
+        result.findings.append(given)
+        return result
     reader = InputFolder(source)
     plan = OutputPlan(out_dir)
     documents: list[Path] = []
     reports: list[Path] = []
     for folder in folders:
         try:
-            converted = _convert(reader, folder, options, dataset)
+            converted = _convert(reader, folder, options, dataset, given.get(folder.name, []))
             name, planned = converted[0], _plan(plan, folder, converted, dataset)
         except _MalformedError as exc:
             where = exc.params.pop("_file", folder)
@@ -172,23 +178,33 @@ def import_mib_submission(
             continue
         documents.append(planned[0])
         result.sidecars.append(planned[1])
-        if planned[2] is None:
-            result.notes.append(
-                f"{name}: no report, since the folder holds no results file "
-                f"({name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
-                "the circuit document alone was written"
-            )
-        else:
-            reports.append(planned[2])
+        result.notes += [n for n in (converted[4], _no_report_note(name, planned[2])) if n is not None]
+        reports += [planned[2]] if planned[2] is not None else []
+    if not result.findings and not reports:
+        unused = _unused_report_options(options)
+        if unused is not None:
+            result.findings.append(make_finding(cat, None, "I111", "", detail=unused).located(1, 1))
     if result.findings:
         result.sidecars, result.notes = [], []
         return result
-    plan.write(Inputs([source, *([options.model_files] if options.model_files else [])]))
+    extra = [*options.results, *([options.model_files] if options.model_files else [])]
+    plan.write(Inputs([source, *extra]))
     result.written = [*documents, *reports]
     return result
 
 
-_Converted = tuple[str, Circuit, dict[str, Any], dict[str, Any] | None]
+def _no_report_note(name: str, report: Path | None) -> str | None:
+    if report is not None:
+        return None
+    return (
+        f"{name}: no report, since the folder holds no results file and none was given with "
+        f"--results ({name}_<split>_abs-<True|False>.pkl, as MIB's run_evaluation.py writes it); "
+        "the circuit document alone was written"
+    )
+
+
+#: A folder read: output name, circuit document, sidecar tensors, report (or None), note (or None).
+_Converted = tuple[str, Circuit, dict[str, Any], dict[str, Any] | None, str | None]
 
 
 def _plan(
@@ -202,7 +218,7 @@ def _plan(
     """
     from mibspec.reference_impl.producers.folder import artifact_entry
 
-    name, document, tensors, report = converted
+    name, document, tensors, report, _ = converted
     source = f"the folder {folder.name}"
     circuit, sidecar, data = plan_circuit(plan, name, document, tensors, source)
     if report is None:
@@ -218,6 +234,64 @@ def _in_file(finding: Finding, where: Path) -> Finding:
     from dataclasses import replace
 
     return replace(finding, message=f"{where.name}: {finding.message}")
+
+
+def _given_results(folders: list[Path], files: tuple[Path, ...]) -> dict[str, list[Path]] | Finding:
+    """The results files given with ``--results``, by the name of the folder each one's name
+    names; the finding refusing one that is not named as MIB names results, that names no
+    folder of the submission, or that repeats another's folder, split and ranking."""
+    cat = catalogue()
+    by_name = {folder.name: folder for folder in folders}
+    matched: dict[str, list[Path]] = {}
+    seen: dict[tuple[str, str, str], Path] = {}
+    for file in files:
+        named = results_name(file.name)
+        detail = None
+        if named is None:
+            detail = (
+                f"--results {file}: not named {RESULTS_PATTERN}, as MIB's run_evaluation.py names results"
+            )
+        elif named.folder not in by_name:
+            detail = (
+                f"--results {file}: names the folder {named.folder}, which the submission does not "
+                f"have (its folders: {', '.join(sorted(by_name)) or 'none'})"
+            )
+        else:
+            inside = [p for p in by_name[named.folder].glob("*.pkl") if results_name(p.name) == named]
+            key = (named.folder, named.split, named.ranking)
+            other = seen.get(key) or (inside[0] if inside else None)
+            if other is not None:
+                detail = (
+                    f"--results {file}: the folder {named.folder} already has results for the "
+                    f"{named.split} split ranked {named.ranking} ({other}); give one file per folder, "
+                    "split and ranking"
+                )
+            seen[key] = file
+        if detail is not None:
+            return make_finding(cat, None, "I112", "", detail=detail).located(1, 1)
+        if named is not None:
+            matched.setdefault(named.folder, []).append(file)
+    return matched
+
+
+#: The options only a report records, by the flag that gives them.
+_REPORT_OPTIONS = {
+    "dataset": "--dataset",
+    "split": "--split",
+    "counterfactual_type": "--counterfactual-type",
+    "method": "--method",
+}
+
+
+def _unused_report_options(options: SubmissionOptions) -> str | None:
+    """Why the report-only options given cannot be used, when no folder wrote a report."""
+    given = [flag for name, flag in _REPORT_OPTIONS.items() if getattr(options, name) is not None]
+    if not given:
+        return None
+    return (
+        f"{', '.join(given)}: recorded in reports only, and no folder holds results, so no report "
+        f"is written; give the results files ({RESULTS_PATTERN}) with --results, or drop the option(s)"
+    )
 
 
 def _folder(reader: InputFolder, path: Path) -> _Folder:
@@ -239,16 +313,23 @@ def _folder(reader: InputFolder, path: Path) -> _Folder:
 
 
 def _convert(
-    reader: InputFolder, path: Path, options: SubmissionOptions, dataset: DatasetCopy | dict[str, str] | None
+    reader: InputFolder,
+    path: Path,
+    options: SubmissionOptions,
+    dataset: DatasetCopy | dict[str, str] | None,
+    given: list[Path],
 ) -> _Converted:
-    """One ``<task>_<model>`` folder read: its output folder's name, circuit document, sidecar
-    tensors and report (None without results).
+    """One ``<task>_<model>`` folder read (with the results files ``given`` for it): its output
+    folder's name, circuit document, sidecar tensors and report (None without results). The
+    model options (``--model-revision``, ``--model-files``) are recorded in the circuit
+    document too, so that they are kept when no report is written.
 
     Raises:
         _MalformedError, OptionError: the folder cannot be imported.
         OutsideFolderError: a file or folder to read leads out of the submission.
     """
     folder = _folder(reader, path)
+    folder.results.extend(given)
     grid = circuit_grid()
     graphs = []
     for file in folder.graphs:
@@ -262,19 +343,46 @@ def _convert(
         document, tensors = graph_document(
             graphs[0], f"the MIB submission file {path.name}/{folder.graphs[0].name}"
         )
-        points = None
+        points, note = None, None
     elif len(graphs) == _N_CIRCUITS:
         document, tensors, points = _nine(folder, graphs, grid)
+        note = scores_note(path, graphs)
     else:
         raise _MalformedError("I107", "", detail=_missing(folder, graphs, grid), _file=path)
     name = safe_name(folder.task, folder.model)
+    if options.model_revision is not None or options.model_files is not None:
+        block = _model_block(folder, options)
+        if options.model_revision is not None:
+            block["revision"] = options.model_revision
+        if options.model_files is not None:
+            block["files"] = _pinned_files(options.model_files)
+        document = document.model_copy(update={"model": model_ref(block)})
     built = _report(folder, document, tensors, points, options) if folder.results else None
     report = None
     if built is not None:
         report = options.apply(dump(built), dataset)
         if options.model_files is not None:
             report["model"]["files"] = _pinned_files(options.model_files)
-    return name, document, tensors, report
+    return name, document, tensors, report, note
+
+
+def _model_block(folder: _Folder, options: SubmissionOptions) -> dict[str, Any]:
+    """The unpinned ``model`` block of the folder's model.
+
+    Raises:
+        _MalformedError: a model outside MIB's five, without ``--architecture``.
+    """
+    if folder.model in KNOWN_MODELS:
+        return hub_model(folder.model, None)
+    if options.architecture is not None:
+        return {"source": "hub", "id": folder.model, "architecture": options.architecture}
+    raise _MalformedError(
+        "I110",
+        "",
+        detail=f"model {folder.model!r} is not one of MIB's ({', '.join(KNOWN_MODELS)}); "
+        "give its architecture with --architecture",
+        _file=folder.path,
+    )
 
 
 def _missing(folder: _Folder, graphs: list[EapIgGraph], grid: list[float]) -> str:
@@ -325,10 +433,11 @@ def _nine(
             )
     rows = [graphs[i] for i in order]
     membership = np.stack([g.in_graph for g in rows] + [np.ones(universe.n_edges, dtype=bool)])
+    scores = _shared_scores(rows)
     first, tensors = graph_document(
-        EapIgGraph(universe, None, membership[0]), f"the MIB submission folder {folder.path.name}"
+        EapIgGraph(universe, scores, membership[0]), f"the MIB submission folder {folder.path.name}"
     )
-    tensors = {"membership": membership}
+    tensors = {"membership": membership, **({"scores": tensors["scores"]} if scores is not None else {})}
     n, n_rows = universe.n_edges, len(rows) + 1
     update: dict[str, Any] = {"membership": tensor_ref("membership", [n_rows, n], "bool")}
     if all(g.node_in_graph is not None for g in rows):
@@ -348,12 +457,36 @@ def _nine(
     return first.model_copy(update=update), tensors, list(range(n_rows))
 
 
+def _shared_scores(graphs: list[EapIgGraph]) -> Any | None:
+    """The edge scores the circuit files carry, when they all carry the same ones (EAP-IG's
+    ``to_json`` writes each circuit with the scores it was cut from); else ``None``."""
+    import numpy as np
+
+    first = graphs[0].edge_scores
+    if first is None or any(
+        g.edge_scores is None or not np.array_equal(g.edge_scores, first) for g in graphs[1:]
+    ):
+        return None
+    return first
+
+
+def scores_note(folder: Path, graphs: list[EapIgGraph]) -> str | None:
+    """The note for circuit files whose edge scores are not kept: they differ between files."""
+    scored = sum(g.edge_scores is not None for g in graphs)
+    if scored == 0 or _shared_scores(graphs) is not None:
+        return None
+    return (
+        f"{folder.name}: the edge scores of its circuit files were not kept ({scored} of "
+        f"{len(graphs)} files carry scores, and not the same ones); the circuits were"
+    )
+
+
 def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[str, Any]]]:
     """The split and, per ranking, the evaluator's results of the folder."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
     for file in folder.results:
-        match = _RESULTS.match(file.name)
-        if match is None or match["name"] != f"{folder.task}_{folder.model}":
+        named = results_name(file.name)
+        if named is None or named.folder != f"{folder.task}_{folder.model}":
             raise _MalformedError(
                 "I112",
                 "",
@@ -361,12 +494,7 @@ def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[st
                 f"{folder.task}_{folder.model}_<split>_abs-<True|False>.pkl",
                 _file=file,
             )
-        try:
-            data = load_results_pickle(file)
-        except UnsafePickleError as exc:
-            raise _MalformedError("I109", "", detail=str(exc), _file=file) from None
-        ranking = "absolute" if match["abs"] == "True" else "signed"
-        found.setdefault(match["split"], {})[ranking] = _check_results(data, file)
+        found.setdefault(named.split, {})[named.ranking] = read_results(file)
     splits = [split] if split is not None else sorted(found)
     if len(splits) != 1 or splits[0] not in found:
         raise _MalformedError(
@@ -376,48 +504,6 @@ def _results(folder: _Folder, split: str | None) -> tuple[str, dict[str, dict[st
             _file=folder.path,
         )
     return splits[0], found[splits[0]]
-
-
-def _check_results(data: Any, file: Path) -> dict[str, Any]:
-    import numpy as np
-
-    keys = ("weighted_edge_counts", "faithfulnesses", "area_under", "area_from_1")
-    grid = load_profile("mib-2025").grid
-    if not isinstance(data, dict) or not all(k in data for k in keys):
-        raise _MalformedError(
-            "I101", "", detail=f"a results file is a dict with {', '.join(keys)}", _file=file
-        )
-    values = {}
-    for key in keys:
-        value = data[key]
-        if key in keys[:2]:
-            if not isinstance(value, (list, tuple)) and not (
-                isinstance(value, np.ndarray) and value.ndim == 1
-            ):
-                raise _MalformedError("I101", "", detail=f"{key} must be a list of numbers", _file=file)
-            if len(value) != len(grid):  # before an array is turned into Python numbers
-                raise _MalformedError(
-                    "I112", "", detail=f"{key} has {len(value)} values for a grid of {len(grid)}", _file=file
-                )
-            items = value.tolist() if isinstance(value, np.ndarray) else list(value)
-        else:
-            items = [value]
-        # an integer beyond the float range (10**400) is not a finite number either
-        numbers = [
-            float(v)
-            for v in items
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= sys.float_info.max
-        ]
-        if len(numbers) != len(items) or not all(math.isfinite(v) for v in numbers):
-            raise _MalformedError("I101", "", detail=f"{key} must hold finite numbers", _file=file)
-        if key == keys[0] and any(number < 0 for number in numbers):
-            raise _MalformedError("I101", "", detail=f"{key} must not be negative", _file=file)
-        if key in keys[:2] and len(numbers) != len(grid):
-            raise _MalformedError(
-                "I112", "", detail=f"{key} has {len(numbers)} values for a grid of {len(grid)}", _file=file
-            )
-        values[key] = numbers if key in keys[:2] else numbers[0]
-    return values
 
 
 def _recorded_sizes(
@@ -462,18 +548,7 @@ def _report(
     split, results = _results(folder, options.split)
     profile = load_profile("mib-2025")
     grid = list(profile.grid)
-    if folder.model in KNOWN_MODELS:
-        model = hub_model(folder.model, None)
-    elif options.architecture is not None:
-        model = {"source": "hub", "id": folder.model, "architecture": options.architecture}
-    else:
-        raise _MalformedError(
-            "I110",
-            "",
-            detail=f"model {folder.model!r} is not one of MIB's ({', '.join(KNOWN_MODELS)}); "
-            "give its architecture with --architecture",
-            _file=folder.path,
-        )
+    model = _model_block(folder, options)
     curves = []
     for ranking in ("signed", "absolute"):
         if ranking not in results:

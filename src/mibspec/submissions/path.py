@@ -70,6 +70,8 @@ class SubmissionRequest:
     architecture: str | None = None
     method: str | None = None
     model_files: Path | None = None
+    #: Results files from anywhere, each used for the ``<task>_<model>`` folder its name names.
+    results: tuple[Path, ...] = ()
     positions: Path | None = None
     model_roots: tuple[Path, ...] = ()
     device: str = "cpu"
@@ -109,9 +111,13 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
         return outcome
     if layout.track == "causal_variable":
         return _causal_variable(request, outcome)
-    split = request.split or _results_split(request.submission, outcome)
+    split = request.split or _results_split(request.submission, request.results, outcome)
     dataset = _dataset(request, split, outcome)
     if dataset is None:
+        return outcome
+    if not request.results and not any(request.submission.rglob("*.pkl")):
+        # before the import, which would refuse the dataset and split it cannot record
+        outcome.findings.append(_finding("I107", _no_results(request.submission)))
         return outcome
     options = SubmissionOptions(
         model_revision=request.model_revision,
@@ -121,21 +127,14 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
         architecture=request.architecture,
         method=request.method,
         model_files=request.model_files,
+        results=request.results,
     )
     imported = import_mib_submission(request.submission, request.out_dir, options)
     if not _imported(imported, outcome):
         return outcome
     outcome.reports = [path for path in imported.written if path.name == "report.json"]
     if not outcome.reports:
-        outcome.findings.append(
-            _finding(
-                "I107",
-                f"{request.submission} holds no results file next to its circuits, so there is no "
-                "claim to recompute: run MIB's run_evaluation.py on the submission and put the "
-                "<task>_<model>_<split>_abs-<True|False>.pkl files it writes into each "
-                "<task>_<model> folder",
-            )
-        )
+        outcome.findings.append(_finding("I107", _no_results(request.submission)))
         return outcome
     outcome.verification = verify(
         *outcome.reports,
@@ -146,6 +145,15 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
         batch_size=request.batch_size,
     )
     return outcome
+
+
+def _no_results(submission: Path) -> str:
+    return (
+        f"{submission} holds no results file next to its circuits, so there is no "
+        "claim to recompute: run MIB's run_evaluation.py on the submission and put the "
+        "<task>_<model>_<split>_abs-<True|False>.pkl files it writes into each "
+        "<task>_<model> folder, or give them with --results"
+    )
 
 
 def _causal_variable(request: SubmissionRequest, outcome: SubmissionOutcome) -> SubmissionOutcome:
@@ -178,10 +186,11 @@ def _roots(request: SubmissionRequest) -> list[Path]:
     return roots
 
 
-def _results_split(submission: Path, outcome: SubmissionOutcome) -> str:
-    """The split the submission's results files name (one for all), else MIB's test split."""
+def _results_split(submission: Path, given: tuple[Path, ...], outcome: SubmissionOutcome) -> str:
+    """The split the submission's results files and those ``given`` name (one for all), else
+    MIB's test split."""
     splits = set()
-    for path in sorted(submission.rglob("*.pkl")):
+    for path in [*sorted(submission.rglob("*.pkl")), *given]:
         match = _RESULTS_SPLIT.search(path.name)
         if match is not None:
             splits.add(match["split"])

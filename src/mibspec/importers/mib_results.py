@@ -21,13 +21,15 @@ in the file, so the points declare no size.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from mibspec.core.findings import Finding
 from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
@@ -53,29 +55,32 @@ __all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "sour
 
 
 def import_mib_circuit_results(
-    source: Path, out_dir: Path, options: ImportOptions | None = None
+    source: Path | Sequence[Path], out_dir: Path, options: ImportOptions | None = None
 ) -> ImportResult:
-    """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``
-    (with the model revision, dataset and split of ``options``, SPEC.md I-4)."""
+    """Write ``out_dir/<task>_<model>_<method>/report.json`` for every model and task in each
+    results file ``source`` (with the model revision, dataset and split of ``options``, SPEC.md I-4)."""
     return import_reports(source, out_dir, _reports, options)
 
 
 def import_reports(
-    source: Path,
+    sources: Path | Sequence[Path],
     out_dir: Path,
     build: Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]],
     options: ImportOptions | None = None,
 ) -> ImportResult:
-    """Parse ``source`` strictly, build ``(folder name, report model, pointer)`` triples with
-    ``build`` (the pointer: where in ``source`` the report comes from) and write each as
+    """Parse each of ``sources`` strictly, build ``(folder name, report model, pointer)`` triples
+    with ``build`` (the pointer: where in the source the report comes from) and write each as
     ``out_dir/<name>/report.json`` (atomically, through the report model), with ``options``
     recorded and a dataset document copied beside each. Parse errors, malformed options,
-    :class:`_MalformedError` and two reports of one folder name (I126) become located findings;
-    nothing is written unless the whole file converts.
+    :class:`_MalformedError`, two reports of one folder name (I126, across all the sources) and
+    a report already in ``out_dir`` that another command or source wrote (I126, SPEC.md I-7)
+    become located findings, each naming its source when there are several; nothing is
+    written unless every source converts.
 
     Raises:
-        mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
+        mibspec.core.outputs.OutputPathError: a file to be written is a source (or a link to it).
     """
+    paths = [sources] if isinstance(sources, Path) else list(sources)
     cat = catalogue()
     result = ImportResult()
     options = options or ImportOptions()
@@ -87,35 +92,97 @@ def import_reports(
     except OutsideFolderError as exc:
         result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
         return result
+    plan = OutputPlan(out_dir)
+    commands: dict[Path, tuple[str, str]] = {}  # report path → (its provenance command, its source)
+    for source in paths:
+        findings = _plan_source(source, plan, build, options, dataset, commands, result)
+        result.findings.extend(_named(f, source) if len(paths) > 1 else f for f in findings)
+    if not result.findings:
+        result.findings.extend(_replaced_elsewhere(plan, commands))
+    if result.findings:
+        result.written = []
+        return result
+    plan.write(Inputs(paths))
+    return result
+
+
+def _plan_source(
+    source: Path,
+    plan: OutputPlan,
+    build: Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]],
+    options: ImportOptions,
+    dataset: Any,
+    commands: dict[Path, tuple[str, str]],
+    result: ImportResult,
+) -> list[Finding]:
+    """Plan the reports of one source; its findings."""
+    cat = catalogue()
     parsed = load_json_file(source, Limits())
     if parsed.problems:
-        result.findings.extend(import_parse_findings(parsed, cat))
-        return result
+        return list(import_parse_findings(parsed, cat))
     try:
         reports = list(build(parsed.data, source))
     except _MalformedError as exc:
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
-        result.findings.append(_located(finding, parsed, exc.pointer))
-        return result
+        return [_located(finding, parsed, exc.pointer)]
     except ValidationError as exc:  # a value the report cannot hold, which no check above named
-        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
-        return result
-    plan = OutputPlan(out_dir)
+        return [make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1)]
+    findings = []
     for name, report, pointer in reports:
         where = f"{source.name} at {pointer}" if pointer else source.name
         try:
             for rel, data in options.files(dataset):
                 plan.add(f"{name}/{rel}", data, source=where)
             written = parse_document("report", options.apply(dump(report), dataset))
-            result.written.append(plan.add(f"{name}/report.json", document_bytes(written), source=where))
+            path = plan.add(f"{name}/report.json", document_bytes(written), source=where)
         except NameClashError as exc:
             finding = make_finding(cat, None, "I126", pointer, detail=str(exc))
-            result.findings.append(_located(finding, parsed, pointer))
-    if result.findings:
-        result.written = []
-        return result
-    plan.write(Inputs([source]))
-    return result
+            findings.append(_located(finding, parsed, pointer))
+            continue
+        result.written.append(path)
+        commands[path] = (str(written.provenance.command), where)
+    return findings
+
+
+def _named(finding: Finding, source: Path) -> Finding:
+    """``finding`` with the source it is about named first (an import of several files)."""
+    return replace(finding, message=f"{source.name}: {finding.message}")
+
+
+def _replaced_elsewhere(plan: OutputPlan, commands: dict[Path, tuple[str, str]]) -> list[Finding]:
+    """I126 for each report to write whose folder already holds a report that another command
+    or another source wrote (its ``provenance.command`` differs), or a file that is not a
+    report: an import replaces only what the same import of the same source wrote (I-7)."""
+    findings = []
+    for path, (command, where) in commands.items():
+        folder_files = [p for p in plan.paths if p.parent == path.parent]
+        if not any(p.exists() or p.is_symlink() for p in folder_files):
+            continue
+        earlier = _provenance_command(path)
+        if earlier == command:
+            continue
+        name = path.parent.name
+        first = (
+            f"the report already there (written by `{earlier}`)"
+            if earlier
+            else f"the files already in {name}/ (not a report this import wrote)"
+        )
+        detail = (
+            f"{where} would replace {first} in {name}/; nothing was written "
+            "(import into another folder, or remove that folder first)"
+        )
+        findings.append(make_finding(catalogue(), None, "I126", "", detail=detail).located(1, 1))
+    return findings
+
+
+def _provenance_command(path: Path) -> str | None:
+    """The ``provenance.command`` of the report at ``path``; None when there is none to read."""
+    parsed = load_json_file(path, Limits()) if path.is_file() else None
+    if parsed is None or parsed.problems or not isinstance(parsed.data, dict):
+        return None
+    provenance = parsed.data.get("provenance")
+    command = provenance.get("command") if isinstance(provenance, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def _located(finding: Any, parsed: Any, pointer: str) -> Any:
@@ -202,7 +269,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]
                     command=f"mibspec import mib-circuit-results {source.name}",
                 ),
             )
-            yield safe_name(task, model_id), report, pointer
+            yield safe_name(task, model_id, method), report, pointer
 
 
 def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Curve:

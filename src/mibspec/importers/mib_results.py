@@ -98,11 +98,14 @@ def import_reports(
         findings = _plan_source(source, plan, build, options, dataset, commands, result)
         result.findings.extend(_named(f, source) if len(paths) > 1 else f for f in findings)
     if not result.findings:
+        inputs = Inputs(paths)
+        for path in plan.paths:  # a source in the way is a usage error before anything else
+            inputs.refuse(path, "output")
         result.findings.extend(_replaced_elsewhere(plan, commands))
     if result.findings:
         result.written = []
         return result
-    plan.write(Inputs(paths))
+    plan.write(inputs)
     return result
 
 

@@ -69,7 +69,8 @@ def test_two_files_of_one_variable_are_refused_and_nothing_written(tmp_path: Pat
     second = _causal_file(tmp_path / "b" / "other.json", "answer", 0.7)
     result = import_mib_causal_results([first, second], tmp_path / "out")
     assert [f.code for f in result.findings] == ["I126"]
-    assert "results.json" in result.findings[0].message and "other.json" in result.findings[0].message
+    assert "results.json" in result.findings[0].message
+    assert "other.json" in result.findings[0].message
     assert result.written == []
     assert not (tmp_path / "out").exists()
 
@@ -83,7 +84,8 @@ def test_a_report_from_another_source_is_not_replaced(tmp_path: Path) -> None:
     result = import_mib_causal_results(second, out)
     assert [f.code for f in result.findings] == ["I126"]
     message = result.findings[0].message
-    assert "first.json" in message and "second.json" in message
+    assert "first.json" in message
+    assert "second.json" in message
     assert _files(out) == before
 
 

@@ -138,7 +138,8 @@ PositionsOption = Annotated[
     Option(
         "--positions",
         help="Causal-variable track: JSON object mapping the submission's token-position names to "
-        'declared rules, e.g. {"last_token": {"rule": "last"}}.',
+        'declared rules, e.g. {"last_token": {"rule": "last"}} (default: the folder\'s own '
+        "token_positions.json, which export mib-submission writes; both given must agree).",
     ),
 ]
 
@@ -494,7 +495,8 @@ def _with_revision_hints(verified: VerificationResult) -> VerificationResult:
             repo = hub_id(model)
             doc.findings[i] = replace(
                 finding,
-                message=f"{finding.message} (import again with --model-revision COMMIT, the commit of {repo} on the hub)",
+                message=f"{finding.message} (import again with --model-revision COMMIT, "
+                f"the commit of {repo} on the hub)",
                 hint=f"{revision_hint(repo)}",
             )
     return verified

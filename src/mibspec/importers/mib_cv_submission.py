@@ -182,11 +182,16 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
             "",
             f"{len(undeclared)} of {len(result.written)} unit(s) lack a declared token position: {shown}",
         )
+    inputs = Inputs([source, *([positions] if positions else [])])
+    if not any(f.severity.value == "error" for f in findings):  # the same unit's weights: same input
+        same = plan.unchanged
+        for clash in plan.replaced(inputs, lambda path: same(path.with_suffix(".safetensors"))):
+            report("I126", "", str(clash))
     result.findings = findings
     if any(f.severity.value == "error" for f in findings):
         result.written, result.sidecars = [], []
         return result
-    plan.write(Inputs([source, *([positions] if positions else [])]))
+    plan.write(inputs)
     return result
 
 
@@ -589,7 +594,12 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
     }
     listing = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     export.plan.add(_LISTING, listing, source="the listing of the export")
-    result.written = export.plan.write(Inputs([*reports, *export.reads]))
+    inputs = Inputs([*reports, *export.reads])
+    clashes = export.plan.replaced(inputs)
+    if clashes:
+        result.findings = [make_finding(cat, None, "I126", "", detail=str(e)).located(1, 1) for e in clashes]
+        return result
+    result.written = export.plan.write(inputs)
     return result
 
 

@@ -99,9 +99,7 @@ def import_reports(
         result.findings.extend(_named(f, source) if len(paths) > 1 else f for f in findings)
     if not result.findings:
         inputs = Inputs(paths)
-        for path in plan.paths:  # a source in the way is a usage error before anything else
-            inputs.refuse(path, "output")
-        result.findings.extend(_replaced_elsewhere(plan, commands))
+        result.findings.extend(_replaced_elsewhere(plan, commands, inputs))
     if result.findings:
         result.written = []
         return result
@@ -152,30 +150,26 @@ def _named(finding: Finding, source: Path) -> Finding:
     return replace(finding, message=f"{source.name}: {finding.message}")
 
 
-def _replaced_elsewhere(plan: OutputPlan, commands: dict[Path, tuple[str, str]]) -> list[Finding]:
-    """I126 for each report to write whose folder already holds a report that another command
-    or another source wrote (its ``provenance.command`` differs), or a file that is not a
-    report: an import replaces only what the same import of the same source wrote (I-7)."""
-    findings = []
-    for path, (command, where) in commands.items():
-        folder_files = [p for p in plan.paths if p.parent == path.parent]
-        if not any(p.exists() or p.is_symlink() for p in folder_files):
-            continue
-        earlier = _provenance_command(path)
-        if earlier == command:
-            continue
-        name = path.parent.name
-        first = (
-            f"the report already there (written by `{earlier}`)"
-            if earlier
-            else f"the files already in {name}/ (not a report this import wrote)"
-        )
-        detail = (
-            f"{where} would replace {first} in {name}/; nothing was written "
-            "(import into another folder, or remove that folder first)"
-        )
-        findings.append(make_finding(catalogue(), None, "I126", "", detail=detail).located(1, 1))
-    return findings
+def _replaced_elsewhere(
+    plan: OutputPlan, commands: dict[Path, tuple[str, str]], inputs: Inputs
+) -> list[Finding]:
+    """I126 for each report folder to write that already holds files another command or
+    another source wrote (its report's ``provenance.command`` differs, or there is no report):
+    an import replaces only what the same import of the same source wrote (SPEC.md I-7)."""
+    planned = {path.parent: command for path, (command, _) in commands.items()}
+
+    def same_input(path: Path) -> bool:
+        command = planned.get(path.parent)
+        return command is not None and _provenance_command(path.parent / "report.json") == command
+
+    def earlier(path: Path) -> str | None:
+        command = _provenance_command(path.parent / "report.json")
+        return f"`{command}`" if command else None
+
+    return [
+        make_finding(catalogue(), None, "I126", "", detail=str(exc)).located(1, 1)
+        for exc in plan.replaced(inputs, same_input, earlier)
+    ]
 
 
 def _provenance_command(path: Path) -> str | None:

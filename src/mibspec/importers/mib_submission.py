@@ -46,6 +46,7 @@ from .eap_ig import (
     malformed_finding,
     plan_circuit,
     read_eap_ig,
+    replace_finding,
     tensor_ref,
     unfit_value,
 )
@@ -180,10 +181,15 @@ def import_mib_submission(
             )
         else:
             reports.append(planned[2])
+    inputs = Inputs([source, *([options.model_files] if options.model_files else [])])
+    if not result.findings:  # a folder whose circuits are unchanged is the same submission's
+        sidecars = set(result.sidecars)
+        same = lambda path: any(plan.unchanged(s) for s in sidecars if s.parent == path.parent)  # noqa: E731
+        result.findings.extend(replace_finding(cat, exc) for exc in plan.replaced(inputs, same))
     if result.findings:
         result.sidecars, result.notes = [], []
         return result
-    plan.write(Inputs([source, *([options.model_files] if options.model_files else [])]))
+    plan.write(inputs)
     result.written = [*documents, *reports]
     return result
 

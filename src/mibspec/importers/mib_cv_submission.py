@@ -183,16 +183,21 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
             f"{len(undeclared)} of {len(result.written)} unit(s) lack a declared token position: {shown}",
         )
     inputs = Inputs([source, *([positions] if positions else [])])
-    if not any(f.severity.value == "error" for f in findings):  # the same unit's weights: same input
-        same = plan.unchanged
-        for clash in plan.replaced(inputs, lambda path: same(path.with_suffix(".safetensors"))):
-            report("I126", "", str(clash))
+    if not any(f.severity.value == "error" for f in findings):
+        _refuse_replacing(plan, inputs, report)
     result.findings = findings
     if any(f.severity.value == "error" for f in findings):
         result.written, result.sidecars = [], []
         return result
     plan.write(inputs)
     return result
+
+
+def _refuse_replacing(plan: OutputPlan, inputs: Inputs, report: Any) -> None:
+    """I126 for each unit folder in which a file another input wrote would be replaced; a unit
+    whose weights are the ones already there is the same input's, imported again."""
+    for clash in plan.replaced(inputs, lambda path: plan.unchanged(path.with_suffix(".safetensors"))):
+        report("I126", "", str(clash))
 
 
 def _submission_positions(

@@ -150,7 +150,7 @@ def test_conformance_run_refuses_an_output_in_its_suite(mibspec_cli: CliRun, tmp
 
 
 def test_mib_results_import_refuses_to_overwrite_its_source(mibspec_cli: CliRun, tmp_path: Path) -> None:
-    results = tmp_path / "mib" / "ioi_gpt2" / "report.json"  # <task>_<model>/report.json
+    results = tmp_path / "mib" / "ioi_gpt2_m" / "report.json"  # <task>_<model>_<method>/report.json
     results.parent.mkdir(parents=True)
     payload = {
         "method_name": "m",

@@ -413,7 +413,7 @@ def test_results_of_distinct_names_are_all_written(tmp_path: Path) -> None:
     source = _circuit_results(tmp_path / "results.json", entries)
     result = import_mib_circuit_results(source, tmp_path / "out")
     assert result.ok
-    assert sorted(p.parent.name for p in result.written) == ["ioi_gpt2", "ioi_llama3", "mcqa_gpt2"]
+    assert sorted(p.parent.name for p in result.written) == ["ioi_gpt2_m", "ioi_llama3_m", "mcqa_gpt2_m"]
 
 
 # --- 15. scores beyond float32 --------------------------------------------------------------------

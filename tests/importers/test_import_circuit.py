@@ -350,3 +350,22 @@ def test_import_says_why_recomputation_did_not_run(tmp_path: Path) -> None:
     stage = {s["name"]: s for s in report["stages"]}["recompute"]
     assert stage["status"] == "skipped"
     assert "--no-recompute" not in stage["detail"]
+
+
+def test_a_second_graph_never_replaces_the_first_in_one_folder(tmp_path: Path) -> None:
+    source, _, _ = _graph_json(tmp_path)
+    out = tmp_path / "out"
+    assert import_eap_ig(source, out).ok
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    payload = json.loads(source.read_text())
+    first = next(iter(payload["edges"]))
+    payload["edges"][first]["score"] += 1.0  # another method's graph
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(payload))
+    result = import_eap_ig(other, out)
+    assert [f.code for f in result.findings] == ["I126"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # The same graph imported again, now pinned, replaces its own document.
+    again = import_eap_ig(source, out, model="gpt2", model_revision="0" * 40)
+    assert again.ok, again.findings
+    assert json.loads(again.written[0].read_text())["model"]["revision"] == "0" * 40

@@ -177,7 +177,7 @@ def test_attention_head_units_and_class_names(tmp_path: Path) -> None:
     source = tmp_path / "mcqa.json"
     source.write_text(json.dumps(payload), encoding="utf-8")
     [path] = import_mib_causal_results(source, tmp_path / "out").written
-    assert path.parent.name == "4_answer_MCQA_Qwen2ForCausalLM_DAS"
+    assert path.parent.name == "4_answer_MCQA_Qwen2ForCausalLM_DAS_answer_pointer"
     report = json.loads(path.read_text(encoding="utf-8"))
     assert report["model"]["id"] == "Qwen/Qwen2.5-0.5B"
     [variable] = report["claims"]["variables"]
@@ -303,7 +303,8 @@ def test_truncated_and_non_finite_files_give_parse_codes(tmp_path: Path) -> None
 
 
 def test_cli_imports_and_verifies(tmp_path: Path) -> None:
-    source, _ = _public_file("causal-variable-arithmetic", tmp_path)
+    source, original = _public_file("causal-variable-arithmetic", tmp_path)
+    variables = sorted(v["name"] for v in original["claims"]["variables"])
     done = subprocess.run(
         [
             sys.executable,
@@ -323,7 +324,7 @@ def test_cli_imports_and_verifies(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "A111" in done.stdout
     assert "V110" in done.stdout
-    assert (tmp_path / "o" / "arithmetic_gpt2_DAS" / "report.json").is_file()
+    assert (tmp_path / "o" / "_".join(["arithmetic_gpt2_DAS", *variables]) / "report.json").is_file()
 
 
 @pytest.mark.parametrize("separator", ["-", ":"])

@@ -463,3 +463,46 @@ def test_only_model_info_is_read_from_the_pt_files(tmp_path: Path) -> None:
     result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
     assert result.findings == []
     assert len(result.written) == 8
+
+
+def test_an_exported_folder_is_read_back_with_its_own_positions(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    first = import_mib_cv_submission(source, tmp_path / "first", positions=_positions(tmp_path, POSITIONS))
+    assert first.findings == []
+    export_mib_cv_submission(first.written, tmp_path / "exported")
+    second = import_mib_cv_submission(tmp_path / "exported", tmp_path / "second")  # no --positions
+    assert second.findings == []
+    assert _tree(tmp_path / "first") == _tree(tmp_path / "second")
+
+
+def test_positions_that_contradict_the_submissions_own_are_refused(tmp_path: Path) -> None:
+    source = write_submission(tmp_path / "submission")
+    (source / "token_positions.json").write_text(json.dumps(POSITIONS), encoding="utf-8")
+    other = {**POSITIONS, "last_token": {"rule": "index", "index": 0}}
+    result = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, other))
+    assert [(f.code, f.pointer) for f in result.findings] == [("I123", "/last_token")]
+    assert result.written == []
+    assert not (tmp_path / "out").exists()
+    agreeing = import_mib_cv_submission(source, tmp_path / "out", positions=_positions(tmp_path, POSITIONS))
+    assert agreeing.findings == []
+
+
+def test_another_submissions_unit_never_replaces_an_imported_one(tmp_path: Path) -> None:
+    positions = _positions(tmp_path, POSITIONS)
+    first = import_mib_cv_submission(write_submission(tmp_path / "a"), tmp_path / "out", positions=positions)
+    assert first.findings == []
+    before = _tree(tmp_path / "out")
+    other = write_submission(tmp_path / "b")
+    unit = _first_unit(other)  # another method's weights for the same unit
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        saved = torch.load(Path(f"{unit}{suffix}"), weights_only=True)
+        saved["model_info"]["additional_config"]["rotation_matrix"] *= -1.0
+        torch.save(saved, Path(f"{unit}{suffix}"))
+    result = import_mib_cv_submission(other, tmp_path / "out", positions=positions)
+    assert [f.code for f in result.findings] == ["I126"]
+    assert _tree(tmp_path / "out") == before
+    exported = export_mib_cv_submission(first.written, tmp_path / "e")
+    assert exported.findings == []
+    (tmp_path / "e" / "token_positions.json").write_text("{}", encoding="utf-8")  # not this export's
+    again = export_mib_cv_submission(first.written, tmp_path / "e")
+    assert [f.code for f in again.findings] == ["I126"]

@@ -72,7 +72,8 @@ def test_a_results_pickle_gives_the_report_the_leaderboard_json_gives(
     result = import_mib_circuit_results(source, tmp_path / "out")
     assert result.ok, [str(f) for f in result.findings]
     [path] = result.written
-    assert path == tmp_path / "out" / "ioi_gpt2" / "report.json"
+    # a folder per curve: the other ranking's pickle of the same method lands beside it
+    assert path == tmp_path / "out" / f"ioi_gpt2_EAP-IG_test_{ranking}" / "report.json"
     report = json.loads(path.read_text())
     from_json = import_mib_circuit_results(_leaderboard(tmp_path, CURVE), tmp_path / "json")
     expected = json.loads(from_json.written[0].read_text())
@@ -187,7 +188,7 @@ def test_cli_imports_a_results_pickle(tmp_path: Path) -> None:
     assert "UTF-8" not in run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert "A111" in run.stdout
-    assert (tmp_path / "o" / "ioi_gpt2" / "report.json").is_file()
+    assert (tmp_path / "o" / "ioi_gpt2_EAP-IG_test_absolute" / "report.json").is_file()
     bad = tmp_path / "bad" / "ioi_gpt2_test_abs-True.pkl"
     bad.parent.mkdir()
     bad.write_bytes(b"\x80\x04\x95garbage")
@@ -208,3 +209,17 @@ def test_cli_imports_a_results_pickle(tmp_path: Path) -> None:
     assert run.returncode == 1, run.stdout + run.stderr
     assert "I109" in run.stdout
     assert "Traceback" not in run.stderr
+
+
+def test_both_rankings_of_one_method_import_together(tmp_path: Path) -> None:
+    # MIB writes one pickle per ranking (abs-False, abs-True) beside each other
+    sources = [
+        _pickle(tmp_path, f"ioi_gpt2_test_abs-{flag}.pkl", _evaluator_dict(CURVE))
+        for flag in ("False", "True")
+    ]
+    result = import_mib_circuit_results(sources, tmp_path / "out")
+    assert result.ok, [str(f) for f in result.findings]
+    assert sorted(p.parent.name for p in result.written) == [
+        "ioi_gpt2_EAP-IG_test_absolute",
+        "ioi_gpt2_EAP-IG_test_signed",
+    ]

@@ -32,6 +32,7 @@ from mibspec.core.display import visible
 
 if TYPE_CHECKING:
     from mibspec.importers import ImportResult, SubmissionOptions
+    from mibspec.validator import VerificationResult
 
 __all__ = [
     "PositionsOption",
@@ -69,6 +70,7 @@ def _report(sources: list[Path], result: ImportResult, output_format: OutputForm
         raise click.exceptions.Exit(EXIT_FINDINGS)
     # Nothing is written when an input is refused: what was written is verified, with the warnings.
     verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
+    verified = _with_revision_hints(verified)
     if result.findings:
         if failed:
             source_result.set_stage(Stage.PARSE, StageStatus.FAILED, "some inputs could not be imported")
@@ -137,7 +139,8 @@ PositionsOption = Annotated[
     Option(
         "--positions",
         help="Causal-variable track: JSON object mapping the submission's token-position names to "
-        'declared rules, e.g. {"last_token": {"rule": "last"}}.',
+        'declared rules, e.g. {"last_token": {"rule": "last"}} (default: the folder\'s own '
+        "token_positions.json, which export mib-submission writes; both given must agree).",
     ),
 ]
 
@@ -214,7 +217,9 @@ def _import_and_verify(
         click.echo(f"mibspec: note: {visible(note)}", err=True)
     if not result.ok:
         render_import_failure(source, result.findings, output_format)
-    verified = run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
+    verified = _with_revision_hints(
+        run_verify(*result.written, recompute=False, skipped_because=IMPORT_CHECKS_ONLY)
+    )
     render(verified, sys.stdout)
     exit_on_internal_errors(verified)
     raise click.exceptions.Exit(EXIT_OK if verified.valid else EXIT_FINDINGS)
@@ -420,16 +425,22 @@ def _refuse_circuit_options(source: Path, options: SubmissionOptions) -> None:
 
 
 def import_mib_circuit_results_command(
-    source: Annotated[
-        Path,
+    sources: Annotated[
+        list[Path],
         Argument(
-            help="A MIB circuit-track leaderboard results JSON file, or a results pickle of MIB's "
+            help="MIB circuit-track leaderboard results JSON files, or results pickles of MIB's "
             "run_evaluation.py (<task>_<model>_<split>_abs-<True|False>.pkl; read by a restricted "
             "unpickler that runs nothing)."
         ),
     ],
     out_dir: Annotated[
-        Path, Option("--output", "-o", help="Folder to write <task>_<model>/report.json into.")
+        Path,
+        Option(
+            "--output",
+            "-o",
+            help="Folder to write <task>_<model>_<method>/report.json into (a pickle's: "
+            "<task>_<model>_<method>_<split>_<ranking>/).",
+        ),
     ],
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,
@@ -438,17 +449,23 @@ def import_mib_circuit_results_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Import MIB circuit results as reports, then verify them (exit 1 lists what they lack)."""
-    options = _report_options(model_revision, dataset, split)
-    _import_and_verify(
-        source, out_dir, output_format, "import_mib_circuit_results", follow_output_links, **options
+    _import_results(
+        sources,
+        out_dir,
+        output_format,
+        "import_mib_circuit_results",
+        follow_output_links,
+        _report_options(model_revision, dataset, split),
     )
 
 
 def import_mib_causal_results_command(
-    source: Annotated[Path, Argument(help="A MIB causal-variable-track result JSON file.")],
+    sources: Annotated[
+        list[Path], Argument(help="MIB causal-variable-track result JSON files (one variable each).")
+    ],
     out_dir: Annotated[
         Path,
-        Option("--output", "-o", help="Folder to write <task>_<model>_<method>/report.json into."),
+        Option("--output", "-o", help="Folder to write <task>_<model>_<method>_<variable>/report.json into."),
     ],
     model_revision: RevisionOption = None,
     dataset: DatasetOption = None,
@@ -456,8 +473,62 @@ def import_mib_causal_results_command(
     output_format: _FormatOption = OutputFormat.text,
     follow_output_links: FollowLinksOption = False,
 ) -> None:
-    """Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks)."""
-    options = _report_options(model_revision, dataset, split)
-    _import_and_verify(
-        source, out_dir, output_format, "import_mib_causal_results", follow_output_links, **options
+    """Import MIB causal-variable results as reports, then verify them (exit 1 lists what they lack)."""
+    _import_results(
+        sources,
+        out_dir,
+        output_format,
+        "import_mib_causal_results",
+        follow_output_links,
+        _report_options(model_revision, dataset, split),
     )
+
+
+def _import_results(
+    sources: list[Path],
+    out_dir: Path,
+    output_format: OutputFormat,
+    importer: str,
+    follow_links: bool,
+    options: dict[str, object],
+) -> None:
+    """Import results files (all or none), then verify and report what was written."""
+    from mibspec import importers
+    from mibspec.core.outputs import OutputPathError
+
+    for source in sources:
+        if not source.is_file():
+            usage_error(f"{source}: no such file")
+    check_outputs_or_exit([], sources, folders=[(out_dir, "--output")], follow_links=follow_links)
+    try:
+        result = getattr(importers, importer)(sources, followed(out_dir, follow_links), **options)
+    except OutputPathError as exc:
+        usage_error(str(exc))
+    _report(sources, result, output_format)
+
+
+def _with_revision_hints(verified: VerificationResult) -> VerificationResult:
+    """``verified`` with each unpinned-model finding (A111) of an imported document saying what
+    to pass: the import option, the model's hub id and where its commit can be found."""
+    import json
+    from dataclasses import replace
+
+    from mibspec.core.hub_cache import revision_hint
+    from mibspec.importers import hub_id
+
+    for doc in verified.documents:
+        for i, finding in enumerate(doc.findings):
+            if finding.code != "A111":
+                continue
+            try:
+                model = json.loads(Path(doc.path).read_text(encoding="utf-8"))["model"]["id"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            repo = hub_id(model)
+            doc.findings[i] = replace(
+                finding,
+                message=f"{finding.message} (import again with --model-revision COMMIT, "
+                f"the commit of {repo} on the hub)",
+                hint=f"{revision_hint(repo)}",
+            )
+    return verified

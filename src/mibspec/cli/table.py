@@ -125,7 +125,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     Command(
         "import mib-causal-results",
         f"{_CLI}.imports:import_mib_causal_results_command",
-        "Import MIB causal-variable results as a report, then verify it (exit 1 lists what it lacks).",
+        "Import MIB causal-variable results as reports, then verify them (exit 1 lists what they lack).",
     ),
     Command(
         "import mib-dataset",

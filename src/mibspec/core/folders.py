@@ -18,10 +18,12 @@
 
 from __future__ import annotations
 
+import filecmp
 import hashlib
 import os
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,7 @@ __all__ = [
     "NameClashError",
     "OutputPlan",
     "OutsideFolderError",
+    "ReplaceError",
     "UnsafeNameError",
     "name_problem",
     "safe_name",
@@ -170,6 +173,19 @@ class NameClashError(ValueError):
         )
 
 
+class ReplaceError(NameClashError):
+    """A file to write would replace one already in the output folder that another input wrote."""
+
+    def __init__(self, name: str, source: str, earlier: str | None = None) -> None:
+        self.name, self.second = name, source
+        self.first = earlier or "another input"
+        ValueError.__init__(
+            self,
+            f"{source} would replace {name}, already in the output folder and written from "
+            f"{self.first}; nothing was written (write into another folder, or remove it first)",
+        )
+
+
 @dataclass
 class _Planned:
     path: Path
@@ -256,6 +272,49 @@ class OutputPlan:
     def paths(self) -> list[Path]:
         """Every planned file, in the order planned."""
         return [planned.path for planned in self._files.values()]
+
+    def unchanged(self, path: Path) -> bool:
+        """Whether the file at ``path`` already holds exactly what is planned there."""
+        key = tuple(map(_key, path.relative_to(self.out_dir).parts))
+        planned = self._files.get(key)
+        if planned is None or path.is_symlink() or not path.is_file():
+            return False
+        try:
+            if planned.staged is not None:
+                return filecmp.cmp(planned.staged, path, shallow=False)
+            data = planned.data.encode("utf-8") if isinstance(planned.data, str) else planned.data
+            return path.stat().st_size == len(data or b"") and path.read_bytes() == data
+        except OSError:
+            return False
+
+    def replaced(
+        self,
+        inputs: Inputs,
+        same_input: Callable[[Path], bool] = lambda path: False,
+        earlier: Callable[[Path], str | None] = lambda path: None,
+        option: str = "output",
+    ) -> list[ReplaceError]:
+        """The planned files that would replace a different file already in the output folder
+        which ``same_input`` (given that file's path) does not recognise as written from the
+        same input: one error per folder below the output folder (or one for the folder
+        itself), naming the input ``earlier`` says wrote it when it knows. A file that already
+        holds what is planned is not replaced.
+
+        Raises:
+            OutputPathError: a planned file is one of ``inputs`` (checked first: that is a
+                usage error, not a clash between inputs).
+        """
+        for planned in self._files.values():
+            inputs.refuse(planned.path, option)
+        found: dict[str, ReplaceError] = {}
+        for planned in self._files.values():
+            path = planned.path
+            if not (path.exists() or path.is_symlink()) or self.unchanged(path) or same_input(path):
+                continue
+            relative = path.relative_to(self.out_dir).as_posix()
+            key = relative.split("/")[0] if "/" in relative else ""
+            found.setdefault(key, ReplaceError(relative, planned.source, earlier(path)))
+        return list(found.values())
 
     def discard(self) -> None:
         """Remove the staged files: nothing of the plan is written."""

@@ -129,4 +129,9 @@ def export_mib_submission(reports: list[Path], out_dir: Path) -> list[Path]:
             raise ExportError(str(exc)) from None
         for artifact in report.get("artifacts", []):
             inputs.add(path.parent / artifact["path"])
+    clashes = plan.replaced(
+        inputs, option="--output"
+    )  # what the same reports would write again is left as it is
+    if clashes:
+        raise ExportError("; ".join(str(exc) for exc in clashes))
     return plan.write(inputs, "--output")

@@ -3,7 +3,7 @@
 from ._layout import SubmissionLayout, submission_layout
 from ._options import ImportOptions
 from .eap_ig import ImportResult, import_eap_ig
-from .mib_causal_results import import_mib_causal_results
+from .mib_causal_results import hub_id, import_mib_causal_results
 from .mib_cv_submission import export_mib_cv_submission, import_mib_cv_submission
 from .mib_dataset import import_mib_dataset
 from .mib_results import import_mib_circuit_results
@@ -15,6 +15,7 @@ __all__ = [
     "SubmissionLayout",
     "SubmissionOptions",
     "export_mib_cv_submission",
+    "hub_id",
     "import_eap_ig",
     "import_mib_causal_results",
     "import_mib_circuit_results",

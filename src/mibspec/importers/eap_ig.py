@@ -169,9 +169,19 @@ def import_eap_ig(
         return result
     plan = OutputPlan(out_dir)
     document_path, sidecar_path, _ = plan_circuit(plan, "", document, tensors, source.name)
+    # The same graph imported again (say with --model-revision) has the same sidecar.
+    clashes = plan.replaced(Inputs([source]), lambda path: plan.unchanged(sidecar_path))
+    if clashes:
+        result.findings = [replace_finding(cat, exc) for exc in clashes]
+        return result
     plan.write(Inputs([source]))
     result.written, result.sidecars = [document_path], [sidecar_path]
     return result
+
+
+def replace_finding(cat: Any, exc: Exception) -> Finding:
+    """I126 for a file that would replace one another input wrote (SPEC.md I-7)."""
+    return make_finding(cat, None, "I126", "", detail=str(exc)).located(1, 1)
 
 
 def malformed_finding(cat: Any, exc: _MalformedError, source: Path) -> Finding:

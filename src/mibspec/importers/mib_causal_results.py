@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from ._options import ImportOptions
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import import_reports, source_created
 
-__all__ = ["CAUSAL_MODELS", "import_mib_causal_results", "parse_unit_id"]
+__all__ = ["CAUSAL_MODELS", "hub_id", "import_mib_causal_results", "parse_unit_id"]
 
 #: MIB model names (hub ids, short ids and class names) → (hub id, architecture, config).
 _GPT2 = ("gpt2", "GPT2LMHeadModel", {"n_layers": 12, "n_heads": 12, "d_model": 768, "vocab_size": 50257})
@@ -80,6 +80,17 @@ CAUSAL_MODELS: dict[str, tuple[str, str, dict[str, int]]] = {
     **dict.fromkeys(("llama3", "meta-llama/Llama-3.1-8B", "LlamaForCausalLM"), _LLAMA),
 }
 
+
+def hub_id(model: str) -> str:
+    """The hub repository of a MIB model name (``qwen2.5`` → ``Qwen/Qwen2.5-0.5B``); any other
+    name as it is.
+
+    >>> hub_id("gemma2"), hub_id("org/model")
+    ('google/gemma-2-2b', 'org/model')
+    """
+    return CAUSAL_MODELS[model][0] if model in CAUSAL_MODELS else model
+
+
 _ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
 _UNIT = re.compile(r"^(?P<kind>[A-Za-z_]+)\((?P<params>[^()]*)\)$")
 # A parameter is a name, then ``-`` or ``:`` (both forms are written by the public code), then
@@ -91,9 +102,15 @@ _RESERVED = {"metadata", "feature_indices"}
 
 
 def import_mib_causal_results(
-    source: Path, out_dir: Path, options: ImportOptions | None = None
+    source: Path | Sequence[Path], out_dir: Path, options: ImportOptions | None = None
 ) -> ImportResult:
-    """Write ``out_dir/<task>_<model>_<method>/report.json`` for the result file ``source``."""
+    """Write ``out_dir/<task>_<model>_<method>_<variable>/report.json`` for each result file
+    ``source`` (one per file; a file scoring several variables names each, in order).
+
+    MIB writes one file per variable and names every method ``submission``: the variable is
+    what tells two files of a run apart, so it is part of the name. Two files that would be
+    written under one name are refused (I126) and nothing is written.
+    """
     return import_reports(source, out_dir, _reports, options)
 
 
@@ -146,7 +163,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
             command=f"mibspec import mib-causal-results {source.name}",
         ),
     )
-    yield safe_name(task, model_name, method), report, ""
+    yield safe_name(task, model_name, method, *sorted(variables)), report, ""
 
 
 def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, dict[str, dict[str, Any]]]:

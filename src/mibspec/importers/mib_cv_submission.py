@@ -130,8 +130,9 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
     def report(code: str, pointer: str, detail: str) -> None:
         findings.append(make_finding(cat, None, code, pointer, detail=detail).located(1, 1))
 
-    rules = _read_positions(positions, report) if positions is not None else {}
-    units = list(_units(InputFolder(source), report))
+    reader = InputFolder(source)
+    rules = _submission_positions(reader, positions, report)
+    units = list(_units(reader, report))
     if not units and not any(f.severity.value == "error" for f in findings):
         report("I120", "", f"{source.name} holds no <TASK>_<MODEL>_<VARIABLE> folder with unit files")
     plan = OutputPlan(out_dir)
@@ -157,7 +158,8 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
                 "I121",
                 pointer,
                 f"unit {unit.unit_id!r} of {unit.cell}: no declared rule for token position "
-                f"{position.name!r} (map it in --positions); the unit keeps the 'named' rule",
+                f"{position.name!r} (map it in --positions or the submission's {_POSITIONS}); "
+                "the unit keeps the 'named' rule",
             )
         stem, folder = safe_name(unit.unit_id), safe_name(unit.cell)
         where = f"unit {unit.unit_id!r} of {unit.cell}"
@@ -180,12 +182,51 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
             "",
             f"{len(undeclared)} of {len(result.written)} unit(s) lack a declared token position: {shown}",
         )
+    inputs = Inputs([source, *([positions] if positions else [])])
+    if not any(f.severity.value == "error" for f in findings):
+        _refuse_replacing(plan, inputs, report)
     result.findings = findings
     if any(f.severity.value == "error" for f in findings):
         result.written, result.sidecars = [], []
         return result
-    plan.write(Inputs([source, *([positions] if positions else [])]))
+    plan.write(inputs)
     return result
+
+
+def _refuse_replacing(plan: OutputPlan, inputs: Inputs, report: Any) -> None:
+    """I126 for each unit folder in which a file another input wrote would be replaced; a unit
+    whose weights are the ones already there is the same input's, imported again."""
+    for clash in plan.replaced(inputs, lambda path: plan.unchanged(path.with_suffix(".safetensors"))):
+        report("I126", "", str(clash))
+
+
+def _submission_positions(
+    reader: InputFolder, positions: Path | None, report: Any
+) -> dict[str, dict[str, Any]]:
+    """The declared token positions: ``positions`` (``--positions``) and the folder's own
+    ``token_positions.json`` (which ``export mib-submission`` writes), either alone or both
+    when they agree. A name the two map to different rules is I123, at that name in
+    ``positions``."""
+    own = reader.root / _POSITIONS
+    try:
+        present = reader.check(own).is_file() if own.exists() or own.is_symlink() else False
+    except OutsideFolderError as exc:
+        report("I127", f"/{_POSITIONS}", str(exc))
+        return {}
+    found = _read_positions(own, report) if present else {}
+    if positions is None:
+        return found
+    given = _read_positions(positions, report)
+    for name in sorted(given.keys() & found.keys()):
+        if given[name] != found[name]:
+            report(
+                "I123",
+                f"/{escape_pointer_token(name)}",
+                f"{positions.name}: position {name!r} maps to {json.dumps(given[name], sort_keys=True)}, "
+                f"the submission's {_POSITIONS} to {json.dumps(found[name], sort_keys=True)}; "
+                "make them agree, or leave --positions out to use the submission's",
+            )
+    return {**found, **given}
 
 
 def _read_positions(path: Path, report: Any) -> dict[str, dict[str, Any]]:
@@ -558,7 +599,12 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult
     }
     listing = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     export.plan.add(_LISTING, listing, source="the listing of the export")
-    result.written = export.plan.write(Inputs([*reports, *export.reads]))
+    inputs = Inputs([*reports, *export.reads])
+    clashes = export.plan.replaced(inputs)
+    if clashes:
+        result.findings = [make_finding(cat, None, "I126", "", detail=str(e)).located(1, 1) for e in clashes]
+        return result
+    result.written = export.plan.write(inputs)
     return result
 
 

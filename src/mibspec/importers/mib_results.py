@@ -25,7 +25,7 @@ only: one report of its one curve, with the same conventions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from mibspec.core.findings import Finding
 from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
@@ -59,15 +60,18 @@ __all__ = ["KNOWN_MODELS", "import_mib_circuit_results", "import_reports", "sour
 
 
 def import_mib_circuit_results(
-    source: Path, out_dir: Path, options: ImportOptions | None = None
+    source: Path | Sequence[Path], out_dir: Path, options: ImportOptions | None = None
 ) -> ImportResult:
-    """Write ``out_dir/<task>_<model>/report.json`` for every model and task in ``source``
-    (with the model revision, dataset and split of ``options``, SPEC.md I-4): a leaderboard
-    results JSON, or a results pickle of MIB's ``run_evaluation.py`` (read by the restricted
-    unpickler; task, model, split and ranking from its name)."""
-    if _is_pickle(source):
-        return import_reports(source, out_dir, _pickle_reports, options, read=_read_pickle)
-    return import_reports(source, out_dir, _reports, options)
+    """Write ``out_dir/<task>_<model>_<method>/report.json`` for every model and task in each
+    results file ``source`` (with the model revision, dataset and split of ``options``, SPEC.md
+    I-4): a leaderboard results JSON, or a results pickle of MIB's ``run_evaluation.py`` (read
+    by the restricted unpickler; task, model, split and ranking from its name)."""
+    return import_reports(source, out_dir, _any_reports, options, read=_read_pickle)
+
+
+def _any_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]]:
+    """The reports of a results pickle or of a leaderboard results JSON."""
+    return _pickle_reports(data, source) if _is_pickle(source) else _reports(data, source)
 
 
 def _is_pickle(source: Path) -> bool:
@@ -79,22 +83,25 @@ def _is_pickle(source: Path) -> bool:
 
 
 def import_reports(
-    source: Path,
+    sources: Path | Sequence[Path],
     out_dir: Path,
     build: Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]],
     options: ImportOptions | None = None,
     read: Callable[[Path], Any] | None = None,
 ) -> ImportResult:
-    """Parse ``source`` strictly, build ``(folder name, report model, pointer)`` triples with
-    ``build`` (the pointer: where in ``source`` the report comes from) and write each as
+    """Parse each of ``sources`` strictly, build ``(folder name, report model, pointer)`` triples
+    with ``build`` (the pointer: where in the source the report comes from) and write each as
     ``out_dir/<name>/report.json`` (atomically, through the report model), with ``options``
     recorded and a dataset document copied beside each. Parse errors, malformed options,
-    :class:`_MalformedError` and two reports of one folder name (I126) become located findings;
-    nothing is written unless the whole file converts.
+    :class:`_MalformedError`, two reports of one folder name (I126, across all the sources) and
+    a report already in ``out_dir`` that another command or source wrote (I126, SPEC.md I-7)
+    become located findings, each naming its source when there are several; nothing is
+    written unless every source converts.
 
     Raises:
-        mibspec.core.outputs.OutputPathError: a file to be written is ``source`` (or a link to it).
+        mibspec.core.outputs.OutputPathError: a file to be written is a source (or a link to it).
     """
+    paths = [sources] if isinstance(sources, Path) else list(sources)
     cat = catalogue()
     result = ImportResult()
     options = options or ImportOptions()
@@ -106,12 +113,41 @@ def import_reports(
     except OutsideFolderError as exc:
         result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
         return result
+    plan = OutputPlan(out_dir)
+    commands: dict[Path, tuple[str, str]] = {}  # report path → (its provenance command, its source)
+    for source in paths:
+        pickled = read if read is not None and _is_pickle(source) else None
+        findings = _plan_source(source, plan, (build, pickled), options, dataset, commands, result)
+        named = len(paths) > 1 and pickled is None  # a pickle's findings already name their file
+        result.findings.extend(_named(f, source) if named else f for f in findings)
+    if not result.findings:
+        inputs = Inputs(paths)
+        result.findings.extend(_replaced_elsewhere(plan, commands, inputs))
+    if result.findings:
+        result.written = []
+        return result
+    plan.write(inputs)
+    return result
+
+
+def _plan_source(
+    source: Path,
+    plan: OutputPlan,
+    readers: tuple[Callable[[Any, Path], Iterator[tuple[str, BaseModel, str]]], Callable[[Path], Any] | None],
+    options: ImportOptions,
+    dataset: Any,
+    commands: dict[Path, tuple[str, str]],
+    result: ImportResult,
+) -> list[Finding]:
+    """Plan the reports of one source (``readers``: the builder, and the reader of a pickled
+    source, None for strict JSON); its findings."""
+    build, read = readers
+    cat = catalogue()
     parsed: Any = None
     if read is None:
         parsed = load_json_file(source, Limits())
         if parsed.problems:
-            result.findings.extend(import_parse_findings(parsed, cat))
-            return result
+            return list(import_parse_findings(parsed, cat))
     try:
         data = parsed.data if read is None else read(source)
         if read is not None:
@@ -122,27 +158,61 @@ def import_reports(
         finding = make_finding(cat, None, exc.code, exc.pointer, **params)
         if read is not None:  # a pickle has no lines: the finding names the file
             finding = replace(finding, message=f"{source.name}: {finding.message}")
-        result.findings.append(_located(finding, parsed, exc.pointer))
-        return result
+        return [_located(finding, parsed, exc.pointer)]
     except ValidationError as exc:  # a value the report cannot hold, which no check above named
-        result.findings.append(make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1))
-        return result
-    plan = OutputPlan(out_dir)
+        return [make_finding(cat, None, "I101", "", detail=unfit_value(exc)).located(1, 1)]
+    findings = []
     for name, report, pointer in reports:
         where = f"{source.name} at {pointer}" if pointer else source.name
         try:
             for rel, data in options.files(dataset):
                 plan.add(f"{name}/{rel}", data, source=where)
             written = parse_document("report", options.apply(dump(report), dataset))
-            result.written.append(plan.add(f"{name}/report.json", document_bytes(written), source=where))
+            path = plan.add(f"{name}/report.json", document_bytes(written), source=where)
         except NameClashError as exc:
             finding = make_finding(cat, None, "I126", pointer, detail=str(exc))
-            result.findings.append(_located(finding, parsed, pointer))
-    if result.findings:
-        result.written = []
-        return result
-    plan.write(Inputs([source]))
-    return result
+            findings.append(_located(finding, parsed, pointer))
+            continue
+        result.written.append(path)
+        commands[path] = (str(written.provenance.command), where)
+    return findings
+
+
+def _named(finding: Finding, source: Path) -> Finding:
+    """``finding`` with the source it is about named first (an import of several files)."""
+    return replace(finding, message=f"{source.name}: {finding.message}")
+
+
+def _replaced_elsewhere(
+    plan: OutputPlan, commands: dict[Path, tuple[str, str]], inputs: Inputs
+) -> list[Finding]:
+    """I126 for each report folder to write that already holds files another command or
+    another source wrote (its report's ``provenance.command`` differs, or there is no report):
+    an import replaces only what the same import of the same source wrote (SPEC.md I-7)."""
+    planned = {path.parent: command for path, (command, _) in commands.items()}
+
+    def same_input(path: Path) -> bool:
+        command = planned.get(path.parent)
+        return command is not None and _provenance_command(path.parent / "report.json") == command
+
+    def earlier(path: Path) -> str | None:
+        command = _provenance_command(path.parent / "report.json")
+        return f"`{command}`" if command else None
+
+    return [
+        make_finding(catalogue(), None, "I126", "", detail=str(exc)).located(1, 1)
+        for exc in plan.replaced(inputs, same_input, earlier)
+    ]
+
+
+def _provenance_command(path: Path) -> str | None:
+    """The ``provenance.command`` of the report at ``path``; None when there is none to read."""
+    parsed = load_json_file(path, Limits()) if path.is_file() else None
+    if parsed is None or parsed.problems or not isinstance(parsed.data, dict):
+        return None
+    provenance = parsed.data.get("provenance")
+    command = provenance.get("command") if isinstance(provenance, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def _located(finding: Any, parsed: Any, pointer: str) -> Any:
@@ -230,7 +300,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]
                     command=f"mibspec import mib-circuit-results {source.name}",
                 ),
             )
-            yield safe_name(task, model_id), report, pointer
+            yield safe_name(task, model_id, method), report, pointer
 
 
 def _curve(block: Any, ranking: Ranking, grid: list[float], pointer: str) -> Curve:
@@ -346,4 +416,5 @@ def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitRepor
             command=f"mibspec import mib-circuit-results {source.name}",
         ),
     )
-    yield safe_name(task, named.model), report, ""
+    # a folder per curve: the pickles of both rankings (and splits) of one method never collide
+    yield safe_name(task, named.model, method, named.split, ranking), report, ""

@@ -46,6 +46,7 @@ from .eap_ig import (
     malformed_finding,
     plan_circuit,
     read_eap_ig,
+    replace_finding,
     tensor_ref,
     unfit_value,
 )
@@ -180,15 +181,34 @@ def import_mib_submission(
         result.sidecars.append(planned[1])
         result.notes += [n for n in (converted[4], _no_report_note(name, planned[2])) if n is not None]
         reports += [planned[2]] if planned[2] is not None else []
+    return _finish(source, options, plan, result, (documents, reports))
+
+
+def _finish(
+    source: Path,
+    options: SubmissionOptions,
+    plan: OutputPlan,
+    result: ImportResult,
+    written: tuple[list[Path], list[Path]],
+) -> ImportResult:
+    """Refuse report options no report uses (I111) and files another input wrote (I126, a
+    folder whose circuits are unchanged being the same submission's); else write the plan."""
+    cat = catalogue()
+    documents, reports = written
     if not result.findings and not reports:
         unused = _unused_report_options(options)
         if unused is not None:
             result.findings.append(make_finding(cat, None, "I111", "", detail=unused).located(1, 1))
+    extra = [*options.results, *([options.model_files] if options.model_files else [])]
+    inputs = Inputs([source, *extra])
+    if not result.findings:
+        sidecars = set(result.sidecars)
+        same = lambda path: any(plan.unchanged(s) for s in sidecars if s.parent == path.parent)  # noqa: E731
+        result.findings.extend(replace_finding(cat, exc) for exc in plan.replaced(inputs, same))
     if result.findings:
         result.sidecars, result.notes = [], []
         return result
-    extra = [*options.results, *([options.model_files] if options.model_files else [])]
-    plan.write(Inputs([source, *extra]))
+    plan.write(inputs)
     result.written = [*documents, *reports]
     return result
 

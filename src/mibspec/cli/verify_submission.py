@@ -43,7 +43,8 @@ _Source = Annotated[
     Path,
     Argument(
         help="A MIB submission folder of either track, as MIB's scripts leave it (circuit track: "
-        "<task>_<model> folders with their results .pkl files)."
+        "<task>_<model> folders with their results .pkl files; causal-variable track: "
+        "<TASK>_<MODEL>_<VARIABLE> folders of featurizers, with --results)."
     ),
 ]
 _Output = Annotated[
@@ -55,6 +56,15 @@ _Dataset = Annotated[
         "--dataset",
         help="The dataset: a hub id pinned as ID@40-HEX-REVISION (read from the local Hugging "
         "Face cache when offline), a released .parquet/.jsonl file, or a dataset document.",
+    ),
+]
+_Results = Annotated[
+    list[Path] | None,
+    Option(
+        "--results",
+        metavar="<path>",
+        help="A MIB causal-variable result file (JSON, one variable each, as MIB's evaluation "
+        "writes it); repeatable. Its unit scores are joined with the submission's featurizers.",
     ),
 ]
 
@@ -70,6 +80,7 @@ def verify_submission_command(
     method: MethodOption = None,
     model_files: ModelFilesOption = None,
     positions: PositionsOption = None,
+    results: _Results = None,
     model_root: _ModelRoot = None,
     device: DeviceOption = "cpu",
     batch_size: _BatchSize = None,
@@ -93,7 +104,8 @@ def verify_submission_command(
     if not source.is_dir():
         usage_error(f"{source}: no such folder")
     check_outputs_or_exit([], [source], folders=[(out_dir, "--output")], follow_links=follow_output_links)
-    if dataset is None and submission_layout(source).track == "circuit":
+    track = submission_layout(source).track
+    if dataset is None and (track == "circuit" or (track == "causal_variable" and results)):
         usage_error(
             "--dataset is needed to recompute: a hub id pinned as ID@REVISION (e.g. mib-bench/ioi@<commit>), "
             "a released .parquet/.jsonl file, or a dataset document"
@@ -109,6 +121,7 @@ def verify_submission_command(
         method=method,
         model_files=model_files,
         positions=positions,
+        results=tuple(results or ()),
         model_roots=tuple(model_root or ()),
         device=device_or_exit(device),
         batch_size=None if batch_size is None else batch_size_or_exit(batch_size),

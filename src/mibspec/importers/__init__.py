@@ -4,6 +4,7 @@ from ._layout import SubmissionLayout, submission_layout
 from ._options import ImportOptions
 from .eap_ig import ImportResult, import_eap_ig
 from .mib_causal_results import import_mib_causal_results
+from .mib_cv_join import ResultsModel, UnresolvedModel, join_mib_cv_results
 from .mib_cv_submission import export_mib_cv_submission, import_mib_cv_submission
 from .mib_dataset import import_mib_dataset
 from .mib_results import import_mib_circuit_results
@@ -12,8 +13,10 @@ from .mib_submission import SubmissionOptions, import_mib_submission
 __all__ = [
     "ImportOptions",
     "ImportResult",
+    "ResultsModel",
     "SubmissionLayout",
     "SubmissionOptions",
+    "UnresolvedModel",
     "export_mib_cv_submission",
     "import_eap_ig",
     "import_mib_causal_results",
@@ -21,5 +24,6 @@ __all__ = [
     "import_mib_cv_submission",
     "import_mib_dataset",
     "import_mib_submission",
+    "join_mib_cv_results",
     "submission_layout",
 ]

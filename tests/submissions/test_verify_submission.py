@@ -238,7 +238,6 @@ def test_without_a_dataset_the_command_says_what_to_give(tmp_path: Path) -> None
     assert "--dataset is needed" in run.stderr
 
 
-
 # --------------------------------------------------------------------------- causal-variable track
 #
 # The submission is the shipped DAS example exported in MIB's folder layout; its result files
@@ -309,15 +308,19 @@ def cv_submission(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     return root / "submission", results, _model_cache(root / "hub")
 
 
-def _cv_request(folder: Path, results: list[Path], out: Path) -> Any:
+def _cv_request(folder: Path, results: list[Path], out: Path, *, local: bool = False) -> Any:
+    """The request the CLI makes of the path; ``local``: the model as the shipped folder,
+    under a model root, instead of pinned on the hub (``huggingface_hub`` reads the cache
+    folder once per process, so a test run in-process does not move it)."""
     from mibspec.submissions import SubmissionRequest
 
     return SubmissionRequest(
         submission=folder,
         out_dir=out,
         dataset=str(CV_EXAMPLE / "dataset.json"),
-        model_revision=MODEL_REVISION,
+        model_revision=None if local else MODEL_REVISION,
         architecture="GPT2LMHeadModel",
+        model_roots=(MODEL.parent,) if local else (),
         results=tuple(results),
     )
 
@@ -335,7 +338,8 @@ def test_a_causal_variable_submission_and_its_result_files_reach_a_recomputed_pa
     folder, results, cache = cv_submission
     before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     args = [f"--results={path}" for path in results.values()]
-    run = _run(["verify-submission", str(folder), "-o", str(tmp_path / "out"), *_CV_ARGS, *args], cache, tmp_path)
+    out = str(tmp_path / "out")
+    run = _run(["verify-submission", str(folder), "-o", out, *_CV_ARGS, *args], cache, tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     example = json.loads((CV_EXAMPLE / "report.json").read_text(encoding="utf-8"))
     claimed = {v["name"]: v for v in example["claims"]["variables"]}
@@ -387,18 +391,25 @@ def test_a_changed_unit_score_in_a_result_file_fails_with_r103_at_its_pointer(
     data["dataset"][cf]["model_unit"][key]["output_token"]["average_score"] = true - 2.0
     tampered = tmp_path / "DAS_tiny-gpt2_ioi_output_token.json"
     tampered.write_text(json.dumps(data), encoding="utf-8")
-    outcome = verify_submission(_cv_request(folder, [tampered], tmp_path / "out"))
+    outcome = verify_submission(_cv_request(folder, [tampered], tmp_path / "out", local=True))
     assert not outcome.valid
-    assert outcome.verification is not None and not outcome.findings
+    assert outcome.verification is not None
+    assert not outcome.findings
     [report_path] = outcome.reports
     report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["model"]["source"] == "local"
+    assert (
+        report["model"]["files"]["model.safetensors"]
+        == hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
+    )
     [u] = [i for i, unit in enumerate(report["claims"]["variables"][0]["units"]) if unit["id"] == key]
     pointer = f"/claims/variables/0/units/{u}/scores/io_s1_flip"
     [document] = [d for d in outcome.verification.documents if d.path == str(report_path)]
     failed = {(f.code, f.pointer) for f in document.findings if f.severity.value == "error"}
     assert ("R103", pointer) in failed, failed
     [comparison] = [c for c in document.comparisons if c.pointer == pointer]
-    assert comparison.claimed == pytest.approx(true - 2.0) and comparison.recomputed == pytest.approx(true, abs=1e-4)
+    assert comparison.claimed == pytest.approx(true - 2.0)
+    assert comparison.recomputed == pytest.approx(true, abs=1e-4)
     # output_position was given no result file: its featurizers are named, not dropped
     assert any("output_position" in note and "scored by no result file" in note for note in outcome.notes)
     assert {r.quantity for r in leaderboard_rows(outcome.verification, outcome.reports)} == {
@@ -420,9 +431,38 @@ def test_a_unit_scored_without_a_featurizer_is_named_and_nothing_is_verified(
     for path in cell.glob("ResidualStream(Layer:2,Token:last_token)_*"):
         path.unlink()
     outcome = verify_submission(_cv_request(partial, list(results.values()), tmp_path / "out"))
-    assert outcome.verification is None and not outcome.valid
+    assert outcome.verification is None
+    assert not outcome.valid
     [finding] = outcome.findings
     assert finding.code == "I112"
     assert "ResidualStream(Layer-2,Token-last_token)" in finding.message
-    assert finding.pointer.endswith("/model_unit/[[AtomicModelUnit(id='ResidualStream(Layer-2,Token-last_token)')]]")
+    key = "[[AtomicModelUnit(id='ResidualStream(Layer-2,Token-last_token)')]]"
+    assert finding.pointer.endswith(f"/model_unit/{key}")
     assert not list((tmp_path / "out").glob("*/report.json"))  # no report is written
+
+
+def test_a_result_file_naming_a_model_outside_mibs_needs_its_architecture(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from mibspec.submissions import verify_submission
+
+    folder, results, cache = cv_submission
+    _offline_cache(monkeypatch, cache)
+    request = replace(_cv_request(folder, list(results.values()), tmp_path / "out"), architecture=None)
+    outcome = verify_submission(request)
+    assert outcome.verification is None
+    assert {(f.code, f.pointer) for f in outcome.findings} == {("I110", "/model_name")}
+    assert all("--architecture" in f.message for f in outcome.findings)
+
+
+def test_causal_variable_results_without_a_dataset_say_what_to_give(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path
+) -> None:
+    folder, results, cache = cv_submission
+    args = [f"--results={path}" for path in results.values()]
+    run = _run(["verify-submission", str(folder), "-o", str(tmp_path / "out"), *args], cache, tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--dataset is needed" in run.stderr
+    assert not (tmp_path / "out").exists()

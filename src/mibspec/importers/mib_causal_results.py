@@ -260,18 +260,24 @@ def variable_claims(
         metric="mse" if ioi else "iia",
         better=better,
         units=[
-            UnitScore(
-                id=key,
-                location=Location.model_validate(u["location"]),
-                featurizer=(featurizers or {}).get(key),
-                scores=dict(sorted(u["scores"].items())),
-            )
+            _unit_score(key, u, (featurizers or {}).get(key))
             for key, u in sorted(units.items(), key=lambda item: (item[1]["location"]["layer"], item[0]))
         ],
         per_layer={str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
         average=aggregate.average,
         best=aggregate.best,
     )
+
+
+def _unit_score(key: str, unit: Mapping[str, Any], featurizer: str | None) -> UnitScore:
+    """A unit's scores; its featurizer set only where known (an unset one is left out of the
+    document, where an explicit null would not be)."""
+    score = UnitScore(
+        id=key,
+        location=Location.model_validate(unit["location"]),
+        scores=dict(sorted(unit["scores"].items())),
+    )
+    return score if featurizer is None else score.model_copy(update={"featurizer": featurizer})
 
 
 def _cut(text: str, width: int = 40) -> str:

@@ -40,7 +40,7 @@ from .mib_causal_results import CausalResults, parse_unit_id, read_causal_result
 from .mib_cv_submission import MIB_TASKS, mib_cell
 from .mib_results import source_created
 
-__all__ = ["ResultsModel", "UnresolvedModel", "join_mib_cv_results"]
+__all__ = ["ResultsModel", "UnresolvedModelError", "join_mib_cv_results"]
 
 _EXTENSION = "org.mibspec:mib_unit"
 _CAUSAL_MODEL_ID = "causal-model"
@@ -63,7 +63,7 @@ class ResultsModel:
     names: frozenset[str]
 
 
-class UnresolvedModel(Exception):
+class UnresolvedModelError(Exception):
     """The model a result file names cannot be declared: the code and what to do."""
 
     def __init__(self, code: str, detail: str) -> None:
@@ -117,7 +117,7 @@ def join_mib_cv_results(
 
     ``featurizers`` are the documents :func:`import_mib_cv_submission` wrote into ``out_dir``;
     ``dataset`` a counterfactual-dataset document (copied beside each report); ``resolve``
-    declares the model a result file names (raising :class:`UnresolvedModel`). Nothing is
+    declares the model a result file names (raising :class:`UnresolvedModelError`). Nothing is
     written when a finding is an error.
 
     Raises:
@@ -139,9 +139,9 @@ def join_mib_cv_results(
     cells = _cells(featurizers)
     joined: list[_Scored] = []
     for source in results:
-        findings, scored = _join_file(source, cells, resolve, types, split or described.get("split"))
+        findings, of_file = _join_file(source, cells, resolve, types, split or described.get("split"))
         result.findings.extend(findings)
-        joined.extend(scored)
+        joined.extend(of_file)
     result.notes.extend(_unscored(cells, joined))
     if result.findings or not joined:
         return result
@@ -167,12 +167,16 @@ def _unscored(cells: dict[str, _Cell], joined: list[_Scored]) -> list[str]:
     for cell in cells.values():
         left = sorted(u.unit_id for u in cell.units.values() if id(u) not in used)
         if left:
-            shown = ", ".join(left[:_SHOWN]) + (f" and {len(left) - _SHOWN} more" if len(left) > _SHOWN else "")
             notes.append(
                 f"{cell.name}: {len(left)} of {len(cell.units)} featurizer(s) scored by no result file, so "
-                f"nothing of them is claimed or recomputed: {shown}"
+                f"nothing of them is claimed or recomputed: {_listed(left)}"
             )
     return notes
+
+
+def _listed(names: list[str]) -> str:
+    more = len(names) - _SHOWN
+    return ", ".join(names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def _unit_key(unit_id: str) -> tuple[str, ...] | None:
@@ -195,10 +199,11 @@ def _cells(featurizers: Iterable[Path]) -> dict[str, _Cell]:
         data = json.loads(path.read_bytes())
         record = (data.get("extensions") or {}).get(_EXTENSION) or {}
         folder, unit_id = record.get("folder"), record.get("unit")
-        parsed = mib_cell(folder) if isinstance(folder, str) else None
-        key = _unit_key(unit_id) if isinstance(unit_id, str) else None
+        if not isinstance(folder, str) or not isinstance(unit_id, str):
+            continue  # not imported from a submission folder: the import records both
+        parsed, key = mib_cell(folder), _unit_key(unit_id)
         if parsed is None or key is None:
-            continue  # not imported from a submission folder: the import writes both
+            continue
         mib_task, model, variable = parsed
         cell = cells.setdefault(folder, _Cell(folder, MIB_TASKS[mib_task][0], model, variable))
         cell.units[key] = _Unit(path, unit_id, data["location"])
@@ -231,7 +236,7 @@ def _join_file(
         finding = make_finding(cat, None, exc.code, exc.pointer, **exc.params)
         line, column = parsed.locate(exc.pointer) if parsed.text else (None, None)
         return [_in_file(finding.located(line or 1, column or 1), source)], []
-    except UnresolvedModel as exc:
+    except UnresolvedModelError as exc:
         finding = make_finding(cat, None, exc.code, "/model_name", detail=exc.detail)
         line, column = parsed.locate("/model_name") if parsed.text else (None, None)
         return [_in_file(finding.located(line or 1, column or 1), source)], []
@@ -311,12 +316,11 @@ def _scored(
         featurizers[key] = featurizer
     if missing:
         first = next(iter(results.variables[variable][missing[0]]["scores"]))
-        shown = ", ".join(missing[:_SHOWN]) + (f" and {len(missing) - _SHOWN} more" if len(missing) > _SHOWN else "")
         raise _MalformedError(
             "I112",
             f"/dataset/{escape_pointer_token(first)}/model_unit/{escape_pointer_token(missing[0])}",
             detail=f"{len(missing)} unit(s) of {variable!r} are scored but {cell.name} holds no featurizer "
-            f"for them, so their scores cannot be recomputed: {shown}",
+            f"for them, so their scores cannot be recomputed: {_listed(missing)}",
         )
     return _Scored(cell, source, results, model, units, featurizers)
 
@@ -373,7 +377,8 @@ def _plan_report(
     cell, results = scored.cell, scored.results
     folder, where = safe_name(cell.name), f"{scored.source.name} ({cell.name})"
     taken = {DATASET_FILE, *(name for name, _ in copy.files)}
-    model_file = next(n for n in ("causal_model.json", "mib_causal_model.json", "report_causal_model.json") if n not in taken)
+    # the dataset's own causal model may be a causal_model.json of its files
+    model_file = next(n for n in ("causal_model.json", "mib_causal_model.json") if n not in taken)
     for rel, payload in ImportOptions.files(copy):
         plan.add(f"{folder}/{rel}", payload, source=where)
     causal_model = _causal_model_bytes(cell.task, copy, described)
@@ -386,7 +391,8 @@ def _plan_report(
     for key, unit in sorted(scored.featurizers.items()):
         ident = _artifact_id(unit.path.stem, set(ids.values()))
         ids[key] = ident
-        artifacts.append(_json_artifact(ident, "featurizer", unit.path.name, unit.path.read_bytes(), "featurizer"))
+        data = unit.path.read_bytes()
+        artifacts.append(_json_artifact(ident, "featurizer", unit.path.name, data, "featurizer"))
     claims = variable_claims(cell.variable, scored.units, results.ioi, ids)
     report = CausalVariableReport(
         profile="mib-2025",
@@ -399,7 +405,9 @@ def _plan_report(
             + (" (IOI: squared error, lower is better, so the minimum)." if results.ioi else ".")
         ),
         method=Method(name=results.method),
-        task=TaskRef(name=cell.task, dataset=DATASET_ID, split=split or described.get("split")),
+        task=TaskRef.model_validate(
+            {"name": cell.task, "dataset": DATASET_ID, "split": described.get("split") or split}
+        ),
         model=model_ref(scored.model.block),
         settings=CausalVariableSettings(checker="substring", causal_model=_CAUSAL_MODEL_ID),
         claims=CausalVariableClaims(variables=[claims]),

@@ -50,7 +50,13 @@ from .eap_ig import (
     unfit_value,
 )
 
-__all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
+__all__ = [
+    "SubmissionOptions",
+    "circuit_grid",
+    "import_mib_submission",
+    "pinned_model_files",
+    "submission_folders",
+]
 
 _GRAPH_SUFFIXES = (".json", ".pt")
 _RESULTS = re.compile(r"^(?P<name>.+)_(?P<split>train|validation|test)_abs-(?P<abs>True|False)\.pkl$")
@@ -273,7 +279,7 @@ def _convert(
     if built is not None:
         report = options.apply(dump(built), dataset)
         if options.model_files is not None:
-            report["model"]["files"] = _pinned_files(options.model_files)
+            report["model"]["files"] = pinned_model_files(options.model_files)
     return name, document, tensors, report
 
 
@@ -556,8 +562,8 @@ def _config_architectures(folder: Path) -> list[str] | None:
     return named
 
 
-def _pinned_files(folder: Path) -> dict[str, str]:
-    """SHA-256 of the model files recomputation reads (SPEC.md M-4), by name.
+def pinned_model_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of the model files in ``folder`` that recomputation reads (SPEC.md M-4), by name.
 
     Raises:
         OptionError: the folder holds no config.json.

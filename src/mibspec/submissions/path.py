@@ -34,7 +34,7 @@ from mibspec.importers import (
     ImportResult,
     ResultsModel,
     SubmissionOptions,
-    UnresolvedModel,
+    UnresolvedModelError,
     import_mib_cv_submission,
     import_mib_dataset,
     import_mib_submission,
@@ -43,6 +43,7 @@ from mibspec.importers import (
 )
 from mibspec.importers.mib_causal_results import CAUSAL_MODELS
 from mibspec.importers.mib_dataset import released_files
+from mibspec.importers.mib_submission import pinned_model_files
 from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
 
 __all__ = [
@@ -234,7 +235,7 @@ def _results_model(name: str, request: SubmissionRequest) -> ResultsModel:
     pinned snapshot; a local folder under ``--model-root`` when no revision is given.
 
     Raises:
-        UnresolvedModel: an unknown model without ``--architecture``, or no readable config.
+        UnresolvedModelError: an unknown model without ``--architecture``, or no readable config.
     """
     if name in CAUSAL_MODELS:
         hub_id, architecture, config = CAUSAL_MODELS[name]
@@ -242,22 +243,52 @@ def _results_model(name: str, request: SubmissionRequest) -> ResultsModel:
         block: dict[str, Any] = {"architecture": architecture, "config": config}
     elif request.architecture is None:
         known = ", ".join(sorted({v[0] for v in CAUSAL_MODELS.values()}))
-        raise UnresolvedModel(
+        raise UnresolvedModelError(
             "I110",
             f"model {name!r} is not one of MIB's ({known}); give its architecture with --architecture "
-            "(the class its config.json names under \"architectures\")",
+            '(the class its config.json names under "architectures")',
         )
     else:
         hub_id, architecture = name, request.architecture
         config, names = _model_config(hub_id, request), {name}
         block = {"architecture": architecture}
-    if request.model_revision is None and request.model_roots:
-        block.update(source="local", path=hub_id.rsplit("/", 1)[-1])
+    local = _local_model(hub_id, request)
+    if request.model_revision is None and local is not None:
+        block.update(source="local", path=local.name, files=_pinned(local))
     else:
         block.update(source="hub", id=hub_id)
         if request.model_revision is not None:
             block["revision"] = request.model_revision
+        if request.model_files is not None:
+            block["files"] = _pinned(request.model_files)
     return ResultsModel(block=block, config=config, names=frozenset({*names, architecture}))
+
+
+def _local_model(hub_id: str, request: SubmissionRequest) -> Path | None:
+    """The local copy of the model: ``--model-files``, else (without a revision) a folder
+    named after the model under a ``--model-root``."""
+    if request.model_files is not None:
+        return request.model_files
+    name = hub_id.rsplit("/", 1)[-1]
+    found = [root / name for root in request.model_roots if (root / name).is_dir()]
+    return found[0] if found and request.model_revision is None else None
+
+
+def _pinned(folder: Path) -> dict[str, str]:
+    """The SHA-256 of the model files of ``folder`` (SPEC.md M-4).
+
+    Raises:
+        UnresolvedModelError: the folder holds no config.json, or a file leads out of it.
+    """
+    from mibspec.core.folders import OutsideFolderError
+    from mibspec.importers import OptionError
+
+    try:
+        return pinned_model_files(folder)
+    except OptionError as exc:
+        raise UnresolvedModelError("I111", exc.detail) from None
+    except OutsideFolderError as exc:
+        raise UnresolvedModelError("I127", str(exc)) from None
 
 
 def _model_config(hub_id: str, request: SubmissionRequest) -> dict[str, int]:
@@ -265,7 +296,7 @@ def _model_config(hub_id: str, request: SubmissionRequest) -> dict[str, int]:
     pinned revision, else in a ``--model-root`` folder named after the model.
 
     Raises:
-        UnresolvedModel: no config.json found (I129), or one that is not a supported model's.
+        UnresolvedModelError: no config.json found (I129), or one that is not a supported model's.
     """
     revision = request.model_revision
     if revision is not None:
@@ -276,22 +307,22 @@ def _model_config(hub_id: str, request: SubmissionRequest) -> dict[str, int]:
         )
     else:
         name = hub_id.rsplit("/", 1)[-1]
-        found = [root / name / "config.json" for root in request.model_roots]
-        path = next((p for p in found if p.is_file()), Path(name) / "config.json")
+        path = (_local_model(hub_id, request) or Path(name)) / "config.json"
         missing = (
             f"model {hub_id!r}: give its pinned revision with --model-revision (read from the local "
-            f"Hugging Face cache), or a folder holding {name}/config.json with --model-root"
+            f"Hugging Face cache), or its folder with --model-files or under --model-root"
         )
     if not path.is_file():
-        raise UnresolvedModel("I129", missing)
+        raise UnresolvedModelError("I129", missing)
     try:
         from mibspec.reference_impl.engine import config_summary
     except ImportError:
-        raise UnresolvedModel("I104", f"reading a model's config needs torch: {install_hint('recompute')}") from None
+        hint = install_hint("recompute")
+        raise UnresolvedModelError("I104", f"reading a model's config needs torch: {hint}") from None
     try:
         summary = config_summary(json.loads(path.read_bytes()))
     except (ValueError, OSError) as exc:
-        raise UnresolvedModel("I110", f"{path}: {exc}") from None
+        raise UnresolvedModelError("I110", f"{path}: {exc}") from None
     return {"n_layers": int(summary["n_layers"]), "n_heads": int(summary["n_heads"])}
 
 

@@ -385,6 +385,8 @@ def test_a_changed_unit_score_in_a_result_file_fails_with_r103_at_its_pointer(
     folder, results, cache = cv_submission
     _offline_cache(monkeypatch, cache)
     data = json.loads(results["output_token"].read_text(encoding="utf-8"))
+    for block in data["dataset"].values():  # layer 1's units only, to keep the run short
+        block["model_unit"] = {k: v for k, v in block["model_unit"].items() if "Layer-1," in k}
     cf = "io_s1_flip_test"
     key = next(k for k in data["dataset"][cf]["model_unit"] if "Layer-1,Token-last_token" in k)
     true = data["dataset"][cf]["model_unit"][key]["output_token"]["average_score"]
@@ -410,8 +412,15 @@ def test_a_changed_unit_score_in_a_result_file_fails_with_r103_at_its_pointer(
     [comparison] = [c for c in document.comparisons if c.pointer == pointer]
     assert comparison.claimed == pytest.approx(true - 2.0)
     assert comparison.recomputed == pytest.approx(true, abs=1e-4)
-    # output_position was given no result file: its featurizers are named, not dropped
-    assert any("output_position" in note and "scored by no result file" in note for note in outcome.notes)
+    # the featurizers no result file scores are named, not dropped: all of output_position's,
+    # and output_token's outside layer 1
+    unscored = {note.split(":")[0]: note for note in outcome.notes if "scored by no result file" in note}
+    assert sorted(unscored) == [
+        "ioi_task_GPT2LMHeadModel_output_position",
+        "ioi_task_GPT2LMHeadModel_output_token",
+    ]
+    assert "8 of 8 featurizer(s)" in unscored["ioi_task_GPT2LMHeadModel_output_position"]
+    assert "6 of 8 featurizer(s)" in unscored["ioi_task_GPT2LMHeadModel_output_token"]
     assert {r.quantity for r in leaderboard_rows(outcome.verification, outcome.reports)} == {
         "output_token Average",
         "output_token best",

@@ -77,17 +77,22 @@ def _blob(repo: Path, snapshot: Path, name: str, data: bytes, large: bool) -> No
     link.symlink_to(os.path.relpath(blob, link.parent))
 
 
-def _hub_cache(root: Path) -> Path:
-    """A Hugging Face cache holding the tiny model and the dataset at their pinned commits."""
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
-    cache = root / "hub"
+def _model_cache(cache: Path) -> Path:
+    """A Hugging Face cache holding the tiny model at its pinned commit."""
     model = cache / "models--tiny-gpt2"
     snapshot = model / "snapshots" / MODEL_REVISION
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
         _blob(model, snapshot, name, (MODEL / name).read_bytes(), large=name.endswith(".safetensors"))
     (model / "refs").mkdir()
     (model / "refs" / "main").write_text(MODEL_REVISION, encoding="ascii")
+    return cache
+
+
+def _hub_cache(root: Path) -> Path:
+    """A Hugging Face cache holding the tiny model and the dataset at their pinned commits."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    cache = _model_cache(root / "hub")
     dataset = cache / f"datasets--{DATASET_ID.replace('/', '--')}"
     table = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(_released_rows()), table)
@@ -233,3 +238,242 @@ def test_without_a_dataset_the_command_says_what_to_give(tmp_path: Path) -> None
     run = _run(["verify-submission", str(tmp_path / "eap"), "-o", str(tmp_path / "out")], tmp_path, tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--dataset is needed" in run.stderr
+
+
+# --------------------------------------------------------------------------- causal-variable track
+#
+# The submission is the shipped DAS example exported in MIB's folder layout; its result files
+# are written here in the public format (one per variable, scores per counterfactual set
+# ``<type>_test`` and unit key ``[[AtomicModelUnit(id='...')]]``, in the dash spelling while
+# the featurizer files use the colon one) from the example's own unit scores, which
+# `mibspec verify` reproduces for the example itself.
+
+CV_EXAMPLE = REPO / "examples" / "causal-variable-ioi"
+_CV_ARGS = [
+    "--dataset",
+    str(CV_EXAMPLE / "dataset.json"),
+    "--model-revision",
+    MODEL_REVISION,
+    "--architecture",
+    "GPT2LMHeadModel",
+]
+
+
+def _cv_units(folder: Path) -> dict[tuple[str, int, str], str]:
+    """(variable, layer, position rule as JSON) → the unit id the exported submission files
+    are named after, read from the file names and the folder's token_positions.json."""
+    rules = json.loads((folder / "token_positions.json").read_text(encoding="utf-8"))
+    found = {}
+    for path in folder.rglob("*_indices"):
+        unit_id = path.name[: -len("_indices")]
+        layer = int(unit_id.split("Layer:")[1].split(",")[0])
+        token = unit_id.split("Token:")[1].rstrip(")")
+        variable = path.parent.name.split("GPT2LMHeadModel_")[1]
+        found[(variable, layer, json.dumps(rules[token], sort_keys=True))] = unit_id
+    return found
+
+
+def _cv_results(folder: Path, out: Path, *, skip_layer: int | None = None) -> dict[str, Path]:
+    """One public result file per variable of the example report; units of ``skip_layer``
+    are left out of the submission's featurizers elsewhere, not here."""
+    report = json.loads((CV_EXAMPLE / "report.json").read_text(encoding="utf-8"))
+    units = _cv_units(folder)
+    written = {}
+    for variable in report["claims"]["variables"]:
+        dataset: dict[str, Any] = {}
+        for unit in variable["units"]:
+            location = unit["location"]
+            rule = json.dumps(location["position"], sort_keys=True)
+            unit_id = units[(variable["name"], location["layer"], rule)].replace(":", "-")
+            key = f"[[AtomicModelUnit(id='{unit_id}')]]"
+            for cf, score in unit["scores"].items():
+                block = dataset.setdefault(f"{cf}_test", {"model_unit": {}})["model_unit"]
+                block[key] = {variable["name"]: {"average_score": score}}
+        payload = {"method_name": "DAS", "model_name": "tiny-gpt2", "task_name": "ioi", "dataset": dataset}
+        path = out / f"DAS_tiny-gpt2_ioi_{variable['name']}.json"
+        path.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+        written[variable["name"]] = path
+    return written
+
+
+@pytest.fixture(scope="module")
+def cv_submission(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], Path]:
+    """The exported example submission, its result files and a hub cache with the model."""
+    pytest.importorskip("torch")
+    from mibspec.importers import export_mib_cv_submission  # what `mibspec export mib-submission` runs
+
+    root = tmp_path_factory.mktemp("mib-cv-path")
+    exported = export_mib_cv_submission([CV_EXAMPLE / "report.json"], root / "submission")
+    assert exported.ok, [str(f) for f in exported.findings]
+    (root / "results").mkdir()
+    results = _cv_results(root / "submission", root / "results")
+    return root / "submission", results, _model_cache(root / "hub")
+
+
+def _cv_request(folder: Path, results: list[Path], out: Path, *, local: bool = False) -> Any:
+    """The request the CLI makes of the path; ``local``: the model as the shipped folder,
+    under a model root, instead of pinned on the hub (``huggingface_hub`` reads the cache
+    folder once per process, so a test run in-process does not move it)."""
+    from mibspec.submissions import SubmissionRequest
+
+    return SubmissionRequest(
+        submission=folder,
+        out_dir=out,
+        dataset=str(CV_EXAMPLE / "dataset.json"),
+        model_revision=None if local else MODEL_REVISION,
+        architecture="GPT2LMHeadModel",
+        model_roots=(MODEL.parent,) if local else (),
+        results=tuple(results),
+    )
+
+
+def _offline_cache(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HOME", str(cache.parent / "hf-home"))
+
+
+@pytest.mark.recompute
+def test_a_causal_variable_submission_and_its_result_files_reach_a_recomputed_pass(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path
+) -> None:
+    folder, results, cache = cv_submission
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    args = [f"--results={path}" for path in results.values()]
+    out = str(tmp_path / "out")
+    run = _run(["verify-submission", str(folder), "-o", out, *_CV_ARGS, *args], cache, tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    example = json.loads((CV_EXAMPLE / "report.json").read_text(encoding="utf-8"))
+    claimed = {v["name"]: v for v in example["claims"]["variables"]}
+    reports = sorted((tmp_path / "out").glob("*/report.json"))
+    assert len(reports) == 2, reports
+    for path in reports:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        [variable] = report["claims"]["variables"]
+        assert path.parent.name.endswith(variable["name"])  # beside its featurizer documents
+        assert report["model"] == {
+            "source": "hub",
+            "id": "tiny-gpt2",
+            "revision": MODEL_REVISION,
+            "architecture": "GPT2LMHeadModel",
+        }
+        artifacts = {a["id"]: a for a in report["artifacts"]}
+        for artifact in artifacts.values():  # every artifact is a file of the report's folder
+            data = (path.parent / artifact["path"]).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == artifact["sha256"]
+        assert artifacts[report["task"]["dataset"]]["kind"] == "counterfactual_dataset"
+        assert artifacts[report["settings"]["causal_model"]]["kind"] == "causal_model"
+        assert all(artifacts[u["featurizer"]]["kind"] == "featurizer" for u in variable["units"])
+        assert len(variable["units"]) == len(claimed[variable["name"]]["units"])
+        # the leaderboard's numbers are the example's, as the result files carry its unit scores
+        assert variable["average"] == pytest.approx(claimed[variable["name"]]["average"], rel=1e-12)
+        assert variable["best"] == pytest.approx(claimed[variable["name"]]["best"], rel=1e-12)
+    # printed: each variable's Average and best, claimed → recomputed, agreeing
+    lines = [line for line in run.stdout.splitlines() if " Average:" in line or " best:" in line]
+    assert len(lines) == 4, run.stdout
+    for line in lines:
+        assert line.rstrip().endswith("agrees"), run.stdout
+        claimed_text, recomputed_text = line.split(": ", 1)[1].split(" → ")
+        assert float(recomputed_text.split()[0]) == pytest.approx(float(claimed_text), rel=1e-4)
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # inputs only read
+
+
+@pytest.mark.recompute
+def test_a_changed_unit_score_in_a_result_file_fails_with_r103_at_its_pointer(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.submissions import leaderboard_rows, verify_submission
+
+    folder, results, cache = cv_submission
+    _offline_cache(monkeypatch, cache)
+    data = json.loads(results["output_token"].read_text(encoding="utf-8"))
+    for block in data["dataset"].values():  # layer 1's units only, to keep the run short
+        block["model_unit"] = {k: v for k, v in block["model_unit"].items() if "Layer-1," in k}
+    cf = "io_s1_flip_test"
+    key = next(k for k in data["dataset"][cf]["model_unit"] if "Layer-1,Token-last_token" in k)
+    true = data["dataset"][cf]["model_unit"][key]["output_token"]["average_score"]
+    data["dataset"][cf]["model_unit"][key]["output_token"]["average_score"] = true - 2.0
+    tampered = tmp_path / "DAS_tiny-gpt2_ioi_output_token.json"
+    tampered.write_text(json.dumps(data), encoding="utf-8")
+    outcome = verify_submission(_cv_request(folder, [tampered], tmp_path / "out", local=True))
+    assert not outcome.valid
+    assert outcome.verification is not None
+    assert not outcome.findings
+    [report_path] = outcome.reports
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert report["model"]["source"] == "local"
+    assert (
+        report["model"]["files"]["model.safetensors"]
+        == hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
+    )
+    [u] = [i for i, unit in enumerate(report["claims"]["variables"][0]["units"]) if unit["id"] == key]
+    pointer = f"/claims/variables/0/units/{u}/scores/io_s1_flip"
+    [document] = [d for d in outcome.verification.documents if d.path == str(report_path)]
+    failed = {(f.code, f.pointer) for f in document.findings if f.severity.value == "error"}
+    assert ("R103", pointer) in failed, failed
+    [comparison] = [c for c in document.comparisons if c.pointer == pointer]
+    assert comparison.claimed == pytest.approx(true - 2.0)
+    assert comparison.recomputed == pytest.approx(true, abs=1e-4)
+    # the featurizers no result file scores are named, not dropped: all of output_position's,
+    # and output_token's outside layer 1
+    unscored = {note.split(":")[0]: note for note in outcome.notes if "scored by no result file" in note}
+    assert sorted(unscored) == [
+        "ioi_task_GPT2LMHeadModel_output_position",
+        "ioi_task_GPT2LMHeadModel_output_token",
+    ]
+    assert "8 of 8 featurizer(s)" in unscored["ioi_task_GPT2LMHeadModel_output_position"]
+    assert "6 of 8 featurizer(s)" in unscored["ioi_task_GPT2LMHeadModel_output_token"]
+    assert {r.quantity for r in leaderboard_rows(outcome.verification, outcome.reports)} == {
+        "output_token Average",
+        "output_token best",
+    }
+
+
+def test_a_unit_scored_without_a_featurizer_is_named_and_nothing_is_verified(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibspec.submissions import verify_submission
+
+    folder, results, cache = cv_submission
+    _offline_cache(monkeypatch, cache)
+    partial = tmp_path / "submission"
+    shutil.copytree(folder, partial)
+    [cell] = [p for p in partial.iterdir() if p.name.endswith("_output_position")]
+    for path in cell.glob("ResidualStream(Layer:2,Token:last_token)_*"):
+        path.unlink()
+    outcome = verify_submission(_cv_request(partial, list(results.values()), tmp_path / "out"))
+    assert outcome.verification is None
+    assert not outcome.valid
+    [finding] = outcome.findings
+    assert finding.code == "I112"
+    assert "ResidualStream(Layer-2,Token-last_token)" in finding.message
+    key = "[[AtomicModelUnit(id='ResidualStream(Layer-2,Token-last_token)')]]"
+    assert finding.pointer.endswith(f"/model_unit/{key}")
+    assert not list((tmp_path / "out").glob("*/report.json"))  # no report is written
+
+
+def test_a_result_file_naming_a_model_outside_mibs_needs_its_architecture(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from mibspec.submissions import verify_submission
+
+    folder, results, cache = cv_submission
+    _offline_cache(monkeypatch, cache)
+    request = replace(_cv_request(folder, list(results.values()), tmp_path / "out"), architecture=None)
+    outcome = verify_submission(request)
+    assert outcome.verification is None
+    assert {(f.code, f.pointer) for f in outcome.findings} == {("I110", "/model_name")}
+    assert all("--architecture" in f.message for f in outcome.findings)
+
+
+def test_causal_variable_results_without_a_dataset_say_what_to_give(
+    cv_submission: tuple[Path, dict[str, Path], Path], tmp_path: Path
+) -> None:
+    folder, results, cache = cv_submission
+    args = [f"--results={path}" for path in results.values()]
+    run = _run(["verify-submission", str(folder), "-o", str(tmp_path / "out"), *args], cache, tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--dataset is needed" in run.stderr
+    assert not (tmp_path / "out").exists()

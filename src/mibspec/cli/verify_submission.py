@@ -27,7 +27,6 @@ from mibspec.cli.imports import (
     MethodOption,
     ModelFilesOption,
     PositionsOption,
-    ResultsOption,
     RevisionOption,
     SplitOption,
 )
@@ -44,7 +43,8 @@ _Source = Annotated[
     Path,
     Argument(
         help="A MIB submission folder of either track, as MIB's scripts leave it (circuit track: "
-        "<task>_<model> folders with their results .pkl files)."
+        "<task>_<model> folders with their results .pkl files; causal-variable track: "
+        "<TASK>_<MODEL>_<VARIABLE> folders of featurizers, with --results)."
     ),
 ]
 _Output = Annotated[
@@ -56,6 +56,17 @@ _Dataset = Annotated[
         "--dataset",
         help="The dataset: a hub id pinned as ID@40-HEX-REVISION (read from the local Hugging "
         "Face cache when offline), a released .parquet/.jsonl file, or a dataset document.",
+    ),
+]
+_Results = Annotated[
+    list[Path] | None,
+    Option(
+        "--results",
+        metavar="<path>",
+        help="A MIB result file from anywhere (repeatable). Circuit track: a results pickle of "
+        "run_evaluation.py (<task>_<model>_<split>_abs-<True|False>.pkl), used for the folder its "
+        "name names. Causal-variable track: a result JSON (one variable each), whose unit scores "
+        "are joined with the submission's featurizers.",
     ),
 ]
 
@@ -70,7 +81,7 @@ def verify_submission_command(
     architecture: ArchitectureOption = None,
     method: MethodOption = None,
     model_files: ModelFilesOption = None,
-    results: ResultsOption = None,
+    results: _Results = None,
     positions: PositionsOption = None,
     model_root: _ModelRoot = None,
     device: DeviceOption = "cpu",
@@ -98,7 +109,8 @@ def verify_submission_command(
     for path in results or ():
         if not path.is_file():
             usage_error(f"--results {path}: no such file")
-    if dataset is None and submission_layout(source).track == "circuit":
+    track = submission_layout(source).track
+    if dataset is None and (track == "circuit" or (track == "causal_variable" and results)):
         usage_error(
             "--dataset is needed to recompute: a hub id pinned as ID@REVISION (e.g. mib-bench/ioi@<commit>), "
             "a released .parquet/.jsonl file, or a dataset document"

@@ -1,9 +1,10 @@
 """Importers from the file formats of public benchmark code into mibspec documents."""
 
 from ._layout import SubmissionLayout, submission_layout
-from ._options import ImportOptions
+from ._options import ImportOptions, OptionError
 from .eap_ig import ImportResult, import_eap_ig
 from .mib_causal_results import hub_id, import_mib_causal_results
+from .mib_cv_join import ResultsModel, UnresolvedModelError, join_mib_cv_results
 from .mib_cv_submission import export_mib_cv_submission, import_mib_cv_submission
 from .mib_dataset import import_mib_dataset
 from .mib_results import import_mib_circuit_results
@@ -12,8 +13,11 @@ from .mib_submission import SubmissionOptions, import_mib_submission
 __all__ = [
     "ImportOptions",
     "ImportResult",
+    "OptionError",
+    "ResultsModel",
     "SubmissionLayout",
     "SubmissionOptions",
+    "UnresolvedModelError",
     "export_mib_cv_submission",
     "hub_id",
     "import_eap_ig",
@@ -22,5 +26,6 @@ __all__ = [
     "import_mib_cv_submission",
     "import_mib_dataset",
     "import_mib_submission",
+    "join_mib_cv_results",
     "submission_layout",
 ]

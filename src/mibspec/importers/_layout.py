@@ -26,7 +26,7 @@ from pathlib import Path
 
 from mibspec.core.folders import InputFolder
 
-from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, _cell
+from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, mib_cell
 
 __all__ = ["MAX_ENTRIES", "SubmissionLayout", "submission_layout"]
 
@@ -123,7 +123,7 @@ def submission_layout(source: Path) -> SubmissionLayout:
     for sub in (p for p in entries if p.is_dir()):
         inner = _entries(sub)
         parts = sub.name.split("_")
-        named_cell = _cell(sub.name) is not None
+        named_cell = mib_cell(sub.name) is not None
         if (len(parts) == 2 and all(parts)) or (
             # a variable folder may carry other files; its name already says which track it is
             not named_cell and any(p.is_file() and p.suffix in (*_GRAPHS, ".pkl") for p in inner)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,15 @@ from ._options import ImportOptions
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import import_reports, source_created
 
-__all__ = ["CAUSAL_MODELS", "hub_id", "import_mib_causal_results", "parse_unit_id"]
+__all__ = [
+    "CAUSAL_MODELS",
+    "CausalResults",
+    "hub_id",
+    "import_mib_causal_results",
+    "parse_unit_id",
+    "read_causal_results",
+    "variable_claims",
+]
 
 #: MIB model names (hub ids, short ids and class names) → (hub id, architecture, config).
 _GPT2 = ("gpt2", "GPT2LMHeadModel", {"n_layers": 12, "n_heads": 12, "d_model": 768, "vocab_size": 50257})
@@ -121,21 +130,52 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
-def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport, str]]:
+@dataclass(frozen=True)
+class CausalResults:
+    """A MIB causal-variable result file, read: its names and its unit scores regrouped as
+    variable → unit key → ``{"location": ..., "scores": {counterfactual set: value}}``."""
+
+    method: str
+    model_name: str
+    task: str
+    variables: dict[str, dict[str, dict[str, Any]]]
+
+    @property
+    def ioi(self) -> bool:
+        """IOI is scored by squared error (lower is better), the other tasks by IIA."""
+        return "ioi" in self.task.lower()
+
+
+def read_causal_results(data: Any, config: Mapping[str, int] | None = None) -> CausalResults:
+    """The result file ``data`` (parsed JSON) read and checked; unit layers and heads are
+    checked against ``config`` (``n_layers``, ``n_heads``), else against the MIB model the
+    file names.
+
+    Raises:
+        _MalformedError: the file does not have the format (I101) or names an unknown MIB
+            model while ``config`` is None (I102); the pointer says where.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not data["dataset"]:
         raise _MalformedError(
             "I101", "", detail="a MIB causal-variable result file is an object with a non-empty 'dataset'"
         )
     method, model_name, task = (_text(data, k) for k in ("method_name", "model_name", "task_name"))
-    if model_name not in CAUSAL_MODELS:
-        known = ", ".join(sorted({v[0] for v in CAUSAL_MODELS.values()}))
-        raise _MalformedError(
-            "I102", "/model_name", detail=f"unknown MIB model {model_name!r}; known: {known}"
-        )
+    if config is None:
+        if model_name not in CAUSAL_MODELS:
+            known = ", ".join(sorted({v[0] for v in CAUSAL_MODELS.values()}))
+            raise _MalformedError(
+                "I102", "/model_name", detail=f"unknown MIB model {model_name!r}; known: {known}"
+            )
+        config = CAUSAL_MODELS[model_name][2]
+    return CausalResults(method, model_name, task, _unit_scores(data["dataset"], config))
+
+
+def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableReport, str]]:
+    results = read_causal_results(data)
+    method, model_name, task, ioi = results.method, results.model_name, results.task, results.ioi
     hub_id, architecture, config = CAUSAL_MODELS[model_name]
-    ioi = "ioi" in task.lower()
-    variables = _unit_scores(data["dataset"], config)
-    claims = [_variable_claims(name, variables[name], ioi) for name in sorted(variables)]
+    variables = results.variables
+    claims = [variable_claims(name, variables[name], ioi) for name in sorted(variables)]
     scoring = (
         "IOI is scored by squared error, lower is better: per layer and best take the minimum "
         "(the public aggregator takes the maximum)."
@@ -166,7 +206,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
     yield safe_name(task, model_name, method, *sorted(variables)), report, ""
 
 
-def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
+def _unit_scores(dataset: dict[str, Any], config: Mapping[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
     """The file's scores regrouped: variable → unit key → {"location": ..., "scores":
     {counterfactual: value}}; each unit's location is the same in every counterfactual set."""
     variables: dict[str, dict[str, dict[str, Any]]] = {}
@@ -209,9 +249,20 @@ def _unit_scores(dataset: dict[str, Any], config: dict[str, int]) -> dict[str, d
     return variables
 
 
-def _variable_claims(name: str, units: dict[str, dict[str, Any]], ioi: bool) -> VariableClaims:
+def variable_claims(
+    name: str,
+    units: Mapping[str, Mapping[str, Any]],
+    ioi: bool,
+    featurizers: Mapping[str, str] | None = None,
+) -> VariableClaims:
     """One variable's claims: its units' scores (by layer, then id) and the leaderboard's
-    aggregates of them (per layer, Average, best)."""
+    aggregates of them (per layer, Average, best). ``units`` maps a unit id to its
+    ``location`` and ``scores`` (as :class:`CausalResults` holds them); ``featurizers``, where
+    known, maps a unit id to the artifact id of its featurizer.
+
+    Raises:
+        _MalformedError: a unit is scored on some counterfactual sets only (I101).
+    """
     from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
 
     table: dict[CellKey, float] = {
@@ -227,17 +278,24 @@ def _variable_claims(name: str, units: dict[str, dict[str, Any]], ioi: bool) -> 
         metric="mse" if ioi else "iia",
         better=better,
         units=[
-            UnitScore(
-                id=key,
-                location=Location.model_validate(u["location"]),
-                scores=dict(sorted(u["scores"].items())),
-            )
+            _unit_score(key, u, (featurizers or {}).get(key))
             for key, u in sorted(units.items(), key=lambda item: (item[1]["location"]["layer"], item[0]))
         ],
         per_layer={str(layer): value for layer, value in sorted(aggregate.per_layer.items())},
         average=aggregate.average,
         best=aggregate.best,
     )
+
+
+def _unit_score(key: str, unit: Mapping[str, Any], featurizer: str | None) -> UnitScore:
+    """A unit's scores; its featurizer set only where known (an unset one is left out of the
+    document, where an explicit null would not be)."""
+    score = UnitScore(
+        id=key,
+        location=Location.model_validate(unit["location"]),
+        scores=dict(sorted(unit["scores"].items())),
+    )
+    return score if featurizer is None else score.model_copy(update={"featurizer": featurizer})
 
 
 def _cut(text: str, width: int = 40) -> str:
@@ -268,7 +326,7 @@ def _params(text: str) -> dict[str, str]:
     return params
 
 
-def _location(key: str, metadata: Any, pointer: str, config: dict[str, int]) -> dict[str, Any]:
+def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) -> dict[str, Any]:
     """A ``Location`` from a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
     Token-last_token)')]]``, with the layer and position of ``metadata`` taking precedence."""
     atoms = _ATOMIC.findall(key) or [key]

@@ -70,6 +70,7 @@ __all__ = [
     "MIB_TASKS",
     "export_mib_cv_submission",
     "import_mib_cv_submission",
+    "mib_cell",
 ]
 
 #: MIB's task folder names → (mibspec task, variables of the task).
@@ -250,8 +251,14 @@ def _read_positions(path: Path, report: Any) -> dict[str, dict[str, Any]]:
     return rules
 
 
-def _cell(name: str) -> tuple[str, str, str] | None:
-    """(MIB task, model, variable) of a ``<TASK>_<MODEL>_<VARIABLE>`` folder name."""
+def mib_cell(name: str) -> tuple[str, str, str] | None:
+    """(MIB task folder, model, variable) of a ``<TASK>_<MODEL>_<VARIABLE>`` folder name;
+    None when ``name`` is not one.
+
+    Example:
+        >>> mib_cell("ioi_task_GPT2LMHeadModel_output_token")
+        ('ioi_task', 'GPT2LMHeadModel', 'output_token')
+    """
     for folder, (_, variables) in MIB_TASKS.items():
         if not name.startswith(folder + "_"):
             continue
@@ -292,7 +299,7 @@ def _units(reader: InputFolder, report: Any) -> Iterator[_Unit]:
             if entry.suffix == ".py":
                 report("I124", pointer, f"{entry.name} is submitted code; mibspec never imports or runs it")
             continue
-        if _cell(entry.name) is None:
+        if mib_cell(entry.name) is None:
             report("I124", pointer, f"{entry.name} is not a <TASK>_<MODEL>_<VARIABLE> folder; skipped")
             continue
         try:
@@ -357,7 +364,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer
     if "_indices" not in unit.files:
         raise _UnitError("I120", f"{pointer}_indices", f"unit {unit.unit_id!r} has no indices file")
     indices = _indices(unit.files["_indices"], f"{pointer}_indices")
-    folder, model, variable = _cell(unit.cell) or ("", "", "")
+    folder, model, variable = mib_cell(unit.cell) or ("", "", "")
     read = _read_featurizer(unit, model, location, pointer)
     optional: dict[str, Any] = {} if indices is None else {"feature_indices": indices}
     if read.tensors:
@@ -642,7 +649,7 @@ def _export_report(source: Path, export: _Export) -> None:
         raise _UnitError("I125", "", f"{name} is not a strict JSON document")
     if document.get("kind") == "featurizer":
         cell = _imported(document, "folder")
-        if not isinstance(cell, str) or _cell(cell) is None:
+        if not isinstance(cell, str) or mib_cell(cell) is None:
             raise _UnitError(
                 "I125",
                 "/extensions",

@@ -51,7 +51,13 @@ from .eap_ig import (
     unfit_value,
 )
 
-__all__ = ["SubmissionOptions", "circuit_grid", "import_mib_submission", "submission_folders"]
+__all__ = [
+    "SubmissionOptions",
+    "circuit_grid",
+    "import_mib_submission",
+    "pinned_model_files",
+    "submission_folders",
+]
 
 _GRAPH_SUFFIXES = (".json", ".pt")
 _N_CIRCUITS = 9
@@ -375,14 +381,14 @@ def _convert(
         if options.model_revision is not None:
             block["revision"] = options.model_revision
         if options.model_files is not None:
-            block["files"] = _pinned_files(options.model_files)
+            block["files"] = pinned_model_files(options.model_files)
         document = document.model_copy(update={"model": model_ref(block)})
     built = _report(folder, document, tensors, points, options) if folder.results else None
     report = None
     if built is not None:
         report = options.apply(dump(built), dataset)
         if options.model_files is not None:
-            report["model"]["files"] = _pinned_files(options.model_files)
+            report["model"]["files"] = pinned_model_files(options.model_files)
     return name, document, tensors, report, note
 
 
@@ -651,8 +657,8 @@ def _config_architectures(folder: Path) -> list[str] | None:
     return named
 
 
-def _pinned_files(folder: Path) -> dict[str, str]:
-    """SHA-256 of the model files recomputation reads (SPEC.md M-4), by name.
+def pinned_model_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of the model files in ``folder`` that recomputation reads (SPEC.md M-4), by name.
 
     Raises:
         OptionError: the folder holds no config.json.

@@ -7,8 +7,10 @@ counterfactual-dataset document) and the model's pin, and:
 1. reads the dataset: a hub id from the local Hugging Face cache at that commit (fetched once
    when the hub can be reached and ``HF_HUB_OFFLINE`` is not set), its file of the split
    imported as a counterfactual-dataset document under ``<out>/datasets/``;
-2. imports the submission (either track) into ``<out>``, with the dataset, split and model
-   revision recorded in each report;
+2. imports the submission into ``<out>``, with the dataset, split and model revision recorded
+   in each report: for the circuit track, the circuits with the results pickles beside them;
+   for the causal-variable track, the featurizers, then one report per
+   ``<TASK>_<MODEL>_<VARIABLE>`` folder joining them with MIB's result files (``results``);
 3. verifies every report written, with recomputation.
 
 Every step that cannot go on stops with a finding that names what is missing and how to get
@@ -30,13 +32,18 @@ from mibspec.core.hub_cache import cache_root, download_advice, offline, repo_fo
 from mibspec.core.spec import install_hint
 from mibspec.importers import (
     ImportResult,
+    ResultsModel,
     SubmissionOptions,
+    UnresolvedModelError,
     import_mib_cv_submission,
     import_mib_dataset,
     import_mib_submission,
+    join_mib_cv_results,
     submission_layout,
 )
+from mibspec.importers.mib_causal_results import CAUSAL_MODELS
 from mibspec.importers.mib_dataset import released_files
+from mibspec.importers.mib_submission import pinned_model_files
 from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
 
 __all__ = [
@@ -50,6 +57,8 @@ __all__ = [
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _HUB = re.compile(rf"^(?P<id>{_NAME}(?:/{_NAME})?)@(?P<rev>[0-9a-f]{{40}})$")
 _RESULTS_SPLIT = re.compile(r"_(?P<split>train|validation|test)_abs-(?:True|False)\.pkl$")
+_SET_SPLIT = re.compile(r"_(?P<split>train|validation|test)$")
+_POSITIONS_FILE = "token_positions.json"
 _DATASET_PATTERNS = ["*.parquet", "*.jsonl", "*.json", "*.md"]
 #: The split MIB's public leaderboard is scored on.
 DEFAULT_SPLIT = "test"
@@ -59,7 +68,8 @@ DEFAULT_SPLIT = "test"
 class SubmissionRequest:
     """What :func:`verify_submission` needs. ``dataset`` is a hub id pinned as
     ``<id>@<40-hex commit>``, a released ``.parquet`` / ``.jsonl`` file, or a
-    counterfactual-dataset document (``.json``)."""
+    counterfactual-dataset document (``.json``). ``results`` are MIB's result files of a
+    causal-variable submission (one JSON file per variable, as its evaluation writes them)."""
 
     submission: Path
     out_dir: Path
@@ -70,7 +80,8 @@ class SubmissionRequest:
     architecture: str | None = None
     method: str | None = None
     model_files: Path | None = None
-    #: Results files from anywhere, each used for the ``<task>_<model>`` folder its name names.
+    #: MIB's result files from anywhere: circuit track, results pickles, each used for the
+    #: ``<task>_<model>`` folder its name names; causal-variable track, result JSON files.
     results: tuple[Path, ...] = ()
     positions: Path | None = None
     model_roots: tuple[Path, ...] = ()
@@ -110,7 +121,7 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
         outcome.findings.append(_finding("I107", layout.problem(request.submission)))
         return outcome
     if layout.track == "causal_variable":
-        return _causal_variable(request, outcome)
+        return _causal_variable(request, outcome, progress)
     split = request.split or _results_split(request.submission, request.results, outcome)
     dataset = _dataset(request, split, outcome)
     if dataset is None:
@@ -156,20 +167,171 @@ def _no_results(submission: Path) -> str:
     )
 
 
-def _causal_variable(request: SubmissionRequest, outcome: SubmissionOutcome) -> SubmissionOutcome:
-    """A causal-variable folder: its featurizers imported and verified; the scores of such a
-    submission are MIB result files, which name no featurizer, so no recomputed verdict."""
-    imported = import_mib_cv_submission(request.submission, request.out_dir, positions=request.positions)
+def _causal_variable(
+    request: SubmissionRequest, outcome: SubmissionOutcome, progress: Any = None
+) -> SubmissionOutcome:
+    """A causal-variable folder: its featurizers imported, joined with MIB's result files
+    into one report per variable folder, and the reports verified with recomputation."""
+    positions = request.positions
+    own = request.submission / _POSITIONS_FILE
+    if positions is None and own.is_file():
+        positions = own
+        outcome.notes.append(f"token positions: {own} (the submission's own; --positions overrides it)")
+    imported = import_mib_cv_submission(request.submission, request.out_dir, positions=positions)
     if not _imported(imported, outcome):
         return outcome
-    outcome.verification = verify(*imported.written, recompute=False)
-    outcome.notes.append(
-        "causal-variable submission: its featurizers were imported and checked; recomputing "
-        "interchange-intervention accuracies needs a report that names each unit's featurizer, "
-        "which MIB's result files do not (write one with `mibspec score causal-variable` or by "
-        "hand, pointing at these featurizer documents, then `mibspec verify` it)"
+    if not request.results:
+        outcome.findings.append(
+            _finding(
+                "I107",
+                f"{request.submission} holds featurizers but no claim to recompute: give MIB's result "
+                "files of the submission (one JSON file per variable, as its evaluation writes them) "
+                "with --results",
+            )
+        )
+        return outcome
+    split = request.split or _sets_split(request.results, outcome)
+    dataset = _dataset(request, split, outcome)
+    if dataset is None:
+        return outcome
+    joined = join_mib_cv_results(
+        list(request.results),
+        imported.written,
+        request.out_dir,
+        dataset=Path(dataset),
+        resolve=lambda name: _results_model(name, request),
+        split=split,
+    )
+    if not _imported(joined, outcome):
+        return outcome
+    outcome.reports = list(joined.written)
+    outcome.verification = verify(
+        *outcome.reports,
+        recompute=True,
+        model_roots=_roots(request),
+        progress=progress,
+        device=request.device,
+        batch_size=request.batch_size,
     )
     return outcome
+
+
+def _sets_split(results: Iterable[Path], outcome: SubmissionOutcome) -> str:
+    """The split the result files' counterfactual sets name (``<type>_<split>``, one for all),
+    else MIB's test split."""
+    splits = set()
+    for path in results:
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue  # the join reports an unreadable file
+        sets = data.get("dataset") if isinstance(data, dict) else None
+        for name in sets if isinstance(sets, dict) else ():
+            match = _SET_SPLIT.search(name)
+            if match is not None:
+                splits.add(match["split"])
+    if len(splits) == 1:
+        return splits.pop()
+    why = "its result files name several splits" if splits else "no counterfactual set names a split"
+    outcome.notes.append(f"split: {DEFAULT_SPLIT} ({why}; pass --split to choose)")
+    return DEFAULT_SPLIT
+
+
+def _results_model(name: str, request: SubmissionRequest) -> ResultsModel:
+    """The model a result file names, declared as the report gives it: a MIB model by its hub
+    id, another by ``name`` as a hub id with ``--architecture`` and the config.json of its
+    pinned snapshot; a local folder under ``--model-root`` when no revision is given.
+
+    Raises:
+        UnresolvedModelError: an unknown model without ``--architecture``, or no readable config.
+    """
+    if name in CAUSAL_MODELS:
+        hub_id, architecture, config = CAUSAL_MODELS[name]
+        names = {key for key, value in CAUSAL_MODELS.items() if value[0] == hub_id}
+        block: dict[str, Any] = {"architecture": architecture, "config": config}
+    elif request.architecture is None:
+        known = ", ".join(sorted({v[0] for v in CAUSAL_MODELS.values()}))
+        raise UnresolvedModelError(
+            "I110",
+            f"model {name!r} is not one of MIB's ({known}); give its architecture with --architecture "
+            '(the class its config.json names under "architectures")',
+        )
+    else:
+        hub_id, architecture = name, request.architecture
+        config, names = _model_config(hub_id, request), {name}
+        block = {"architecture": architecture}
+    local = _local_model(hub_id, request)
+    if request.model_revision is None and local is not None:
+        block.update(source="local", path=local.name, files=_pinned(local))
+    else:
+        block.update(source="hub", id=hub_id)
+        if request.model_revision is not None:
+            block["revision"] = request.model_revision
+        if request.model_files is not None:
+            block["files"] = _pinned(request.model_files)
+    return ResultsModel(block=block, config=config, names=frozenset({*names, architecture}))
+
+
+def _local_model(hub_id: str, request: SubmissionRequest) -> Path | None:
+    """The local copy of the model: ``--model-files``, else (without a revision) a folder
+    named after the model under a ``--model-root``."""
+    if request.model_files is not None:
+        return request.model_files
+    name = hub_id.rsplit("/", 1)[-1]
+    found = [root / name for root in request.model_roots if (root / name).is_dir()]
+    return found[0] if found and request.model_revision is None else None
+
+
+def _pinned(folder: Path) -> dict[str, str]:
+    """The SHA-256 of the model files of ``folder`` (SPEC.md M-4).
+
+    Raises:
+        UnresolvedModelError: the folder holds no config.json, or a file leads out of it.
+    """
+    from mibspec.core.folders import OutsideFolderError
+    from mibspec.importers import OptionError
+
+    try:
+        return pinned_model_files(folder)
+    except OptionError as exc:
+        raise UnresolvedModelError("I111", exc.detail) from None
+    except OutsideFolderError as exc:
+        raise UnresolvedModelError("I127", str(exc)) from None
+
+
+def _model_config(hub_id: str, request: SubmissionRequest) -> dict[str, int]:
+    """``n_layers`` and ``n_heads`` from the model's config.json: in the local hub cache at the
+    pinned revision, else in a ``--model-root`` folder named after the model.
+
+    Raises:
+        UnresolvedModelError: no config.json found (I129), or one that is not a supported model's.
+    """
+    revision = request.model_revision
+    if revision is not None:
+        path = repo_folder(hub_id) / "snapshots" / revision / "config.json"
+        missing = (
+            f"the config.json of model {hub_id}@{revision} is not in the local Hugging Face cache "
+            f"({repo_folder(hub_id)}); {download_advice(hub_id, revision)}"
+        )
+    else:
+        name = hub_id.rsplit("/", 1)[-1]
+        path = (_local_model(hub_id, request) or Path(name)) / "config.json"
+        missing = (
+            f"model {hub_id!r}: give its pinned revision with --model-revision (read from the local "
+            f"Hugging Face cache), or its folder with --model-files or under --model-root"
+        )
+    if not path.is_file():
+        raise UnresolvedModelError("I129", missing)
+    try:
+        from mibspec.reference_impl.engine import config_summary
+    except ImportError:
+        hint = install_hint("recompute")
+        raise UnresolvedModelError("I104", f"reading a model's config needs torch: {hint}") from None
+    try:
+        summary = config_summary(json.loads(path.read_bytes()))
+    except (ValueError, OSError) as exc:
+        raise UnresolvedModelError("I110", f"{path}: {exc}") from None
+    return {"n_layers": int(summary["n_layers"]), "n_heads": int(summary["n_heads"])}
 
 
 def _imported(result: ImportResult, outcome: SubmissionOutcome) -> bool:
@@ -326,16 +488,18 @@ _LEADERBOARD = {"/claims/cpr/value": "CPR", "/claims/cmd/value": "CMD"}
 
 
 def leaderboard_rows(verification: VerificationResult, reports: Iterable[Path]) -> list[LeaderboardRow]:
-    """The leaderboard numbers (CPR and CMD) of each report verified, claimed and recomputed."""
+    """The leaderboard numbers of each report verified, claimed and recomputed: CPR and CMD
+    for a circuit report, each variable's Average and best for a causal-variable report."""
     wanted = {str(path) for path in reports}
     rows = []
     for document in verification.documents:
         if document.path not in wanted:
             continue
+        written = _read(document.path)
         compared = {c.pointer: c for c in document.comparisons}
-        for pointer, quantity in _LEADERBOARD.items():
+        for pointer, quantity in _leaderboard(written).items():
             comparison = compared.get(pointer)
-            claimed = _claimed(document, pointer) if comparison is None else comparison.claimed
+            claimed = _claimed(written, pointer) if comparison is None else comparison.claimed
             rows.append(
                 LeaderboardRow(
                     report=document.path,
@@ -348,12 +512,33 @@ def leaderboard_rows(verification: VerificationResult, reports: Iterable[Path]) 
     return rows
 
 
-def _claimed(document: Any, pointer: str) -> float | None:
-    """The value at ``pointer`` in the report file (written by the import), if a number."""
+def _read(path: str) -> Any:
+    """The report file (written by the import), or None."""
     try:
-        value: Any = json.loads(Path(document.path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _leaderboard(report: Any) -> dict[str, str]:
+    """The leaderboard's numbers of a report's track, by their pointer."""
+    if not isinstance(report, dict) or report.get("track") != "causal_variable":
+        return _LEADERBOARD
+    variables = (report.get("claims") or {}).get("variables") or []
+    numbers = {}
+    for v, variable in enumerate(variables):
+        name = variable.get("name", str(v)) if isinstance(variable, dict) else str(v)
+        numbers[f"/claims/variables/{v}/average"] = f"{name} Average"
+        numbers[f"/claims/variables/{v}/best"] = f"{name} best"
+    return numbers
+
+
+def _claimed(report: Any, pointer: str) -> float | None:
+    """The value at ``pointer`` in the report, if a number."""
+    value = report
+    try:
         for part in pointer.strip("/").split("/"):
-            value = value[part]
-    except (OSError, ValueError, KeyError, TypeError):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+    except (KeyError, TypeError, ValueError, IndexError):
         return None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -254,4 +254,5 @@ def test_import_mib_dataset_reads_a_pinned_hub_dataset_from_the_cache(tmp_path: 
     no_split = _run(
         ["import", "mib-dataset", pinned, "--split", "validation", "-o", str(tmp_path / "v")], cache, tmp_path
     )
-    assert no_split.returncode == 1 and "I117" in no_split.stdout
+    assert no_split.returncode == 1
+    assert "I117" in no_split.stdout

@@ -100,7 +100,8 @@ def test_the_warning_fails_the_command_only_with_error_on_warning(tmp_path: Path
     strict = run("--error-on-warning")
     assert strict.returncode == 1
     ignored = run("--ignore", "R112")
-    assert ignored.returncode == 0 and "R112" not in ignored.stdout
+    assert ignored.returncode == 0
+    assert "R112" not in ignored.stdout
 
 
 def test_recomputation_asked_for_fails_with_the_same_message(tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_a_causal_variable_gap_is_said_once(tmp_path: Path) -> None:
     path = _example(tmp_path, "causal-variable-ioi", _without_dataset(HUB))
     result = mibspec.verify(path, recompute=False)
     [v110] = [f for f in _findings(result, "V110") if f.pointer == "/task/dataset"]
-    assert PINNED in v110.message and "mib-dataset" in v110.message
+    assert PINNED in v110.message
+    assert "mib-dataset" in v110.message
     assert [f for f in _findings(result, "R112") if f.pointer == "/task/dataset"] == []
 
 
@@ -128,7 +130,8 @@ def test_a_transformer_behaviour_needs_a_dataset_document() -> None:
     assert recompute_gaps(report, load_profile("default")) == []
     _without_dataset(HUB)(report)
     [(pointer, detail)] = recompute_gaps(report, load_profile("default"))
-    assert pointer == "/task/dataset" and PINNED in detail
+    assert pointer == "/task/dataset"
+    assert PINNED in detail
     planted = json.loads((EXAMPLES / "causal-bench-planted" / "report.json").read_text(encoding="utf-8"))
     assert recompute_gaps(planted, load_profile("default")) == []  # built from the report alone
 
@@ -146,7 +149,8 @@ def test_a_report_whose_split_is_not_its_datasets_fails(tmp_path: Path) -> None:
     assert not result.valid
     [finding] = _findings(result, "D106")
     assert finding.pointer == "/task/split"
-    assert "'validation'" in finding.message and "'test'" in finding.message
+    assert "'validation'" in finding.message
+    assert "'test'" in finding.message
 
 
 def test_an_import_refuses_a_split_its_dataset_document_does_not_hold() -> None:
@@ -183,5 +187,6 @@ def test_the_import_command_writes_nothing_on_a_split_mismatch(tmp_path: Path) -
         [sys.executable, "-m", "mibspec", "import", *args], capture_output=True, text=True, check=False
     )
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "I111" in run.stdout and "'test' split" in run.stdout
+    assert "I111" in run.stdout
+    assert "'test' split" in run.stdout
     assert not out.exists()

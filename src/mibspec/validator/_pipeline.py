@@ -30,7 +30,7 @@ from ._context import (
     VerificationResult,
     VerifyOptions,
 )
-from ._recompute_stage import run_recompute
+from ._recompute_stage import recompute_gaps, run_recompute
 from ._schema_stage import check_schema, dispatch
 from ._stamp import claim_stamp
 from ._unchecked import not_checked
@@ -226,12 +226,10 @@ class _Runner:
         recomputation could not run on it (SPEC.md R-7), so that a verdict reached without
         recomputation says that one with it is not yet possible. A gap the rules stage already
         reported at the same pointer (V110) is not repeated."""
-        from mibspec.reference_impl.recompute.declarations import recompute_gaps
-
         said = {f.pointer for f in result.findings if f.code == "V110"}
         findings = [
             ctx.finding("R112", pointer, detail=detail)
-            for pointer, detail in recompute_gaps(ctx.data, ctx.profile)
+            for pointer, detail in recompute_gaps(ctx)
             if pointer not in said
         ]
         return [f for f in findings if not _suppressed(ctx.profile, f.code, self.options)]

@@ -3,10 +3,22 @@ rules and its stage without recomputation read it too)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["counterfactual_type_choice", "dataset_gap", "missing_declarations", "recompute_gaps"]
+from mibspec.core.tracks import TRACKS
+
+__all__ = [
+    "causal_bench_gaps",
+    "causal_variable_gaps",
+    "circuit_gaps",
+    "counterfactual_type_choice",
+    "dataset_gap",
+    "missing_declarations",
+    "recompute_gaps",
+    "saliency_gaps",
+]
 
 #: What a report given no dataset document can do next (both commands read a hub dataset
 #: from the local Hugging Face cache).
@@ -88,7 +100,7 @@ def counterfactual_type_choice(task: Mapping[str, Any], profile: Any) -> str | N
     return None if chosen is None else str(chosen)
 
 
-def _circuit_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
+def circuit_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
     """What keeps a circuit report from being recomputed, in the order recomputation meets it."""
     settings, task = report["settings"], report["task"]
     gaps = []
@@ -114,13 +126,14 @@ def _circuit_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]
     return gaps
 
 
-def _saliency_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
+def saliency_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
+    """A saliency report needs its shortcut dataset document."""
     if report["task"].get("dataset") is None:
         return [("/task/dataset", "the report declares no shortcut dataset to recompute on")]
     return []
 
 
-def _causal_bench_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
+def causal_bench_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
     """A transformer behaviour needs the model, its dataset and counterfactual type; a planted
     one is built from the report alone."""
     if report.get("behaviour", {}).get("kind") != "transformer":
@@ -136,12 +149,9 @@ def _causal_bench_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, 
     return gaps
 
 
-_GAPS: dict[str, Callable[[dict[str, Any], Any], list[tuple[str, str]]]] = {
-    "circuit": _circuit_gaps,
-    "causal_variable": lambda report, profile: missing_declarations(report),
-    "saliency": _saliency_gaps,
-    "causal_bench": _causal_bench_gaps,
-}
+def causal_variable_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
+    """:func:`missing_declarations` (the rules stage reports them as V110)."""
+    return missing_declarations(report)
 
 
 def recompute_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]]:
@@ -149,5 +159,11 @@ def recompute_gaps(report: dict[str, Any], profile: Any) -> list[tuple[str, str]
     its recomputation cannot run (R104 when it is asked for; R112 without it). Whatever needs
     the model or the artifacts opened (a model not found, a row that does not tokenize) is
     found only by recomputing."""
-    gaps = _GAPS.get(str(report.get("track")))
-    return [] if gaps is None else gaps(report, profile)
+    track = TRACKS.get(str(report.get("track")))
+    if track is None:
+        return []
+    module, name = track.gaps.split(":")
+    gaps: Callable[[dict[str, Any], Any], list[tuple[str, str]]] = getattr(
+        importlib.import_module(module), name
+    )
+    return gaps(report, profile)

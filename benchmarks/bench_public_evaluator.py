@@ -2,7 +2,7 @@
 
 The public side is MIB's own evaluation path (``evaluate_area_under_curve`` of the circuit
 track over EAP-IG's ``evaluate_baseline`` / ``evaluate_graph`` at the commit MIB pins, with
-TransformerLens 2.18), run from ``$MIBSPEC_PEERS`` (default ``../shared/peers``) in its own
+TransformerLens 2.18), run from ``--peers`` or ``$MIBSPEC_PEERS`` in its own
 virtual environment (``mibspec.parity``: ``$MIBSPEC_PEER_PYTHON``, or the cached env, built
 with ``--build-env``). Where the public code or its environment is absent the benchmark is
 skipped and says so (exit 2). Only tokenisation is replaced on the public side: the model

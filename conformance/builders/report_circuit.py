@@ -69,6 +69,32 @@ def circuit_example_count_not_the_datasets(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "D-6",
+    "A report on the validation split of IOI, whose dataset document holds the validation split.",
+)
+def circuit_split_of_the_dataset(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    dataset = read_json(folder, "dataset.json")
+    dataset["split"] = doc["task"]["split"] = "validation"
+    save(folder, dataset, "dataset.json")
+    save(folder, rehash(folder, doc))
+
+
+@case(
+    "report",
+    "D-6",
+    "task.split names the validation split; the dataset document holds the test split.",
+    ("D106", "/task/split"),
+)
+def circuit_split_not_the_datasets(folder: Folder) -> None:
+    doc = circuit_report(folder)
+    assert read_json(folder, "dataset.json")["split"] == "test"
+    doc["task"]["split"] = "validation"
+    save(folder, doc)
+
+
 @case("report", "S-1", 'spec_version "2.0" is not a version this spec defines.', ("S102", "/spec_version"))
 def circuit_unknown_spec_version(folder: Folder) -> None:
     doc = circuit_report(folder)

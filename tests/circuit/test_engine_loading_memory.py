@@ -110,7 +110,9 @@ def test_in_place_model_computes_what_transformers_computes(model_dirs: dict[str
     folder = model_dirs[family]
     model = _load(folder, "float32", bytearray((folder / "model.safetensors").read_bytes()))
     ids = torch.randint(0, model.vocab_size, (2, 7), generator=torch.Generator().manual_seed(1))
-    hf = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    hf = AutoModelForCausalLM.from_pretrained(
+        folder, attn_implementation="eager", trust_remote_code=False
+    ).eval()
     with torch.no_grad():
         ref = hf(input_ids=ids).logits
     np.testing.assert_allclose(run_model(model, ids).logits.numpy(), ref.numpy(), atol=1e-5, rtol=1e-5)
@@ -119,7 +121,7 @@ def test_in_place_model_computes_what_transformers_computes(model_dirs: dict[str
 def test_reading_with_copies_leaves_the_module_as_it_was(model_dirs: dict[str, Path]) -> None:
     from transformers import AutoModelForCausalLM
 
-    hf = AutoModelForCausalLM.from_pretrained(model_dirs["llama"])
+    hf = AutoModelForCausalLM.from_pretrained(model_dirs["llama"], trust_remote_code=False)
     before = {k: v.clone() for k, v in hf.state_dict().items()}
     from_transformers(hf)
     assert all(torch.equal(before[k], v) for k, v in hf.state_dict().items())

@@ -252,7 +252,12 @@ def test_mib_circuit_results_become_reports_with_the_leaderboard_areas(tmp_path:
     assert report["claims"]["n_edges"] == 32491
     verified = mibspec.verify(path, recompute=False)
     # The results file does not record the model revision: the finding says so, and nothing else is wrong.
-    assert [(f.code, f.pointer) for f in verified.findings] == [("A111", "/model")]
+    # It records no dataset and no circuit either, so recomputation could not run: R112 warns of both.
+    assert [(f.code, f.pointer) for f in verified.findings] == [
+        ("A111", "/model"),
+        ("R112", "/task/dataset"),
+        ("R112", "/claims/circuit"),
+    ]
 
 
 def test_mib_circuit_results_declare_no_sizes_nothing_could_check(tmp_path: Path) -> None:
@@ -267,10 +272,10 @@ def test_mib_circuit_results_declare_no_sizes_nothing_could_check(tmp_path: Path
     # the file holds no circuit a size could be checked against (K-9).
     assert [p["faithfulness"] for p in report["claims"]["curves"][1]["points"]][:2] == [0.1, 0.05]
     assert not any("weighted_size" in p or "n_edges" in p for p in points)
-    assert {f.code for f in mibspec.verify(path, recompute=False).findings} == {"A111"}
+    assert {f.code for f in mibspec.verify(path, recompute=False).findings} == {"A111", "R112"}
     # under the strict profile f(1) is not forced (C101, C102), and still no size finding
     strict_codes = {f.code for f in mibspec.verify(path, recompute=False, profile="default").findings}
-    assert strict_codes == {"A111", "C101", "C102"}
+    assert strict_codes == {"A111", "C101", "C102", "R112"}
     # a size written in by hand has nothing to be checked against: refused, not bounded by a claim
     report["claims"]["curves"][1]["points"][1]["weighted_size"] = 100.0
     path.write_text(json.dumps(report))

@@ -94,7 +94,12 @@ def test_a_results_pickle_gives_the_report_the_leaderboard_json_gives(
     assert report["claims"]["cpr"]["value"] == pytest.approx(expected["claims"]["cpr"]["value"], abs=1e-12)
     assert report["claims"]["cmd"]["value"] == pytest.approx(expected["claims"]["cmd"]["value"], abs=1e-12)
     verified = mibspec.verify(path, recompute=False)
-    assert [(f.code, f.pointer) for f in verified.findings] == [("A111", "/model")]
+    # unpinned, and never recomputable (no dataset, no circuit): R112 says so
+    assert [(f.code, f.pointer) for f in verified.findings] == [
+        ("A111", "/model"),
+        ("R112", "/task/dataset"),
+        ("R112", "/claims/circuit"),
+    ]
 
 
 def test_a_task_named_with_a_dash_is_the_task_with_an_underscore(tmp_path: Path) -> None:
@@ -111,7 +116,12 @@ def test_a_model_revision_is_recorded_and_another_split_refused(tmp_path: Path) 
     revision = "0123456789abcdef0123456789abcdef01234567"
     result = import_mib_circuit_results(source, tmp_path / "out", ImportOptions(model_revision=revision))
     assert json.loads(result.written[0].read_text())["model"]["revision"] == revision
-    assert mibspec.verify(result.written[0], recompute=False).findings == []
+    # pinned: no A111; still never recomputable (no dataset, no circuit), which R112 warns of
+    verified = mibspec.verify(result.written[0], recompute=False)
+    assert [(f.code, f.pointer) for f in verified.findings] == [
+        ("R112", "/task/dataset"),
+        ("R112", "/claims/circuit"),
+    ]
     refused = import_mib_circuit_results(source, tmp_path / "other", ImportOptions(split="validation"))
     assert [f.code for f in refused.findings] == ["I111"]
     assert not (tmp_path / "other").exists()

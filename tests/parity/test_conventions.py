@@ -221,7 +221,7 @@ def test_find_peers_says_where_it_looked(tmp_path: Path) -> None:
 
 
 def test_parity_command_exits_2_without_the_public_code(mibspec_cli, tmp_path: Path) -> None:
-    done = mibspec_cli("parity", "circuit", str(EXAMPLE / "report.json"), "--peer", str(tmp_path))
+    done = mibspec_cli("parity", "circuit", str(EXAMPLE / "report.json"), "--peers", str(tmp_path))
     assert done.returncode == 2
     assert "public MIB code was not found" in done.stderr
 
@@ -289,11 +289,11 @@ def _plant_peers(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("checkout", [True, False])
-def test_find_peers_never_searches_the_folders_above(
+def test_find_peers_has_no_default_location(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checkout: bool
 ) -> None:
-    """A ``shared/peers`` planted in a folder above the package is not the public code: only
-    ``$MIBSPEC_PEERS``, ``--peer`` or ``../shared/peers`` beside a source checkout are."""
+    """Only ``--peers`` or ``$MIBSPEC_PEERS`` name the public code: a ``shared/peers`` beside a
+    source checkout or above the package is never run, installed or not."""
     from mibspec.parity import PeerUnavailableError, _peer, find_peers
 
     _plant_peers(tmp_path / "shared" / "peers")  # two levels above the checkout
@@ -303,16 +303,35 @@ def test_find_peers_never_searches_the_folders_above(
     module.write_text("", encoding="utf-8")
     if checkout:
         (repo / "pyproject.toml").write_text("", encoding="utf-8")
+    _plant_peers(tmp_path / "home" / "shared" / "peers")  # beside the checkout
     monkeypatch.setattr(_peer, "__file__", str(module))
     monkeypatch.delenv("MIBSPEC_PEERS", raising=False)
-    with pytest.raises(PeerUnavailableError, match="MIBSPEC_PEERS"):
+    with pytest.raises(PeerUnavailableError) as refused:
         find_peers()
-    beside = tmp_path / "home" / "shared" / "peers"
-    _plant_peers(beside)
-    if checkout:  # the one documented place
-        assert find_peers() == beside.resolve()
-    else:  # an installed package has no such place: the location must be given
-        with pytest.raises(PeerUnavailableError, match="no location given"):
-            find_peers()
+    message = str(refused.value)
+    assert "--peers PATH" in message
+    assert "MIBSPEC_PEERS=PATH" in message
+    assert "eap-ig/src/eap/evaluate.py" in message
+    assert "mib-circuit-track/MIB_circuit_track/evaluation.py" in message
     monkeypatch.setenv("MIBSPEC_PEERS", str(tmp_path / "shared" / "peers"))
     assert find_peers() == (tmp_path / "shared" / "peers").resolve()
+    beside = tmp_path / "home" / "shared" / "peers"
+    assert find_peers(beside) == beside.resolve()  # --peers wins over the variable
+
+
+def test_a_folder_without_the_public_code_names_what_it_lacks(tmp_path: Path) -> None:
+    from mibspec.parity import PeerUnavailableError, find_peers
+
+    (tmp_path / "eap-ig" / "src" / "eap").mkdir(parents=True)
+    (tmp_path / "eap-ig" / "src" / "eap" / "evaluate.py").write_text("", encoding="utf-8")
+    with pytest.raises(PeerUnavailableError) as refused:
+        find_peers(tmp_path)
+    message = str(refused.value)
+    assert f"at {tmp_path} (--peers {tmp_path})" in message
+    assert "lacks mib-circuit-track/MIB_circuit_track/evaluation.py;" in message
+
+
+def test_parity_command_exits_2_when_no_location_is_given(mibspec_cli) -> None:
+    done = mibspec_cli("parity", "circuit", str(EXAMPLE / "report.json"), env={"MIBSPEC_PEERS": ""})
+    assert done.returncode == 2
+    assert "pass --peers PATH or set MIBSPEC_PEERS=PATH" in done.stderr

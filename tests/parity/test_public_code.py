@@ -1,6 +1,6 @@
 """mibspec against the public MIB circuit code, run in its own environment (``-m parity``).
 
-Skipped, saying why, when the public code (``$MIBSPEC_PEERS``, default ``../shared/peers``)
+Skipped, saying why, when the public code (``$MIBSPEC_PEERS``, else ``../shared/peers`` beside this checkout)
 or its environment (``$MIBSPEC_PEER_PYTHON`` or the cached one; build it with
 ``python benchmarks/parity/run_parity.py --build-env``) is absent. One run of the public
 code on the IOI example report (about three minutes on two cores) feeds every test.
@@ -8,6 +8,7 @@ code on the IOI example report (about three minutes on two cores) feeds every te
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,9 @@ def compared() -> dict[str, Any]:
     )
 
     try:
-        peers, python = find_peers(), peer_python()
+        # $MIBSPEC_PEERS, else the public code beside this checkout (mibspec has no default)
+        beside = None if os.environ.get("MIBSPEC_PEERS") else REPO.parent / "shared" / "peers"
+        peers, python = find_peers(beside), peer_python()
     except PeerUnavailableError as exc:
         pytest.skip(f"the public MIB code cannot be run here: {exc}")
     inputs = load_circuit_inputs(REPORT, [MODELS])

@@ -477,3 +477,28 @@ def test_causal_variable_results_without_a_dataset_say_what_to_give(
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--dataset is needed" in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_import_mib_dataset_reads_a_pinned_hub_dataset_from_the_cache(tmp_path: Path) -> None:
+    """The next step R104 and R112 name for a report that records only a hub pin."""
+    pytest.importorskip("huggingface_hub")
+    cache = _hub_cache(tmp_path)
+    pinned = f"{DATASET_ID}@{DATASET_REVISION}"
+    run = _run(["import", "mib-dataset", pinned, "-o", str(tmp_path / "out")], cache, tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    [document] = sorted((tmp_path / "out").glob("*.json"))
+    written = json.loads(document.read_text(encoding="utf-8"))
+    assert written["kind"] == "counterfactual_dataset"
+    assert written["split"] == "test"
+    assert (written["source"]["hub_id"], written["source"]["revision"]) == (DATASET_ID, DATASET_REVISION)
+    assert written["source"]["rows"] == len(_released_rows())
+    other = f"{DATASET_ID}@{'3' * 40}"
+    missing = _run(["import", "mib-dataset", other, "-o", str(tmp_path / "none")], cache, tmp_path)
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    assert "I129" in missing.stdout
+    assert not (tmp_path / "none").exists()
+    no_split = _run(
+        ["import", "mib-dataset", pinned, "--split", "validation", "-o", str(tmp_path / "v")], cache, tmp_path
+    )
+    assert no_split.returncode == 1
+    assert "I117" in no_split.stdout

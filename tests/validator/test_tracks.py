@@ -48,8 +48,8 @@ def test_every_report_rule_declares_its_track() -> None:
     # The rules that apply to every report's track: the artifact-level one, the conventions a
     # report states against its profile's (the tracks' conventions are listed in core.conventions),
     # declared roundings (the tracks' claims are listed in the claim catalogue), and the task's
-    # example count against its dataset's.
-    expected = {"model-pinned", "report-conventions", "declared-rounding", "task-example-count"}
+    # example count and split against its dataset's.
+    expected = {"model-pinned", "report-conventions", "declared-rounding", "task-example-count", "task-split"}
     assert {r.name for r in report_rules if r.track is None} == expected
 
 

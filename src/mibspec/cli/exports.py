@@ -33,13 +33,20 @@ _FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output fo
 
 def export_eap_ig_command(
     source: Annotated[Path, Argument(help="A circuit document (circuit.json).")],
-    target: Annotated[Path, Option("--output", "-o", help="The EAP-IG graph JSON to write.")],
+    target: Annotated[
+        Path,
+        Option(
+            "--output",
+            "-o",
+            help="The EAP-IG graph to write: .json (Graph.from_json) or .pt (Graph.from_pt; needs torch).",
+        ),
+    ],
     circuit: Annotated[
         int, Option("--circuit", help="Which circuit (membership row) to write as in_graph.")
     ] = 0,
     follow_output_links: FollowLinksOption = False,
 ) -> None:
-    """Write a circuit document as a graph EAP-IG's Graph.from_json loads."""
+    """Write a circuit document as a graph EAP-IG's Graph.from_json or Graph.from_pt loads."""
     from mibspec.core.outputs import OutputPathError
     from mibspec.exporters import ExportError, export_eap_ig
 

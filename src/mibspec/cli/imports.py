@@ -85,7 +85,11 @@ def _report(sources: list[Path], result: ImportResult, output_format: OutputForm
 def import_mib_dataset_command(
     sources: Annotated[
         list[Path],
-        Argument(help="Released dataset files: parquet (needs the mib extra) or JSON Lines."),
+        Argument(
+            help="Released dataset files: parquet (needs the mib extra) or JSON Lines; or one hub "
+            "dataset pinned as ID@40-HEX-REVISION, whose file of the split is read from the local "
+            "Hugging Face cache."
+        ),
     ],
     out_dir: Annotated[
         Path, Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
@@ -115,6 +119,9 @@ def import_mib_dataset_command(
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import import_mib_dataset
 
+    if len(sources) == 1 and not sources[0].exists() and "@" in str(sources[0]):
+        hub = _hub_source(str(sources[0]), hub_id, revision, split, output_format)
+        sources, hub_id, revision, split = [hub[0]], hub[1], hub[2], hub[3]
     for source in [*sources, *([attributes] if attributes else [])]:
         if not source.is_file():
             usage_error(f"{source}: no such file")
@@ -132,6 +139,27 @@ def import_mib_dataset_command(
     except OutputPathError as exc:
         usage_error(str(exc))
     _report(sources, result, output_format)
+
+
+def _hub_source(
+    pinned: str, hub_id: str | None, revision: str | None, split: str | None, output_format: OutputFormat
+) -> tuple[Path, str, str, str]:
+    """The released file of the split (``test`` unless given) in the hub dataset ``pinned``,
+    read from the local Hugging Face cache, with the pin to record; findings end the command."""
+    from mibspec.submissions import DEFAULT_SPLIT, hub_dataset_file
+
+    if hub_id is not None or revision is not None:
+        usage_error(
+            f"{pinned}: a pinned hub dataset names its repository and revision; drop --hub-id, --revision"
+        )
+    chosen = split or DEFAULT_SPLIT
+    released = hub_dataset_file(pinned, chosen)
+    if released.file is None:
+        from mibspec.importers import ImportResult
+
+        _report([Path(pinned)], ImportResult(findings=released.findings), output_format)
+        raise click.exceptions.Exit(EXIT_FINDINGS)  # _report exits first: a finding is an error
+    return released.file, released.hub_id, released.revision, chosen
 
 
 PositionsOption = Annotated[

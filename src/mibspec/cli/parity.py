@@ -54,8 +54,10 @@ def parity_circuit_command(
     peer: Annotated[
         Path | None,
         Option(
-            help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS, "
-            "else ../shared/peers beside a source checkout (no other folder is searched)."
+            "--peers",
+            "--peer",
+            help="Folder with the public code (eap-ig/, mib-circuit-track/); default $MIBSPEC_PEERS. "
+            "One of the two is required.",
         ),
     ] = None,
     peer_python: Annotated[

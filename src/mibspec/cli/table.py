@@ -164,7 +164,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     Command(
         "export eap-ig",
         f"{_CLI}.exports:export_eap_ig_command",
-        "Write a circuit document as a graph EAP-IG's Graph.from_json loads.",
+        "Write a circuit document as a graph EAP-IG's Graph.from_json or Graph.from_pt loads.",
     ),
     Command(
         "export mib-submission",

@@ -28,6 +28,9 @@ class Track:
         work: ``module:function`` estimating, from the report alone, the work its
             recomputation will do (:class:`mibspec.core.work.Work` items, checked against the
             limits before the recomputer runs; R125 over them).
+        gaps: ``module:function`` listing, from the report alone, the declarations without
+            which its recomputation cannot run, as ``(pointer, detail)`` (R104 when
+            recomputation is asked for, R112 without it).
         score_command: ``module:function`` of its ``mibspec score <command>``, as the command
             table (``mibspec.cli.table``) names it.
         figures: the figure kinds ``mibspec html`` draws for its reports, in order.
@@ -38,6 +41,7 @@ class Track:
     recomputer: str
     recompute_needs: tuple[str, ...]
     work: str
+    gaps: str
     score_command: str
     figures: tuple[str, ...]
 
@@ -54,6 +58,7 @@ TRACKS: dict[str, Track] = {
             recomputer="mibspec.reference_impl.recompute.circuit:recompute",
             recompute_needs=_MODEL_EXTRA,
             work="mibspec.reference_impl.recompute.work:circuit",
+            gaps="mibspec.reference_impl.recompute.declarations:circuit_gaps",
             score_command="mibspec.cli.score_circuit:score_circuit_command",
             figures=("faithfulness",),
         ),
@@ -63,6 +68,7 @@ TRACKS: dict[str, Track] = {
             recomputer="mibspec.reference_impl.recompute.causal_variable:recompute",
             recompute_needs=_MODEL_EXTRA,
             work="mibspec.reference_impl.recompute.work:causal_variable",
+            gaps="mibspec.reference_impl.recompute.declarations:causal_variable_gaps",
             score_command="mibspec.cli.score_causal_variable:score_causal_variable_command",
             figures=("layer_position",),
         ),
@@ -72,6 +78,7 @@ TRACKS: dict[str, Track] = {
             recomputer="mibspec.reference_impl.recompute.saliency:recompute",
             recompute_needs=("torch",),
             work="mibspec.reference_impl.recompute.work:saliency",
+            gaps="mibspec.reference_impl.recompute.declarations:saliency_gaps",
             score_command="mibspec.cli.score_saliency:score_saliency_command",
             figures=("saliency",),
         ),
@@ -83,6 +90,7 @@ TRACKS: dict[str, Track] = {
             recomputer="mibspec.reference_impl.recompute.causal_bench:recompute",
             recompute_needs=(),
             work="mibspec.reference_impl.recompute.work:causal_bench",
+            gaps="mibspec.reference_impl.recompute.declarations:causal_bench_gaps",
             score_command="mibspec.cli.score_causal_bench:score_causal_bench_command",
             figures=("radar", "null", "jaccard"),
         ),

@@ -1,12 +1,22 @@
-"""Export a circuit document as an EAP-IG graph JSON.
+"""Export a circuit document as an EAP-IG graph: JSON (``.json``) or torch's format (``.pt``).
 
-The file has the layout EAP-IG's ``Graph.to_json`` writes and ``Graph.from_json``
+The JSON file has the layout EAP-IG's ``Graph.to_json`` writes and ``Graph.from_json``
 reads: ``cfg``; ``nodes`` (every node, ``logits`` last, with ``in_graph``, and ``score``,
 ``neurons``, ``neurons_scores`` where the document has them, an unscored node or neuron
 written as ``NaN`` as ``json.dump`` writes it); ``edges`` in EAP-IG's order with
 ``score`` and ``in_graph``. A document without edge scores is a circuit in MIB's binary
 form: its edges carry ``in_graph`` and a ``NaN`` score (``Graph.from_json`` reads a score for
 every edge; ``NaN`` on every edge is no score). Importing the file gives the same document.
+
+The ``.pt`` file has the layout ``Graph.to_pt`` writes and ``Graph.from_pt`` reads, plain
+containers and tensors only (``torch.load(weights_only=True)`` reads it): ``cfg`` (a dict),
+``src_nodes`` and ``dst_nodes`` (node names in forward and slot order), ``edges_scores``
+(float32, sources × slots, 0 where no edge exists) and ``edges_in_graph`` (bool, same
+shape), ``nodes_in_graph`` (bool, one per source node), and where the document has them
+``nodes_scores`` (float32, NaN for an unscored node), ``neurons_in_graph`` (bool) and
+``neurons_scores`` (float32, NaN for an unscored neuron), sources × ``d_model``. The layout
+requires edge scores, so a document without them is refused (a binary circuit goes to JSON).
+Writing it needs torch (the ``recompute`` extra). Any other suffix is refused.
 """
 
 from __future__ import annotations
@@ -20,8 +30,10 @@ from mibspec.core.folders import InputFolder, OutsideFolderError
 from mibspec.core.outputs import Inputs, write_atomic
 
 __all__ = [
+    "EAP_IG_SUFFIXES",
     "ExportError",
     "eap_ig_edge_order",
+    "eap_ig_pt_bytes",
     "eap_ig_text",
     "export_eap_ig",
     "inside",
@@ -188,14 +200,109 @@ def eap_ig_text(document: dict[str, Any], tensors: dict[str, Any], circuit: int 
     return "".join(parts)
 
 
-def export_eap_ig(source: Path, target: Path, *, circuit: int = 0) -> None:
-    """Write circuit ``circuit`` of the circuit document ``source`` as EAP-IG JSON ``target``.
+def _circuit_row(tensors: dict[str, Any], key: str, circuit: int) -> Any:
+    """Row ``circuit`` of the circuit tensor ``key`` (``None`` when the document has none),
+    once ``circuit`` is a row of the membership."""
+    membership = tensors.get("membership")
+    if membership is None:
+        if circuit != 0:
+            raise ExportError("the document holds scores only, no circuit")
+        return None
+    if not 0 <= circuit < membership.shape[0]:
+        raise ExportError(
+            f"the document has {membership.shape[0]} circuit(s); --circuit {circuit} is none of them"
+        )
+    values = tensors.get(key)
+    return None if values is None else values[circuit]
+
+
+def _with_nan(values: Any, scored: Any) -> Any:
+    """Scores as EAP-IG holds them: float32, NaN where the document marks an entry unscored."""
+    import numpy as np
+
+    return np.where(scored, values, np.nan).astype(np.float32)
+
+
+def eap_ig_pt_bytes(document: dict[str, Any], tensors: dict[str, Any], circuit: int = 0) -> bytes:
+    """The bytes of ``torch.save`` of circuit ``circuit`` of a circuit document, in the
+    layout of EAP-IG's ``Graph.to_pt`` (module docstring).
 
     Raises:
-        ExportError: the document is not a conformant circuit document, or has no such circuit.
+        ExportError: torch is not installed, the document has no edge scores, or no such circuit.
+    """
+    import io
+
+    import numpy as np
+
+    try:
+        import torch
+    except ImportError:
+        from mibspec.core.spec import install_hint
+
+        raise ExportError(
+            f"writing a .pt graph needs torch ({install_hint('recompute')}); write .json instead"
+        ) from None
+    if "scores" not in tensors:
+        raise ExportError(
+            "the document has no edge scores, which EAP-IG's .pt layout requires (edges_scores); "
+            "a circuit without scores is written as .json"
+        )
+
+    def tensor(values: Any) -> Any:
+        return torch.from_numpy(np.array(values))  # a writable copy: sidecar arrays are read-only
+
+    universe = _universe(document)
+    in_graph = _circuit_row(tensors, "membership", circuit)
+    edges_in = np.zeros(universe.n_edges, dtype=bool) if in_graph is None else np.asarray(in_graph, bool)
+    nodes_in = _circuit_row(tensors, "node_membership", circuit)
+    graph = document["graph"]
+    cfg = {k: graph[k] for k in ("n_layers", "n_heads", "parallel_attn_mlp", "d_model") if k in graph}
+    cfg.setdefault("parallel_attn_mlp", False)
+    saved: dict[str, Any] = {
+        "cfg": cfg,
+        "src_nodes": list(universe.forward_names),
+        "dst_nodes": list(universe.backward_names),
+        "edges_scores": tensor(universe.to_matrix(np.asarray(tensors["scores"], np.float32))),
+        "edges_in_graph": tensor(universe.to_matrix(edges_in, fill=False)),
+        "nodes_in_graph": tensor(
+            np.zeros(universe.n_forward, bool) if nodes_in is None else np.asarray(nodes_in, bool)
+        ),
+    }
+    if "node_scores" in tensors:
+        saved["nodes_scores"] = tensor(_with_nan(tensors["node_scores"], tensors["node_scored"]))
+    neurons = _circuit_row(tensors, "neuron_masks", circuit)
+    if neurons is not None:
+        saved["neurons_in_graph"] = tensor(np.asarray(neurons, bool))
+    if "neuron_scores" in tensors:
+        saved["neurons_scores"] = tensor(_with_nan(tensors["neuron_scores"], tensors["neuron_scored"]))
+    buffer = io.BytesIO()
+    torch.save(saved, buffer)
+    return buffer.getvalue()
+
+
+#: What ``export eap-ig`` writes, by the suffix of its output.
+EAP_IG_SUFFIXES = (".json", ".pt")
+
+
+def export_eap_ig(source: Path, target: Path, *, circuit: int = 0) -> None:
+    """Write circuit ``circuit`` of the circuit document ``source`` as an EAP-IG graph
+    ``target``: JSON for ``.json``, torch's format for ``.pt`` (module docstring).
+
+    Raises:
+        ExportError: another suffix; the document is not a conformant circuit document, has no
+            such circuit, or cannot take the ``.pt`` layout (no edge scores, no torch).
         mibspec.core.outputs.OutputPathError: ``target`` is one of the document's files.
     """
+    suffix = target.suffix.lower()
+    if suffix not in EAP_IG_SUFFIXES:
+        raise ExportError(
+            f"{target}: an EAP-IG graph is written as .json (Graph.from_json) or .pt (Graph.from_pt), "
+            f"not {suffix or 'a file without a suffix'}"
+        )
     document, tensors = read_circuit(source)
     inputs = Inputs([source, *(source.parent / a["path"] for a in document.get("artifacts", []))])
     inputs.refuse(target, "--output")
-    write_atomic(target, eap_ig_text(document, tensors, circuit))
+    if suffix == ".pt":
+        write_atomic(target, eap_ig_pt_bytes(document, tensors, circuit))
+    else:
+        write_atomic(target, eap_ig_text(document, tensors, circuit))

@@ -7,6 +7,7 @@ declares, and referenced as ``task.dataset``; a hub id is recorded as ``task.hub
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -72,7 +73,16 @@ class ImportOptions:
             return None
         path = Path(self.dataset)
         if path.is_file():
-            return _dataset_copy(path)
+            copy = _dataset_copy(path)
+            held = json.loads(copy.document).get("split")
+            if self.split is not None and held != self.split:
+                # a report names the split its claims were computed on: the document's (D106)
+                raise OptionError(
+                    f"--split {self.split} and --dataset {path}, which holds the {held!r} split: the "
+                    f"report would claim one split and point at rows of another; pass --split {held} "
+                    "or the dataset document of the split you mean"
+                )
+            return copy
         hub_id, at, revision = self.dataset.rpartition("@")
         if at and _HUB_ID.match(hub_id) and _REVISION.match(revision):
             return {"id": hub_id, "revision": revision}
@@ -138,8 +148,6 @@ def _dataset_copy(path: Path) -> DatasetCopy:
     if not result.valid:
         codes = sorted({f.code for f in result.findings if f.severity.value == "error"})
         raise OptionError(f"--dataset {path}: the dataset document does not verify ({', '.join(codes)})")
-    import json
-
     raw = path.read_bytes()
     document = json.loads(raw)
     files = []

@@ -34,6 +34,10 @@ PEER_REQUIREMENTS: tuple[tuple[str, ...], ...] = (
     ("transformer-lens==2.18.0", "transformers==4.57.6", "numpy==1.26.4", "pyarrow==21.0.0", "matplotlib"),
 )
 _MARKERS = ("eap-ig/src/eap/evaluate.py", "mib-circuit-track/MIB_circuit_track/evaluation.py")
+_CONTENTS = (
+    "eap-ig/ (a clone of the EAP-IG library at the commit MIB pins: eap-ig/src/eap/evaluate.py) and "
+    "mib-circuit-track/ (a clone of MIB's circuit track: mib-circuit-track/MIB_circuit_track/evaluation.py)"
+)
 DRIVER = Path(__file__).with_name("_peer_driver.py")
 
 
@@ -41,41 +45,32 @@ class PeerUnavailableError(RuntimeError):
     """The public code or its environment is not there; the message says what to do."""
 
 
-def _repo_default() -> Path | None:
-    """``../shared/peers`` beside the source checkout this package runs from (the folder
-    holding ``pyproject.toml`` and ``src/mibspec``), or ``None`` for an installed package.
-
-    Only that one path: no folder above it is searched, so a ``shared/peers`` planted higher
-    up is never run.
-    """
-    repo = Path(__file__).resolve().parents[3]
-    if (repo / "pyproject.toml").is_file() and (repo / "src" / "mibspec").is_dir():
-        return repo.parent / "shared" / "peers"
-    return None
-
-
 def find_peers(explicit: str | Path | None = None) -> Path:
-    """The folder holding ``eap-ig/`` and ``mib-circuit-track/``: ``explicit``, else
-    ``$MIBSPEC_PEERS``, else ``../shared/peers`` beside the source checkout (never a folder
-    found by searching upwards).
+    """The folder holding the public code (``eap-ig/`` and ``mib-circuit-track/``):
+    ``explicit`` (``--peers``), else ``$MIBSPEC_PEERS``. There is no default: a folder found
+    by position (beside the package, above it) is wrong for an installed package and could
+    run code planted there.
 
     Raises:
-        PeerUnavailableError: the folder does not hold the public code, or none was given
-            and mibspec does not run from a source checkout.
+        PeerUnavailableError: neither was given, or the folder does not hold the public code;
+            the message says what to set and what the folder must contain.
     """
     if explicit:
-        folder: Path | None = Path(explicit)
+        folder, given = Path(explicit), f"--peers {explicit}"
     elif os.environ.get(PEERS_ENV):
-        folder = Path(os.environ[PEERS_ENV])
+        folder, given = Path(os.environ[PEERS_ENV]), f"{PEERS_ENV}={os.environ[PEERS_ENV]}"
     else:
-        folder = _repo_default()
-    if folder is not None and all((folder / marker).is_file() for marker in _MARKERS):
-        return folder.resolve()
-    where = f"at {folder}" if folder is not None else "(no location given)"
-    raise PeerUnavailableError(
-        f"the public MIB code was not found {where} (set {PEERS_ENV} or pass --peer to a "
-        "folder holding eap-ig/ and mib-circuit-track/)"
-    )
+        raise PeerUnavailableError(
+            f"the location of the public MIB code is not given: pass --peers PATH or set {PEERS_ENV}=PATH, "
+            f"PATH a folder holding {_CONTENTS}"
+        )
+    missing = [marker for marker in _MARKERS if not (folder / marker).is_file()]
+    if missing:
+        raise PeerUnavailableError(
+            f"the public MIB code was not found at {folder} ({given}): it lacks {', '.join(missing)}; "
+            f"pass --peers PATH or set {PEERS_ENV}=PATH, PATH a folder holding {_CONTENTS}"
+        )
+    return folder.resolve()
 
 
 def default_env_dir() -> Path:

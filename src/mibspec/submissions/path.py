@@ -47,9 +47,12 @@ from mibspec.importers.mib_submission import pinned_model_files
 from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
 
 __all__ = [
+    "DEFAULT_SPLIT",
     "LeaderboardRow",
+    "ReleasedFile",
     "SubmissionOutcome",
     "SubmissionRequest",
+    "hub_dataset_file",
     "leaderboard_rows",
     "verify_submission",
 ]
@@ -369,22 +372,11 @@ def _dataset(request: SubmissionRequest, split: str, outcome: SubmissionOutcome)
     given = request.dataset
     hub = _HUB.match(given)
     if hub is not None:
-        snapshot = _dataset_snapshot(hub["id"], hub["rev"], outcome)
-        if snapshot is None:
+        released = hub_dataset_file(given, split)
+        outcome.findings.extend(released.findings)
+        if released.file is None:
             return None
-        files = released_files(snapshot, split)
-        if len(files) != 1:
-            what = "no parquet or JSON Lines file" if not files else f"{len(files)} files"
-            outcome.findings.append(
-                _finding(
-                    "I117",
-                    f"dataset {given} holds {what} of the split {split!r} (looked in {snapshot}); "
-                    "pass --split, or import the file you mean with `mibspec import mib-dataset` and "
-                    "give the document it writes as --dataset",
-                )
-            )
-            return None
-        return _imported_dataset(files[0], request, split, outcome, hub["id"], hub["rev"])
+        return _imported_dataset(released.file, request, split, outcome, hub["id"], hub["rev"])
     path = Path(given)
     if "@" in given and not path.exists():
         outcome.findings.append(
@@ -401,6 +393,45 @@ def _dataset(request: SubmissionRequest, split: str, outcome: SubmissionOutcome)
     if path.suffix in (".parquet", ".jsonl"):
         return _imported_dataset(path, request, split, outcome)
     return given
+
+
+@dataclass
+class ReleasedFile:
+    """The released file of a split in a pinned hub dataset, or the findings saying why not."""
+
+    file: Path | None = None
+    hub_id: str = ""
+    revision: str = ""
+    findings: list[Finding] = field(default_factory=list)
+
+
+def hub_dataset_file(pinned: str, split: str) -> ReleasedFile:
+    """The one released file (parquet, else JSON Lines) of ``split`` in the hub dataset
+    ``pinned`` (``<id>@<40-hex commit>``), read from the local Hugging Face cache (fetched
+    once when the hub may be reached). Bad input gives findings, never an exception."""
+    hub = _HUB.match(pinned)
+    if hub is None:
+        detail = f"{pinned!r}: a hub dataset is pinned as <id>@<40-hex commit>, e.g. mib-bench/ioi@<commit>"
+        return ReleasedFile(findings=[_finding("I111", detail)])
+    outcome = SubmissionOutcome()
+    released = ReleasedFile(hub_id=hub["id"], revision=hub["rev"], findings=outcome.findings)
+    snapshot = _dataset_snapshot(hub["id"], hub["rev"], outcome)
+    if snapshot is None:
+        return released
+    files = released_files(snapshot, split)
+    if len(files) != 1:
+        what = "no parquet or JSON Lines file" if not files else f"{len(files)} files"
+        outcome.findings.append(
+            _finding(
+                "I117",
+                f"dataset {pinned} holds {what} of the split {split!r} (looked in {snapshot}); "
+                "pass --split, or import the file you mean with `mibspec import mib-dataset FILE` and "
+                "give the document it writes as --dataset",
+            )
+        )
+        return released
+    released.file = files[0]
+    return released
 
 
 def _imported_dataset(

@@ -30,7 +30,7 @@ from ._context import (
     VerificationResult,
     VerifyOptions,
 )
-from ._recompute_stage import run_recompute
+from ._recompute_stage import recompute_gaps, run_recompute
 from ._schema_stage import check_schema, dispatch
 from ._stamp import claim_stamp
 from ._unchecked import not_checked
@@ -210,6 +210,7 @@ class _Runner:
             result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, "only reports carry claims to recompute")
         elif not self.options.recompute:
             # --no-recompute, or a command that checks structure only (import, score's own check).
+            result.findings.extend(self._unrecomputable(result, ctx))
             result.set_stage(Stage.RECOMPUTE, StageStatus.SKIPPED, self.options.skipped_because)
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
@@ -219,6 +220,19 @@ class _Runner:
             result.comparisons = list(comparisons)
             result.model_files = list(ctx.model_files)
             result.set_stage(Stage.RECOMPUTE, status, detail)
+
+    def _unrecomputable(self, result: DocumentResult, ctx: RuleContext) -> list[Finding]:
+        """R112 (a warning) for each declaration, read from the report alone, without which
+        recomputation could not run on it (SPEC.md R-7), so that a verdict reached without
+        recomputation says that one with it is not yet possible. A gap the rules stage already
+        reported at the same pointer (V110) is not repeated."""
+        said = {f.pointer for f in result.findings if f.code == "V110"}
+        findings = [
+            ctx.finding("R112", pointer, detail=detail)
+            for pointer, detail in recompute_gaps(ctx)
+            if pointer not in said
+        ]
+        return [f for f in findings if not _suppressed(ctx.profile, f.code, self.options)]
 
     def _profile(self, data: dict[str, Any], kind: str, cat: Catalogue) -> tuple[Any, list[Finding]]:
         name = self.options.profile or (data.get("profile") if kind == "report" else None) or "default"

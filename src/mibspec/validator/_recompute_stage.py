@@ -48,7 +48,14 @@ from mibspec.core.work import over_limits
 from ._catalogue import InternalError
 from ._context import RuleContext, StageStatus
 
-__all__ = ["catalogued", "mismatch_findings", "run_recompute", "unrecomputed_findings", "with_rounding"]
+__all__ = [
+    "catalogued",
+    "mismatch_findings",
+    "recompute_gaps",
+    "run_recompute",
+    "unrecomputed_findings",
+    "with_rounding",
+]
 
 
 def mismatch_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:
@@ -125,6 +132,17 @@ def _tolerances(ctx: RuleContext, row: ClaimRow) -> list[tuple[float, float]]:
     model = ctx.data.get("model")
     dtype = model.get("dtype", "float32") if isinstance(model, dict) else "float32"
     return [recompute_tolerance(ctx.profile, dtype), consistency]
+
+
+def recompute_gaps(ctx: RuleContext) -> list[tuple[str, str]]:
+    """``(pointer, detail)`` for each declaration, read from the report alone, without which its
+    recomputation cannot run: the track's ``gaps`` function (torch-free), imported by name."""
+    track = TRACKS.get(str(ctx.data.get("track")))
+    if track is None:
+        return []
+    module_name, function = track.gaps.split(":")
+    gaps: Any = getattr(importlib.import_module(module_name), function)
+    return list(gaps(ctx.data, ctx.profile))
 
 
 def unrecomputed_findings(ctx: RuleContext, comparisons: Iterable[Comparison]) -> list[Finding]:

@@ -166,15 +166,13 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
     from ..behaviour.transformer import TransformerBehaviour
     from ._inputs import encode_function, load_referenced_document, open_model, read_rows
     from .circuit import tokenize_pairs
+    from .declarations import recompute_gaps
 
     report = ctx.data
     behaviour, task = report["behaviour"], report["task"]
-    if report.get("model") is None:
-        raise UnusableInputError("/behaviour", "a transformer behaviour needs the report's model")
-    if task.get("dataset") is None or task.get("counterfactual_type") is None:
-        raise UnusableInputError(
-            "/task", "a transformer behaviour needs task.dataset and task.counterfactual_type"
-        )
+    gaps = recompute_gaps(report, ctx.profile)
+    if gaps:
+        raise UnusableInputError(*gaps[0])
     dtype = report["model"].get("dtype", "float32")
     source, model = open_model(ctx, progress, dtype)
     universe = list(component_universe(model.n_layers, model.n_heads))

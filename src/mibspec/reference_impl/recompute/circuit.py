@@ -45,6 +45,7 @@ from ._inputs import (
     read_rows,
 )
 from ._rebuilt import RebuiltCircuits
+from .declarations import counterfactual_type_choice, recompute_gaps
 
 __all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
 
@@ -157,16 +158,6 @@ def start_token_choice(settings: dict[str, Any], profile: Any) -> str:
     return str(convention(profile, {"track": "circuit", "settings": settings}, "start_token").value)
 
 
-def counterfactual_type_choice(task: dict[str, Any], profile: Any) -> str | None:
-    """The report's ``task.counterfactual_type``, else the one its profile declares for the task
-    (``counterfactual_types``, PR-3), else ``None``."""
-    declared = task.get("counterfactual_type")
-    if declared is not None:
-        return str(declared)
-    chosen = dict(profile.get("counterfactual_types") or {}).get(task.get("name"))
-    return None if chosen is None else str(chosen)
-
-
 def required_counterfactual_type(task: dict[str, Any], profile: Any) -> str:
     """:func:`counterfactual_type_choice`, which recomputation needs.
 
@@ -253,20 +244,11 @@ def _circuits(
 
 
 def _check_settings(report: dict[str, Any], profile: Any) -> None:
-    settings = report["settings"]
-    if settings.get("metric", "logit_difference") != "logit_difference":
-        raise UnusableInputError("/settings/metric", "only the logit_difference metric can be recomputed")
-    if settings.get("padding_side", "right") != "right":
-        raise UnusableInputError("/settings/padding_side", "only right padding can be recomputed")
-    if settings.get("ablation", "counterfactual") == "optimal":
-        raise UnusableInputError(
-            "/settings/ablation", "optimal ablation values are not declared in the report"
-        )
-    if report["task"].get("dataset") is None:
-        raise UnusableInputError("/task/dataset", "the report declares no dataset to recompute on")
-    required_counterfactual_type(report["task"], profile)
-    if report["claims"].get("circuit") is None:
-        raise UnusableInputError("/claims/circuit", "the report declares no circuit document")
+    """The first declaration, read from the report alone, without which it cannot be recomputed
+    (:func:`recompute_gaps`: the same list ``--no-recompute`` warns about, R112)."""
+    gaps = recompute_gaps(report, profile)
+    if gaps:
+        raise UnusableInputError(*gaps[0])
 
 
 def recompute(ctx: Any, progress: Progress) -> Recomputation:

@@ -127,6 +127,16 @@ def _document(ctx: RuleContext, ident: Any, kind: str) -> dict[str, Any] | None:
     return _read_document(ctx, ctx.folder, artifact["path"], kind)
 
 
+def task_dataset(ctx: RuleContext, ident: Any) -> dict[str, Any] | None:
+    """The task's dataset document (a counterfactual or a shortcut dataset), or ``None`` when
+    the report names none or it cannot be read (its own checks say why)."""
+    artifact = ctx.artifacts.get(ident) if isinstance(ident, str) else None
+    kind = (artifact or {}).get("kind")
+    if kind not in ("counterfactual_dataset", "shortcut_dataset"):
+        return None
+    return _document(ctx, ident, kind)
+
+
 def declared_examples(ctx: RuleContext, ident: Any) -> tuple[int, str] | None:
     """The number of examples the task's dataset document declares, and what they are: the
     rows of a counterfactual dataset's JSON Lines artifact, the images of a shortcut

@@ -9,7 +9,9 @@ from ._circuit import (
     load_circuit_inputs,
     mibspec_side,
     peer_job,
+    public_model_difference,
 )
+from ._models import RANDOM_MODELS, circuit_report, random_model_dir
 from ._peer import (
     PEER_ENV_DIR_ENV,
     PEER_PYTHON_ENV,
@@ -28,11 +30,13 @@ __all__ = [
     "PEER_ENV_DIR_ENV",
     "PEER_PYTHON_ENV",
     "PEER_REQUIREMENTS",
+    "RANDOM_MODELS",
     "CircuitInputs",
     "ParityRow",
     "PeerUnavailableError",
     "build_peer_env",
     "circuit_parity",
+    "circuit_report",
     "compare_circuit",
     "default_env_dir",
     "find_peers",
@@ -40,5 +44,7 @@ __all__ = [
     "mibspec_side",
     "peer_job",
     "peer_python",
+    "public_model_difference",
+    "random_model_dir",
     "run_peer",
 ]

@@ -1,17 +1,26 @@
-"""Parity harness: the public MIB circuit code against mibspec on the shipped tiny models.
+"""Parity harness: the public MIB circuit code against mibspec on tiny models of the four
+families MIB's leaderboard uses.
 
-For each model the public code can load (TransformerLens 2.18: GPT-2 and Llama families),
-the public code runs in its own virtual environment (see ``mibspec.parity``) on the same
-weights, rows, counterfactuals and circuits as mibspec, and every quantity is compared
-under the ``mib-2025`` and ``default`` profiles:
+For each model the public code (TransformerLens 2.18, EAP-IG, MIB's circuit track) runs in
+its own virtual environment (see ``mibspec.parity``) on the same weights, rows,
+counterfactuals and circuits as mibspec, and every quantity is compared under the
+``mib-2025`` and ``default`` profiles:
 
 * tiny-gpt2: the report ``examples/circuit-ioi`` as shipped;
 * tiny-llama: a report written here by ``mibspec score circuit --method eap-ig`` on the
-  same dataset.
+  same dataset;
+* tiny-qwen2, tiny-gemma2: random-weight models written here with every structural option
+  of Qwen2.5-0.5B and gemma-2-2b on (``mibspec.parity.RANDOM_MODELS``), loaded by the public
+  code through ``HookedTransformer.from_pretrained`` under the official names, as MIB loads
+  them; reports scored by EAP-IG (Gemma-2: seeded random scores, and no edge-score
+  comparison, mibspec's attribution not handling post-attention norms). Gemma-2 runs twice:
+  as the public code builds it, and with the public side's attention layer order set to the
+  config's (the one difference, SPEC.md PR-5).
 
 Usage (from the repository root, mibspec's own environment active)::
 
     python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
+        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2]
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -45,6 +54,7 @@ from mibspec.parity import (  # noqa: E402
     load_circuit_inputs,
     peer_python,
     random_model_dir,
+    report_method,
 )
 
 PROFILES = ("mib-2025", "default")
@@ -53,9 +63,9 @@ MODELS = ROOT / "examples" / "models"
 ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
 
 
-def scored_report(model_dir: Path, folder: Path) -> Path:
-    """A circuit report written by mibspec's producer (EAP-IG) on the IOI example rows."""
-    return circuit_report(model_dir, ROOT / "examples" / "circuit-ioi" / "dataset.json", folder)
+def scored_report(model_dir: Path, folder: Path, method: str = "eap-ig") -> Path:
+    """A circuit report written by mibspec's producer (``method``) on the IOI example rows."""
+    return circuit_report(model_dir, ROOT / "examples" / "circuit-ioi" / "dataset.json", folder, method)
 
 
 def model_report(model: str, folder: Path) -> Path | None:
@@ -66,7 +76,8 @@ def model_report(model: str, folder: Path) -> Path | None:
     if model == "tiny-llama":
         return scored_report(MODELS / "tiny-llama", folder)
     if model in RANDOM_MODELS:
-        return scored_report(random_model_dir(model, folder / "models", MODELS / "tiny-gpt2"), folder)
+        model_dir = random_model_dir(model, folder / "models", MODELS / "tiny-gpt2")
+        return scored_report(model_dir, folder, report_method(RANDOM_MODELS[model][0]))
     return None
 
 

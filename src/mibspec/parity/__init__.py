@@ -11,7 +11,7 @@ from ._circuit import (
     peer_job,
     public_model_difference,
 )
-from ._models import RANDOM_MODELS, circuit_report, random_model_dir
+from ._models import ATTRIBUTION_TASKS, RANDOM_MODELS, circuit_report, random_model_dir, report_method
 from ._peer import (
     PEER_ENV_DIR_ENV,
     PEER_PYTHON_ENV,
@@ -26,6 +26,7 @@ from ._peer import (
 )
 
 __all__ = [
+    "ATTRIBUTION_TASKS",
     "PEERS_ENV",
     "PEER_ENV_DIR_ENV",
     "PEER_PYTHON_ENV",
@@ -46,5 +47,6 @@ __all__ = [
     "peer_python",
     "public_model_difference",
     "random_model_dir",
+    "report_method",
     "run_peer",
 ]

@@ -539,6 +539,8 @@ def circuit_parity(
 
     ``layer_order="config"`` (a diagnostic) builds the public code's Gemma-2 with each layer's
     attention as the config's ``layer_types`` say instead of TransformerLens's own order.
+    Edge scores (``EAP``, ``EAP-IG-inputs``) are not compared for Gemma-2: mibspec's
+    attribution does not handle its post-attention norms.
 
     Returns:
         The public code's results and, per profile, the compared rows.
@@ -546,8 +548,11 @@ def circuit_parity(
     Raises:
         PeerUnavailableError: the public code failed.
     """
+    from ._models import ATTRIBUTION_TASKS
     from ._peer import run_peer
 
+    if inputs.family == "gemma2":  # mibspec's attribution refuses post-attention norms (ME-4)
+        tasks = [task for task in tasks if task not in ATTRIBUTION_TASKS]
     job = peer_job(inputs, peers, tasks, ig_steps=ig_steps)
     if layer_order == "config":
         job["attn_types"] = [

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RANDOM_MODELS", "circuit_report", "random_model_dir"]
+__all__ = ["ATTRIBUTION_TASKS", "RANDOM_MODELS", "circuit_report", "random_model_dir", "report_method"]
 
 RANDOM_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     # biases on q/k/v (always, in Qwen2), tied embeddings, grouped-query attention (2 heads
@@ -49,6 +49,8 @@ RANDOM_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
 }
+#: The parity tasks that compare edge scores (mibspec's attribution against the public one).
+ATTRIBUTION_TASKS = ("EAP", "EAP-IG-inputs")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 _VOCAB = 855
 _EOS, _PAD = 2, 0
@@ -74,9 +76,17 @@ def random_model_dir(name: str, root: Path, tokenizer_dir: Path) -> Path:
     return folder
 
 
-def circuit_report(model_dir: Path, dataset: Path, folder: Path) -> Path:
-    """A circuit report written by mibspec's producer (EAP-IG, counterfactual ``io_s2_flip``)
-    for ``model_dir`` on ``dataset``, under ``folder``."""
+def report_method(family: str) -> str:
+    """The producer's scoring method for a model family: EAP-IG, except for Gemma-2, whose
+    post-attention norms mibspec's attribution does not handle (``metrics/engine.md``
+    ME-4): seeded random scores there, which rank edges just as well for a comparison of
+    evaluations."""
+    return "random" if family == "gemma2" else "eap-ig"
+
+
+def circuit_report(model_dir: Path, dataset: Path, folder: Path, method: str = "eap-ig") -> Path:
+    """A circuit report written by mibspec's producer (``method``, counterfactual
+    ``io_s2_flip``) for ``model_dir`` on ``dataset``, under ``folder``."""
     from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
     run = score_circuit(
@@ -85,7 +95,7 @@ def circuit_report(model_dir: Path, dataset: Path, folder: Path) -> Path:
             dataset_path=Path(dataset),
             out_dir=Path(folder) / f"circuit-ioi-{Path(model_dir).name}",
             counterfactual_type="io_s2_flip",
-            method="eap-ig",
+            method=method,
         )
     )
     return Path(run.report)

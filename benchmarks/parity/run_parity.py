@@ -1,17 +1,26 @@
-"""Parity harness: the public MIB circuit code against mibspec on the shipped tiny models.
+"""Parity harness: the public MIB circuit code against mibspec on tiny models of the four
+families MIB's leaderboard uses.
 
-For each model the public code can load (TransformerLens 2.18: GPT-2 and Llama families),
-the public code runs in its own virtual environment (see ``mibspec.parity``) on the same
-weights, rows, counterfactuals and circuits as mibspec, and every quantity is compared
-under the ``mib-2025`` and ``default`` profiles:
+For each model the public code (TransformerLens 2.18, EAP-IG, MIB's circuit track) runs in
+its own virtual environment (see ``mibspec.parity``) on the same weights, rows,
+counterfactuals and circuits as mibspec, and every quantity is compared under the
+``mib-2025`` and ``default`` profiles:
 
 * tiny-gpt2: the report ``examples/circuit-ioi`` as shipped;
 * tiny-llama: a report written here by ``mibspec score circuit --method eap-ig`` on the
-  same dataset.
+  same dataset;
+* tiny-qwen2, tiny-gemma2: random-weight models written here with every structural option
+  of Qwen2.5-0.5B and gemma-2-2b on (``mibspec.parity.RANDOM_MODELS``), loaded by the public
+  code through ``HookedTransformer.from_pretrained`` under the official names, as MIB loads
+  them; reports scored by EAP-IG (Gemma-2: seeded random scores, and no edge-score
+  comparison, mibspec's attribution not handling post-attention norms). Gemma-2 runs twice:
+  as the public code builds it, and with the public side's attention layer order set to the
+  config's (the one difference, SPEC.md PR-5).
 
 Usage (from the repository root, mibspec's own environment active)::
 
     python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
+        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2]
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -35,27 +44,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mibspec.parity import PeerUnavailableError, circuit_parity, find_peers, load_circuit_inputs, peer_python  # noqa: E402
+from mibspec.parity import (  # noqa: E402
+    RANDOM_MODELS,
+    CircuitInputs,
+    PeerUnavailableError,
+    circuit_parity,
+    circuit_report,
+    find_peers,
+    load_circuit_inputs,
+    peer_python,
+    random_model_dir,
+    report_method,
+)
 
 PROFILES = ("mib-2025", "default")
 TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP", "EAP-IG-inputs")
 MODELS = ROOT / "examples" / "models"
+ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
 
 
-def _llama_report(folder: Path) -> Path:
-    """A tiny-llama circuit report written by mibspec's producer on the IOI example rows."""
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+def scored_report(model_dir: Path, folder: Path, method: str = "eap-ig") -> Path:
+    """A circuit report written by mibspec's producer (``method``) on the IOI example rows."""
+    return circuit_report(model_dir, ROOT / "examples" / "circuit-ioi" / "dataset.json", folder, method)
 
-    run = score_circuit(
-        CircuitOptions(
-            model_dir=MODELS / "tiny-llama",
-            dataset_path=ROOT / "examples" / "circuit-ioi" / "dataset.json",
-            out_dir=folder / "circuit-ioi-llama",
-            counterfactual_type="io_s2_flip",
-            method="eap-ig",
-        )
-    )
-    return run.report
+
+def model_report(model: str, folder: Path) -> Path | None:
+    """The report compared for ``model``: the shipped example for tiny-gpt2, else one written
+    here (the random models first written under ``folder``); ``None`` for an unknown name."""
+    if model == "tiny-gpt2":
+        return ROOT / "examples" / "circuit-ioi" / "report.json"
+    if model == "tiny-llama":
+        return scored_report(MODELS / "tiny-llama", folder)
+    if model in RANDOM_MODELS:
+        model_dir = random_model_dir(model, folder / "models", MODELS / "tiny-gpt2")
+        return scored_report(model_dir, folder, report_method(RANDOM_MODELS[model][0]))
+    return None
 
 
 def _commit() -> str:
@@ -155,6 +178,35 @@ def _tables(results: dict) -> list[dict]:
     return tables
 
 
+def _compare_model(
+    inputs: CircuitInputs, report: Path, peers: Path, python: Path, layer_order: str
+) -> tuple[dict, int]:
+    """One model's comparison (its results entry) and the number of promised values that differ.
+
+    ``layer_order="config"``: a diagnostic run whose public side builds each Gemma-2 layer's
+    attention as the config says, isolating TransformerLens's layer order (SPEC.md PR-5).
+    """
+    t0 = time.perf_counter()
+    public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS, layer_order=layer_order)
+    entry: dict = {
+        "report": str(report.relative_to(ROOT)) if report.is_relative_to(ROOT) else "written by the harness",
+        "n_rows": len(inputs.rows),
+        "layer_order": layer_order,
+        "public_attn_types": public.get("attn_types"),
+        "public_seconds": public["wall_seconds"],
+        "public_timings": public["timings"],
+        "rows": {profile: [row.as_dict() for row in rows] for profile, rows in by_profile.items()},
+    }
+    failed = 0
+    for profile, rows in by_profile.items():
+        bad = [row.quantity for row in rows if row.promised and not row.ok]
+        failed += len(bad)
+        label = inputs.model_dir.name + ("" if layer_order == "public" else f" ({layer_order} layer order)")
+        print(f"{label} / {profile}: {len(rows)} values, promised differing: {bad or 'none'}", flush=True)
+    entry["seconds"] = time.perf_counter() - t0
+    return entry, failed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -163,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-env", action="store_true", help="build the public code's env when missing")
     parser.add_argument("--env-dir", type=Path, default=None, help="where that env lives (default: cache)")
     parser.add_argument("--json", type=Path, default=None, help="write every compared value here")
-    parser.add_argument("--models", nargs="+", default=["tiny-gpt2", "tiny-llama"])
+    parser.add_argument("--models", nargs="+", default=list(ALL_MODELS), choices=ALL_MODELS)
     parser.add_argument(
         "--causal-report",
         type=Path,
@@ -189,33 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     with tempfile.TemporaryDirectory(prefix="mibspec-parity-") as tmp:
         for model in args.models:
-            t0 = time.perf_counter()
-            if model == "tiny-gpt2":
-                report = ROOT / "examples" / "circuit-ioi" / "report.json"
-            elif model == "tiny-llama":
-                report = _llama_report(Path(tmp))
-            else:
+            report = model_report(model, Path(tmp))
+            if report is None:
                 parser.error(f"no report for model {model!r}")
-            inputs = load_circuit_inputs(report, [MODELS])
-            public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS)
-            entry: dict = {
-                "report": str(report.relative_to(ROOT))
-                if report.is_relative_to(ROOT)
-                else "written by the harness",
-                "n_rows": len(inputs.rows),
-                "public_seconds": public["wall_seconds"],
-                "public_timings": public["timings"],
-                "rows": {profile: [row.as_dict() for row in rows] for profile, rows in by_profile.items()},
-            }
-            for profile, rows in by_profile.items():
-                bad = [row.quantity for row in rows if row.promised and not row.ok]
-                failed += len(bad)
-                print(
-                    f"{model} / {profile}: {len(rows)} values, promised differing: {bad or 'none'}",
-                    flush=True,
-                )
-            entry["seconds"] = time.perf_counter() - t0
-            results["models"][model] = entry
+            inputs = load_circuit_inputs(report, [MODELS, Path(tmp) / "models"])
+            orders = ("public", "config") if inputs.family == "gemma2" else ("public",)
+            for order in orders:
+                name = model if order == "public" else f"{model}, public side in the config's layer order"
+                entry, bad = _compare_model(inputs, report, peers, python, order)
+                failed += bad
+                results["models"][name] = entry
     from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, pyvene_python
 
     pyvene = pyvene_python()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from mibspec.parity import RANDOM_MODELS
 from mibspec.reference_impl.engine import (
     SUPPORTED_ARCHITECTURES,
     from_transformers,
@@ -81,10 +82,14 @@ def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     dirs["gpt2_inverse"] = random_model(
         "gpt2", tmp_path_factory.mktemp("gpt2i"), seed=9, scale_attn_by_inverse_layer_idx=True
     )
+    # the parity harness's Qwen2 and Gemma-2 (tied embeddings, rotary base 1e6; heads narrower
+    # than d_model / n_heads, a window of 4 under prompts of 9)
+    for name, (family, shape) in RANDOM_MODELS.items():
+        dirs[name] = random_model(family, tmp_path_factory.mktemp(name), vocab_size=64, **shape)
     return dirs
 
 
-VARIANTS = (*FAMILIES, "llama3_rope", "qwen2_window", "gpt2_inverse")
+VARIANTS = (*FAMILIES, "llama3_rope", "qwen2_window", "gpt2_inverse", *RANDOM_MODELS)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

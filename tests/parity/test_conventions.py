@@ -335,3 +335,37 @@ def test_parity_command_exits_2_when_no_location_is_given(mibspec_cli) -> None:
     done = mibspec_cli("parity", "circuit", str(EXAMPLE / "report.json"), env={"MIBSPEC_PEERS": ""})
     assert done.returncode == 2
     assert "pass --peers PATH or set MIBSPEC_PEERS=PATH" in done.stderr
+
+
+def _gemma2_inputs(tmp_path: Path, window: int) -> object:
+    """CircuitInputs over the parity harness's tiny Gemma-2 (with ``window``) and three IOI rows."""
+    from mibspec.parity import RANDOM_MODELS, CircuitInputs, random_model_dir
+    from mibspec.reference_impl.engine import random_model
+
+    model = random_model_dir("tiny-gemma2", tmp_path, MODELS / "tiny-gpt2")
+    family, shape = RANDOM_MODELS["tiny-gemma2"]
+    random_model(family, model, vocab_size=855, **{**shape, "sliding_window": window})
+    lines = (EXAMPLE / "dataset.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    empty = np.zeros((0,), dtype=np.float32)
+    return CircuitInputs(
+        {}, model, "gemma2", [json.loads(x) for x in lines], "io_s2_flip", empty, empty, [], 3
+    )
+
+
+@pytest.mark.recompute
+def test_the_public_gemma2_layer_order_is_a_difference_only_when_the_window_bites(tmp_path: Path) -> None:
+    from mibspec.parity import public_model_difference
+
+    inputs = _gemma2_inputs(tmp_path / "w4", 4)
+    config = json.loads((inputs.model_dir / "config.json").read_text(encoding="utf-8"))
+    assert config["layer_types"][:2] == ["sliding_attention", "full_attention"]
+    # TransformerLens 2.18's gemma-2-2b configuration: global first, then local
+    public_order = {"attn_types": ["global", "local", "global", "local"]}
+    note = public_model_difference(inputs, public_order)
+    assert note is not None
+    assert "layers [0, 1, 2, 3]" in note
+    assert "window 4 <" in note
+    config_order = {"attn_types": ["local", "global", "local", "global"]}
+    assert public_model_difference(inputs, config_order) is None
+    # a window no sequence outgrows masks nothing: the order does not matter (gemma-2-2b on MIB)
+    assert public_model_difference(_gemma2_inputs(tmp_path / "w64", 64), public_order) is None

@@ -9,7 +9,9 @@ from ._circuit import (
     load_circuit_inputs,
     mibspec_side,
     peer_job,
+    public_model_difference,
 )
+from ._models import ATTRIBUTION_TASKS, RANDOM_MODELS, circuit_report, random_model_dir, report_method
 from ._peer import (
     PEER_ENV_DIR_ENV,
     PEER_PYTHON_ENV,
@@ -24,15 +26,18 @@ from ._peer import (
 )
 
 __all__ = [
+    "ATTRIBUTION_TASKS",
     "PEERS_ENV",
     "PEER_ENV_DIR_ENV",
     "PEER_PYTHON_ENV",
     "PEER_REQUIREMENTS",
+    "RANDOM_MODELS",
     "CircuitInputs",
     "ParityRow",
     "PeerUnavailableError",
     "build_peer_env",
     "circuit_parity",
+    "circuit_report",
     "compare_circuit",
     "default_env_dir",
     "find_peers",
@@ -40,5 +45,8 @@ __all__ = [
     "mibspec_side",
     "peer_job",
     "peer_python",
+    "public_model_difference",
+    "random_model_dir",
+    "report_method",
     "run_peer",
 ]

@@ -39,9 +39,15 @@ __all__ = [
     "load_circuit_inputs",
     "mibspec_side",
     "peer_job",
+    "public_model_difference",
 ]
 
-_FAMILIES = {"GPT2LMHeadModel": "gpt2", "LlamaForCausalLM": "llama"}
+_FAMILIES = {
+    "GPT2LMHeadModel": "gpt2",
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Gemma2ForCausalLM": "gemma2",
+}
 
 
 @dataclass(frozen=True)
@@ -389,27 +395,39 @@ def _vector_row(
 
 
 def compare_circuit(
-    inputs: CircuitInputs, peer: dict[str, Any], ours: dict[str, Any], profile_name: str
+    inputs: CircuitInputs,
+    peer: dict[str, Any],
+    ours: dict[str, Any],
+    profile_name: str,
+    model_difference: str | None = None,
 ) -> list[ParityRow]:
-    """The side-by-side rows for one profile."""
+    """The side-by-side rows for one profile; ``model_difference`` (why the public code's
+    model is not the configured one) withdraws the promise of every model-dependent value."""
     profile = load_profile(profile_name)
     tol = profile["recompute"]["float32"]
-    rows = _Rows(float(tol["abs"]), float(tol["rel"]), ours["start_token"] == "prepend")
+    rows = _Rows(float(tol["abs"]), float(tol["rel"]), ours["start_token"] == "prepend", model_difference)
     if "logits" in peer and "logits" in ours:
         pub = np.asarray(peer["logits"], dtype=np.float64)
         mine = np.asarray(ours["logits"], dtype=np.float64)
         # TransformerLens centres the unembedding: logits agree up to a constant per position
         pub, mine = _log_softmax(pub), _log_softmax(mine)
         rows.rows.append(
-            _vector_row("log-softmax logits (same tokens)", pub.ravel(), mine.ravel(), True, rows.rel)
+            _vector_row(
+                "log-softmax logits (same tokens)",
+                pub.ravel(),
+                mine.ravel(),
+                model_difference is None,
+                rows.rel,
+                model_difference or "",
+            )
         )
     if "circuits_patching" in peer:
         p, m = peer["circuits_patching"], ours["circuits_patching"]
-        rows.add("m(N)", p["m_full"], m["m_full"], rows.prepend)
-        rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.prepend)
+        rows.add("m(N)", p["m_full"], m["m_full"], rows.promise)
+        rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.promise)
         for i, (ranking, k) in enumerate(inputs.points):
             f = _f(p["m"][i], p["m_full"], p["m_empty"])
-            rows.add(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.prepend)
+            rows.add(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
     if "curves" in peer and "circuits_patching" in ours:
         _curve_rows(rows, inputs, peer["curves"], ours["circuits_patching"], profile)
     if "circuits_mean" in peer and "circuits_mean" in ours:
@@ -421,11 +439,11 @@ def compare_circuit(
             rows.add(f"f({k:g}) {ranking}, mean ablation", f, m["f"][i], False, note)
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
-        rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.prepend)
+        rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.promise)
         for ranking in ("signed", "absolute"):
             for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
                 f = _f(pm, p["m_full"], p["m_empty"])
-                rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.prepend)
+                rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
     _attribution_rows(rows, peer, ours, profile)
     return rows.rows
 
@@ -433,14 +451,25 @@ def compare_circuit(
 @dataclass
 class _Rows:
     """The rows of one comparison, under the profile's float32 tolerance (``abs_``, ``rel``);
-    ``prepend``: whether mibspec prepends a start token as the public code does."""
+    ``prepend``: whether mibspec prepends a start token as the public code does;
+    ``model_difference``: why the public code's model is not the configured one, if it is not
+    (:func:`public_model_difference`)."""
 
     abs_: float
     rel: float
     prepend: bool
+    model_difference: str | None = None
     rows: list[ParityRow] = field(default_factory=list)
 
+    @property
+    def promise(self) -> bool:
+        """Values that depend on the model and the start token: promised when mibspec
+        prepends as the public code does and the public code computes the same model."""
+        return self.prepend and self.model_difference is None
+
     def add(self, name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
+        if self.model_difference is not None and not note:
+            note = self.model_difference
         self.rows.append(
             ParityRow(name, float(public), float(mine), promised, self.abs_, self.rel, note=note)
         )
@@ -461,10 +490,10 @@ def _curve_rows(
             values[-1] = 1.0
     for ranking in ("signed", "absolute"):
         for k, pf, mf in zip(grid, curves[ranking]["faithfulness"], by_ranking[ranking], strict=True):
-            rows.add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.prepend)
-    rows.add("CPR (signed)", curves["signed"]["area_under"], cpr(grid, by_ranking["signed"]), rows.prepend)
+            rows.add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
+    rows.add("CPR (signed)", curves["signed"]["area_under"], cpr(grid, by_ranking["signed"]), rows.promise)
     rows.add(
-        "CMD (absolute)", curves["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), rows.prepend
+        "CMD (absolute)", curves["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), rows.promise
     )
     sizes = dict(zip(inputs.points, patching["sizes"], strict=True))
     for ranking in ("signed", "absolute"):
@@ -482,7 +511,7 @@ def _attribution_rows(rows: _Rows, peer: dict[str, Any], ours: dict[str, Any], p
     """EAP and EAP-IG edge scores; promised only under the public code's conventions."""
     for key, extra in (("EAP", ()), ("EAP-IG-inputs", ("ig_points",))):
         if key in peer and key in ours:
-            promised = rows.prepend and profile["attribution_scale"] == "per_example_and_batch"
+            promised = rows.promise and profile["attribution_scale"] == "per_example_and_batch"
             promised = promised and all(profile[c] == "left" for c in extra)
             rows.rows.append(
                 _vector_row(
@@ -491,7 +520,7 @@ def _attribution_rows(rows: _Rows, peer: dict[str, Any], ours: dict[str, Any], p
                     np.asarray(ours[key]),
                     promised,
                     rows.rel,
-                    "relative to max |public score|",
+                    rows.model_difference or "relative to max |public score|",
                 )
             )
 
@@ -504,8 +533,14 @@ def circuit_parity(
     tasks: Sequence[str],
     *,
     ig_steps: int = 5,
+    layer_order: str = "public",
 ) -> tuple[dict[str, Any], dict[str, list[ParityRow]]]:
     """Run the public code once on ``inputs`` and compare it with mibspec under each profile.
+
+    ``layer_order="config"`` (a diagnostic) builds the public code's Gemma-2 with each layer's
+    attention as the config's ``layer_types`` say instead of TransformerLens's own order.
+    Edge scores (``EAP``, ``EAP-IG-inputs``) are not compared for Gemma-2: mibspec's
+    attribution does not handle its post-attention norms.
 
     Returns:
         The public code's results and, per profile, the compared rows.
@@ -513,17 +548,59 @@ def circuit_parity(
     Raises:
         PeerUnavailableError: the public code failed.
     """
+    from ._models import ATTRIBUTION_TASKS
     from ._peer import run_peer
 
+    if inputs.family == "gemma2":  # mibspec's attribution refuses post-attention norms (ME-4)
+        tasks = [task for task in tasks if task not in ATTRIBUTION_TASKS]
     job = peer_job(inputs, peers, tasks, ig_steps=ig_steps)
+    if layer_order == "config":
+        job["attn_types"] = [
+            "local" if t == "sliding_attention" else "global" for t in _config(inputs)["layer_types"]
+        ]
     public = run_peer(python, job)
+    difference = public_model_difference(inputs, public)
     rows = {
         profile: compare_circuit(
             inputs,
             public,
             mibspec_side(inputs, profile, tasks, job["logit_tokens"], ig_steps=ig_steps),
             profile,
+            difference,
         )
         for profile in profiles
     }
     return public, rows
+
+
+def _config(inputs: CircuitInputs) -> dict[str, Any]:
+    return dict(json.loads((inputs.model_dir / "config.json").read_text(encoding="utf-8")))
+
+
+def public_model_difference(inputs: CircuitInputs, public: dict[str, Any]) -> str | None:
+    """Why the model the public code built computes other values than the configured one on
+    these rows, or ``None``.
+
+    One cause is known: TransformerLens 2.18 builds Gemma-2 with global attention in even
+    layers and sliding-window attention in odd ones, transformers the reverse (its config's
+    ``layer_types``). The order only matters when a sequence is longer than the window:
+    never for gemma-2-2b (window 4096) on MIB's prompts, always for the tiny Gemma-2 here.
+    """
+    config = _config(inputs)
+    window = config.get("sliding_window")
+    kinds = config.get("layer_types")
+    if inputs.family != "gemma2" or not window or not kinds or "attn_types" not in public:
+        return None
+    configured = ["local" if t == "sliding_attention" else "global" for t in kinds]
+    if configured == list(public["attn_types"]):
+        return None
+    _, _, mask, _, _ = _tokens(inputs, None)
+    longest = int(mask.sum(1).max()) + (_start_token(inputs) is not None)
+    if int(window) >= longest:
+        return None  # a window as long as every sequence masks nothing
+    swapped = [i for i, (a, b) in enumerate(zip(configured, public["attn_types"], strict=True)) if a != b]
+    return (
+        f"named difference: the public code's Gemma-2 (TransformerLens) attends globally where the "
+        f"config slides a window and the reverse (layers {swapped}); window {window} < "
+        f"{longest} tokens"
+    )

@@ -8,7 +8,8 @@ the peer folders given in the job. It reads ``job.json`` and writes ``result.jso
 
     python _peer_driver.py JOB_FOLDER
 
-Job fields: ``peers`` (folder), ``model_dir``, ``family`` (``gpt2`` or ``llama``),
+Job fields: ``peers`` (folder), ``model_dir``, ``family`` (``gpt2``, ``llama``, ``qwen2``,
+``gemma2``), optional ``attn_types`` (a diagnostic: each layer's ``global`` or ``local``),
 ``batch_size``, ``ig_steps``, ``rows`` (``[clean prompt, counterfactual prompt, correct id,
 counterfactual id]``), ``edge_names`` (canonical order), ``scores`` (one per edge),
 ``circuits`` (edge index lists), ``node_scores`` (name → score), ``node_counts`` (nodes kept
@@ -42,20 +43,130 @@ class _CpuTorch:
         return self._torch.zeros(*args, **kwargs)
 
 
+# The names MIB's run_evaluation.py / run_attribution.py pass to HookedTransformer.from_pretrained.
+OFFICIAL_NAMES = {"qwen2": "Qwen/Qwen2.5-0.5B", "gemma2": "google/gemma-2-2b"}
+# Fields of TransformerLens's hard-coded google/gemma-2-2b configuration that are sizes of that
+# checkpoint (HookedTransformerConfig name → the HF config's); every other field of that branch
+# (attention layer order, norms before and after, the activation, the attention scale rule) is
+# the public code's and is kept.
+_GEMMA2_SIZES = {
+    "d_model": "hidden_size",
+    "d_head": "head_dim",
+    "n_heads": "num_attention_heads",
+    "n_key_value_heads": "num_key_value_heads",
+    "d_mlp": "intermediate_size",
+    "n_layers": "num_hidden_layers",
+    "n_ctx": "max_position_embeddings",
+    "eps": "rms_norm_eps",
+    "d_vocab": "vocab_size",
+    "rotary_base": "rope_theta",
+    "window_size": "sliding_window",
+    "attn_scores_soft_cap": "attn_logit_softcapping",
+    "output_logits_soft_cap": "final_logit_softcapping",
+}
+
+
 def _load_model(job: dict[str, Any]) -> Any:
     import torch
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
-    from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_llama_weights
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = job["model_dir"]
     hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, trust_remote_code=False)
     hf.eval()
-    c = hf.config
+    _read_rope_parameters(hf.config)
     # a random benchmark model has no tokenizer: its rows are given as token ids
     tokenizer = (
         AutoTokenizer.from_pretrained(folder, trust_remote_code=False) if job.get("tokenizer", True) else None
     )
+    if job["family"] in OFFICIAL_NAMES:
+        model = _from_pretrained(job, hf, tokenizer)
+    else:
+        model = _built_model(job, hf, tokenizer)
+    model.eval()
+    # the configuration MIB's run_evaluation.py / run_attribution.py set
+    model.cfg.use_split_qkv_input = True
+    model.cfg.use_attn_result = True
+    model.cfg.use_hook_mlp_in = True
+    model.cfg.ungroup_grouped_query_attention = True
+    return model
+
+
+def _read_rope_parameters(config: Any) -> None:
+    """A config written by transformers 5 keeps the rotary base in ``rope_parameters``, which
+    transformers 4.57 (the public code's) stores without reading: give it the written base."""
+    rope = getattr(config, "rope_parameters", None)
+    if isinstance(rope, dict) and "rope_theta" in rope:
+        config.rope_theta = float(rope["rope_theta"])
+
+
+def _from_pretrained(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
+    """``HookedTransformer.from_pretrained(<official name>, ...)`` as MIB calls it (eager
+    attention; float32 here where MIB uses bfloat16, so values compare at float32), with the
+    tiny model's weights (``hf_model``) and configuration.
+
+    Route: TransformerLens's own configuration conversion, given the tiny configuration in
+    place of the hub's. For Qwen2 that conversion reads ``AutoConfig.from_pretrained(<official
+    name>)``, so that call is answered with the local config. For Gemma-2 it reads no config at
+    all: the google/gemma-2-2b branch is a hard-coded dict, so the branch's own dict is taken
+    and only its checkpoint sizes (:data:`_GEMMA2_SIZES`) are replaced by the tiny model's.
+    Everything after it is the public path unchanged: ``get_pretrained_model_config``'s
+    processing, ``convert_qwen2_weights`` / ``convert_gemma_weights``, and the weight
+    processing from_pretrained applies by default (fold_ln, centring where it may,
+    fold_value_biases).
+    """
+    import torch
+    import transformer_lens.loading_from_pretrained as loading
+    from transformer_lens import HookedTransformer
+
+    official = OFFICIAL_NAMES[job["family"]]
+    convert, auto_config = loading.convert_hf_model_config, loading.AutoConfig
+
+    class _LocalAutoConfig:
+        @staticmethod
+        def from_pretrained(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name != official:
+                raise SystemExit(f"the public code asked for the config of {name!r}")
+            return hf.config
+
+    def tiny_gemma2(name: str, **kwargs: Any) -> dict[str, Any]:
+        cfg = convert(name, **kwargs)
+        for field, key in _GEMMA2_SIZES.items():
+            cfg[field] = getattr(hf.config, key)
+        return cfg
+
+    loading.AutoConfig = _LocalAutoConfig
+    if job["family"] == "gemma2":
+        loading.convert_hf_model_config = tiny_gemma2
+    if job.get("attn_types"):  # a diagnostic: the attention layer order given explicitly
+        loading.convert_hf_model_config = _with_attn_types(loading.convert_hf_model_config, job["attn_types"])
+    try:
+        return HookedTransformer.from_pretrained(
+            official,
+            hf_model=hf,
+            tokenizer=tokenizer,
+            device="cpu",
+            attn_implementation="eager",
+            torch_dtype=torch.float32,
+        )
+    finally:
+        loading.convert_hf_model_config, loading.AutoConfig = convert, auto_config
+
+
+def _with_attn_types(convert: Any, attn_types: list[str]) -> Any:
+    def converted(name: str, **kwargs: Any) -> dict[str, Any]:
+        return {**convert(name, **kwargs), "attn_types": list(attn_types)}
+
+    return converted
+
+
+def _built_model(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
+    """GPT-2 and Llama: the HookedTransformerConfig written out from the HF config (the
+    shipped tiny models have no official name) and the processing from_pretrained applies."""
+    import torch
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+    from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_llama_weights
+
+    c = hf.config
     if job["family"] == "gpt2":
         cfg = HookedTransformerConfig(
             d_model=c.n_embd,
@@ -75,9 +186,6 @@ def _load_model(job: dict[str, Any]) -> Any:
         )
         state = convert_gpt2_weights(hf, cfg)
     elif job["family"] == "llama":
-        rope = getattr(c, "rope_theta", None) or (getattr(c, "rope_parameters", None) or {}).get(
-            "rope_theta", 10000.0
-        )
         d_head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
         cfg = HookedTransformerConfig(
             d_model=c.hidden_size,
@@ -93,7 +201,7 @@ def _load_model(job: dict[str, Any]) -> Any:
             normalization_type="RMS",
             positional_embedding_type="rotary",
             rotary_dim=d_head,
-            rotary_base=rope,
+            rotary_base=c.rope_theta,
             rotary_adjacent_pairs=False,
             gated_mlp=True,
             final_rms=True,
@@ -114,12 +222,6 @@ def _load_model(job: dict[str, Any]) -> Any:
         fold_value_biases=True,
         refactor_factored_attn_matrices=False,
     )
-    model.eval()
-    # the configuration MIB's run_evaluation.py / run_attribution.py set
-    model.cfg.use_split_qkv_input = True
-    model.cfg.use_attn_result = True
-    model.cfg.use_hook_mlp_in = True
-    model.cfg.ungroup_grouped_query_attention = True
     return model
 
 
@@ -205,6 +307,9 @@ def run(folder: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"timings": {}}
     tasks = set(job["tasks"])
     model = _load_model(job)
+    # the attention each layer computes, as the public code built it (compared with the config)
+    out["attn_types"] = [str(getattr(block.attn, "attn_type", "global")) for block in model.blocks]
+    out["window_size"] = model.cfg.window_size
     if "bench" in tasks:
         out["bench"] = _bench(model, job)
         return out

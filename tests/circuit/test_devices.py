@@ -356,6 +356,7 @@ def test_oom_backoff_retries_only_out_of_memory() -> None:
     assert sizes == [4, 2, 1]  # down to one example, whose failure is raised
 
 
+@pytest.mark.slow
 def test_the_receipt_records_the_device_and_batch_size(small_report: Path, tmp_path: Path) -> None:
     import shutil
     import subprocess
@@ -428,6 +429,7 @@ def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> Non
     assert not watch.undeviced, "\n".join(sorted(set(watch.undeviced)))
 
 
+@pytest.mark.slow
 def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
     small_report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -478,6 +480,7 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
         ]
 
 
+@pytest.mark.slow
 def test_causal_variable_recomputation_halves_its_batch_on_out_of_memory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "models" / "tiny-gpt2"
 MODEL_REVISION = "1111111111111111111111111111111111111111"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,25 @@ def report_copies() -> Callable[..., None]:
     spec.loader.exec_module(module)
     build: Callable[..., None] = module.build_corpus
     return build
+
+
+#: Markers of runs of minutes to an hour, left out unless the -m expression names them:
+#: ``pytest -m long`` selects the long runs, while ``pytest`` and ``pytest -m "not slow"`` leave
+#: all three out. (An -m in addopts would not do: a -m given on the command line replaces it.)
+OPT_IN_MARKERS = ("long", "parity", "soundness")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    expression = str(config.getoption("markexpr") or "")
+    named = {m for m in OPT_IN_MARKERS if re.search(rf"\b{m}\b", expression)}
+    kept: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
+    for item in items:
+        opt_in = {m.name for m in item.iter_markers() if m.name in OPT_IN_MARKERS}
+        (left_out if opt_in - named else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
 
 
 #: Set by CI, which installs every extra: a test skipped because an optional package is

@@ -105,8 +105,9 @@ def test_grouped_output_is_that_of_each_report_verified_alone(
 def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
     options = VerifyOptions(model_roots=(MODELS,))
     # each process verifies whole groups: the same computations, the same bytes as -j 1
-    assert _json(verify_many(corpus, options, 2)) == _json(verify_many(corpus, options, 1))
-    _assert_agree(_json(verify_many(corpus, options, 2)), _json(verify_paths(corpus, options)))
+    two = _json(verify_many(corpus, options, 2))
+    assert two == _json(verify_many(corpus, options, 1))
+    _assert_agree(two, _json(verify_paths(corpus, options)))
 
 
 @pytest.mark.slow

@@ -154,6 +154,7 @@ def _featurizer(d: int, device: str | None = None) -> TorchFeaturizer:
     return TorchFeaturizer(doc, {"rotation": rotation}, device=device)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2"])
 def test_explicit_cpu_gives_the_default_results(models: dict[str, Path], family: str) -> None:
     default, explicit = load_model(models[family]), load_model(models[family], device="cpu")
@@ -216,6 +217,7 @@ class _Factories(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2"])
 def test_the_engine_names_a_device_for_every_tensor_it_creates(models: dict[str, Path], family: str) -> None:
     from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
@@ -287,6 +289,7 @@ def _recomputed(result: Any) -> list[tuple[str, float]]:
     return [(c.pointer, c.recomputed) for doc in result.documents for c in doc.comparisons]
 
 
+@pytest.mark.slow
 def test_auto_batch_size_halves_on_out_of_memory_and_matches_the_batch_it_settles_on(
     small_report: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -391,6 +394,7 @@ def test_the_receipt_records_the_device_and_batch_size(small_report: Path, tmp_p
 SALIENCY = REPO / "examples" / "saliency-digits"
 
 
+@pytest.mark.slow
 def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> None:
     pytest.importorskip("captum")  # the saliency methods
     from safetensors.numpy import load_file

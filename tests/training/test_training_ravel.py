@@ -107,6 +107,7 @@ def test_accuracies_recompute_from_the_shipped_weights() -> None:
     assert recomputed["base"] >= 0.9
 
 
+@pytest.mark.slow
 def test_logit_differences_recompute() -> None:
     rows = _rows()
     claimed = _claims()["evaluation"]["results"]["ravel"]["logit_difference"]

@@ -89,6 +89,14 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The text output fits COLUMNS when it is set (pytest-xdist sets it to 80 in its workers, a
+    # shell may export it): every test sees the output of a file, whatever ran it.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     # The file-hash cache of recomputation is written into a folder of the test run, never
     # into the user's cache.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,14 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     # Nothing in the test suite may reach a model hub.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The text output fits COLUMNS when it is set (pytest-xdist sets it to 80 in its workers, a
+    # shell may export it): every test sees the output of a file, whatever ran it.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(autouse=True)
@@ -187,6 +196,25 @@ def report_copies() -> Callable[..., None]:
     spec.loader.exec_module(module)
     build: Callable[..., None] = module.build_corpus
     return build
+
+
+#: Markers of runs of minutes to an hour, left out unless the -m expression names them:
+#: ``pytest -m long`` selects the long runs, while ``pytest`` and ``pytest -m "not slow"`` leave
+#: all three out. (An -m in addopts would not do: a -m given on the command line replaces it.)
+OPT_IN_MARKERS = ("long", "parity", "soundness")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    expression = str(config.getoption("markexpr") or "")
+    named = {m for m in OPT_IN_MARKERS if re.search(rf"\b{m}\b", expression)}
+    kept: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
+    for item in items:
+        opt_in = {m.name for m in item.iter_markers() if m.name in OPT_IN_MARKERS}
+        (left_out if opt_in - named else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
 
 
 #: Set by CI, which installs every extra: a test skipped because an optional package is

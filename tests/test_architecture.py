@@ -287,6 +287,7 @@ def test_no_import_cycles_at_module_level() -> None:
 VALIDATED_KINDS = ["report", "circuit", "featurizer", "causal_model", "counterfactual_dataset"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", VALIDATED_KINDS)
 def test_validation_never_imports_torch(kind: str) -> None:
     cases = sorted((Path(__file__).resolve().parents[1] / "conformance" / "v1" / kind / "valid").iterdir())
@@ -340,6 +341,7 @@ def _function_lengths() -> dict[str, int]:
     return lengths
 
 
+@pytest.mark.slow
 def test_functions_are_short() -> None:
     lengths = _function_lengths()
     assert "reference_impl/recompute/circuit.py::_recompute" in lengths  # the walk sees the package

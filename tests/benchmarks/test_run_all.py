@@ -212,6 +212,7 @@ def test_unknown_benchmark_names_are_a_usage_error() -> None:
         run_all.main(["--only", "no_such_bench", "--allow-dirty"])
 
 
+@pytest.mark.slow
 def test_quick_run_of_two_benchmarks(tmp_path: Path) -> None:
     out, keep = tmp_path / "RESULTS.md", tmp_path / "keep"
     done = subprocess.run(

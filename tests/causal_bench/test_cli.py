@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import mibspec
 
 
+@pytest.mark.slow
 def test_score_planted_writes_a_report_that_verifies(mibspec_cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "planted"
     done = mibspec_cli(
@@ -46,6 +49,7 @@ def test_usage_errors_exit_2(mibspec_cli: Any, tmp_path: Path) -> None:
     assert "--behaviour transformer" in stray.stderr
 
 
+@pytest.mark.slow
 def test_a_study_too_large_for_the_verifier_is_refused_before_any_work(
     mibspec_cli: Any, tmp_path: Path
 ) -> None:

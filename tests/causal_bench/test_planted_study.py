@@ -177,6 +177,7 @@ def test_paper_claims_that_hold_on_the_example() -> None:
     assert claims["convergence"]["z"] > 1.96
 
 
+@pytest.mark.slow
 def test_producer_rewrites_the_example_up_to_float_rounding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -149,6 +149,7 @@ def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run.report
 
 
+@pytest.mark.slow
 def test_small_transformer_report_verifies_with_recomputation(small_report: Path) -> None:
     result = mibspec.verify(small_report, model_roots=[MODELS])
     assert result.valid, _codes(result)
@@ -163,6 +164,7 @@ def test_small_transformer_report_verifies_with_recomputation(small_report: Path
     assert all(c.within for c in report.comparisons)
 
 
+@pytest.mark.slow
 def test_tampered_transformer_claim_gives_r103(small_report: Path, tmp_path: Path) -> None:
     folder = tmp_path / "copy"
     shutil.copytree(small_report.parent, folder)
@@ -192,6 +194,7 @@ def test_missing_model_or_torch_gives_r104(small_report: Path, monkeypatch: pyte
     assert "torch" in no_torch.documents[0].findings[0].message
 
 
+@pytest.mark.slow
 def test_transformer_producer_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 

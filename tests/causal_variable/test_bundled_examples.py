@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "examples" / "models"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["causal-variable-ioi", "causal-variable-arithmetic", "causal-variable-ravel"]
 )

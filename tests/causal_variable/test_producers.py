@@ -63,6 +63,7 @@ def _featurizer(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
     return json.loads((folder / path).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_pca_method_declares_its_centring_and_standardised_components(dataset: Path, tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 

@@ -268,6 +268,7 @@ def _slow_unit(
     return scores, counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["arithmetic", "ioi"])
 def test_recomputation_equals_the_slow_implementation(reports: dict[str, Path], which: str) -> None:
     folder = reports[which]

@@ -101,6 +101,7 @@ def _sample_edges(universe) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(set(wanted))
 
 
+@pytest.mark.slow
 def test_slot_offsets_are_the_engine_edges(setup: dict[str, object]) -> None:
     s = setup
     model = s["model"]

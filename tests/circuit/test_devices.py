@@ -154,6 +154,7 @@ def _featurizer(d: int, device: str | None = None) -> TorchFeaturizer:
     return TorchFeaturizer(doc, {"rotation": rotation}, device=device)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2"])
 def test_explicit_cpu_gives_the_default_results(models: dict[str, Path], family: str) -> None:
     default, explicit = load_model(models[family]), load_model(models[family], device="cpu")
@@ -216,6 +217,7 @@ class _Factories(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2"])
 def test_the_engine_names_a_device_for_every_tensor_it_creates(models: dict[str, Path], family: str) -> None:
     from mibspec.reference_impl.behaviour.transformer import TransformerBehaviour
@@ -287,6 +289,7 @@ def _recomputed(result: Any) -> list[tuple[str, float]]:
     return [(c.pointer, c.recomputed) for doc in result.documents for c in doc.comparisons]
 
 
+@pytest.mark.slow
 def test_auto_batch_size_halves_on_out_of_memory_and_matches_the_batch_it_settles_on(
     small_report: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -356,6 +359,7 @@ def test_oom_backoff_retries_only_out_of_memory() -> None:
     assert sizes == [4, 2, 1]  # down to one example, whose failure is raised
 
 
+@pytest.mark.slow
 def test_the_receipt_records_the_device_and_batch_size(small_report: Path, tmp_path: Path) -> None:
     import shutil
     import subprocess
@@ -390,6 +394,7 @@ def test_the_receipt_records_the_device_and_batch_size(small_report: Path, tmp_p
 SALIENCY = REPO / "examples" / "saliency-digits"
 
 
+@pytest.mark.slow
 def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> None:
     pytest.importorskip("captum")  # the saliency methods
     from safetensors.numpy import load_file
@@ -428,6 +433,7 @@ def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> Non
     assert not watch.undeviced, "\n".join(sorted(set(watch.undeviced)))
 
 
+@pytest.mark.slow
 def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
     small_report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -478,6 +484,7 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
         ]
 
 
+@pytest.mark.slow
 def test_causal_variable_recomputation_halves_its_batch_on_out_of_memory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -21,7 +21,7 @@ from mibspec.reference_impl.engine import (
     random_model,
 )
 
-pytestmark = pytest.mark.recompute
+pytestmark = [pytest.mark.recompute, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("family", ["gpt2", "gemma2"])

@@ -346,6 +346,7 @@ def test_greedy_validation() -> None:
         universe.greedy_order(scores > 0, absolute=True)
 
 
+@pytest.mark.slow
 def test_greedy_llama_is_nested_and_complete() -> None:
     universe = GraphUniverse(GraphConfig(n_layers=32, n_heads=32))
     scores = np.random.default_rng(11).standard_normal(universe.n_edges)

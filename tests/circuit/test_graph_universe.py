@@ -177,6 +177,7 @@ def test_field_notes_examples_in_gpt2_small() -> None:
     assert [universe.edge_name(int(i)) for i in ids] == names
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(L=st.integers(1, 30), H=st.integers(1, 30), parallel=st.booleans())
 def test_n_edges_closed_form(L: int, H: int, parallel: bool) -> None:

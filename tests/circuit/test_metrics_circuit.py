@@ -334,6 +334,7 @@ def labelled_scores(draw: st.DrawFn) -> tuple[list[float], list[bool]]:
     return scores, truth
 
 
+@pytest.mark.slow
 @given(labelled_scores(), rankings)
 def test_edge_auroc_rank_matches_pair_loop_and_sklearn(
     case: tuple[list[float], list[bool]], ranking: str
@@ -477,6 +478,7 @@ def test_straddling_ties_at_equals_one_call_per_size() -> None:
         ]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

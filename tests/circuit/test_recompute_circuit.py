@@ -49,6 +49,7 @@ def verified() -> Any:
     return mibspec.verify(EXAMPLE / "report.json", model_roots=[MODELS])
 
 
+@pytest.mark.slow
 def test_bundled_example_verifies_with_recomputation(verified: Any) -> None:
     report = verified.documents[0]
     assert verified.valid, _codes(verified)
@@ -63,6 +64,7 @@ def test_bundled_example_verifies_with_recomputation(verified: Any) -> None:
     assert (total.claimed, total.recomputed, total.tolerance) == (479, 479, 0.0)
 
 
+@pytest.mark.slow
 def test_full_and_empty_means_match_the_transformers_forward(verified: Any) -> None:
     torch = pytest.importorskip("torch")
     from tokenizers import Tokenizer
@@ -91,6 +93,7 @@ def test_full_and_empty_means_match_the_transformers_forward(verified: Any) -> N
     assert by_pointer[f"/claims/curves/{signed}/points/9/faithfulness"] == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_tampered_claims_are_not_reproduced(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     report = folder / "report.json"
@@ -221,6 +224,7 @@ def test_a_malformed_dataset_row_is_refused_at_verification(tmp_path: Path) -> N
     assert not any(doc.comparisons for doc in result.documents)
 
 
+@pytest.mark.slow
 def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_dataset: Any) -> None:
     from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
 
@@ -252,6 +256,7 @@ def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_data
         )
 
 
+@pytest.mark.slow
 def test_score_circuit_is_deterministic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_ioi_dataset: Any
 ) -> None:

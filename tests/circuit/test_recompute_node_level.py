@@ -115,6 +115,7 @@ def _slow_claims(report: dict[str, Any]) -> tuple[list[list[float]], float, floa
     return per_curve, m_full, m_empty
 
 
+@pytest.mark.slow
 def test_node_level_curves_recompute_as_node_circuits(tmp_path: Path) -> None:
     folder = _granular_copy(tmp_path, "node")
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))

@@ -108,6 +108,7 @@ def test_hostile_inputs_give_a_code_not_a_traceback(
     assert finding["column"] >= 1
 
 
+@pytest.mark.slow
 def test_a_200_megabyte_file_is_refused_without_reading_it(mibspec_cli: CliRun, tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
     with path.open("wb") as handle:  # sparse: the size is what matters, not the bytes on disk
@@ -119,6 +120,7 @@ def test_a_200_megabyte_file_is_refused_without_reading_it(mibspec_cli: CliRun, 
     assert finding["code"] == "P107"
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_two(mibspec_cli: CliRun, tmp_path: Path) -> None:
     assert mibspec_cli("verify", str(tmp_path / "missing.json")).returncode == 2
     assert mibspec_cli("verify", str(tmp_path)).returncode == 2  # a folder without reports
@@ -194,6 +196,7 @@ def test_the_skipped_recompute_stage_names_the_flag_that_skipped_it(mibspec_cli:
     assert "not requested" not in result.stdout
 
 
+@pytest.mark.slow
 def test_the_skipped_recompute_detail_reaches_every_worker(mibspec_cli: CliRun, tmp_path: Path) -> None:
     """The reason the recompute stage was skipped is a verification option, so reports
     verified in worker processes (-j 2) carry it as those verified here do."""

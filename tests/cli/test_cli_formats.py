@@ -74,6 +74,7 @@ def _colour_codes(text: str) -> set[int]:
     return {p for p in params if 30 <= p <= 38 or 40 <= p <= 48 or 90 <= p <= 97 or 100 <= p <= 107}
 
 
+@pytest.mark.slow
 def test_text_output_is_coloured_only_without_no_color(mibspec_cli: CliRun, broken: Path) -> None:
     coloured = mibspec_cli("verify", str(broken), env={"NO_COLOR": "", "FORCE_COLOR": "1"})
     assert coloured.returncode == 1
@@ -136,6 +137,7 @@ def _unescape(text: str) -> str:
 _COMMAND = re.compile(r"^::(error|warning|notice) (.*?)::(.*)$")
 
 
+@pytest.mark.slow
 def test_github_output_matches_the_json_contract(mibspec_cli: CliRun, broken: Path) -> None:
     result = mibspec_cli("verify", str(broken), "--format", "github")
     assert result.returncode == 1
@@ -185,6 +187,7 @@ def test_sarif_output_is_valid_sarif_2_1_0(mibspec_cli: CliRun, broken: Path, sa
     assert list(sarif_validator.iter_errors(log))
 
 
+@pytest.mark.slow
 def test_sarif_rules_are_the_catalogue_and_results_the_findings(
     mibspec_cli: CliRun, broken: Path, sarif_validator: Any
 ) -> None:
@@ -240,6 +243,7 @@ def test_sarif_relative_paths_stay_relative(mibspec_cli: CliRun, broken: Path, s
 # --- junit --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_junit_output_reads_back_with_a_junit_parser(
     mibspec_cli: CliRun, broken: Path, tmp_path: Path
 ) -> None:
@@ -294,6 +298,7 @@ def test_unknown_codes_are_usage_errors(mibspec_cli: CliRun) -> None:
         assert "expected a rule code" in result.stderr
 
 
+@pytest.mark.slow
 def test_ignore_a_rules_code_passes_the_document(mibspec_cli: CliRun) -> None:
     assert mibspec_cli("verify", str(SHA_MISMATCH)).returncode == 1
     for spelling in ("A103", "a10", "artifact-hash-mismatch", "K1,A"):
@@ -304,6 +309,7 @@ def test_ignore_a_rules_code_passes_the_document(mibspec_cli: CliRun) -> None:
         assert doc["valid"] is True
 
 
+@pytest.mark.slow
 def test_select_reports_only_the_selected_codes(mibspec_cli: CliRun, broken: Path) -> None:
     everything = {f["code"] for f in _json_findings(mibspec_cli, str(broken))}
     assert {"S111", "S112", "S116"} <= everything
@@ -315,6 +321,7 @@ def test_select_reports_only_the_selected_codes(mibspec_cli: CliRun, broken: Pat
     assert rest == everything - {"S112"}
 
 
+@pytest.mark.slow
 def test_a_schema_failure_still_fails_when_its_codes_are_hidden(mibspec_cli: CliRun) -> None:
     result = mibspec_cli("verify", str(SCHEMA_ERROR), "--ignore", "S", "--format", "json")
     assert result.returncode == 1
@@ -327,6 +334,7 @@ def test_a_schema_failure_still_fails_when_its_codes_are_hidden(mibspec_cli: Cli
     )
 
 
+@pytest.mark.slow
 def test_error_on_warning(mibspec_cli: CliRun) -> None:
     assert mibspec_cli("verify", str(NOT_NESTED)).returncode == 0
     strict = mibspec_cli("verify", str(NOT_NESTED), "--error-on-warning")
@@ -351,6 +359,7 @@ def batch(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_batch_output_is_identical_across_runs_and_job_counts(mibspec_cli: CliRun, batch: Path) -> None:
     outputs = []
     for jobs in ("1", "1", "2", "3"):
@@ -368,6 +377,7 @@ def test_batch_output_is_identical_across_runs_and_job_counts(mibspec_cli: CliRu
     assert "results/circuit/circuit.json" in paths
 
 
+@pytest.mark.slow
 def test_batch_summary_line(mibspec_cli: CliRun, batch: Path) -> None:
     serial = mibspec_cli("verify", "results", "--no-recompute", cwd=batch.parent)
     parallel = mibspec_cli("verify", "results", "--no-recompute", "-j", "2", cwd=batch.parent)
@@ -524,6 +534,7 @@ def _tokens(lines: list[str]) -> Counter[str]:
     return Counter(token for line in lines for token in re.split(r"[\s,:]+", line) if token)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [None, "120", "100", "80", "40"])
 def test_no_number_of_the_table_is_cut_in_a_pipe(
     mibspec_cli: CliRun, monkeypatch: pytest.MonkeyPatch, columns: str | None
@@ -587,6 +598,7 @@ def _run_on_a_terminal(args: list[str], columns: int) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # styles such as italic stay without colour
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 100])
 def test_a_narrow_terminal_keeps_every_number(mibspec_cli: CliRun, columns: int) -> None:
     comparisons = _planted_comparisons(mibspec_cli)

@@ -63,6 +63,7 @@ def test_verify_refuses_a_malformed_device(mibspec_cli, device: str, recompute: 
     _usage(mibspec_cli(*args), "--device: expected cpu, cuda, cuda:N, mps or auto")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NO_CUDA, reason="a CUDA device is present: it is not refused")
 def test_verify_refuses_an_absent_device(mibspec_cli) -> None:  # type: ignore[no-untyped-def]
     _usage(mibspec_cli("verify", str(REPORT), "--device", "cuda:1"), "no CUDA device")
@@ -75,6 +76,7 @@ def test_verify_refuses_a_bad_batch_size(mibspec_cli, size: str) -> None:  # typ
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(SCORE_COMMANDS))
 def test_every_score_command_refuses_a_bad_device(mibspec_cli, tmp_path: Path, command: str) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
@@ -88,6 +90,7 @@ def test_score_circuit_refuses_a_bad_batch_size(mibspec_cli, tmp_path: Path) -> 
     _usage(mibspec_cli(*CIRCUIT, "-o", str(tmp_path / "o"), "--batch-size", "0"), "--batch-size: expected")
 
 
+@pytest.mark.slow
 def test_score_circuit_on_the_cpu_with_an_automatic_batch(
     mibspec_cli, tmp_path: Path, small_ioi_dataset
 ) -> None:  # type: ignore[no-untyped-def]

@@ -36,6 +36,7 @@ def test_examples_cover_every_document_kind() -> None:
     assert seen == set(KINDS) - {"leaderboard"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["conformance/build_cases.py", "examples/build_examples.py"])
 def test_generated_folders_match_their_scripts(script: str) -> None:
     completed = subprocess.run(
@@ -47,6 +48,7 @@ def test_generated_folders_match_their_scripts(script: str) -> None:
 HUB_EXAMPLES = ["circuit", "causal_variable"]  # synthetic numbers on GPT-2 small from the hub
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 @pytest.mark.parametrize(
     ("env", "reason"),
@@ -76,6 +78,7 @@ def test_structural_hub_examples_fail_at_once_with_one_r104(
     assert all(doc["valid"] for doc in output["documents"] if doc["kind"] != "report")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("track", ["circuit", "causal_variable", "saliency"])
 def test_structural_examples_say_so_in_their_own_output(track: str) -> None:
     """A synthetic example's text output names it structural; the JSON contract is unchanged."""

@@ -81,6 +81,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 # --------------------------------------------------------------------------- figures
 
 
+@pytest.mark.slow
 @draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None:
@@ -96,6 +97,7 @@ def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None
         assert not kinds & {b"tEXt", b"zTXt", b"iTXt", b"tIME"}, kinds
 
 
+@pytest.mark.slow
 @draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_figures_are_byte_identical_when_drawn_twice(track: str) -> None:
@@ -104,6 +106,7 @@ def test_figures_are_byte_identical_when_drawn_twice(track: str) -> None:
     assert [f.data for f in first] == [f.data for f in second]
 
 
+@pytest.mark.slow
 @draws
 def test_svg_figures_are_deterministic_and_carry_no_date() -> None:
     first, _ = render_figures(_load("causal_bench"), EXAMPLES / "causal_bench", image_format="svg")
@@ -133,6 +136,7 @@ def test_faithfulness_caption_states_the_trapezoid_areas_of_the_curves() -> None
         assert f"claimed {claims[metric]['value']:.4g}" in figure.caption  # type: ignore[index]
 
 
+@pytest.mark.slow
 @draws
 def test_linear_k_axis_draws_a_different_figure() -> None:
     report = _load("circuit")
@@ -143,6 +147,7 @@ def test_linear_k_axis_draws_a_different_figure() -> None:
         render_figures(report, EXAMPLES / "circuit", k_axis="logit")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @draws
 def test_null_figure_says_whether_the_redrawn_null_matches_the_claims() -> None:
     report = _load("causal_bench")
@@ -168,6 +173,7 @@ def test_dominant_area_outline_is_the_boundary_of_the_mask() -> None:
     assert len(_outline(corner)) == 4
 
 
+@pytest.mark.slow
 @draws
 def test_saliency_maps_in_safetensors_are_drawn() -> None:
     # the producer's folder: ground truth and maps are named tensors of safetensors files
@@ -218,6 +224,7 @@ def _embedded_pngs(text: str) -> list[bytes]:
     ]
 
 
+@pytest.mark.slow
 @draws
 @pytest.mark.parametrize("track", TRACKS)
 def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path) -> None:
@@ -243,6 +250,7 @@ def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path)
     assert sorted(p.name for p in pngs.iterdir()) == sorted(f"{name}.png" for name in FIGURE_KINDS[track])
 
 
+@pytest.mark.slow
 @draws
 def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None:
     # the command's former name still runs it, with the same bytes, and says what it is
@@ -262,6 +270,7 @@ def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None
     assert "report Alias of `html`" in listed
 
 
+@pytest.mark.slow
 @draws
 def test_page_shows_verdict_stages_claims_and_documents(mibspec_cli: CliRun, tmp_path: Path) -> None:
     out = tmp_path / "circuit.html"
@@ -282,6 +291,7 @@ def test_page_shows_verdict_stages_claims_and_documents(mibspec_cli: CliRun, tmp
     assert "Claimed vs recomputed" not in text  # the recompute stage did not run
 
 
+@pytest.mark.slow
 @draws
 def test_page_of_a_failing_report_lists_its_findings(mibspec_cli: CliRun, tmp_path: Path) -> None:
     folder = tmp_path / "saliency"
@@ -321,6 +331,7 @@ def test_page_has_a_claimed_vs_recomputed_table_when_there_are_comparisons() -> 
     assert f"{abs(0.0467896 - 0.051):.6g}" in rows[1]
 
 
+@pytest.mark.slow
 @draws
 def test_markup_in_a_report_is_escaped(mibspec_cli: CliRun, tmp_path: Path) -> None:
     report = _load("causal_bench")
@@ -353,6 +364,7 @@ def test_control_characters_in_a_report_are_shown_as_escapes() -> None:
     assert "q\\x0d\\x0a\\x9b2J" in text
 
 
+@pytest.mark.slow
 @draws
 def test_same_input_gives_the_same_bytes_across_processes(mibspec_cli: CliRun, tmp_path: Path) -> None:
     outputs = []
@@ -406,6 +418,7 @@ def _chromium() -> str:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("track", TRACKS)
 def test_figures_decode_in_headless_chromium(track: str, tmp_path: Path) -> None:
     chromium = _chromium()
@@ -485,6 +498,7 @@ def _many_units_report(tmp_path: Path, n_variables: int, positions: int) -> Path
     return folder / "report.json"
 
 
+@pytest.mark.slow
 def test_a_figure_too_large_is_not_drawn_and_the_page_says_why(mibspec_cli: CliRun, tmp_path: Path) -> None:
     """24 variables × 32 layers and 1,400 positions asked matplotlib for 65,860 × 63,000 px
     (exit 3): the figure is bounded before it is drawn, listed as not drawn with its size."""

@@ -111,6 +111,7 @@ def _markdown_table(text: str, title: str) -> list[list[str]]:
     return [[cell.strip() for cell in row] for row in rows if not set("".join(row)) <= set("-: ")]
 
 
+@pytest.mark.slow
 def test_markdown_average_and_score_follow_mib(results: tuple[Path, dict], mibspec_cli: CliRun) -> None:  # type: ignore[type-arg]
     root, cells = results
     out = root.parent / "board.md"
@@ -171,6 +172,7 @@ class _Cells(HTMLParser):
             self._cell.append(data)
 
 
+@pytest.mark.slow
 def test_html_output(results: tuple[Path, dict], mibspec_cli: CliRun) -> None:  # type: ignore[type-arg]
     root, cells = results
     out = root.parent / "board.html"
@@ -187,6 +189,7 @@ def test_html_output(results: tuple[Path, dict], mibspec_cli: CliRun) -> None:  
     assert cmd_table[2][0] == "Random (1/2 cells)"
 
 
+@pytest.mark.slow
 def test_stdout_is_markdown_and_all_conformant_exits_zero(tmp_path: Path, mibspec_cli: CliRun) -> None:
     _circuit_report(tmp_path / "one", method="EAP", task="ioi", model="org/gpt2", version="2")
     result = mibspec_cli("leaderboard", str(tmp_path))
@@ -208,6 +211,7 @@ def test_duplicate_cells_are_not_tabulated_twice(tmp_path: Path) -> None:
     assert "EAP" in render_markdown(board)
 
 
+@pytest.mark.slow
 def test_usage_errors(tmp_path: Path, mibspec_cli: CliRun) -> None:
     assert mibspec_cli("leaderboard", str(tmp_path / "missing")).returncode == 2
     assert mibspec_cli("leaderboard", str(tmp_path)).returncode == 2  # no report below it
@@ -215,6 +219,7 @@ def test_usage_errors(tmp_path: Path, mibspec_cli: CliRun) -> None:
     assert mibspec_cli("leaderboard", str(tmp_path), "-o", str(tmp_path / "board.txt")).returncode == 2
 
 
+@pytest.mark.slow
 def test_json_output_is_a_leaderboard_document_that_verifies(
     results: tuple[Path, dict],  # type: ignore[type-arg]
     mibspec_cli: CliRun,
@@ -280,6 +285,7 @@ def test_a_quoted_score_that_does_not_follow_from_its_cells_is_caught(
     assert score["data"]["recomputed"] == pytest.approx(_sigmoid_mean(values), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_html_report_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, mibspec_cli: CliRun) -> None:
     pytest.importorskip("matplotlib")  # the page draws its figures
     source = (
@@ -331,6 +337,7 @@ def hostile(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_markdown_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) -> None:
     out = hostile.parent / "board.md"
     assert mibspec_cli("leaderboard", str(hostile), "-o", str(out)).returncode == 1
@@ -355,6 +362,7 @@ def test_markdown_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun
         assert _md_unescape(rows[0][0]) == HOSTILE_METHOD.replace("\x1b", "\\x1b")
 
 
+@pytest.mark.slow
 def test_html_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) -> None:
     out = hostile.parent / "board.html"
     assert mibspec_cli("leaderboard", str(hostile), "-o", str(out)).returncode == 1
@@ -368,6 +376,7 @@ def test_html_shows_hostile_names_as_text(hostile: Path, mibspec_cli: CliRun) ->
     assert cpr_table[1][0] == HOSTILE_METHOD.replace("\x1b", "\\x1b")
 
 
+@pytest.mark.slow
 def test_reports_of_different_profiles_are_never_ranked_in_one_table(
     tmp_path: Path, mibspec_cli: CliRun
 ) -> None:

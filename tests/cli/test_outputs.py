@@ -99,6 +99,7 @@ def test_verify_refuses_two_outputs_on_one_file(mibspec_cli: CliRun, example: Pa
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_verify_writes_beside_its_inputs(mibspec_cli: CliRun, example: Path) -> None:
     """Outputs in the folder verified are fine when they are not inputs (the common CI case)."""
     result = mibspec_cli(
@@ -117,6 +118,7 @@ def test_verify_writes_beside_its_inputs(mibspec_cli: CliRun, example: Path) -> 
     assert mibspec_cli("verify-receipt", str(example / "receipt.json")).returncode == 0
 
 
+@pytest.mark.slow
 def test_report_and_leaderboard_refuse_their_inputs(mibspec_cli: CliRun, example: Path) -> None:
     before = _snapshot(example)
     _usage_error(
@@ -134,6 +136,7 @@ def test_report_and_leaderboard_refuse_their_inputs(mibspec_cli: CliRun, example
     assert _snapshot(example) == before
 
 
+@pytest.mark.slow
 def test_conformance_run_refuses_an_output_in_its_suite(mibspec_cli: CliRun, tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     case = REPO / "conformance" / "v1" / "json" / "valid"
@@ -149,6 +152,7 @@ def test_conformance_run_refuses_an_output_in_its_suite(mibspec_cli: CliRun, tmp
     assert json.loads((tmp_path / "r" / "ctrf.json").read_text(encoding="utf-8"))["results"]
 
 
+@pytest.mark.slow
 def test_mib_results_import_refuses_to_overwrite_its_source(mibspec_cli: CliRun, tmp_path: Path) -> None:
     results = tmp_path / "mib" / "ioi_gpt2_m" / "report.json"  # <task>_<model>_<method>/report.json
     results.parent.mkdir(parents=True)
@@ -227,6 +231,7 @@ def test_score_refuses_an_output_folder_inside_its_model(mibspec_cli: CliRun, tm
     assert not (model / "out").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 def test_score_never_overwrites_its_dataset(mibspec_cli: CliRun, tmp_path: Path) -> None:
     """A dataset document in the output folder, named as the one the producer writes."""
@@ -271,6 +276,7 @@ def test_receipt_into_an_unusable_folder_fails_before_verifying(
     _usage_error(result, "is a folder")
 
 
+@pytest.mark.slow
 def test_outputs_into_missing_folders_are_made(mibspec_cli: CliRun, example: Path, tmp_path: Path) -> None:
     # A receipt's folder holds every input, so it exists already; -o may name a new folder.
     out, receipt = tmp_path / "a" / "b" / "out.txt", tmp_path / "receipt.json"
@@ -282,6 +288,7 @@ def test_outputs_into_missing_folders_are_made(mibspec_cli: CliRun, example: Pat
     assert json.loads(receipt.read_text(encoding="utf-8"))["valid"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -424,6 +431,7 @@ def planted(example: Path, tmp_path: Path) -> tuple[Path, Path]:
     return example / "x.sarif", outside
 
 
+@pytest.mark.slow
 def test_verify_refuses_an_output_link_planted_in_the_scanned_folder(
     mibspec_cli: CliRun, example: Path, planted: tuple[Path, Path]
 ) -> None:
@@ -449,6 +457,7 @@ def test_verify_writes_through_a_link_when_asked(
     assert link.is_symlink()
 
 
+@pytest.mark.slow
 def test_a_folder_link_on_the_output_path_is_refused(
     mibspec_cli: CliRun, example: Path, tmp_path: Path
 ) -> None:
@@ -468,6 +477,7 @@ def test_a_folder_link_on_the_output_path_is_refused(
     assert (elsewhere / "sub" / "schemas" / "report.schema.json").is_file()
 
 
+@pytest.mark.slow
 def test_dev_stdout_is_still_an_output(mibspec_cli: CliRun, example: Path) -> None:
     result = mibspec_cli("verify", str(example / "report.json"), "--no-recompute", "-o", "/dev/stdout")
     assert result.returncode == 0, result.stderr
@@ -488,6 +498,7 @@ def test_write_atomic_replaces_a_link_without_following_it(tmp_path: Path) -> No
     assert target.read_text(encoding="utf-8") == "precious"
 
 
+@pytest.mark.slow
 def test_migrate_refuses_an_output_link(mibspec_cli: CliRun, tmp_path: Path) -> None:
     source = tmp_path / "report.json"
     report = json.loads((EXAMPLES / "causal-bench-planted" / "report.json").read_text(encoding="utf-8"))

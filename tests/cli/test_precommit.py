@@ -83,6 +83,7 @@ def test_hook_definition() -> None:
     assert hook["entry"].split()[:2] == ["mibspec", "verify"]
 
 
+@pytest.mark.slow
 def test_pre_commit_runs_the_hook(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")

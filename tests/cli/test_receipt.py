@@ -62,6 +62,7 @@ def _write(mibspec_cli: CliRun, example: Path, receipt: Path, *extra: str) -> di
     return json.loads(receipt.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_receipt_pins_every_file_the_verification_read(
     mibspec_cli: CliRun, example: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_receipt_pins_every_file_the_verification_read(
     }
 
 
+@pytest.mark.slow
 def test_receipt_records_the_verdicts_of_the_json_output(mibspec_cli: CliRun, example: Path) -> None:
     receipt = _write(mibspec_cli, example, example / "r.json", "--ignore", "K106")
     output = json.loads(
@@ -112,6 +114,7 @@ def test_receipt_records_the_verdicts_of_the_json_output(mibspec_cli: CliRun, ex
     assert receipt["options"]["ignore"] == ["K106"]
 
 
+@pytest.mark.slow
 def test_receipt_is_deterministic(mibspec_cli: CliRun, example: Path) -> None:
     first = (example / "a.json", example / "b.json")
     for path in first:
@@ -119,6 +122,7 @@ def test_receipt_is_deterministic(mibspec_cli: CliRun, example: Path) -> None:
     assert first[0].read_bytes() == first[1].read_bytes()
 
 
+@pytest.mark.slow
 def test_verify_receipt_passes_on_untouched_files(mibspec_cli: CliRun, example: Path, tmp_path: Path) -> None:
     # The receipt lives two folders above the files, and it is checked from yet another
     # working directory.
@@ -133,6 +137,7 @@ def test_verify_receipt_passes_on_untouched_files(mibspec_cli: CliRun, example: 
     )
 
 
+@pytest.mark.slow
 def test_verify_receipt_lists_changed_and_missing_files(
     mibspec_cli: CliRun, example: Path, tmp_path: Path
 ) -> None:
@@ -163,6 +168,7 @@ def test_verify_receipt_lists_changed_and_missing_files(
     assert as_json["unchanged"] is False
 
 
+@pytest.mark.slow
 def test_verify_receipt_notices_another_schema_bundle(mibspec_cli: CliRun, example: Path) -> None:
     receipt_path = example / "receipt.json"
     receipt = _write(mibspec_cli, example, receipt_path)
@@ -173,6 +179,7 @@ def test_verify_receipt_notices_another_schema_bundle(mibspec_cli: CliRun, examp
     assert f"changed  spec schema bundle: sha256 {_bundle_hash()}, receipt {'0' * 64}" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -212,6 +219,7 @@ def _sparse(path: Path, size: int) -> None:
         handle.truncate(size)
 
 
+@pytest.mark.slow
 def test_an_artifact_refused_for_its_size_is_recorded_unhashed(mibspec_cli: CliRun, example: Path) -> None:
     jsonl = example / "dataset.jsonl"
     _sparse(jsonl, 256 * 1024 * 1024)  # A104: its size is not the declared one
@@ -237,6 +245,7 @@ def test_an_artifact_refused_for_its_size_is_recorded_unhashed(mibspec_cli: CliR
     assert statuses["dataset.jsonl"] == "changed"
 
 
+@pytest.mark.slow
 def test_a_document_over_the_size_limit_is_recorded_unhashed(mibspec_cli: CliRun, example: Path) -> None:
     report = example / "report.json"
     receipt_path = example / "receipt.json"
@@ -276,6 +285,7 @@ def test_verify_receipt_never_hashes_a_refused_file(
     assert check.unchanged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hostile", ["/etc/passwd", "../../outside.txt", "sub/../../../outside.txt", "link.txt"]
 )
@@ -358,6 +368,7 @@ def test_receipt_of_a_parallel_recomputation(mibspec_cli: CliRun, tmp_path: Path
     }
 
 
+@pytest.mark.slow
 def test_verify_receipt_refuses_what_is_not_a_regular_file(mibspec_cli: CliRun, tmp_path: Path) -> None:
     """A FIFO would block the read forever and a device could be endless: both are refused
     before anything is read, like a folder."""
@@ -371,6 +382,7 @@ def test_verify_receipt_refuses_what_is_not_a_regular_file(mibspec_cli: CliRun, 
         assert "cannot read the receipt (not a regular file)" in result.stderr
 
 
+@pytest.mark.slow
 def test_verify_receipt_never_hashes_a_file_whose_size_changed(
     mibspec_cli: CliRun, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 CliRun = Callable[..., subprocess.CompletedProcess[str]]

@@ -24,6 +24,7 @@ ARGS = (
 )
 
 
+@pytest.mark.slow
 def test_writes_a_conformant_report_and_refuses_to_overwrite(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "out"
     first = mibspec_cli("score", "circuit", *ARGS, "-o", str(out))

@@ -23,6 +23,7 @@ def test_every_integer_of_up_to_18_digits_reads_back(value: int) -> None:
     assert parse_int(f"+{value}", signed=True) == value
 
 
+@pytest.mark.slow
 @given(st.text(max_size=30))
 def test_only_ascii_digits_are_read(text: str) -> None:
     value = parse_int(text, signed=True)

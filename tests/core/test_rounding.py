@@ -30,6 +30,7 @@ def test_a_value_lies_in_the_interval_of_its_rounding_to_decimals(x: float, deci
     assert low - slack <= x <= high + slack
 
 
+@pytest.mark.slow
 @given(x=_FINITE.filter(lambda v: v != 0), digits=st.integers(min_value=1, max_value=8))
 def test_a_value_lies_in_the_interval_of_its_rounding_to_significant_digits(x: float, digits: int) -> None:
     printed = float(f"{x:.{digits}g}")

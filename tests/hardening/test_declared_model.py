@@ -104,6 +104,7 @@ def test_causal_bench_transformer_report_with_a_wrong_width(tmp_path: Path) -> N
     assert [(f.code, f.pointer) for f in doc.findings] == [("R109", "/model/config/d_model")]
 
 
+@pytest.mark.slow
 def test_a_declaration_that_matches_passes_the_check(tmp_path: Path) -> None:
     """The unchanged example (its declaration is the tiny model's config) still recomputes."""
     pytest.importorskip("torch")

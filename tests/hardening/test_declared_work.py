@@ -128,6 +128,7 @@ def test_declared_work_over_the_limits_is_refused_before_it_starts(
     assert peak < 1024 * 1024  # KiB: well under a GiB (the universe alone would be 373 GiB)
 
 
+@pytest.mark.slow
 def test_the_example_study_is_within_the_default_limits_and_its_estimate_is_below_its_cost() -> None:
     """The estimates are lower bounds: the planted example and a scaling study of 808
     components (8L/100H) take longer than their estimates say, on this machine."""
@@ -198,6 +199,7 @@ print(result.documents[0].stages)
 """
 
 
+@pytest.mark.slow
 def test_the_time_limit_stops_a_recomputation_that_reports_no_progress() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _STUCK, str(PLANTED)], capture_output=True, text=True, timeout=60, check=False

@@ -24,6 +24,8 @@ from mibspec._conformance import discover_cases
 from mibspec._output_formats import REPORTERS
 from mibspec.core.comparisons import REASSOCIATION, first_difference
 
+pytestmark = pytest.mark.slow
+
 
 def _documents() -> list[Path]:
     found = []

@@ -42,6 +42,7 @@ def _run(fuzzer: fuzzlib.Fuzzer, seeds: range) -> list[fuzzlib.Outcome]:
     return outcomes
 
 
+@pytest.mark.slow
 def test_fuzz_fast_subset(fuzzer: fuzzlib.Fuzzer) -> None:
     outcomes = _run(fuzzer, range(400))
     codes = collections.Counter(code for o in outcomes for code in o.codes)
@@ -143,6 +144,7 @@ def test_regex_sampler_matches_every_pattern_of_the_schemas() -> None:
             assert re.search(pattern, fuzzlib._sample_regex(pattern, rng)), pattern
 
 
+@pytest.mark.slow
 def test_fuzz_script_runs(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -111,6 +111,7 @@ def test_one_gigabyte_file_is_refused_unread(tmp_path: Path) -> None:
         path.unlink()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element", ["0", "{}", "[]"])
 def test_ten_million_element_array_is_refused_before_parsing(tmp_path: Path, element: str) -> None:
     path = tmp_path / "wide.json"
@@ -120,6 +121,7 @@ def test_ten_million_element_array_is_refused_before_parsing(tmp_path: Path, ele
     within_budget(measured, path.stat().st_size)
 
 
+@pytest.mark.slow
 def test_a_million_values_at_the_limit_parse_within_memory(tmp_path: Path) -> None:
     base = json.loads(small_document())
     others = _count_values(base) + 2  # the extensions object and the array
@@ -147,6 +149,7 @@ def test_many_schema_errors_stop_at_the_findings_limit(tmp_path: Path) -> None:
     assert "25 findings" in detail
 
 
+@pytest.mark.slow
 def test_texts_that_took_quadratic_time_are_refused_in_linear_time(tmp_path: Path) -> None:
     # About 2 MB each. The former pre-check read an unterminated string again from each of its
     # quotes (hours for these texts), and the scanner that locates problems copied a long key
@@ -167,6 +170,7 @@ def test_texts_that_took_quadratic_time_are_refused_in_linear_time(tmp_path: Pat
     within_budget(measured, sum((tmp_path / name).stat().st_size for name in texts))
 
 
+@pytest.mark.slow
 def test_a_line_index_takes_memory_by_blocks_not_by_lines(tmp_path: Path) -> None:
     path = tmp_path / "lines.json"
     path.write_text("{" + "\n" * 30_000_000 + '"v": NaN}', encoding="utf-8")
@@ -195,6 +199,7 @@ def test_duplicate_keys_stop_at_the_findings_limit(tmp_path: Path) -> None:
     assert "25 findings" in detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("member", ['"a": 0, ' * 400_000, '"v": [' + "NaN, " * 400_000 + "0], "])
 def test_400000_parse_problems_give_at_most_the_default_findings_limit(tmp_path: Path, member: str) -> None:
     path = tmp_path / "flood.json"
@@ -396,6 +401,7 @@ def test_truncated_safetensors_is_refused(report: Path) -> None:
     assert ("A105", "/artifacts/0/media_type") in found(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claimed", [2**63, 2**60, 100 * MB + 1])
 def test_safetensors_header_claiming_a_huge_size(report: Path, claimed: int) -> None:
     sidecar = report / "circuit.safetensors"
@@ -408,6 +414,7 @@ def test_safetensors_header_claiming_a_huge_size(report: Path, claimed: int) -> 
     within_budget(measured, sum(p.stat().st_size for p in report.iterdir()))
 
 
+@pytest.mark.slow
 def test_safetensors_tensor_claiming_a_terabyte(report: Path) -> None:
     header = b'{"scores": {"dtype": "F32", "shape": [250000000000], "data_offsets": [0, 1000000000000]}}'
     header += b" " * (-len(header) % 8)
@@ -674,6 +681,7 @@ def _hidden(char: str) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_visible_escapes_exactly_the_hidden_characters() -> None:
     from mibspec.core.display import visible
 
@@ -727,6 +735,7 @@ def _raw_hidden(text: str) -> set[str]:
     return {char for char in text if _hidden(char) and char != "\n"}
 
 
+@pytest.mark.slow
 def test_text_output_shows_hostile_names_and_cannot_be_forged(hostile_reports: list[Path]) -> None:
     out = _verify_cli(hostile_reports)
     assert _raw_hidden(out) == set()
@@ -866,6 +875,7 @@ def test_no_output_format_carries_a_hidden_character_raw(output_format: str) -> 
         assert row.strip().startswith(HOSTILE_SHOWN)
 
 
+@pytest.mark.slow
 def test_verify_receipt_shows_hostile_file_names(report: Path) -> None:
     receipt = report / "receipt.json"
     run = [sys.executable, "-m", "mibspec"]
@@ -1015,6 +1025,7 @@ def test_a_header_of_millions_of_dimensions_is_refused_before_parsing(tmp_path: 
     assert peak <= (size if read_at_all else 0) + MB, (peak, size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("item", [b"[]", b"{}", b"1.5", b'"ab"'])
 def test_a_header_at_the_token_limit_parses_within_its_memory_bound(tmp_path: Path, item: bytes) -> None:
     """The documented bound: twice the header's bytes plus 100 bytes per token."""

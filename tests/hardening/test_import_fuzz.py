@@ -39,6 +39,7 @@ def _run(fuzzer: import_fuzzlib.ImportFuzzer, surface: str, numbers: range) -> l
     return outcomes
 
 
+@pytest.mark.slow
 def test_import_fuzz_fast_sample(fuzzer: import_fuzzlib.ImportFuzzer) -> None:
     codes: collections.Counter[str] = collections.Counter()
     for surface in import_fuzzlib.SURFACES:

@@ -13,11 +13,14 @@ import random
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mibspec.core.strict_json import _check_limits
 from mibspec.validator import Limits, parse_json_bytes
+
+pytestmark = pytest.mark.slow
 
 TRICKY_TEXT = st.text(alphabet='[]{},:"\\ aé\n\t\u2028😀', max_size=12)
 VALUES = st.recursive(

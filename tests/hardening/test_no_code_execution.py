@@ -123,6 +123,7 @@ class _Payload:
 CFG = {"n_layers": 1, "n_heads": 1, "parallel_attn_mlp": False, "d_model": 4}
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 @pytest.mark.parametrize("container", ["pickle", "torch-zip"])
 def test_a_pt_pickle_that_would_run_code_is_refused(tmp_path: Path, container: str) -> None:
@@ -220,6 +221,7 @@ def _keyword(call: ast.Call, name: str) -> Any:
     return None
 
 
+@pytest.mark.slow
 def test_static_every_load_is_safe() -> None:
     """Over every Python file of the repository: torch.load passes weights_only=True,
     from_pretrained passes trust_remote_code=False, numpy never allows pickles, and no

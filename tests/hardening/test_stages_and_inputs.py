@@ -106,6 +106,7 @@ def _snapshot() -> dict[str, tuple[int, str, int]]:
     return state
 
 
+@pytest.mark.slow
 def test_inputs_are_never_modified(tmp_path: Path) -> None:
     before = _snapshot()
     assert len(before) > 500

@@ -195,6 +195,7 @@ def test_pt_graph_imports_as_its_json_twin(tmp_path: Path) -> None:
         assert np.array_equal(json_tensors[key], pt_tensors[key]), key
 
 
+@pytest.mark.slow
 def test_import_memory_is_bounded_by_a_small_multiple_of_the_file(tmp_path: Path) -> None:
     """Edges go into flat arrays, not Python objects: a GPT-2-sized graph (32,491 edges)
     costs a small multiple of its text, where building the parsed object costs over 10×."""
@@ -242,6 +243,7 @@ def test_public_ioi_example_round_trips_with_its_node_flags(tmp_path: Path) -> N
         assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
 
 
+@pytest.mark.slow
 @needs_peers
 def test_public_ioi_example_at_node_level(tmp_path: Path) -> None:
     assert PEERS is not None

@@ -164,6 +164,7 @@ def test_a_link_out_of_a_circuit_submission_is_refused(tmp_path: Path, linked: s
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_linked_task_folder(tmp_path: Path, mibspec_cli: Any) -> None:
     outside = _importance_folder(tmp_path / "outside" / "ioi_tiny")
     (tmp_path / "method").mkdir()
@@ -248,6 +249,7 @@ def _import_eap_ig_limited(source: Path, tmp_path: Path) -> subprocess.Completed
     return _mibspec_limited("import", "eap-ig", str(source), "-o", out, "-f", "json", cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_stride_zero_tensor_in_a_pt_graph_is_refused_before_it_is_copied(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     n = len(node_names(2, 2))
@@ -260,6 +262,7 @@ def test_a_stride_zero_tensor_in_a_pt_graph_is_refused_before_it_is_copied(tmp_p
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_d_model_of_gigabytes_is_refused_before_neuron_arrays_are_made(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     n = len(node_names(2, 2))
@@ -269,6 +272,7 @@ def test_a_d_model_of_gigabytes_is_refused_before_neuron_arrays_are_made(tmp_pat
     assert _json_codes(done) == ["I128"]
 
 
+@pytest.mark.slow
 def test_a_stride_zero_rotation_is_refused_before_it_is_copied(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     _cv_unit(tmp_path / "submission" / CELL, UNIT, torch.zeros(1, 1).expand(60_000, 60_000))
@@ -290,6 +294,7 @@ class _Allocate:
         return (np.ndarray, ((200_000_000,), "f8"))
 
 
+@pytest.mark.slow
 def test_a_pickle_that_calls_the_array_constructor_is_refused(tmp_path: Path) -> None:
     folder = _importance_folder(tmp_path / "method" / "ioi_tiny")
     payload = _results(1, weighted_edge_counts=_Allocate())

@@ -163,6 +163,7 @@ def test_pt_file_that_would_run_code_is_refused(tmp_path: Path, capfd: pytest.Ca
     assert "code ran" not in capfd.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_import_verifies_what_it_wrote(tmp_path: Path) -> None:
     source, _, _ = _graph_json(tmp_path)
     completed = subprocess.run(
@@ -320,6 +321,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_import_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
     from mibspec.core.outputs import OutputPathError
 
@@ -341,6 +343,7 @@ def test_import_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
     assert source.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_import_says_why_recomputation_did_not_run(tmp_path: Path) -> None:
     """No --no-recompute was passed: the output must say what happened instead."""
     counts = [32, 64, 162, 324, 649, 1624, 3249, 6498, 16245, 32491]

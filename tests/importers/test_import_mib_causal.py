@@ -302,6 +302,7 @@ def test_truncated_and_non_finite_files_give_parse_codes(tmp_path: Path) -> None
     assert [f.code for f in import_mib_causal_results(source, tmp_path / "out").findings] == ["P103"]
 
 
+@pytest.mark.slow
 def test_cli_imports_and_verifies(tmp_path: Path) -> None:
     source, original = _public_file("causal-variable-arithmetic", tmp_path)
     variables = sorted(v["name"] for v in original["claims"]["variables"])

@@ -148,6 +148,7 @@ def _malicious(path: Path, marker: Path) -> None:
     torch.save({"model_info": {"featurizer_class": Payload()}, "state_dict": {}}, path)
 
 
+@pytest.mark.slow
 def test_a_pickle_with_a_callable_is_refused_and_never_runs(tmp_path: Path) -> None:
     source = write_submission(tmp_path / "submission")
     marker = tmp_path / "ran"
@@ -369,6 +370,7 @@ def test_a_featurizer_mib_cannot_hold_is_refused_on_export(tmp_path: Path) -> No
     assert [f.code for f in export_mib_cv_submission([unnamed], tmp_path / "e2").findings] == ["I125"]
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 def test_an_imported_submission_recomputes_in_the_bundled_report(tmp_path: Path) -> None:
     folder = tmp_path / "report"
@@ -407,6 +409,7 @@ def test_an_imported_submission_recomputes_in_the_bundled_report(tmp_path: Path)
     assert all(c.within for c in report_result.comparisons)
 
 
+@pytest.mark.slow
 def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rules(tmp_path: Path) -> None:
     source = write_submission(tmp_path / "submission")
     done = _mibspec("import", "mib-cv-submission", str(source), "-o", str(tmp_path / "out"))

@@ -436,6 +436,7 @@ def test_the_import_is_deterministic(tmp_path: Path) -> None:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
+@pytest.mark.slow
 def test_cli_imports_several_files_and_verifies(tmp_path: Path) -> None:
     train = write_jsonl(mib_rows("arithmetic"), tmp_path / "train.jsonl")
     test = write_jsonl(mib_rows("arithmetic"), tmp_path / "test.jsonl")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import mibspec
 from mibspec._leaderboard import build_leaderboard, render_markdown
 from mibspec.importers import ImportOptions, import_mib_causal_results, import_mib_circuit_results
@@ -102,6 +104,7 @@ def test_leaderboard_tabulates_unpinned_imports_marked(tmp_path: Path) -> None:
     assert "| A (unpinned) |" in render_markdown(board)
 
 
+@pytest.mark.slow
 def test_cli_options(tmp_path: Path) -> None:
     source = _circuit_results(tmp_path)
 

@@ -199,6 +199,7 @@ def test_nine_circuits_round_trip(tmp_path: Path) -> None:
         assert first == (tmp_path / "second" / "ioi_tiny" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_cli_imports_a_submission_and_exports_it(tmp_path: Path) -> None:
     folder = _importance_folder(tmp_path / "method")
     run = subprocess.run(

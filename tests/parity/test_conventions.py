@@ -146,6 +146,7 @@ def pairs() -> dict:
     return {"model": load_model(model_dir, dtype="float64"), "tokens": tokens}
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 def test_left_interpolation_points_start_at_the_corrupted_input(pairs: dict) -> None:
     """α ∈ {0, ½}: the gradient at α = 0 is EAP's on the swapped pair (sign flipped, as the
@@ -164,6 +165,7 @@ def test_left_interpolation_points_start_at_the_corrupted_input(pairs: dict) -> 
     assert not np.allclose(left, right, rtol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 @pytest.mark.parametrize("method", ["eap", "eap-ig"])
 def test_batch_scale_divides_each_batchs_contribution_by_its_size(pairs: dict, method: str) -> None:

@@ -106,6 +106,7 @@ def test_top_k_mask_uses_c_order_flat_index_for_ties() -> None:
     assert ms.pixel_order(values).tolist() == [1, 2, 3, 0]
 
 
+@pytest.mark.slow
 @given(map_pairs(), st.data())
 def test_top_k_iou_matches_sets(pair: tuple[list[float], list[float]], data: st.DataObject) -> None:
     a, b = pair
@@ -113,6 +114,7 @@ def test_top_k_iou_matches_sets(pair: tuple[list[float], list[float]], data: st.
     assert ms.top_k_iou(a, b, k) == pytest.approx(slow_iou(a, b, k), abs=1e-15)
 
 
+@pytest.mark.slow
 @given(map_pairs(), st.data())
 def test_top_k_precision_matches_loop(pair: tuple[list[float], list[float]], data: st.DataObject) -> None:
     values, other = pair
@@ -151,6 +153,7 @@ def test_wiou_default_constants() -> None:
     assert ms.WIOU_WEIGHTS == (1, 3, 5, 10, 15, 20, 25)
 
 
+@pytest.mark.slow
 @given(st.lists(st.floats(-1, 1), min_size=25, max_size=64))
 def test_wiou_of_identical_maps_is_one(values: list[float]) -> None:
     assert ms.wiou(values, values) == pytest.approx(1.0, abs=1e-15)
@@ -164,6 +167,7 @@ def test_wiou_of_disjoint_top_sets_is_zero() -> None:
     assert ms.wiou(saliency, ground_truth) == 0.0
 
 
+@pytest.mark.slow
 @given(map_pairs(min_size=25))
 def test_wiou_matches_slow_loop(pair: tuple[list[float], list[float]]) -> None:
     saliency, ground_truth = pair
@@ -174,6 +178,7 @@ def test_wiou_matches_slow_loop(pair: tuple[list[float], list[float]]) -> None:
     assert components.ious == pytest.approx([slow_iou(saliency, ground_truth, k) for k in ks], abs=1e-15)
 
 
+@pytest.mark.slow
 @given(map_pairs(min_size=5), st.floats(0.1, 100))
 def test_wiou_weights_are_normalised(pair: tuple[list[float], list[float]], scale: float) -> None:
     a, b = pair

@@ -128,6 +128,7 @@ def test_null_player(game: tuple[int, list[float]], data: st.DataObject) -> None
     assert sh.shapley_exact(table_game(nulled), n)[null] == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.slow
 @given(random_games(max_players=4), st.data(), st.floats(-3, 3))
 def test_linearity(game: tuple[int, list[float]], data: st.DataObject, alpha: float) -> None:
     n, first = game

@@ -85,6 +85,7 @@ def _comparisons(verified: Any) -> dict[str, Any]:
     return {c.pointer: c for c in verified.documents[0].comparisons}
 
 
+@pytest.mark.slow
 def test_bundled_example_verifies_with_recomputation(verified: Any) -> None:
     report = verified.documents[0]
     assert verified.valid, _codes(verified)
@@ -228,6 +229,7 @@ def _dominant_indices(example: dict[str, Any]) -> list[int]:
     return [int(i) for i in np.flatnonzero(mask)]
 
 
+@pytest.mark.slow
 def test_tampered_claims_and_ground_truth_are_not_reproduced(tmp_path: Path) -> None:
     folder = _copy(tmp_path)
     report = folder / "report.json"

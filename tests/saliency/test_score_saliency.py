@@ -46,6 +46,7 @@ def _small_dataset(folder: Path, n_images: int = 16) -> Path:
 ARGS = ("--method", "gradient", "--method", "occlusion", "--permutations", "4", "--seed", "3")
 
 
+@pytest.mark.slow
 def test_score_writes_a_report_that_verifies_and_reproduces(
     tmp_path: Path, mibspec_cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
@@ -102,6 +103,7 @@ def test_score_reports_bad_arguments(tmp_path: Path, mibspec_cli) -> None:  # ty
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "said"),
     [

@@ -128,6 +128,7 @@ def _script(tmp_path: Path, name: str, text: str) -> str:
     return f"{sys.executable} {path}"
 
 
+@pytest.mark.slow
 def test_this_implementation_passes_the_whole_suite_in_ctrf(suite_minimum: SuiteMinimum) -> None:
     run = run_suite(SUITE)
     report = to_ctrf(run)
@@ -141,6 +142,7 @@ def test_this_implementation_passes_the_whole_suite_in_ctrf(suite_minimum: Suite
     assert summary["start"] <= summary["stop"]
 
 
+@pytest.mark.slow
 def test_this_implementation_speaks_the_command_protocol(tmp_path: Path) -> None:
     suite = _subset(tmp_path, SUBSET)
     command = (
@@ -209,6 +211,7 @@ def test_junit_output_counts_failures(tmp_path: Path) -> None:
         assert int(suite_element.get("tests", "0")) == len(suite_element.findall("testcase"))
 
 
+@pytest.mark.slow
 def test_cli_writes_ctrf_or_junit_and_exits_by_outcome(tmp_path: Path, mibspec_cli: CliRun) -> None:
     suite = _subset(tmp_path, SUBSET[:3])
     out = tmp_path / "results.json"
@@ -223,6 +226,7 @@ def test_cli_writes_ctrf_or_junit_and_exits_by_outcome(tmp_path: Path, mibspec_c
     assert "FAILED report/invalid/circuit-referenced-circuit-invalid" in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_usage_errors(tmp_path: Path, mibspec_cli: CliRun) -> None:
     # Outside a checkout, without --suite: the suite is not in the package.
     empty = tmp_path / "empty"
@@ -235,6 +239,7 @@ def test_cli_usage_errors(tmp_path: Path, mibspec_cli: CliRun) -> None:
     assert mibspec_cli("conformance", "run", "--suite", str(suite), "--impl", " ").returncode == 2
 
 
+@pytest.mark.slow
 def test_suite_is_found_from_the_checkout(mibspec_cli: CliRun) -> None:
     result = mibspec_cli("conformance", "run", "-o", "/dev/null", cwd=REPO / "conformance")
     assert result.returncode == 0, result.stderr

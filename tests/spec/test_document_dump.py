@@ -177,6 +177,7 @@ def test_the_scan_covers_the_examples_and_conformance_builders() -> None:
     assert _dict_keys(tree) == [1]  # the subscript assignment is not a dict display
 
 
+@pytest.mark.slow
 def test_documents_are_not_written_as_dicts_with_a_spec_version() -> None:
     found = {}
     for name, path in _writers().items():

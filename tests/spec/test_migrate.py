@@ -228,6 +228,7 @@ def test_unreadable_documents_carry_findings(tmp_path: Path) -> None:
         migrate_file(EXAMPLE, tmp_path / "x.json", in_place=True)
 
 
+@pytest.mark.slow
 def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
     result = mibspec_cli("migrate", str(EXAMPLE), "-o", str(tmp_path / "out.json"))
     assert result.returncode == 0
@@ -312,6 +313,7 @@ def _invalid_10_report(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_an_input_that_does_not_verify_is_refused_with_its_findings(
     tmp_path: Path, mibspec_cli: CliRun
 ) -> None:
@@ -331,6 +333,7 @@ def test_an_input_that_does_not_verify_is_refused_with_its_findings(
     assert source.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_kept_invalid_the_output_carries_the_findings_and_does_not_verify(
     tmp_path: Path, mibspec_cli: CliRun
 ) -> None:
@@ -351,6 +354,7 @@ def test_kept_invalid_the_output_carries_the_findings_and_does_not_verify(
     assert {code for code, _ in found} == {"C127", "C130", "C131"}
 
 
+@pytest.mark.slow
 def test_an_input_whose_referenced_document_does_not_verify_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "ioi"
     shutil.copytree(REPO / "examples" / "circuit-ioi", folder)

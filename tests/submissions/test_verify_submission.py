@@ -27,6 +27,8 @@ import pytest
 
 from mibspec.importers._safe_pickle import load_results_pickle
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "models" / "tiny-gpt2"
 MODEL_REVISION = "1111111111111111111111111111111111111111"

@@ -168,6 +168,7 @@ def test_encode_rejects_multi_token_answers(tokenizer: Tokenizer) -> None:
         encode_examples([], tokenize_function(tokenizer))
 
 
+@pytest.mark.slow
 def test_last_position_logits_read_the_last_real_token(tokenizer: Tokenizer) -> None:
     model = init_model(MICRO_GPT2, tokenizer.get_vocab_size(), 0)
     data = _micro_data(tokenizer)

@@ -108,6 +108,7 @@ def test_answers_are_single_tokens_and_prompts_align(name: str, task: str) -> No
         assert len(lengths) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODEL_CLASSES))
 @pytest.mark.parametrize("task", TRAINED_TASKS)
 def test_base_accuracy_and_logit_difference_match_claims(name: str, task: str) -> None:
@@ -149,6 +150,7 @@ def _batched_last_logits(name: str, prompts: list[str]) -> torch.Tensor:
     return logits[torch.arange(len(encoded)), torch.tensor([len(ids) - 1 for ids in encoded])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODEL_CLASSES))
 @pytest.mark.parametrize("task", TRAINED_TASKS)
 def test_counterfactual_accuracy_matches_claims(name: str, task: str) -> None:

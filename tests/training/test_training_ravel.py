@@ -91,6 +91,7 @@ def test_files_match_the_recorded_hashes_and_the_tokenizer_is_tiny_gpt2s() -> No
         assert (FOLDER / name).read_bytes() == (MODELS / "tiny-gpt2" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_accuracies_recompute_from_the_shipped_weights() -> None:
     rows = _rows()
     claimed = _claims()["evaluation"]["results"]["ravel"]
@@ -106,6 +107,7 @@ def test_accuracies_recompute_from_the_shipped_weights() -> None:
     assert recomputed["base"] >= 0.9
 
 
+@pytest.mark.slow
 def test_logit_differences_recompute() -> None:
     rows = _rows()
     claimed = _claims()["evaluation"]["results"]["ravel"]["logit_difference"]
@@ -124,6 +126,7 @@ def test_logit_differences_recompute() -> None:
         assert float((values > 0).double().mean()) == stats["fraction_positive"]
 
 
+@pytest.mark.slow
 def test_every_city_fact_is_recalled_as_claimed() -> None:
     # The training set: every city of the lexicon, every attribute, the generator's query.
     from mibspec.reference_impl.datasets import wordlists
@@ -154,6 +157,7 @@ def test_models_ravel_md_reports_training_json() -> None:
     assert "[MODELS-ravel.md](MODELS-ravel.md)" in (MODELS / "MODELS.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_training_is_deterministic_for_a_short_run() -> None:
     from mibspec.reference_impl.training.ravel import quick_recipe, train_ravel
 

@@ -185,6 +185,7 @@ def test_causal_variable_aggregates_within_the_rounding(tmp_path: Path) -> None:
     assert _verify(edited, folder, tmp_path) == [("C112", "/claims/variables/0/best")]
 
 
+@pytest.mark.slow
 def test_circuit_areas_within_the_rounding(tmp_path: Path) -> None:
     folder = CASES / "valid" / "circuit-rounding-declared"
     doc = _load(folder)

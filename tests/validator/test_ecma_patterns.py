@@ -94,6 +94,7 @@ def test_the_schemas_have_patterns() -> None:
     assert any(r"\d" in p for p in PATTERNS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", PATTERNS)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())

@@ -115,6 +115,7 @@ def test_a_claimed_edge_total_of_a_billion_does_not_let_the_full_circuit_stand(c
     assert ("K103", "/claims/curves/0/points/9/n_edges") not in errors  # k = 1 allows all 479
 
 
+@pytest.mark.slow
 def test_the_edge_total_is_compared_with_the_graph_and_the_declared_model(copy: Copy) -> None:
     copy.edit(lambda doc: doc["claims"].update(n_edges=480))
     assert copy.errors() == [("K110", "/claims/n_edges"), ("K110", "/claims/n_edges")]  # graph, model
@@ -146,6 +147,7 @@ def _slow_pruned_size(universe: GraphUniverse, edges: np.ndarray) -> int:
     return sum(1 for i in kept if source[i] in reached and target[i] in reaches)
 
 
+@pytest.mark.slow
 def test_a_recorded_size_moved_off_its_circuit_is_refused(copy: Copy) -> None:
     universe = GraphUniverse(GraphConfig(4, 4))
     row = copy.tensors()["membership"][4]  # the signed circuit at k = 0.02
@@ -160,6 +162,7 @@ def test_a_recorded_size_moved_off_its_circuit_is_refused(copy: Copy) -> None:
     assert copy.errors() == [("K111", "/claims/curves/0/points/0/weighted_size")]
 
 
+@pytest.mark.slow
 def test_a_point_without_sizes_is_bounded_by_its_row(copy: Copy) -> None:
     """Leaving the sizes out does not hide the circuit: the row a point names is what is bounded."""
 
@@ -175,6 +178,7 @@ def test_a_point_without_sizes_is_bounded_by_its_row(copy: Copy) -> None:
     assert copy.errors(profile="mib-2025") == [("K109", "/claims/curves/0/points/0/circuit")]
 
 
+@pytest.mark.slow
 def test_points_rebuilt_from_scores_carry_the_rebuilt_sizes(copy: Copy) -> None:
     universe = GraphUniverse(GraphConfig(4, 4))
     scores = copy.tensors()["scores"].astype(np.float64)
@@ -195,6 +199,7 @@ def test_points_rebuilt_from_scores_carry_the_rebuilt_sizes(copy: Copy) -> None:
     assert ("K111", "/claims/curves/1/points/8/n_edges") in copy.errors()
 
 
+@pytest.mark.slow
 def test_sizes_nothing_could_check_are_refused(copy: Copy) -> None:
     """Without a circuit document a point's sizes are bounded by nothing true: refused."""
 
@@ -290,6 +295,7 @@ def _with_ground_truth(copy: Copy, truth: np.ndarray) -> None:
     copy.edit(claim)
 
 
+@pytest.mark.slow
 def test_an_auroc_is_recomputed_from_the_scores_and_the_ground_truth(copy: Copy) -> None:
     tensors = copy.tensors()
     keys = np.abs(tensors["scores"].astype(np.float64))
@@ -305,6 +311,7 @@ def test_an_auroc_is_recomputed_from_the_scores_and_the_ground_truth(copy: Copy)
         assert copy.errors() == [], convention
 
 
+@pytest.mark.slow
 def test_an_auroc_nothing_could_recompute_is_refused(copy: Copy) -> None:
     truth = np.zeros(479, dtype=bool)  # no true edge: the AUROC is undefined
     _with_ground_truth(copy, truth)
@@ -329,6 +336,7 @@ def test_an_auroc_nothing_could_recompute_is_refused(copy: Copy) -> None:
 # --------------------------------------------------------------------------- one curve per ranking (K-10)
 
 
+@pytest.mark.slow
 def test_two_curves_of_one_ranking_stop_at_the_rules_never_at_an_internal_error(
     copy: Copy, mibspec_cli: Any
 ) -> None:
@@ -371,6 +379,7 @@ def test_what_a_profile_does_not_check_follows_from_its_data() -> None:
     assert [item.setting for item in not_checked(stricter, "causal_variable")] == ["checker"]
 
 
+@pytest.mark.slow
 def test_verify_output_says_per_report_what_its_profile_does_not_check(copy: Copy, mibspec_cli: Any) -> None:
     strict = mibspec_cli("verify", str(copy.root / "report.json"), "--no-recompute", "--format", "json")
     [report] = [d for d in json.loads(strict.stdout)["documents"] if d["kind"] == "report"]

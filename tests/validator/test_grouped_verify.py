@@ -79,6 +79,7 @@ def test_groups_follow_the_forward_passes(corpus: list[str]) -> None:
     assert len(split) == 3
 
 
+@pytest.mark.slow
 def test_grouped_output_is_that_of_each_report_verified_alone(
     corpus: list[str], counted: dict[str, int]
 ) -> None:
@@ -100,13 +101,16 @@ def test_grouped_output_is_that_of_each_report_verified_alone(
     assert len(values) == 1
 
 
+@pytest.mark.slow
 def test_grouped_output_in_two_processes_is_the_same(corpus: list[str]) -> None:
     options = VerifyOptions(model_roots=(MODELS,))
     # each process verifies whole groups: the same computations, the same bytes as -j 1
-    assert _json(verify_many(corpus, options, 2)) == _json(verify_many(corpus, options, 1))
-    _assert_agree(_json(verify_many(corpus, options, 2)), _json(verify_paths(corpus, options)))
+    two = _json(verify_many(corpus, options, 2))
+    assert two == _json(verify_many(corpus, options, 1))
+    _assert_agree(two, _json(verify_paths(corpus, options)))
 
 
+@pytest.mark.slow
 def test_a_trusting_second_run_reuses_the_digests_of_unchanged_model_files(
     corpus: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,6 +134,7 @@ def test_a_trusting_second_run_reuses_the_digests_of_unchanged_model_files(
     assert (second["valid"], second["recomputed"]) == (first["valid"], first["recomputed"])
 
 
+@pytest.mark.slow
 def test_by_default_the_hash_cache_is_neither_read_nor_written(
     corpus: list[str], tmp_path: Path, mibspec_cli: Any
 ) -> None:
@@ -224,6 +229,7 @@ def _verify_with_faulty_workers(
     return documents, reports, failed
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, injected_cli: Any) -> None:
     documents, _, failed = _verify_with_faulty_workers(tmp_path, injected_cli, "os._exit(70)", "abcdef")
     for path in failed:
@@ -232,6 +238,7 @@ def test_a_worker_that_dies_fails_its_reports_and_loses_none(tmp_path: Path, inj
         assert "exited with code 70" in documents[path]["stages"][0]["detail"]
 
 
+@pytest.mark.slow
 def test_a_unit_that_raises_in_a_worker_fails_its_reports(tmp_path: Path, injected_cli: Any) -> None:
     fault = 'raise RuntimeError("planted failure")'
     documents, _, failed = _verify_with_faulty_workers(tmp_path, injected_cli, fault, "abcdefgh")
@@ -266,6 +273,7 @@ def _distinct_patched_circuits(paths: list[str]) -> int:
     return len(seen)
 
 
+@pytest.mark.slow
 def test_circuits_shared_by_reports_are_evaluated_once_with_the_values_of_each_alone(
     mixed_corpus: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -292,6 +300,7 @@ def test_circuits_shared_by_reports_are_evaluated_once_with_the_values_of_each_a
     assert len(values) == 3  # each report's own circuits show in its recomputed values
 
 
+@pytest.mark.slow
 def test_workers_start_after_this_process_verified_the_first_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,6 +90,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(json_values)
 def test_round_trip_of_any_strict_json(value: object) -> None:
@@ -99,6 +100,7 @@ def test_round_trip_of_any_strict_json(value: object) -> None:
     assert doc.data == {"v": value}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(json_values)
 def test_every_value_pointer_is_located(value: object) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,7 @@ def pre_check_steps(text: str, max_depth: int, max_values: int) -> int:
     return counter.calls
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     piece=st.text(alphabet='[]{},:"\\ 0a', max_size=60),

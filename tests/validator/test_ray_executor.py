@@ -65,6 +65,7 @@ def _fault(faults: Path, report: str, attempts: int) -> Path:
 OPTIONS = VerifyOptions(recompute=False)
 
 
+@pytest.mark.slow
 def test_ray_output_is_the_bytes_of_one_process(cluster: Path, reports: list[str]) -> None:
     serial = _json(verify_paths(reports, OPTIONS))
     assert _json(verify_many(reports, OPTIONS, executor="ray")) == serial
@@ -85,6 +86,7 @@ class _Progress:
         self.done += steps
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_retried(cluster: Path, reports: list[str]) -> None:
     attempts = _fault(cluster, reports[1], 1)
     progress = _Progress()
@@ -95,6 +97,7 @@ def test_a_dead_worker_is_retried(cluster: Path, reports: list[str]) -> None:
     assert progress.started[0][1] == len(reports)
 
 
+@pytest.mark.slow
 def test_a_task_that_keeps_dying_fails_its_reports(cluster: Path, reports: list[str]) -> None:
     attempts = _fault(cluster, reports[1], 1000)
     result = verify_many(reports, VerifyOptions(recompute=False), executor="ray")
@@ -112,6 +115,7 @@ def test_a_task_that_keeps_dying_fails_its_reports(cluster: Path, reports: list[
     assert not result.valid
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_an_address_without_ray(mibspec_cli: Any, reports: list[str]) -> None:
     done = mibspec_cli("verify", reports[0], "--no-recompute", "--address", "127.0.0.1:6379")
     assert done.returncode == 2
@@ -130,6 +134,7 @@ def test_a_task_asks_for_a_gpu_when_the_device_is_cuda(device: str | None, gpus:
     assert task_gpus(OPTIONS) == 0  # no device option: the CPU
 
 
+@pytest.mark.slow
 @pytest.mark.recompute
 def test_ray_recomputation_is_the_bytes_of_one_process(
     cluster: Path, tmp_path: Path, report_copies: Any

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import mibspec
 from mibspec.validator import Limits, Stage, StageStatus
 
@@ -27,6 +29,7 @@ def test_a_limit_already_passed_stops_the_stage_with_r105() -> None:
     assert not result.valid
 
 
+@pytest.mark.slow
 def test_a_generous_limit_changes_nothing() -> None:
     limited = mibspec.verify(REPORT, limits=Limits(max_recompute_seconds=3600.0))
     unlimited = mibspec.verify(REPORT)
@@ -34,6 +37,7 @@ def test_a_generous_limit_changes_nothing() -> None:
     assert json.dumps(limited.to_json(), sort_keys=True) == json.dumps(unlimited.to_json(), sort_keys=True)
 
 
+@pytest.mark.slow
 def test_cli_option() -> None:
     done = subprocess.run(
         [

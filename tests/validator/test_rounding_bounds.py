@@ -57,6 +57,7 @@ def test_a_coarse_rounding_does_not_let_a_false_cpr_through(circuit_copy: Path) 
     assert ("C130", "/claims/curves/0/points/5/faithfulness") in found
 
 
+@pytest.mark.slow
 def test_claims_printed_at_a_coarse_rounding_are_refused_for_the_rounding(circuit_copy: Path) -> None:
     doc = _report(circuit_copy)
     claims = doc["claims"]
@@ -81,6 +82,7 @@ def test_claims_printed_at_a_coarse_rounding_are_refused_for_the_rounding(circui
     assert _errors(doc, circuit_copy) == {("C101", "/claims/cpr/value")}
 
 
+@pytest.mark.slow
 def test_significant_digits_and_per_claim_roundings_are_bounded_too(circuit_copy: Path) -> None:
     doc = _report(circuit_copy)
     doc["rounding"] = {"significant_digits": 1}

@@ -147,6 +147,7 @@ def _from_pretrained(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
             device="cpu",
             attn_implementation="eager",
             torch_dtype=torch.float32,
+            trust_remote_code=False,
         )
     finally:
         loading.convert_hf_model_config, loading.AutoConfig = convert, auto_config

@@ -15,7 +15,15 @@ from typing import Any
 
 from mibspec.core.folders import InputFolder, name_problem
 
-__all__ = ["KNOWN_MODELS", "SPLITS", "DatasetCopy", "ImportOptions", "OptionError", "hub_model"]
+__all__ = [
+    "KNOWN_MODELS",
+    "SPLITS",
+    "DatasetCopy",
+    "ImportOptions",
+    "OptionError",
+    "checked_options",
+    "hub_model",
+]
 
 #: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
 KNOWN_MODELS: dict[str, tuple[str, int, int]] = {
@@ -176,3 +184,18 @@ def hub_model(model: str, revision: str | None) -> dict[str, Any]:
     if revision is not None:
         block["revision"] = revision
     return block
+
+
+def checked_options(options: Any) -> tuple[Any, list[Any]]:
+    """``options.check()``'s dataset and no finding, or ``None`` and the finding its refusal is:
+    I111 for a malformed option, I127 for a dataset file leading out of its folder."""
+    from mibspec.core.folders import OutsideFolderError
+    from mibspec.validator import catalogue, make_finding
+
+    try:
+        return options.check(), []
+    except OptionError as exc:
+        code, detail = "I111", exc.detail
+    except OutsideFolderError as exc:
+        code, detail = "I127", str(exc)
+    return None, [make_finding(catalogue(), None, code, "", detail=detail).located(1, 1)]

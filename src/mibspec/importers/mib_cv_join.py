@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
+from mibspec.core.folders import NameClashError, OutputPlan, safe_name
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
@@ -34,7 +34,7 @@ from mibspec.documents.common import Artifact, Method, Provenance, ToolInfo, mod
 from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
-from ._options import DATASET_FILE, DATASET_ID, DatasetCopy, ImportOptions, OptionError
+from ._options import DATASET_FILE, DATASET_ID, DatasetCopy, ImportOptions, checked_options
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 from .mib_causal_results import CausalResults, parse_unit_id, read_causal_results, variable_claims
 from .mib_cv_submission import MIB_TASKS, mib_cell
@@ -125,13 +125,8 @@ def join_mib_cv_results(
     """
     cat = catalogue()
     result = ImportResult()
-    try:
-        copy = ImportOptions(dataset=str(dataset)).check()
-    except OptionError as exc:
-        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
-        return result
-    except OutsideFolderError as exc:
-        result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+    copy, result.findings = checked_options(ImportOptions(dataset=str(dataset)))
+    if result.findings:
         return result
     assert isinstance(copy, DatasetCopy)  # a file given as the dataset is copied
     described = json.loads(copy.document)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from mibspec.core.findings import Finding
-from mibspec.core.folders import NameClashError, OutputPlan, OutsideFolderError, safe_name
+from mibspec.core.folders import NameClashError, OutputPlan, safe_name
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
@@ -52,7 +52,7 @@ from mibspec.documents.report import (
 )
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
-from ._options import KNOWN_MODELS, ImportOptions, OptionError
+from ._options import KNOWN_MODELS, ImportOptions, checked_options
 from ._results_pickle import RESULTS_PATTERN, ResultsName, read_results, results_name
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 
@@ -102,16 +102,10 @@ def import_reports(
         mibspec.core.outputs.OutputPathError: a file to be written is a source (or a link to it).
     """
     paths = [sources] if isinstance(sources, Path) else list(sources)
-    cat = catalogue()
     result = ImportResult()
     options = options or ImportOptions()
-    try:
-        dataset = options.check()
-    except OptionError as exc:
-        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
-        return result
-    except OutsideFolderError as exc:
-        result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+    dataset, result.findings = checked_options(options)
+    if result.findings:
         return result
     plan = OutputPlan(out_dir)
     commands: dict[Path, tuple[str, str]] = {}  # report path → (its provenance command, its source)

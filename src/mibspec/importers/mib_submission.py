@@ -36,7 +36,7 @@ from mibspec.documents.report import (
 )
 from mibspec.validator import Finding, catalogue, load_profile, make_finding
 
-from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, hub_model
+from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, checked_options, hub_model
 from ._results_pickle import RESULTS_PATTERN, read_results, results_name
 from .eap_ig import (
     EapIgGraph,
@@ -137,13 +137,8 @@ def import_mib_submission(
     options = options or SubmissionOptions()
     cat = catalogue()
     result = ImportResult()
-    try:
-        dataset = options.check()
-    except OptionError as exc:
-        result.findings.append(make_finding(cat, None, "I111", "", detail=exc.detail).located(1, 1))
-        return result
-    except OutsideFolderError as exc:
-        result.findings.append(make_finding(cat, None, "I127", "", detail=str(exc)).located(1, 1))
+    dataset, result.findings = checked_options(options)
+    if result.findings:
         return result
     folders = submission_folders(source)
     if not folders:

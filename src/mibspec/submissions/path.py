@@ -150,6 +150,11 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
     if not outcome.reports:
         outcome.findings.append(_finding("I107", _no_results(request.submission)))
         return outcome
+    return _verified(request, outcome, progress)
+
+
+def _verified(request: SubmissionRequest, outcome: SubmissionOutcome, progress: Any) -> SubmissionOutcome:
+    """``outcome`` with its reports verified with recomputation, as the request asks."""
     outcome.verification = verify(
         *outcome.reports,
         recompute=True,
@@ -175,12 +180,10 @@ def _causal_variable(
 ) -> SubmissionOutcome:
     """A causal-variable folder: its featurizers imported, joined with MIB's result files
     into one report per variable folder, and the reports verified with recomputation."""
-    positions = request.positions
     own = request.submission / _POSITIONS_FILE
-    if positions is None and own.is_file():
-        positions = own
+    if request.positions is None and own.is_file():  # the import reads it (SPEC.md I-6)
         outcome.notes.append(f"token positions: {own} (the submission's own; --positions overrides it)")
-    imported = import_mib_cv_submission(request.submission, request.out_dir, positions=positions)
+    imported = import_mib_cv_submission(request.submission, request.out_dir, positions=request.positions)
     if not _imported(imported, outcome):
         return outcome
     if not request.results:
@@ -208,15 +211,7 @@ def _causal_variable(
     if not _imported(joined, outcome):
         return outcome
     outcome.reports = list(joined.written)
-    outcome.verification = verify(
-        *outcome.reports,
-        recompute=True,
-        model_roots=_roots(request),
-        progress=progress,
-        device=request.device,
-        batch_size=request.batch_size,
-    )
-    return outcome
+    return _verified(request, outcome, progress)
 
 
 def _sets_split(results: Iterable[Path], outcome: SubmissionOutcome) -> str:

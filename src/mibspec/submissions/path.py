@@ -228,11 +228,9 @@ def _sets_split(results: Iterable[Path], outcome: SubmissionOutcome) -> str:
             match = _SET_SPLIT.search(name)
             if match is not None:
                 splits.add(match["split"])
-    if len(splits) == 1:
-        return splits.pop()
-    why = "its result files name several splits" if splits else "no counterfactual set names a split"
-    outcome.notes.append(f"split: {DEFAULT_SPLIT} ({why}; pass --split to choose)")
-    return DEFAULT_SPLIT
+    return _one_split(
+        splits, outcome, "its result files name several splits", "no counterfactual set names a split"
+    )
 
 
 def _results_model(name: str, request: SubmissionRequest) -> ResultsModel:
@@ -354,10 +352,17 @@ def _results_split(submission: Path, given: tuple[Path, ...], outcome: Submissio
         match = _RESULTS_SPLIT.search(path.name)
         if match is not None:
             splits.add(match["split"])
+    return _one_split(
+        splits, outcome, "its results files name several splits", "no results file names a split"
+    )
+
+
+def _one_split(splits: set[str], outcome: SubmissionOutcome, several: str, none: str) -> str:
+    """The one split named, else MIB's test split, with a note saying why (``several`` or
+    ``none``) and how to choose."""
     if len(splits) == 1:
-        return splits.pop()
-    why = "its results files name several splits" if splits else "no results file names a split"
-    outcome.notes.append(f"split: {DEFAULT_SPLIT} ({why}; pass --split to choose)")
+        return next(iter(splits))
+    outcome.notes.append(f"split: {DEFAULT_SPLIT} ({several if splits else none}; pass --split to choose)")
     return DEFAULT_SPLIT
 
 

@@ -509,6 +509,44 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
             for c in doc.comparisons
             if (c.abs_tol, c.rel_tol) == (table["float32"]["abs"], table["float32"]["rel"])
         ]
+        if data["model"]["source"] == "registry":
+            continue
+        # another batch size asked for: the declared one is used (R114), the same values come out
+        again = mibspec.verify(report, model_roots=[models], batch_size=3).documents[0]
+        assert [(f.code, f.pointer) for f in again.findings if f.code == "R114"] == [
+            ("R114", "/settings/batch_size")
+        ]
+        assert [(c.pointer, c.recomputed) for c in again.comparisons] == [
+            (c.pointer, c.recomputed) for c in doc.comparisons
+        ]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "requested", "planned", "kept"),
+    [
+        ("bfloat16", 3, (8, False), True),
+        ("float16", "auto", (8, True), True),  # starts at the declared size, halves only when out of memory
+        ("bfloat16", 8, (8, False), False),  # what the report declares: nothing to say
+        ("float32", 3, (3, False), False),
+        ("bfloat16", None, (8, False), False),
+    ],
+)
+def test_a_16_bit_report_keeps_its_declared_batch_size(
+    dtype: str, requested: Any, planned: tuple[int, bool], kept: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from mibspec.reference_impl.recompute._inputs import batch_plan
+
+    findings: list[tuple[str, str]] = []
+    ctx = SimpleNamespace(
+        data={"model": {"dtype": dtype}, "settings": {"batch_size": 8}},
+        options=SimpleNamespace(batch_size=requested, device="cpu"),
+        recompute_findings=findings,
+        finding=lambda code, pointer, detail: (code, pointer),
+    )
+    assert batch_plan(ctx, 8, 1, 100) == planned
+    assert findings == ([("R114", "/settings/batch_size")] if kept else [])
 
 
 @pytest.mark.slow

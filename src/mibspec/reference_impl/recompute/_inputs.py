@@ -548,6 +548,7 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     return _opened(source, tokenizer, config), weights
 
 
+_SIXTEEN_BITS = ("float16", "bfloat16")
 #: The bits of the floating dtypes weights may be stored in, by safetensors' spec name.
 _FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 
@@ -917,13 +918,19 @@ def batch_plan(
     Batch sizes change recomputed values by reassociation inside matrix products at most
     (engine.md ME-10).
     """
-    from ..devices import plan_batch
+    from ..devices import AUTO, plan_batch
 
     options = ctx.options
-    return plan_batch(
-        getattr(options, "batch_size", None),
-        getattr(options, "device", "cpu"),
-        declared,
-        per_example,
-        n_examples,
-    )
+    requested = getattr(options, "batch_size", None)
+    dtype = (ctx.data.get("model") or {}).get("dtype", "float32")
+    if dtype in _SIXTEEN_BITS and requested is not None and requested != declared:
+        # In 16 bits a batch size changes values beyond the tolerance (ME-10): the declared one
+        # is kept; "auto" still halves it, only when the device runs out of memory.
+        pointer = "/settings/batch_size" if "batch_size" in (ctx.data.get("settings") or {}) else "/settings"
+        detail = (
+            f"the report's model computes in {dtype}, where the batch size changes recomputed values beyond "
+            f"the tolerance, so its batch size {declared} was used, not --batch-size {requested}"
+        )
+        ctx.recompute_findings.append(ctx.finding("R114", pointer, detail=detail))
+        return int(declared), requested == AUTO
+    return plan_batch(requested, getattr(options, "device", "cpu"), declared, per_example, n_examples)

@@ -437,9 +437,10 @@ def _ctx(track: str, profile: str) -> Any:
         (["float32"], "float16", "causal_variable", "default", "gpt2", True),
         (["float32"], "float16", "causal_variable", "mib-2025", "gpt2", False),  # MIB's own evaluation
         (["float32"], "bfloat16", "causal_variable", "mib-2025", "gpt2", True),  # not the dtype it accepts
-        (["float32"], "bfloat16", "circuit", "mib-2025", "google/gemma-2-2b", False),
-        (["float32"], "bfloat16", "circuit", "mib-2025", "openai-community/gpt2", True),
-        (["float32"], "bfloat16", "causal_bench", "mib-2025", "google/gemma-2-2b", True),
+        (["float32"], "bfloat16", "circuit", "mib-2025", "Gemma2ForCausalLM", False),
+        (["float32"], "float16", "circuit", "mib-2025", "Gemma2ForCausalLM", True),  # its dtype is bfloat16
+        (["float32"], "bfloat16", "circuit", "mib-2025", "GPT2LMHeadModel", True),
+        (["float32"], "bfloat16", "causal_bench", "mib-2025", "Gemma2ForCausalLM", True),
         (["float64"], "float32", "circuit", "default", "m", False),  # one tolerance for both
         (["float64"], "float16", "circuit", "default", "m", True),
     ],
@@ -450,7 +451,7 @@ def test_the_profile_decides_which_narrowings_are_accepted(
     from mibspec.reference_impl.recompute._inputs import ModelMismatchError, check_declared_dtype
 
     weights = _weights(tmp_path / "model.safetensors", stored)
-    declaration = {"source": "hub", "id": model}
+    declaration = {"source": "hub", "id": "some/model", "architecture": model}
     if not refused:
         check_declared_dtype(_ctx(track, profile), declaration, declared, [weights], "/model")
         return

@@ -358,6 +358,7 @@ def test_a_causal_variable_submission_and_its_result_files_reach_a_recomputed_pa
             "id": "tiny-gpt2",
             "revision": MODEL_REVISION,
             "architecture": "GPT2LMHeadModel",
+            "dtype": "float16",  # the public causal-variable evaluator's (mib-2025 model_dtypes)
         }
         artifacts = {a["id"]: a for a in report["artifacts"]}
         for artifact in artifacts.values():  # every artifact is a file of the report's folder

@@ -7,12 +7,12 @@ at run time they are read as JSON so validation does not build the typed models.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .spec import SPEC_VERSION, load_spec_json, spec_dir
 
-__all__ = ["LoadedProfile", "known_profiles", "load_profile"]
+__all__ = ["LoadedProfile", "known_profiles", "load_profile", "model_dtype"]
 
 
 class LoadedProfile(Mapping[str, Any]):
@@ -55,3 +55,14 @@ def load_profile(name: str, spec_version: str = SPEC_VERSION) -> LoadedProfile:
     if name not in known_profiles(spec_version):
         raise KeyError(name)
     return LoadedProfile(load_spec_json(spec_version, f"profiles/{name}.json"))
+
+
+def model_dtype(profile: Mapping[str, Any], track: str, names: Iterable[str]) -> str:
+    """The dtype ``profile`` evaluates a model of ``track`` in: that of its first ``model_dtypes``
+    entry naming the model (by architecture or hub id, ``names``) or every model (``*``), else
+    ``float32``. Importers declare it; recomputation accepts it on weights stored wider (M-6)."""
+    known = {"*", *names}
+    for entry in profile.get("model_dtypes", []):
+        if entry["track"] == track and known & set(entry["models"]):
+            return str(entry["dtype"])
+    return "float32"

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mibspec.core.folders import InputFolder, name_problem
+from mibspec.core.profiles import load_profile, model_dtype
+from mibspec.documents.common import model_ref
 
 __all__ = [
     "KNOWN_MODELS",
@@ -23,6 +26,7 @@ __all__ = [
     "OptionError",
     "checked_options",
     "hub_model",
+    "mib_model",
 ]
 
 #: MIB model ids → (architecture, n_layers, n_heads). Edge totals follow from the graph universe.
@@ -170,6 +174,16 @@ def _dataset_copy(path: Path) -> DatasetCopy:
             )
         files.append((PurePosixPath(name).as_posix(), reader.check(path.parent / name).read_bytes()))
     return DatasetCopy(raw, tuple(files))
+
+
+def mib_model(block: Mapping[str, Any], track: str) -> Any:
+    """The ``model`` of a report imported under ``mib-2025``: ``block`` with the dtype the
+    public code evaluates the model in for ``track`` (the profile's ``model_dtypes``: bfloat16
+    for the circuit track's Qwen2, Gemma-2 and Llama models, float16 on the causal-variable
+    track), so that recomputation runs as MIB's did and compares with its tolerance."""
+    names = {str(block[key]) for key in ("id", "architecture") if block.get(key)}
+    dtype = model_dtype(load_profile("mib-2025"), track, names)
+    return model_ref({**block, "dtype": dtype} if dtype != "float32" else dict(block))
 
 
 def hub_model(model: str, revision: str | None) -> dict[str, Any]:

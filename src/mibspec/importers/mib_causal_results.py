@@ -41,7 +41,7 @@ from mibspec.core.integers import parse_int
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
-from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.common import Method, Provenance, ToolInfo
 from mibspec.documents.kinds import Location
 from mibspec.documents.report import (
     CausalVariableClaims,
@@ -51,7 +51,7 @@ from mibspec.documents.report import (
     VariableClaims,
 )
 
-from ._options import ImportOptions
+from ._options import ImportOptions, mib_model
 from .eap_ig import ImportResult, _MalformedError
 from .mib_results import import_reports, source_created
 
@@ -194,7 +194,9 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
         ),
         method=Method(name=method),
         task=TaskRef(name=task),
-        model=model_ref({"source": "hub", "id": hub_id, "architecture": architecture, "config": config}),
+        model=mib_model(
+            {"source": "hub", "id": hub_id, "architecture": architecture, "config": config}, "causal_variable"
+        ),
         settings=CausalVariableSettings(checker="substring"),
         claims=CausalVariableClaims(variables=claims),
         provenance=Provenance(

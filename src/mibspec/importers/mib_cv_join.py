@@ -30,11 +30,11 @@ from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport, document_bytes, parse_document
-from mibspec.documents.common import Artifact, Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.common import Artifact, Method, Provenance, ToolInfo
 from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
-from ._options import DATASET_FILE, DATASET_ID, DatasetCopy, ImportOptions, checked_options
+from ._options import DATASET_FILE, DATASET_ID, DatasetCopy, ImportOptions, checked_options, mib_model
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 from .mib_causal_results import CausalResults, parse_unit_id, read_causal_results, variable_claims
 from .mib_cv_submission import MIB_TASKS, mib_cell
@@ -403,7 +403,7 @@ def _plan_report(
         task=TaskRef.model_validate(
             {"name": cell.task, "dataset": DATASET_ID, "split": described.get("split") or split}
         ),
-        model=model_ref(scored.model.block),
+        model=mib_model(scored.model.block, "causal_variable"),
         settings=CausalVariableSettings(checker="substring", causal_model=_CAUSAL_MODEL_ID),
         claims=CausalVariableClaims(variables=[claims]),
         artifacts=artifacts,

@@ -39,7 +39,7 @@ from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CircuitReport, document_bytes, dump, parse_document
-from mibspec.documents.common import Method, Provenance, ToolInfo, model_ref
+from mibspec.documents.common import Method, Provenance, ToolInfo
 from mibspec.documents.report import (
     CircuitClaims,
     CircuitSettings,
@@ -52,7 +52,7 @@ from mibspec.documents.report import (
 )
 from mibspec.validator import Limits, catalogue, load_json_file, load_profile, make_finding
 
-from ._options import KNOWN_MODELS, ImportOptions, checked_options
+from ._options import KNOWN_MODELS, ImportOptions, checked_options, mib_model
 from ._results_pickle import RESULTS_PATTERN, ResultsName, read_results, results_name
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
 
@@ -273,7 +273,7 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]
                 ),
                 method=Method(name=method, **description),
                 task=TaskRef(name=task),
-                model=model_ref({"source": "hub", "id": model_id, "architecture": architecture}),
+                model=mib_model({"source": "hub", "id": model_id, "architecture": architecture}, "circuit"),
                 settings=CircuitSettings(
                     ablation="counterfactual",
                     granularity="edge",
@@ -389,7 +389,7 @@ def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitRepor
         ),
         method=Method(name=method or "unknown"),
         task=TaskRef(name=task, split=named.split),
-        model=model_ref({"source": "hub", "id": named.model, "architecture": architecture}),
+        model=mib_model({"source": "hub", "id": named.model, "architecture": architecture}, "circuit"),
         settings=CircuitSettings(
             ablation="counterfactual",
             granularity=granularity,

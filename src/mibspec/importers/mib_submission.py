@@ -36,7 +36,15 @@ from mibspec.documents.report import (
 )
 from mibspec.validator import Finding, catalogue, load_profile, make_finding
 
-from ._options import KNOWN_MODELS, DatasetCopy, ImportOptions, OptionError, checked_options, hub_model
+from ._options import (
+    KNOWN_MODELS,
+    DatasetCopy,
+    ImportOptions,
+    OptionError,
+    checked_options,
+    hub_model,
+    mib_model,
+)
 from ._results_pickle import RESULTS_PATTERN, read_results, results_name
 from .eap_ig import (
     EapIgGraph,
@@ -605,7 +613,7 @@ def _report(
         ),
         method=Method(name=method),
         task=TaskRef.model_validate(task),
-        model=model_ref(model),
+        model=mib_model(model, "circuit"),
         settings=CircuitSettings(
             ablation="counterfactual",
             granularity=document.granularity,

@@ -154,9 +154,19 @@ class CircuitOptions:
             stored = stored_dtype(sorted(model_dir.glob("*.safetensors")))
         except (OSError, ValueError):
             return  # loading the model says what is wrong with its files
-        problem = dtype_narrowing(load_profile(self.profile), "circuit", model_dir.name, self.dtype, stored)
+        names = {model_dir.name, *_architectures(model_dir)}
+        problem = dtype_narrowing(load_profile(self.profile), "circuit", names, self.dtype, stored)
         if problem is not None:
             raise ValueError(f"dtype: {problem}; verification would refuse it (R113)")
+
+
+def _architectures(model_dir: Path) -> list[str]:
+    """The architectures a model folder's config.json names (none when it cannot be read)."""
+    try:
+        names = json.loads((model_dir / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(name) for name in names] if isinstance(names, list) else []
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import json
 import os
 import re
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -569,22 +569,25 @@ def stored_dtype(weight_paths: Sequence[Path]) -> str:
     return stored
 
 
-def dtype_narrowing(profile: dict[str, Any], track: str, model: str, dtype: str, stored: str) -> str | None:
+def dtype_narrowing(
+    profile: Mapping[str, Any], track: str, names: Collection[str], dtype: str, stored: str
+) -> str | None:
     """Why computing a model stored in ``stored`` in ``dtype`` is refused (M-6, R113), or ``None``.
 
     A 16-bit ``dtype`` on weights stored wider would compare the claims with the 16-bit
-    tolerance of the profile's ``recompute`` table; only a narrowing the profile lists for the
-    model (a hub id, or ``*``) and track (``narrowed_dtypes``) is accepted.
+    tolerance of the profile's ``recompute`` table; only the dtype the profile evaluates the
+    model in (``model_dtypes``, the model known by ``names``: architecture, hub id) is accepted.
     """
+    from mibspec.core.profiles import model_dtype
+
     if _FLOAT_BITS.get(dtype, 32) >= min(_FLOAT_BITS[stored], 32):  # float32 and wider share a tolerance
         return None
-    for entry in profile.get("narrowed_dtypes", []):
-        if entry["track"] == track and entry["dtype"] == dtype and ({"*", model} & set(entry["models"])):
-            return None
+    if model_dtype(profile, track, names) == dtype:
+        return None
     return (
-        f"the report declares dtype {dtype}, and the weights of {model} are stored in {stored}: computing in "
-        f"{dtype} would check the claims against the {dtype} tolerance, which profile "
-        f"{profile.get('name')!r} does not accept for this model and track (narrowed_dtypes); "
+        f"the report declares dtype {dtype}, and the weights of {' / '.join(sorted(names))} are stored in "
+        f"{stored}: computing in {dtype} would check the claims against the {dtype} tolerance, which profile "
+        f"{profile.get('name')!r} does not accept for this model and track (model_dtypes); "
         f"declare dtype {stored}"
     )
 
@@ -605,8 +608,8 @@ def check_declared_dtype(
         stored = stored_dtype(weight_paths)
     except (OSError, SidecarError) as exc:
         raise UnusableInputError(pointer, f"a weight file's header cannot be read: {exc}") from exc
-    model = str(declaration.get("id") or declaration.get("path") or declaration.get("architecture"))
-    problem = dtype_narrowing(ctx.profile, str(ctx.data.get("track")), model, dtype, stored)
+    names = {str(declaration[key]) for key in ("id", "path", "architecture") if declaration.get(key)}
+    problem = dtype_narrowing(ctx.profile, str(ctx.data.get("track")), names, dtype, stored)
     if problem is not None:
         raise ModelMismatchError("R113", f"{pointer}/dtype", problem)
 

@@ -54,7 +54,7 @@ from mibspec.reference_impl.engine import (
     from_transformers,
     graph_universe,
 )
-from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
+from mibspec.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 
 
 def _model(args: argparse.Namespace) -> tuple[Any, ModelWeights]:

@@ -14,7 +14,7 @@ from mibspec.reference_impl.behaviour import (
     component_universe,
     default_planted,
 )
-from mibspec.reference_impl.metrics import causal_bench as cb
+from mibspec.metrics import causal_bench as cb
 
 PAPER_FIVE = {"L0.attn_head[0]", "L0.attn_head[1]", "L1.mlp", "L2.attn_head[0]", "L3.mlp"}
 # Table 2: configurations and their component counts.

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 import mibspec
-from mibspec._conformance import discover_cases
+from mibspec.spec_tools.conformance import discover_cases
 from mibspec.core.spec import spec_dir
 from mibspec.validator import Stage
 

@@ -28,7 +28,7 @@ import junitparser
 import pytest
 import yaml
 
-from mibspec._output_formats import render_github, render_junit
+from mibspec.verification.output_formats import render_github, render_junit
 from mibspec.validator import DocumentResult, Finding, Severity, Stage, StageStatus, VerificationResult
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec._compare_trees import DEFAULT_REL, compare_trees, compare_values
+from mibspec_dev.compare_trees import DEFAULT_REL, compare_trees, compare_values
 from mibspec.core.sidecars import write_safetensors
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mibspec import _output_formats
-from mibspec._verify_api import verify
+from mibspec.verification import output_formats as _output_formats
+from mibspec.verification.api import verify
 from mibspec.core.findings import Finding, Severity
 from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import mibspec
-from mibspec._leaderboard import build_leaderboard, render_markdown
+from mibspec.pages.leaderboard import build_leaderboard, render_markdown
 from mibspec.importers import ImportOptions, import_mib_causal_results, import_mib_circuit_results
 
 REPO = Path(__file__).resolve().parents[2]

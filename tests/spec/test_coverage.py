@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import mibspec._coverage as coverage_module
-from mibspec._coverage import (
+import mibspec.spec_tools.coverage as coverage_module
+from mibspec.spec_tools.coverage import (
     COVERAGE_BEGIN,
     coverage,
     coverage_problems,

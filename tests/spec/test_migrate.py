@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 import mibspec
-from mibspec import _migrate
-from mibspec._migrate import (
+from mibspec.spec_tools import migrate as _migrate
+from mibspec.spec_tools.migrate import (
     REGISTRY,
     InvalidInputError,
     MigrationError,

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mibspec._conformance import discover_cases
+from mibspec.spec_tools.conformance import discover_cases
 from mibspec.core.spec import KINDS, spec_dir
 from mibspec.validator import catalogue
 from mibspec.validator._catalogue import PARSE_CODES

@@ -43,7 +43,7 @@ def producing(needs: str, extras: str) -> Iterator[Progress]:
     (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
     (``ImportError``) become usage errors; the latter says ``needs`` (``"scoring needs"``)
     the extras ``extras`` (``"recompute"``) and how to install them."""
-    from mibspec._progress import TerminalProgress
+    from mibspec.verification.progress import TerminalProgress
 
     with TerminalProgress() as bar:
         try:

@@ -96,7 +96,7 @@ def verify_submission_command(
     model is read from the local Hugging Face cache at its pinned commit (HF_HUB_OFFLINE=1 keeps
     it there); what is missing is named with the command that fetches it.
     """
-    from mibspec._output_formats import REPORTERS
+    from mibspec.verification.output_formats import REPORTERS
     from mibspec.cli._score_device import batch_size_or_exit, device_or_exit
     from mibspec.cli.imports import render_import_failure
     from mibspec.core.outputs import OutputPathError

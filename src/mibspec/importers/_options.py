@@ -108,7 +108,7 @@ class ImportOptions:
         if self.split is not None:
             report["task"]["split"] = self.split
         if isinstance(dataset, DatasetCopy):
-            from mibspec.reference_impl.producers.folder import artifact_entry
+            from mibspec.reference_impl.scoring.folder import artifact_entry
 
             report["task"]["dataset"] = DATASET_ID
             entry = artifact_entry(

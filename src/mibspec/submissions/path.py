@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._verify_api import verify
+from mibspec.verification.api import verify
 from mibspec.core.folders import safe_name
 from mibspec.core.hub_cache import cache_root, download_advice, offline, repo_folder
 from mibspec.core.spec import install_hint

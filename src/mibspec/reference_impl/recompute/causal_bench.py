@@ -47,7 +47,7 @@ from ..behaviour.study import (
     scenario_composite,
     set_metrics,
 )
-from ..metrics import causal_bench as cb
+from mibspec.metrics import causal_bench as cb
 from ._inputs import UnusableInputError
 
 __all__ = ["recompute"]

@@ -34,7 +34,7 @@ from mibspec.core.conventions import convention
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 
-from ..metrics.circuit import cmd, cpr, faithfulness
+from mibspec.metrics.circuit import cmd, cpr, faithfulness
 from ._inputs import (
     UnusableInputError,
     batch_plan,

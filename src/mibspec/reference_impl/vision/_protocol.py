@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..metrics.saliency import (
+from mibspec.metrics.saliency import (
     CurveConvention,
     curve_auc,
     dominance,

@@ -39,7 +39,7 @@ from mibspec.documents.report import (
     TaskRef,
 )
 
-from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
+from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
 from .folder import OutputFolder, artifact_entry, created_timestamp

@@ -16,7 +16,7 @@ A *unit* is the list of reports one worker verifies: a group (split in parts whe
 fewer groups than workers), or, without recomputation, a run of consecutive reports. Each
 report is verified by its own runner (every document it references is verified under it);
 the results are merged in input order, each document listed the first time it is reached,
-which is the serial run's list (see :mod:`mibspec._batch`).
+which is the serial run's list (see :mod:`mibspec.verification.versions`).
 
 Executors:
 
@@ -176,7 +176,7 @@ def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult
 
 
 def _watched() -> tuple[str, ...]:
-    from mibspec._batch import WATCHED_MODULES
+    from mibspec.verification.versions import WATCHED_MODULES
 
     return WATCHED_MODULES
 
@@ -228,7 +228,7 @@ def verify_many(
             keep(unit, verify_unit([files[i] for i in unit], options))
     else:
         _run_processes(files, units, replace(options, progress=None, session=None), jobs, keep)
-    from mibspec._batch import _WORKER_IMPORTS
+    from mibspec.verification.versions import _WORKER_IMPORTS
 
     documents: list[DocumentResult] = []
     seen: set[Path] = set()

@@ -49,7 +49,7 @@ from ..behaviour.study import (
     set_metrics,
     threshold_sets,
 )
-from ..metrics import causal_bench as cb
+from mibspec.metrics import causal_bench as cb
 from ..recompute.circuit import tokenize_pairs
 from .circuit import ModelAndDataset, _model_ref, dataset_artifact, dataset_files, open_model_and_dataset
 from .folder import OutputFolder, created_timestamp

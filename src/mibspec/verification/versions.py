@@ -3,7 +3,7 @@
 The serial runner verifies each path in order and lists every document once, the
 first time it is reached (a document referenced by two reports is listed under the
 first). Here each report file is verified on its own (in units of several reports per
-worker, see :mod:`mibspec._grouping`); the parent merges the documents in input order
+worker, see :mod:`mibspec.verification.grouping`); the parent merges the documents in input order
 and keeps the first occurrence of each file, which gives the same list, in the same
 order, as the serial run.
 """
@@ -27,9 +27,9 @@ def verify_parallel(paths: list[str], options: VerifyOptions, jobs: int) -> Veri
     """Verify ``paths`` in ``jobs`` processes; the result equals ``verify_paths(paths, options)``.
 
     Work is split into units of reports and run by persistent workers (see
-    :mod:`mibspec._grouping`).
+    :mod:`mibspec.verification.grouping`).
     """
-    from mibspec._grouping import verify_many
+    from mibspec.verification.grouping import verify_many
 
     return verify_many(paths, options, jobs)
 

@@ -105,8 +105,8 @@ def build_receipt(
     Raises:
         ReceiptError: a verified file lies outside the receipt's folder.
     """
-    from mibspec._batch import imported_versions
-    from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
+    from mibspec.verification.versions import imported_versions
+    from mibspec.verification.api import SPEC_VERSION, schema_bundle_hash
     from mibspec.core.version import __version__
     from mibspec.validator import DEFAULT_LIMITS
 
@@ -325,7 +325,7 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
     """
     from pydantic import ValidationError
 
-    from mibspec._verify_api import schema_bundle_hash
+    from mibspec.verification.api import schema_bundle_hash
     from mibspec.documents import Receipt
     from mibspec.validator import load_json_file
 

@@ -213,10 +213,10 @@ class _PassClock:
 
 
 def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
+    from mibspec.validator import VerifyOptions
+    from mibspec.verification.api import collect_paths
     from mibspec.verification.grouping import verify_many
     from mibspec.verification.output_formats import REPORTERS
-    from mibspec.verification.api import collect_paths
-    from mibspec.validator import VerifyOptions
 
     root = tmp / f"grouped-{args.circuits}"
     build_corpus(root, args.reports, args.rows, circuits=args.circuits)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec.metrics.graph import GraphConfig, GraphUniverse
 from mibspec.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.scoring.folder import artifact_entry
 
 SIZES = {"llama3": (32, 32, 4096), "gpt2": (12, 12, 768), "tiny": (2, 2, 8)}

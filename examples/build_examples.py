@@ -47,7 +47,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "devtools"))  # mib
 import numpy as np
 from numpy.typing import NDArray
 
-from mibspec_dev.compare_trees import compare_trees
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.documents import (
     CausalBenchReport,
@@ -64,16 +63,17 @@ from mibspec.documents.kinds import (
     Featurizer,
     ShortcutDataset,
 )
-from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
-from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
-from mibspec.reference_impl.datasets import dumps_jsonl, generate
-from mibspec.metrics.graph import GraphConfig, GraphUniverse
 from mibspec.metrics import causal_bench as cb
 from mibspec.metrics import causal_variable as mv
 from mibspec.metrics import circuit as mc
 from mibspec.metrics import saliency as ms
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
+from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
+from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
+from mibspec.reference_impl.datasets import dumps_jsonl, generate
 from mibspec.reference_impl.scoring.circuit import circuit_files, grid_circuits
 from mibspec.reference_impl.scoring.folder import OutputFolder
+from mibspec_dev.compare_trees import compare_trees
 
 HERE = Path(__file__).resolve().parent
 

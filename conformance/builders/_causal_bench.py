@@ -75,8 +75,8 @@ def causal_bench_claims(
     seed: int,
 ) -> Json:
     """Claims computed with the reference metrics: F, C and COS from the planted model (or given)."""
-    from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel
     from mibspec.metrics import causal_bench as cb
+    from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel
 
     beta = None
     if planted is not None:

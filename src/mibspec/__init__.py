@@ -23,8 +23,8 @@ from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 
 if TYPE_CHECKING:
-    from mibspec.verification.api import schema_bundle_hash, verify
     from mibspec.validator import VerificationResult
+    from mibspec.verification.api import schema_bundle_hash, verify
 
 #: Names loaded on first use: the validator (and the numpy its rules use) is imported only
 #: when something is verified, so `mibspec --help` and `mibspec --version` start fast.

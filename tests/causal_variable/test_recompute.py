@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.metrics.featurizers import NumpyFeaturizer
 from mibspec.metrics.causal_variable import aggregate_scores
+from mibspec.metrics.featurizers import NumpyFeaturizer
 
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import mibspec
+from mibspec.core.comparisons import Comparison
 from mibspec.pages.figures import FIGURE_KINDS, _outline, render_figures
 from mibspec.pages.html import build_report_page, render_html
-from mibspec.core.comparisons import Comparison
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -752,8 +752,8 @@ def check_outcome(result: Any, catalogue: Any, *, recompute: bool = False) -> li
     recompute stage has compared at least one claim and every comparison is within its
     tolerance.
     """
-    from mibspec.verification.output_formats import REPORTERS
     from mibspec.validator import Severity, StageStatus
+    from mibspec.verification.output_formats import REPORTERS
 
     problems: list[str] = []
     for doc in result.documents:

@@ -255,8 +255,8 @@ def test_weights_swapped_after_hashing_are_not_used(tmp_path: Path, monkeypatch:
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file, save_file
 
-    from mibspec.verification.receipt import build_receipt, check_receipt
     from mibspec.reference_impl.recompute import _hash_cache, _inputs
+    from mibspec.verification.receipt import build_receipt, check_receipt
 
     report, models = _setup(tmp_path)
     weights = models / "tiny-gpt2" / "model.safetensors"

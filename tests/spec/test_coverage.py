@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import mibspec.spec_tools.coverage as coverage_module
+from mibspec.core.spec import spec_dir
 from mibspec.spec_tools.coverage import (
     COVERAGE_BEGIN,
     coverage,
@@ -22,7 +23,6 @@ from mibspec.spec_tools.coverage import (
     requirements,
     spec_with_section,
 )
-from mibspec.core.spec import spec_dir
 from mibspec.validator import catalogue
 
 SPEC = spec_dir()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from mibspec.verification.grouping import group_key, plan_units, verify_many
-from mibspec.verification.output_formats import REPORTERS
-from mibspec.verification.api import collect_paths
 from mibspec.core.comparisons import REASSOCIATION, first_difference
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+from mibspec.verification.api import collect_paths
+from mibspec.verification.grouping import group_key, plan_units, verify_many
+from mibspec.verification.output_formats import REPORTERS
 
 pytestmark = pytest.mark.recompute
 

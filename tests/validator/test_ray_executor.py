@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from mibspec.verification.grouping import RAY_MAX_RETRIES, task_gpus, verify_many
-from mibspec.verification.output_formats import REPORTERS
+from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
 from mibspec.verification.api import collect_paths
 from mibspec.verification.api import verify as run_verify
-from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+from mibspec.verification.grouping import RAY_MAX_RETRIES, task_gpus, verify_many
+from mibspec.verification.output_formats import REPORTERS
 
 ray = pytest.importorskip("ray")
 

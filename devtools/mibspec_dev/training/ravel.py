@@ -31,9 +31,9 @@ from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
 from mibspec.core.files import sha256_file
-
 from mibspec.reference_impl.datasets import SPLITS, read_jsonl, wordlists
 from mibspec.reference_impl.datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
+
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
 from .models import TinyModelSpec, init_model

@@ -47,8 +47,15 @@ from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
 from mibspec.core.files import sha256_file
+from mibspec.reference_impl.datasets import (
+    Dataset,
+    equal_token_length_filter,
+    generate,
+    lexicon,
+    vocabulary_texts,
+    write_dataset,
+)
 
-from mibspec.reference_impl.datasets import Dataset, equal_token_length_filter, generate, lexicon, vocabulary_texts, write_dataset
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, token_embedding, train_model
 from .models import TINY_GPT2, TINY_LLAMA, TinyModelSpec, init_model

@@ -49,9 +49,9 @@ def leaderboard_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
+    from mibspec.core.outputs import write_atomic
     from mibspec.pages.leaderboard import build_leaderboard, render_html, render_json, render_markdown
     from mibspec.verification.api import collect_paths
-    from mibspec.core.outputs import write_atomic
 
     renderer = render_markdown
     if output is not None:

@@ -153,8 +153,8 @@ def _device(args: VerifyArgs) -> tuple[str, int | str | None]:
 
 def _check_receipt_folder(args: VerifyArgs, receipt: Path) -> None:
     """A usage error unless every input (and --model-root) lies inside the receipt's folder."""
-    from mibspec.verification.receipt import outside_folder
     from mibspec.verification.api import collect_paths
+    from mibspec.verification.receipt import outside_folder
 
     try:
         # Model files recomputation reads are named in the receipt too: each --model-root
@@ -187,8 +187,8 @@ def _limits(args: VerifyArgs) -> Limits:
 
 def _verify(args: VerifyArgs, checked: _Checked) -> VerificationResult:
     """Run the verification, with a progress bar on a terminal (not with -j processes)."""
-    from mibspec.verification.progress import TerminalProgress
     from mibspec.verification.api import verify
+    from mibspec.verification.progress import TerminalProgress
 
     quiet = args.jobs > 1 and args.executor == "process"
     try:

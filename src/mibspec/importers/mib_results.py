@@ -223,8 +223,8 @@ def source_created(source: Path) -> str:
 
 
 def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]]:
-    from mibspec.metrics.graph import GraphConfig, GraphUniverse
     from mibspec.metrics.circuit import cmd, cpr
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise _MalformedError("I101", "", detail="a MIB results file is an object with a 'results' list")

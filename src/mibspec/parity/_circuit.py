@@ -351,8 +351,8 @@ def _nodes_side(
     model: Any, universe: Any, examples: tuple[np.ndarray, ...], inputs: CircuitInputs, profile: Any
 ) -> dict[str, Any]:
     """m(N), m(∅) and f of the top nodes at each grid point, signed and absolute ranking."""
-    from mibspec.reference_impl.engine import evaluate_circuits, node_circuit_edges
     from mibspec.metrics.circuit import rank_edges
+    from mibspec.reference_impl.engine import evaluate_circuits, node_circuit_edges
     from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
 
     node_scores = _node_scores(universe, inputs.scores)

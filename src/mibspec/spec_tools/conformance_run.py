@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec.spec_tools.conformance import discover_cases, run_case
 from mibspec.core.display import visible
 from mibspec.core.version import __version__
+from mibspec.spec_tools.conformance import discover_cases, run_case
 from mibspec.validator import Limits
 
 __all__ = [

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mibspec.metrics import causal_bench as cb
+
 from .localization import LocalizationOracle, Procedure, identify, procedure_scores, subsample
 from .planted import PlantedCircuitModel, default_planted
 

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mibspec.metrics.graph import GraphUniverse
+
 from ._weights import ModelWeights
 
 __all__ = ["UNION_SLACK", "CircuitPlan", "batches", "bytes_per_circuit", "chunks", "plan_circuits"]

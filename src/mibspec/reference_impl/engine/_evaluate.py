@@ -41,6 +41,7 @@ import torch
 from numpy.typing import NDArray
 
 from mibspec.metrics.graph import GraphConfig, GraphUniverse
+
 from . import _forward, _ops
 from ._ablation import (
     ABLATIONS,

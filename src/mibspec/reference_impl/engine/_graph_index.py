@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mibspec.metrics.graph import GraphUniverse
+
 from ._weights import ModelWeights
 
 __all__ = ["GraphIndex", "graph_index", "needed_everywhere", "read_only"]

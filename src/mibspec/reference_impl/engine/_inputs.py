@@ -13,6 +13,7 @@ import torch
 from numpy.typing import NDArray
 
 from mibspec.metrics.graph import GraphUniverse
+
 from . import _forward
 from ._weights import ModelWeights
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mibspec.metrics.circuit import Ranking, Rounding, edges_at, rank_edges
+
 from ._inputs import UnusableInputError
 
 __all__ = ["NodeLevelCircuits"]

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from mibspec.metrics.causal_models import ioi_logit_names
+
 from ..devices import wide, wide_device
 from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 

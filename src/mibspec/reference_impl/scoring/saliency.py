@@ -41,8 +41,8 @@ from mibspec.core.sidecars import safetensors_bytes
 from mibspec.documents import SaliencyReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, RegistryModel, Seed
 from mibspec.documents.report import SaliencyClaims, SaliencySettings, TaskRef
-
 from mibspec.metrics.saliency import WIOU_KS, WIOU_WEIGHTS
+
 from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
 
 if TYPE_CHECKING:  # torch (and the vision module, which imports it) loads only when a run starts

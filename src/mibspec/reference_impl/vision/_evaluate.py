@@ -27,13 +27,14 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 
-from ..devices import wide
 from mibspec.metrics.saliency import perturbation_masks
 from mibspec.metrics.shapley import (
     MAX_EXACT_PLAYERS,
     shapley_exact,
     shapley_trials,
 )
+
+from ..devices import wide
 
 __all__ = [
     "CurveScore",

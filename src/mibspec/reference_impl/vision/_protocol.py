@@ -31,6 +31,7 @@ from mibspec.metrics.saliency import (
     weighted_iou,
     wiou_components,
 )
+
 from ._evaluate import CurveScore, Sampler, class_probabilities, curve_scores, shapley_ground_truth
 
 __all__ = [

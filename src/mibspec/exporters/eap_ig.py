@@ -65,7 +65,7 @@ def read_conformant(path: Path) -> dict[str, Any]:
     Raises:
         ExportError: it does not verify.
     """
-    from mibspec import verify
+    from mibspec.verification import verify
 
     result = verify(path, recompute=False)
     if not result.valid:

@@ -144,8 +144,8 @@ class ImportOptions:
 
 
 def _dataset_copy(path: Path) -> DatasetCopy:
-    from mibspec import verify
     from mibspec.validator.rules.artifacts import unsafe_reason
+    from mibspec.verification import verify
 
     result = verify(path, recompute=False)
     main = result.documents[0]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,16 +37,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / "examples" / "models"
-#: The bundled examples that verify with recomputation (examples/README.md).
-RECOMPUTED = (
-    "causal_bench",
-    "causal-bench-planted",
-    "circuit-ioi",
-    "saliency-digits",
-    "causal-bench-tiny-gpt2",
-    "causal-variable-ravel",
-    "causal-variable-ioi",
-    "causal-variable-arithmetic",
+#: The bundled examples that verify with recomputation (examples/recomputed.json).
+RECOMPUTED = tuple(
+    json.loads((REPO / "examples" / "recomputed.json").read_text(encoding="utf-8"))["examples"]
 )
 
 
@@ -54,7 +48,13 @@ def _verify(
 ) -> dict[str, Any]:
     """`mibspec verify` of ``reports`` on ``device``: exit code, time, and per report the
     verdict and recomputed values (pointer → (value, tolerance))."""
-    command = [sys.executable, "-m", "mibspec", "verify", *map(str, reports), "--model-root", str(MODELS)]
+    # the bundled models, and the 16-bit copies _dtype_reports writes beside its reports
+    roots = [
+        MODELS,
+        *sorted({r.parent.parent / "models" for r in reports if (r.parent.parent / "models").is_dir()}),
+    ]
+    command = [sys.executable, "-m", "mibspec", "verify", *map(str, reports)]
+    command += [arg for root in roots for arg in ("--model-root", str(root))]
     command += ["--device", device, "-f", "json", *extra]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -97,12 +97,27 @@ def _passed(run: dict[str, Any]) -> bool:
     return run["exit_code"] == 0 and bool(run["reports"]) and all(r["valid"] for r in run["reports"].values())
 
 
+def _stored_in(folder: Path, dtype: str) -> Path:
+    """A copy of the IOI example's model at ``folder`` with its floating weights in ``dtype``."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(MODELS / "tiny-gpt2", folder)
+    tensors = load_file(str(folder / "model.safetensors"))
+    cast = {k: v.to(getattr(torch, dtype)) if v.is_floating_point() else v for k, v in tensors.items()}
+    save_file(cast, str(folder / "model.safetensors"))
+    return folder
+
+
 def _dtype_reports(device: str, work: Path) -> tuple[list[Path], dict[str, Any]]:
-    """The IOI example's model scored in float16 and bfloat16 on ``device``."""
+    """The IOI example's model, its weights stored in float16 and in bfloat16 (a float32 model
+    declared 16-bit is refused: SPEC.md M-6), scored in that dtype on ``device``; the copies
+    are written under ``work/models``, which verification is given as a model root."""
     reports, runs = [], {}
     for dtype in ("float16", "bfloat16"):
         out = work / f"ioi-{dtype}"
-        command = [sys.executable, "-m", "mibspec", "score", "circuit", "--model", str(MODELS / "tiny-gpt2")]
+        model = _stored_in(work / "models" / f"tiny-gpt2-{dtype}", dtype)
+        command = [sys.executable, "-m", "mibspec", "score", "circuit", "--model", str(model)]
         command += ["--dataset", str(REPO / "examples" / "datasets" / "ioi" / "test.meta.json")]
         command += [
             "-c",

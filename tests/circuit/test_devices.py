@@ -433,6 +433,22 @@ def test_saliency_evaluation_names_a_device_for_every_tensor_it_creates() -> Non
     assert not watch.undeviced, "\n".join(sorted(set(watch.undeviced)))
 
 
+def _stored_in(path: Path, dtype: str) -> tuple[str, int]:
+    """Rewrite the safetensors file at ``path`` with its floating tensors in ``dtype``; its new
+    SHA-256 and size."""
+    import hashlib
+
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(path))
+    save_file(
+        {k: v.to(getattr(torch, dtype)) if v.is_floating_point() else v for k, v in tensors.items()},
+        str(path),
+    )
+    raw = path.read_bytes()
+    return hashlib.sha256(raw).hexdigest(), len(raw)
+
+
 @pytest.mark.slow
 def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
     small_report: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -459,15 +475,26 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
     monkeypatch.setattr(engine, "load_model_from_bytes", spy_lm)  # looked up when recomputation runs
     monkeypatch.setattr(vision, "load_registry_model", spy_cnn)
 
+    # the weights stored in the dtype (a float32 model declared 16-bit is R113, SPEC.md M-6)
+    models = tmp_path / "models"
+    shutil.copytree(MODELS / "tiny-gpt2", models / "tiny-gpt2")
     for source, dtype in ((small_report.parent.parent, "bfloat16"), (SALIENCY, "float16")):
         folder = tmp_path / f"{source.name}-{dtype}"
         shutil.copytree(source, folder)
         report = next(folder.rglob("report.json"))
         data = json.loads(report.read_text(encoding="utf-8"))
         data["model"]["dtype"] = dtype
+        if data["model"]["source"] == "registry":
+            entry = next(a for a in data["artifacts"] if a["id"] == data["model"]["weights"])
+            entry["sha256"], entry["bytes"] = _stored_in(report.parent / entry["path"], dtype)
+        else:
+            data["model"]["files"]["model.safetensors"] = _stored_in(
+                models / "tiny-gpt2" / "model.safetensors", dtype
+            )[0]
         report.write_text(json.dumps(data, indent=2), encoding="utf-8")
         built.clear()
-        result = mibspec.verify(report, model_roots=[MODELS])
+        result = mibspec.verify(report, model_roots=[models])
+        assert "R113" not in [f.code for f in result.documents[0].findings]
         doc = result.documents[0]
         assert not result.internal_errors
         assert not [f for f in doc.findings if f.code == "R104"], [
@@ -482,6 +509,44 @@ def test_a_half_precision_model_is_recomputed_in_its_dtype_with_its_tolerance(
             for c in doc.comparisons
             if (c.abs_tol, c.rel_tol) == (table["float32"]["abs"], table["float32"]["rel"])
         ]
+        if data["model"]["source"] == "registry":
+            continue
+        # another batch size asked for: the declared one is used (R114), the same values come out
+        again = mibspec.verify(report, model_roots=[models], batch_size=3).documents[0]
+        assert [(f.code, f.pointer) for f in again.findings if f.code == "R114"] == [
+            ("R114", "/settings/batch_size")
+        ]
+        assert [(c.pointer, c.recomputed) for c in again.comparisons] == [
+            (c.pointer, c.recomputed) for c in doc.comparisons
+        ]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "requested", "planned", "kept"),
+    [
+        ("bfloat16", 3, (8, False), True),
+        ("float16", "auto", (8, True), True),  # starts at the declared size, halves only when out of memory
+        ("bfloat16", 8, (8, False), False),  # what the report declares: nothing to say
+        ("float32", 3, (3, False), False),
+        ("bfloat16", None, (8, False), False),
+    ],
+)
+def test_a_16_bit_report_keeps_its_declared_batch_size(
+    dtype: str, requested: Any, planned: tuple[int, bool], kept: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from mibspec.reference_impl.recompute._inputs import batch_plan
+
+    findings: list[tuple[str, str]] = []
+    ctx = SimpleNamespace(
+        data={"model": {"dtype": dtype}, "settings": {"batch_size": 8}},
+        options=SimpleNamespace(batch_size=requested, device="cpu"),
+        recompute_findings=findings,
+        finding=lambda code, pointer, detail: (code, pointer),
+    )
+    assert batch_plan(ctx, 8, 1, 100) == planned
+    assert findings == ([("R114", "/settings/batch_size")] if kept else [])
 
 
 @pytest.mark.slow

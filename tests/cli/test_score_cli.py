@@ -48,14 +48,35 @@ def test_a_missing_model_folder_is_a_usage_error(tmp_path: Path, mibspec_cli) ->
     assert not (tmp_path / "out").exists()
 
 
+def _bfloat16_copy(folder: Path) -> Path:
+    """tiny-gpt2 with its weights stored in bfloat16 (a model released in bfloat16)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    source = REPO / "examples" / "models" / "tiny-gpt2"
+    shutil.copytree(source, folder)
+    weights = load_file(str(source / "model.safetensors"))
+    save_file({k: v.to(torch.bfloat16) for k, v in weights.items()}, str(folder / "model.safetensors"))
+    return folder
+
+
 def test_a_report_scored_in_bfloat16_declares_it_and_is_recomputed_in_it(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
+    args = list(ARGS)
+    # a model stored in float32 is not scored in bfloat16: verification would refuse it (R113)
+    refused = mibspec_cli("score", "circuit", *args, "--dtype", "bfloat16", "-o", str(tmp_path / "no"))
+    assert refused.returncode == 2
+    assert "R113" in refused.stderr
+    assert not (tmp_path / "no").exists()
+    args[1] = str(_bfloat16_copy(tmp_path / "tiny-gpt2-bf16"))
     out = tmp_path / "out"
-    done = mibspec_cli("score", "circuit", *ARGS, "--dtype", "bfloat16", "-o", str(out))
+    done = mibspec_cli("score", "circuit", *args, "--dtype", "bfloat16", "-o", str(out))
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["model"]["dtype"] == "bfloat16"
     # recomputed in bfloat16: the claims are the bfloat16 model's, within its tolerance ...
-    models = str(REPO / "examples" / "models")
+    models = str(tmp_path)
     assert mibspec_cli("verify", str(out / "report.json"), "--model-root", models).returncode == 0
     # ... which a float32 computation does not give: declared float32, the same claims fail
     report["model"]["dtype"] = "float32"

@@ -63,16 +63,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 MODELS = EXAMPLES / "models"
 
-#: The bundled examples that verify with recomputation (examples/README.md), cheapest first.
-RECOMPUTED_EXAMPLES: tuple[str, ...] = (
-    "causal_bench",
-    "causal-bench-planted",
-    "circuit-ioi",
-    "saliency-digits",
-    "causal-bench-tiny-gpt2",
-    "causal-variable-ravel",
-    "causal-variable-ioi",
-    "causal-variable-arithmetic",
+#: The bundled examples that verify with recomputation, cheapest first (examples/recomputed.json).
+RECOMPUTED_EXAMPLES: tuple[str, ...] = tuple(
+    json.loads((EXAMPLES / "recomputed.json").read_text(encoding="utf-8"))["examples"]
 )
 #: Examples whose real recomputation, once its session holds the model and activations, takes a
 #: fraction of a second: every perturbation of theirs is verified with real recomputation.
@@ -340,6 +333,18 @@ def _declarations(example: str, doc: dict[str, Any]) -> list[tuple[str, Edit]]:
         @add("model declared with twice the vocabulary")
         def _(d: dict[str, Any]) -> None:
             d["model"]["config"]["vocab_size"] *= 2
+
+    if isinstance(doc.get("model"), dict) and doc["model"].get("dtype", "float32") == "float32":
+
+        @add("model declared bfloat16 (a wider tolerance), a claim moved beyond float32's")
+        def _(d: dict[str, Any]) -> None:
+            d["model"]["dtype"] = "bfloat16"
+            claim = next(
+                c for c in claims_to_perturb(d) if c.row.type == "number" and c.row.tolerance == "recompute"
+            )
+            value = float(claim.value)
+            narrow = recompute_tolerance(load_profile(str(d.get("profile", "default"))), "float32")
+            set_at(d, claim.pointer, value + _away(value) * 20 * (narrow[0] + narrow[1] * abs(value)))
 
     if isinstance(doc.get("model"), dict) and doc["model"].get("files"):
 

@@ -377,3 +377,83 @@ def test_rotary_parameters_given_twice_must_agree(change: dict[str, Any], refuse
     with pytest.raises(ValueError, match=r"spellings|transformers would use one") as caught:
         read_config(data, "config.json")
     assert refused in str(caught.value)
+
+
+# --------------------------------------------------------------------------- declared dtype (M-6)
+
+
+def test_a_dtype_narrower_than_the_stored_weights_is_refused(tmp_path: Path) -> None:
+    """tiny-gpt2 is stored in float32; declared bfloat16, its claims would be compared with the
+    bfloat16 tolerance (a hundred times wider): refused before recomputation (R113)."""
+    pytest.importorskip("torch")
+
+    def change(model: dict[str, Any]) -> None:
+        model["dtype"] = "bfloat16"
+
+    result = mibspec.verify(_copy(tmp_path, "circuit-ioi", change), model_roots=[MODELS])
+    doc = _report(result)
+    _assert_not_recomputed(doc)
+    r113 = [f for f in doc.findings if f.code == "R113"]
+    assert [f.pointer for f in r113] == ["/model/dtype"]
+    assert "stored in float32" in r113[0].message
+    assert "declares dtype bfloat16" in r113[0].message
+
+
+def _weights(path: Path, dtypes: list[str]) -> Path:
+    """A safetensors file written byte by byte: one two-byte-wide tensor per dtype (no library)."""
+    sizes = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int64": 8}
+    header: dict[str, Any] = {}
+    offset = 0
+    for i, dtype in enumerate(dtypes):
+        header[f"t{i}"] = {
+            "dtype": {
+                "float16": "F16",
+                "bfloat16": "BF16",
+                "float32": "F32",
+                "float64": "F64",
+                "int64": "I64",
+            }[dtype],
+            "shape": [2],
+            "data_offsets": [offset, offset + 2 * sizes[dtype]],
+        }
+        offset += 2 * sizes[dtype]
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + bytes(offset))
+    return path
+
+
+def _ctx(track: str, profile: str) -> Any:
+    from mibspec.core.profiles import load_profile
+
+    return SimpleNamespace(data={"track": track}, profile=load_profile(profile))
+
+
+@pytest.mark.parametrize(
+    ("stored", "declared", "track", "profile", "model", "refused"),
+    [
+        (["float32", "int64"], "float32", "circuit", "default", "m", False),
+        (["bfloat16", "int64"], "bfloat16", "circuit", "default", "m", False),  # stored so: no widening
+        (["bfloat16", "float32"], "bfloat16", "circuit", "default", "m", True),  # the widest tensor counts
+        (["float32"], "float16", "causal_variable", "default", "gpt2", True),
+        (["float32"], "float16", "causal_variable", "mib-2025", "gpt2", False),  # MIB's own evaluation
+        (["float32"], "bfloat16", "causal_variable", "mib-2025", "gpt2", True),  # not the dtype it accepts
+        (["float32"], "bfloat16", "circuit", "mib-2025", "google/gemma-2-2b", False),
+        (["float32"], "bfloat16", "circuit", "mib-2025", "openai-community/gpt2", True),
+        (["float32"], "bfloat16", "causal_bench", "mib-2025", "google/gemma-2-2b", True),
+        (["float64"], "float32", "circuit", "default", "m", False),  # one tolerance for both
+        (["float64"], "float16", "circuit", "default", "m", True),
+    ],
+)
+def test_the_profile_decides_which_narrowings_are_accepted(
+    tmp_path: Path, stored: list[str], declared: str, track: str, profile: str, model: str, refused: bool
+) -> None:
+    from mibspec.reference_impl.recompute._inputs import ModelMismatchError, check_declared_dtype
+
+    weights = _weights(tmp_path / "model.safetensors", stored)
+    declaration = {"source": "hub", "id": model}
+    if not refused:
+        check_declared_dtype(_ctx(track, profile), declaration, declared, [weights], "/model")
+        return
+    with pytest.raises(ModelMismatchError) as caught:
+        check_declared_dtype(_ctx(track, profile), declaration, declared, [weights], "/model")
+    assert (caught.value.code, caught.value.pointer) == ("R113", "/model/dtype")

@@ -58,6 +58,7 @@ def test_every_code_is_emitted_by_some_stage() -> None:
     recompute_codes |= {"R104", "R106", "R107"}  # emitted by the recomputers (tests/circuit)
     recompute_codes |= {"R108", "R109", "R110"}  # model declaration vs loaded config (tests/hardening)
     recompute_codes |= {"R111"}  # a digest from a trusted file-hash cache (tests/hardening)
+    recompute_codes |= {"R113", "R114"}  # declared dtype vs weights; 16-bit batch size (tests/hardening)
     recompute_codes |= {"R112"}  # recompute skipped and impossible (validator/_pipeline.py)
     recompute_codes |= {"I101", "I102", "I103", "I104"}  # emitted by mibspec/importers (tests/importers)
     recompute_codes |= {f"I{n}" for n in range(105, 113)}  # emitted by mibspec/importers (tests/importers)

@@ -11,7 +11,7 @@ from mibspec.core.claims import claim_catalogue
 from ._base import Closed, SpecVersion
 from .rounding import Rounding
 
-__all__ = ["Profile", "RoundingKind", "Tolerance", "unchecked_when"]
+__all__ = ["NarrowedDtype", "Profile", "RoundingKind", "Tolerance", "unchecked_when"]
 
 #: The kinds of claim a rounding may apply to, as the claim catalogue (spec/v1/claims.json) defines them.
 RoundingKind: Any = Literal[tuple(claim_catalogue().rounding_kinds)]  # type: ignore[valid-type]
@@ -29,6 +29,17 @@ class Tolerance(Closed):
 
     abs: float = Field(ge=0)
     rel: float = Field(ge=0)
+
+
+class NarrowedDtype(Closed):
+    """Models of a track that a profile accepts evaluated in a dtype narrower than their weights."""
+
+    track: Literal["circuit", "causal_variable", "causal_bench", "saliency"]
+    dtype: Literal["float16", "bfloat16"]
+    models: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1,
+        description="hub ids (registry models: architectures), or `*` for every model of the track",
+    )
 
 
 class Profile(Closed):
@@ -58,6 +69,12 @@ class Profile(Closed):
     consistency: Tolerance = Field(description="claimed aggregate vs the same metric of the claimed parts")
     recompute: dict[Literal["float32", "float16", "bfloat16"], Tolerance] = Field(
         description="claimed vs recomputed from the model, by model dtype"
+    )
+    narrowed_dtypes: list[NarrowedDtype] = Field(
+        default_factory=list,
+        description="the evaluations in a dtype narrower than the one the model's weights are stored in "
+        "that this profile accepts (any other is R113: a narrower dtype would widen the recompute "
+        "tolerance for a model the report did not run in it)",
     )
     min_stability_runs: int = Field(ge=2)
     min_random_baseline_seeds: int = Field(ge=1)

@@ -7,7 +7,14 @@ exported here for the producers too; this package itself imports no torch.
 """
 
 from ._hash_cache import FileHashCache, default_cache_dir
-from ._inputs import ModelSource, UnusableInputError, config_start_token, encode_function
+from ._inputs import (
+    ModelSource,
+    UnusableInputError,
+    config_start_token,
+    dtype_narrowing,
+    encode_function,
+    stored_dtype,
+)
 from ._node_circuits import NodeLevelCircuits
 from ._rebuilt import RebuiltCircuits
 from ._session import RecomputeSession
@@ -21,5 +28,7 @@ __all__ = [
     "UnusableInputError",
     "config_start_token",
     "default_cache_dir",
+    "dtype_narrowing",
     "encode_function",
+    "stored_dtype",
 ]

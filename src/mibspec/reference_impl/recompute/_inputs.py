@@ -56,14 +56,17 @@ __all__ = [
     "ModelTooLargeInputError",
     "UnusableInputError",
     "batch_plan",
+    "check_declared_dtype",
     "check_memory",
     "check_tokens",
+    "dtype_narrowing",
     "encode_function",
     "load_referenced_document",
     "local_tokenizer",
     "open_model",
     "read_rows",
     "resolve_model",
+    "stored_dtype",
 ]
 
 _CHUNK = 1 << 20
@@ -508,6 +511,9 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     check_declared_model(ctx, declaration, config, source.display, pointer)
     files = _model_files(ctx, reader, source, declared, pointer, config_size)
     check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer)
+    check_declared_dtype(
+        ctx, declaration, dtype, [files.paths[n] for n in files.names if n != _TOKENIZER], pointer
+    )
     progress.start(f"reading and hashing the model files of {source.display}", sum(files.sizes.values()))
     for name in files.extra:
         reader.read(name, files.paths[name], files.sizes[name], keep=False)
@@ -540,6 +546,69 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
     return _opened(source, tokenizer, config), weights
+
+
+_SIXTEEN_BITS = ("float16", "bfloat16")
+#: The bits of the floating dtypes weights may be stored in, by safetensors' spec name.
+_FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
+
+
+def stored_dtype(weight_paths: Sequence[Path]) -> str:
+    """The widest floating dtype of the tensors in safetensors files (their headers only).
+
+    Raises:
+        OSError, SidecarError: a file or its header cannot be read.
+    """
+    from mibspec.core.sidecars import read_safetensors_header
+
+    stored = "float16"
+    for path in weight_paths:
+        for info in read_safetensors_header(path).values():
+            if _FLOAT_BITS.get(info.dtype, 0) > _FLOAT_BITS[stored]:
+                stored = info.dtype
+    return stored
+
+
+def dtype_narrowing(profile: dict[str, Any], track: str, model: str, dtype: str, stored: str) -> str | None:
+    """Why computing a model stored in ``stored`` in ``dtype`` is refused (M-6, R113), or ``None``.
+
+    A 16-bit ``dtype`` on weights stored wider would compare the claims with the 16-bit
+    tolerance of the profile's ``recompute`` table; only a narrowing the profile lists for the
+    model (a hub id, or ``*``) and track (``narrowed_dtypes``) is accepted.
+    """
+    if _FLOAT_BITS.get(dtype, 32) >= min(_FLOAT_BITS[stored], 32):  # float32 and wider share a tolerance
+        return None
+    for entry in profile.get("narrowed_dtypes", []):
+        if entry["track"] == track and entry["dtype"] == dtype and ({"*", model} & set(entry["models"])):
+            return None
+    return (
+        f"the report declares dtype {dtype}, and the weights of {model} are stored in {stored}: computing in "
+        f"{dtype} would check the claims against the {dtype} tolerance, which profile "
+        f"{profile.get('name')!r} does not accept for this model and track (narrowed_dtypes); "
+        f"declare dtype {stored}"
+    )
+
+
+def check_declared_dtype(
+    ctx: Any, declaration: dict[str, Any], dtype: str, weight_paths: Sequence[Path], pointer: str
+) -> None:
+    """R113 at ``pointer``/dtype when the declared dtype narrows the stored weights in a way
+    the profile does not accept (:func:`dtype_narrowing`).
+
+    Raises:
+        ModelMismatchError: R113.
+        UnusableInputError: a weight file's header cannot be read (R104).
+    """
+    from mibspec.core.sidecars import SidecarError
+
+    try:
+        stored = stored_dtype(weight_paths)
+    except (OSError, SidecarError) as exc:
+        raise UnusableInputError(pointer, f"a weight file's header cannot be read: {exc}") from exc
+    model = str(declaration.get("id") or declaration.get("path") or declaration.get("architecture"))
+    problem = dtype_narrowing(ctx.profile, str(ctx.data.get("track")), model, dtype, stored)
+    if problem is not None:
+        raise ModelMismatchError("R113", f"{pointer}/dtype", problem)
 
 
 def check_memory(config: dict[str, Any], dtype: str, file_bytes: int, pointer: str) -> None:
@@ -849,13 +918,19 @@ def batch_plan(
     Batch sizes change recomputed values by reassociation inside matrix products at most
     (engine.md ME-10).
     """
-    from ..devices import plan_batch
+    from ..devices import AUTO, plan_batch
 
     options = ctx.options
-    return plan_batch(
-        getattr(options, "batch_size", None),
-        getattr(options, "device", "cpu"),
-        declared,
-        per_example,
-        n_examples,
-    )
+    requested = getattr(options, "batch_size", None)
+    dtype = (ctx.data.get("model") or {}).get("dtype", "float32")
+    if dtype in _SIXTEEN_BITS and requested is not None and requested != declared:
+        # In 16 bits a batch size changes values beyond the tolerance (ME-10): the declared one
+        # is kept; "auto" still halves it, only when the device runs out of memory.
+        pointer = "/settings/batch_size" if "batch_size" in (ctx.data.get("settings") or {}) else "/settings"
+        detail = (
+            f"the report's model computes in {dtype}, where the batch size changes recomputed values beyond "
+            f"the tolerance, so its batch size {declared} was used, not --batch-size {requested}"
+        )
+        ctx.recompute_findings.append(ctx.finding("R114", pointer, detail=detail))
+        return int(declared), requested == AUTO
+    return plan_batch(requested, getattr(options, "device", "cpu"), declared, per_example, n_examples)

@@ -38,7 +38,7 @@ from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
-from ._inputs import UnusableInputError, load_referenced_document
+from ._inputs import UnusableInputError, check_declared_dtype, load_referenced_document
 
 if TYPE_CHECKING:  # the vision module imports torch, which this module loads only when it runs
     from mibspec.reference_impl.vision import CurveSettings, DominanceResult, DominantImages, ShapleySettings
@@ -158,6 +158,7 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
         raise UnusableInputError("/model/weights", f"artifact {model['weights']!r} is not available")
     if entry["media_type"] != "application/x-safetensors":
         raise UnusableInputError("/model/weights", "registry weights must be a safetensors file")
+    check_declared_dtype(ctx, model, dtype, [ctx.folder / entry["path"]], "/model")
     try:
         weights = read_weights(ctx.folder / entry["path"])
         return load_registry_model(

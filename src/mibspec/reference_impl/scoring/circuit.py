@@ -143,6 +143,20 @@ class CircuitOptions:
             raise ValueError("scores_path: required with method 'scores' and only accepted with it")
         if self.profile not in known_profiles():
             raise ValueError(f"profile: expected one of {known_profiles()}, got {self.profile!r}")
+        self._check_dtype()
+
+    def _check_dtype(self) -> None:
+        """Raises ValueError for a dtype the report could not be verified in (SPEC.md M-6, R113)."""
+        from mibspec.reference_impl.recompute import dtype_narrowing, stored_dtype
+
+        model_dir = Path(self.model_dir)
+        try:
+            stored = stored_dtype(sorted(model_dir.glob("*.safetensors")))
+        except (OSError, ValueError):
+            return  # loading the model says what is wrong with its files
+        problem = dtype_narrowing(load_profile(self.profile), "circuit", model_dir.name, self.dtype, stored)
+        if problem is not None:
+            raise ValueError(f"dtype: {problem}; verification would refuse it (R113)")
 
 
 @dataclass(frozen=True)

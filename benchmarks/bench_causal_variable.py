@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from mibspec.metrics.featurizers import NumpyFeaturizer
 from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, intervened_logits, load_model
-from mibspec.reference_impl.featurizers import NumpyFeaturizer
 from mibspec.reference_impl.recompute import ModelSource
 from mibspec.reference_impl.recompute.causal_variable import TextCodec
 

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from mibspec.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 from mibspec.reference_impl.engine import (
     ModelWeights,
     _forward,
@@ -54,7 +55,6 @@ from mibspec.reference_impl.engine import (
     from_transformers,
     graph_universe,
 )
-from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
 
 
 def _model(args: argparse.Namespace) -> tuple[Any, ModelWeights]:

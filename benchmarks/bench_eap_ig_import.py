@@ -26,7 +26,7 @@ SIZES = {"llama3": (32, 32, 4096), "gpt2": (12, 12, 768), "tiny": (2, 2, 8)}
 def write_graph(path: Path, layers: int, heads: int, d_model: int, seed: int) -> int:
     """Write an EAP-IG-style graph JSON (edges in EAP-IG's order); return its edge count."""
     from mibspec.exporters.eap_ig import eap_ig_edge_order
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     rng = np.random.default_rng(seed)
     universe = GraphUniverse(GraphConfig(layers, heads, False, d_model))

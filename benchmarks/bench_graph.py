@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
 LLAMA = GraphConfig(n_layers=32, n_heads=32, d_model=4096)
 

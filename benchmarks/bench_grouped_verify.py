@@ -140,7 +140,7 @@ def _own_circuits(folder: Path, rows: Any, seen: set[bytes], seed: int) -> None:
     import numpy as np
     from safetensors.numpy import load_file, save_file
 
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     path = folder / "circuit.safetensors"
     tensors = load_file(str(path))
@@ -213,10 +213,10 @@ class _PassClock:
 
 
 def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
-    from mibspec._grouping import verify_many
-    from mibspec._output_formats import REPORTERS
-    from mibspec._verify_api import collect_paths
     from mibspec.validator import VerifyOptions
+    from mibspec.verification.api import collect_paths
+    from mibspec.verification.grouping import verify_many
+    from mibspec.verification.output_formats import REPORTERS
 
     root = tmp / f"grouped-{args.circuits}"
     build_corpus(root, args.reports, args.rows, circuits=args.circuits)
@@ -340,7 +340,7 @@ def _ray(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        from mibspec._verify_api import verify
+        from mibspec.verification.api import verify
 
         warm, _, _ = _timed(lambda: verify(root, model_roots=[MODELS], executor="ray"))
     finally:

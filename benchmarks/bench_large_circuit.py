@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
-from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
-from mibspec.reference_impl.producers.folder import artifact_entry
+from mibspec.metrics.circuit import DEFAULT_GRID, edges_at, rank_edges
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
+from mibspec.reference_impl.scoring.folder import artifact_entry
 
 SIZES = {"llama3": (32, 32, 4096), "gpt2": (12, 12, 768), "tiny": (2, 2, 8)}
 EAP_IG_SCHEMA = {

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import permutation_test
 
+from mibspec.metrics.causal_bench import convergence_test, expected_null_jaccard
 from mibspec.reference_impl.behaviour import PlantedCircuitModel
-from mibspec.reference_impl.metrics.causal_bench import convergence_test, expected_null_jaccard
 
 N_PERMUTATIONS = 10_000
 SEED = 0

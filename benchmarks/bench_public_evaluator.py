@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from mibspec.metrics.circuit import cpr, edges_at, faithfulness, rank_edges
     from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, load_model, random_model
-    from mibspec.reference_impl.metrics.circuit import cpr, edges_at, faithfulness, rank_edges
 
     torch.set_num_threads(1)
     size = dict(SIZES[args.size])

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from mibspec.reference_impl.metrics.shapley import ValueFn, shapley_exact, shapley_permutation
+from mibspec.metrics.shapley import ValueFn, shapley_exact, shapley_permutation
 
 
 def make_game(n: int, seed: int) -> ValueFn:

@@ -48,7 +48,7 @@ import torch
 from captum.attr import ShapleyValueSampling
 
 from mibspec.core.sidecars import load_tensor, read_safetensors_header
-from mibspec.reference_impl.metrics.shapley import draw_permutations, shapley_from_permutations
+from mibspec.metrics.shapley import draw_permutations, shapley_from_permutations
 from mibspec.reference_impl.vision import (
     PixelGame,
     evaluate_dominance,

@@ -18,6 +18,9 @@ are rewritten; any other folder under ``v1/`` is left alone and listed on stderr
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "devtools"))  # mibspec_dev: not shipped
 
 from builders import main
 

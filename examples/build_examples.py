@@ -28,7 +28,7 @@ Usage::
 
 The output is byte-for-byte reproducible on the same machine and library versions. On
 another machine a float may differ in its last bits, so ``--check`` compares JSON numbers
-and tensors within a relative 1e-9 (``mibspec._compare_trees``); ``--check --exact``
+and tensors within a relative 1e-9 (``mibspec_dev.compare_trees``); ``--check --exact``
 compares bytes.
 """
 
@@ -42,10 +42,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "devtools"))  # mibspec_dev: not shipped
+
 import numpy as np
 from numpy.typing import NDArray
 
-from mibspec._compare_trees import compare_trees
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.documents import (
     CausalBenchReport,
@@ -62,16 +63,17 @@ from mibspec.documents.kinds import (
     Featurizer,
     ShortcutDataset,
 )
+from mibspec.metrics import causal_bench as cb
+from mibspec.metrics import causal_variable as mv
+from mibspec.metrics import circuit as mc
+from mibspec.metrics import saliency as ms
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel, component_universe, default_planted
 from mibspec.reference_impl.behaviour.study import PLANTED_BEHAVIOUR, TABLE1_SETS
 from mibspec.reference_impl.datasets import dumps_jsonl, generate
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
-from mibspec.reference_impl.metrics import causal_bench as cb
-from mibspec.reference_impl.metrics import causal_variable as mv
-from mibspec.reference_impl.metrics import circuit as mc
-from mibspec.reference_impl.metrics import saliency as ms
-from mibspec.reference_impl.producers.circuit import circuit_files, grid_circuits
-from mibspec.reference_impl.producers.folder import OutputFolder
+from mibspec.reference_impl.scoring.circuit import circuit_files, grid_circuits
+from mibspec.reference_impl.scoring.folder import OutputFolder
+from mibspec_dev.compare_trees import compare_trees
 
 HERE = Path(__file__).resolve().parent
 

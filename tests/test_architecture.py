@@ -1,11 +1,17 @@
 """The package's layers and which way they depend, checked on the source with ``ast``.
 
-``mibspec.core`` ← ``mibspec.validator`` and ``mibspec.core`` ← ``mibspec.reference_impl``:
-the core imports nothing else of mibspec; the reference implementation never imports the
-validator (its recomputers receive what they need from the recompute stage); validator
-rules reach the reference implementation through public names only. No package imports
-another package's underscore-named modules or names, modules import each other without
-cycles, and validating a document never imports torch.
+Each package directly under ``mibspec`` sits in one layer and imports only packages of the
+layers below it (:data:`LAYERS`)::
+
+    core ← documents ← metrics ← reference_impl ← validator ← verification
+         ← importers, exporters, pages, spec_tools, parity ← submissions ← cli ← mibspec
+
+``core`` imports nothing else of mibspec; ``metrics`` (numpy) never imports torch; the
+reference implementation never imports the validator (its recomputers receive what they need
+from the recompute stage); validator rules reach the metrics and the reference implementation
+through public names, and only when they run. No package imports another package's
+underscore-named modules or names, modules import each other without cycles, and validating a
+document never imports torch.
 """
 
 from __future__ import annotations
@@ -23,9 +29,27 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "mibspec"
 
-#: The packages directly under mibspec; the modules at the top (_verify_api, …) and the
-#: command-line package mibspec.cli form "mibspec".
-PACKAGES = ("core", "validator", "reference_impl", "documents", "importers")
+#: The packages directly under mibspec, lowest layer first; a package imports only packages of
+#: lower layers. The top modules (``mibspec/__init__.py``, the public facade over
+#: ``verification``, and ``__main__``, over ``cli``) form "mibspec", the top layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core",),  # the standard library only: findings, spec constants, strict JSON, files
+    ("documents",),  # the typed document models (pydantic) the schemas are generated from
+    ("metrics",),  # metric functions and declarations as data (numpy, no torch)
+    ("reference_impl",),  # model engines (torch), recomputation, scoring, datasets
+    ("validator",),  # parse, schema stage, rules, recompute stage
+    ("verification",),  # verify(): paths, grouping, receipts, reporters
+    ("importers", "exporters", "pages", "spec_tools", "parity"),  # each verifies through verification
+    ("submissions",),  # a MIB submission: imported, then verified
+    ("cli",),
+    ("mibspec",),
+)
+
+PACKAGES = tuple(name for layer in LAYERS for name in layer if name != "mibspec")
+LAYER = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
+
+#: Libraries that mibspec.metrics never imports, not even inside a function.
+TORCH_STACK = ("torch", "transformers", "safetensors", "tokenizers", "captum")
 
 #: (importing package, imported module) pairs allowed to cross a package boundary to an
 #: underscore-named module or name, each with the reason.
@@ -127,8 +151,32 @@ def test_the_module_index_sees_the_package() -> None:
     assert any(imp.in_function for imp in INTERNAL)
 
 
-def test_core_imports_nothing_else_of_mibspec() -> None:
-    bad = [imp for imp in INTERNAL if _package(imp.importer) == "core" and _package(imp.target) != "core"]
+def test_packages_import_only_lower_layers() -> None:
+    assert set(PACKAGES) == {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} - {"spec"}
+    bad = [
+        imp
+        for imp in INTERNAL
+        if _package(imp.importer) != _package(imp.target)
+        and LAYER[_package(imp.importer)] <= LAYER[_package(imp.target)]
+    ]
+    assert not bad, "\n".join(map(str, bad))
+
+
+def test_metrics_never_import_torch() -> None:
+    # Not even inside a function: validation reaches these modules, and torch must not load.
+    metrics = [imp for imp in IMPORTS if _package(imp.importer) == "metrics"]
+    assert any(imp.module == "numpy" for imp in metrics)  # the walk sees the package
+    bad = [imp for imp in metrics if imp.module.split(".")[0] in TORCH_STACK]
+    assert not bad, "\n".join(map(str, bad))
+
+
+def test_metrics_build_documents_only_when_asked() -> None:
+    # pydantic (the document models) loads only inside the function that builds a document.
+    bad = [
+        imp
+        for imp in INTERNAL
+        if _package(imp.importer) == "metrics" and _package(imp.target) == "documents" and not imp.in_function
+    ]
     assert not bad, "\n".join(map(str, bad))
 
 
@@ -140,15 +188,6 @@ def test_core_needs_no_third_party_package_at_import() -> None:
         if _package(imp.importer) == "core"
         and not imp.in_function
         and imp.module.split(".")[0] not in stdlib | {"mibspec", ""}
-    ]
-    assert not bad, "\n".join(map(str, bad))
-
-
-def test_reference_impl_never_imports_the_validator() -> None:
-    bad = [
-        imp
-        for imp in INTERNAL
-        if _package(imp.importer) == "reference_impl" and imp.target.startswith("mibspec.validator")
     ]
     assert not bad, "\n".join(map(str, bad))
 
@@ -176,12 +215,14 @@ def test_no_package_imports_another_packages_private_names() -> None:
     assert not bad, "\n".join(map(str, bad))
 
 
+#: What validator rules import only when they run: the metrics and the reference implementation.
+DEFERRED = ("mibspec.metrics", "mibspec.reference_impl")
+
+
 def _deferred_metric_import(imp: Import) -> bool:
-    """A rule importing the reference implementation when it runs: a document then loads only
-    the metric modules (and numpy) that its own rules use, which keeps start-up short."""
-    return imp.importer.startswith("mibspec.validator.rules.") and imp.target.startswith(
-        "mibspec.reference_impl."
-    )
+    """A rule importing the metrics or the reference implementation when it runs: a document then
+    loads only the metric modules (and numpy) that its own rules use, which keeps start-up short."""
+    return imp.importer.startswith("mibspec.validator.rules.") and imp.target.startswith(DEFERRED)
 
 
 def test_validator_and_core_import_mibspec_at_module_level() -> None:
@@ -204,7 +245,7 @@ def test_rules_import_the_reference_implementation_only_when_they_run() -> None:
         imp
         for imp in INTERNAL
         if imp.importer.startswith("mibspec.validator.")
-        and imp.target.startswith("mibspec.reference_impl.")
+        and imp.target.startswith(DEFERRED)
         and not imp.in_function
         and not imp.type_checking
     ]
@@ -215,7 +256,7 @@ def test_importing_the_validator_loads_no_metric_module_and_no_numpy() -> None:
     code = (
         "import sys\n"
         "import mibspec.cli, mibspec.validator\n"
-        "heavy = [m for m in sys.modules if m == 'numpy' or m.startswith('mibspec.reference_impl')]\n"
+        f"heavy = [m for m in sys.modules if m == 'numpy' or m.startswith({DEFERRED!r})]\n"
         "print(','.join(sorted(heavy)))\n"
     )
     done = subprocess.run(

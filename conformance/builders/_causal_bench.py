@@ -35,7 +35,7 @@ def seed_runs(
     components: Sequence[str], target: float, seed: int, universe: Sequence[str], n_runs: int = 10
 ) -> list[list[str]]:
     """Perturbed copies of a set whose stability is within 0.01 of ``target`` (deterministic search)."""
-    from mibspec.reference_impl.metrics.causal_bench import stability
+    from mibspec.metrics.causal_bench import stability
 
     if target >= 1.0:
         return [canonical(components, universe) for _ in range(n_runs)]
@@ -75,8 +75,8 @@ def causal_bench_claims(
     seed: int,
 ) -> Json:
     """Claims computed with the reference metrics: F, C and COS from the planted model (or given)."""
+    from mibspec.metrics import causal_bench as cb
     from mibspec.reference_impl.behaviour.planted import PlantedCircuitModel
-    from mibspec.reference_impl.metrics import causal_bench as cb
 
     beta = None
     if planted is not None:

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from mibspec.documents import dump, parse_document
-from mibspec.reference_impl.producers.folder import OutputFolder
+from mibspec.reference_impl.scoring.folder import OutputFolder
 
 Json = dict[str, Any]
 

@@ -9,9 +9,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from mibspec._compare_trees import compare_trees
 from mibspec.documents import SPEC_VERSION
-from mibspec.reference_impl.producers.folder import json_bytes
+from mibspec.reference_impl.scoring.folder import json_bytes
+from mibspec_dev.compare_trees import compare_trees
 
 from ._common import Case, Folder
 

@@ -428,7 +428,7 @@ def tensor_reference_to_jsonl(folder: Folder) -> None:
 def _node_scored(folder: Folder, *, edit: Any = None, drop: tuple[str, ...] = ()) -> None:
     """A 2-layer, 2-head graph imported from EAP-IG with node scores: nodes 1 and 4 unscored
     (NaN in the source), so false in ``node_scored`` and 0 in ``node_scores``."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(2, 2, False, 8))
     n, n_forward = universe.n_edges, universe.n_forward

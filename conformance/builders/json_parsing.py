@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mibspec.reference_impl.producers.folder import json_bytes
+from mibspec.reference_impl.scoring.folder import json_bytes
 
 from ._common import Folder, case, save
 from ._inputs import arithmetic_causal_model

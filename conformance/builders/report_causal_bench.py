@@ -409,7 +409,7 @@ def _causal_bench_study_claims() -> str:
     """Claims of the reference producer on the planted 4L/4H model (a small scaling study)."""
     from mibspec.reference_impl.behaviour.localization import PAPER_PROCEDURES
     from mibspec.reference_impl.behaviour.study import PlantedSource, planted_model
-    from mibspec.reference_impl.producers.causal_bench import StudyOptions, study_claims
+    from mibspec.reference_impl.scoring.causal_bench import StudyOptions, study_claims
 
     source = PlantedSource(planted_model(CB_BEHAVIOUR, 4, 4))
     study = StudyOptions(

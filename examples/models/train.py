@@ -24,7 +24,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from mibspec.reference_impl.training.recipe import Recipe, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "devtools"))  # mibspec_dev: not shipped
+
+from mibspec_dev.training.recipe import Recipe, run
 
 
 def _log(message: str) -> None:

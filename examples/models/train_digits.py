@@ -26,11 +26,13 @@ import textwrap
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "devtools"))  # mibspec_dev: not shipped
+
 import numpy as np
 
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.reference_impl.producers.folder import artifact_entry
-from mibspec.reference_impl.training.digits import (
+from mibspec.reference_impl.scoring.folder import artifact_entry
+from mibspec_dev.training.digits import (
     DigitsRecipe,
     digits_data,
     evaluate_digits,
@@ -71,7 +73,7 @@ def _readme(summary: dict) -> str:
         f"seed {r['seed']} (`reference_impl/datasets/shortcut.py`). Training: {r['epochs']} epochs of "
         f"Adam (lr {r['learning_rate']}, batches of {r['batch_size']}) on the "
         f"{summary['split']['train']} training images, a fraction {r['shortcut_fraction']} of them "
-        f"carrying the shortcut, on {r['threads']} thread (`reference_impl/training/digits.py`)."
+        f"carrying the shortcut, on {r['threads']} thread (`devtools/mibspec_dev/training/digits.py`)."
     )
     lines += [f"## Test split ({summary['split']['test']} images)", ""]
     lines += _paragraph(
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
 
-    from mibspec.reference_impl.producers.saliency import score_saliency
+    from mibspec.reference_impl.scoring.saliency import score_saliency
 
     with tempfile.TemporaryDirectory() as staging:
         dataset = _dataset_document(recipe, data, data.test[:EXAMPLE_IMAGES], Path(staging))

@@ -8,7 +8,7 @@ writes ``<out>/tiny-gpt2-ravel/`` (weights, config, the tokenizer files copied f
 ``<out>/tiny-gpt2/``, ``training.json``) and ``<out>/MODELS-ravel.md``. Accuracy is
 measured on ``<datasets>/ravel/test.jsonl`` (default: the ``datasets`` folder beside
 ``--out``). The model learns the facts of every city of the lexicon, all splits (see
-``reference_impl/training/ravel.py``). One torch thread, seeded local generators.
+``devtools/mibspec_dev/training/ravel.py``). One torch thread, seeded local generators.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from mibspec.reference_impl.training.ravel import RavelRecipe, run_ravel
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "devtools"))  # mibspec_dev: not shipped
+
+from mibspec_dev.training.ravel import RavelRecipe, run_ravel
 
 
 def _log(message: str) -> None:

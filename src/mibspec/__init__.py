@@ -23,14 +23,14 @@ from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.version import __version__
 
 if TYPE_CHECKING:
-    from mibspec._verify_api import schema_bundle_hash, verify
     from mibspec.validator import VerificationResult
+    from mibspec.verification.api import schema_bundle_hash, verify
 
 #: Names loaded on first use: the validator (and the numpy its rules use) is imported only
 #: when something is verified, so `mibspec --help` and `mibspec --version` start fast.
 _LAZY = {
-    "verify": "mibspec._verify_api",
-    "schema_bundle_hash": "mibspec._verify_api",
+    "verify": "mibspec.verification.api",
+    "schema_bundle_hash": "mibspec.verification.api",
     "VerificationResult": "mibspec.validator",
 }
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mibspec.metrics import causal_bench as cb
 from mibspec.reference_impl.behaviour import (
     PlantedCircuitModel,
     component_universe,
     default_planted,
 )
-from mibspec.reference_impl.metrics import causal_bench as cb
 
 PAPER_FIVE = {"L0.attn_head[0]", "L0.attn_head[1]", "L1.mlp", "L2.attn_head[0]", "L3.mlp"}
 # Table 2: configurations and their component counts.

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
-from mibspec.reference_impl.metrics import causal_bench as cb
+from mibspec.metrics import causal_bench as cb
 
 # --------------------------------------------------------------------------- paper data
 

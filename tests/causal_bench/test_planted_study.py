@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import mibspec
-from mibspec._compare_trees import compare_values
+from mibspec_dev.compare_trees import compare_values
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "causal-bench-planted"
@@ -181,7 +181,7 @@ def test_paper_claims_that_hold_on_the_example() -> None:
 def test_producer_rewrites_the_example_up_to_float_rounding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
+    from mibspec.reference_impl.scoring.causal_bench import CausalBenchOptions, score_causal_bench
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", CREATED_EPOCH)
     run = score_causal_bench(CausalBenchOptions(tmp_path / "planted"))
@@ -206,7 +206,7 @@ def _tampered(tmp_path: Path, change: Any) -> Path:
 
 
 def test_tampered_claims_give_r103(tmp_path: Path) -> None:
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     def tamper(data: dict[str, Any]) -> None:
         metrics = data["claims"]["methods"][0]["metrics"]

@@ -131,7 +131,7 @@ def _codes(result: Any) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def small_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
+    from mibspec.reference_impl.scoring.causal_bench import CausalBenchOptions, score_causal_bench
 
     folder = tmp_path_factory.mktemp("cb") / "tiny-gpt2"
     run = score_causal_bench(
@@ -171,7 +171,7 @@ def test_tampered_transformer_claim_gives_r103(small_report: Path, tmp_path: Pat
     data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     point = data["claims"]["threshold_sensitivity"]["points"][2]["metrics"]
     point["C"] -= 0.003  # C is checked by recomputation only; keep the composite consistent
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     if "composite" in point:
         point["composite"] = cb.composite({k: point[k] for k in cb.COMPOSITE_KEYS})
@@ -198,7 +198,7 @@ def test_missing_model_or_torch_gives_r104(small_report: Path, monkeypatch: pyte
 def test_transformer_producer_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 
-    from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
+    from mibspec.reference_impl.scoring.causal_bench import CausalBenchOptions, score_causal_bench
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     digests = []

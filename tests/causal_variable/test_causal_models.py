@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mibspec.reference_impl.causal_models import (
+from mibspec.metrics.causal_models import (
     causal_model_document,
     check_causal_model,
     check_row,
@@ -24,7 +24,7 @@ from mibspec.reference_impl.causal_models import (
     ioi_logit_names,
     ioi_target,
 )
-from mibspec.reference_impl.metrics.causal_variable import ioi_target as metric_target
+from mibspec.metrics.causal_variable import ioi_target as metric_target
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ("ioi", "arithmetic", "mcqa", "ravel")

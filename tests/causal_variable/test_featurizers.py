@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mibspec.reference_impl.featurizers import (
+from mibspec.metrics.featurizers import (
     NumpyFeaturizer,
     expected_weights,
     orthonormality_error,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mibspec.reference_impl.featurizers import NumpyFeaturizer
-from mibspec.reference_impl.positions import resolve_position
+from mibspec.metrics.featurizers import NumpyFeaturizer
+from mibspec.metrics.positions import resolve_position
 from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mibspec.reference_impl.metrics import causal_variable as cv
+from mibspec.metrics import causal_variable as cv
 
 # --------------------------------------------------------------------------- IIA
 

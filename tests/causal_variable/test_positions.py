@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mibspec.reference_impl.positions import PositionError, resolve_position, slot_spans
+from mibspec.metrics.positions import PositionError, resolve_position, slot_spans
 
 REPO = Path(__file__).resolve().parents[2]
 TOKENIZER = REPO / "examples" / "models" / "tiny-gpt2" / "tokenizer.json"

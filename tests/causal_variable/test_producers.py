@@ -37,7 +37,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(dataset: Path, out: Path, **options: Any) -> dict[str, Any]:
-    from mibspec.reference_impl.producers.causal_variable import score_causal_variable
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
 
     settings: dict[str, Any] = {
         "layers": [1],
@@ -67,7 +67,7 @@ def _featurizer(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
 def test_pca_method_declares_its_centring_and_standardised_components(dataset: Path, tmp_path: Path) -> None:
     from safetensors.numpy import load_file
 
-    from mibspec.reference_impl.producers._featurizer_training import fit_pca
+    from mibspec.reference_impl.scoring._featurizer_training import fit_pca
 
     report = _run(dataset, tmp_path / "pca", method="pca", pca_centring="uncentred")
     doc = _featurizer(tmp_path / "pca", report)

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.reference_impl.featurizers import NumpyFeaturizer
-from mibspec.reference_impl.metrics.causal_variable import aggregate_scores
+from mibspec.metrics.causal_variable import aggregate_scores
+from mibspec.metrics.featurizers import NumpyFeaturizer
 
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
@@ -87,7 +87,7 @@ ARITHMETIC_ARGS = [
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two small reports: DAS on addition (IIA) written by the command line, and the full vector on
     IOI (MSE) written by the producer function."""
-    from mibspec.reference_impl.producers.causal_variable import score_causal_variable
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
 
     root = tmp_path_factory.mktemp("cv")
     arithmetic = _small_dataset(root / "data-arithmetic", "arithmetic")
@@ -388,7 +388,7 @@ def test_producer_is_deterministic(
     reports: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The producer function writes the bytes the command line wrote (trained DAS weights included)."""
-    from mibspec.reference_impl.producers.causal_variable import score_causal_variable
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1748856600")
     score_causal_variable(

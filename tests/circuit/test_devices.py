@@ -274,7 +274,7 @@ def test_the_forward_runs_where_the_model_is(models: dict[str, Path], family: st
 
 @pytest.fixture(scope="module")
 def small_report(tmp_path_factory: pytest.TempPathFactory, small_ioi_dataset: Any) -> Path:
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     tmp = tmp_path_factory.mktemp("small")
     dataset = small_ioi_dataset(tmp, 8)

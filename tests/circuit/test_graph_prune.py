@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
 # ---------------------------------------------------------------------------- baselines
 

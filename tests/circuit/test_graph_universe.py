@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mibspec.reference_impl.graph import (
+from mibspec.metrics.graph import (
     EAP_IG_CFG_KEYS,
     MAX_MATRIX_CELLS,
     GraphConfig,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from mibspec.reference_impl.metrics import circuit as mc
+from mibspec.metrics import circuit as mc
 
 GRID = mc.DEFAULT_GRID
 MIB_EDGE_TOTALS = (32_491, 179_749, 74_218, 1_592_881, 1_108)
@@ -468,7 +468,7 @@ def test_leaderboard_accepts_generators() -> None:
 
 
 def test_straddling_ties_at_equals_one_call_per_size() -> None:
-    from mibspec.reference_impl.metrics.circuit import straddling_ties, straddling_ties_at
+    from mibspec.metrics.circuit import straddling_ties, straddling_ties_at
 
     scores = np.random.default_rng(5).integers(-3, 4, size=200).astype(np.float64)
     sizes = [0, 1, 7, 50, 123, 200]
@@ -489,7 +489,7 @@ def test_straddling_ties_at_equals_one_call_per_size() -> None:
 def test_descending_keys_are_the_stable_ranking_bit_for_bit(values: list[float]) -> None:
     # the slow obvious baseline: sort (key, index) pairs, key descending, index ascending;
     # zeros of both signs compare equal, so they stay in index order with their own signs
-    from mibspec.reference_impl.metrics._ranking import descending_keys
+    from mibspec.metrics._ranking import descending_keys
 
     keys = np.array(values, dtype=np.float64)
     expected = [keys[i] for i in sorted(range(keys.size), key=lambda i: (-keys[i], i))]
@@ -498,6 +498,6 @@ def test_descending_keys_are_the_stable_ranking_bit_for_bit(values: list[float])
 
 
 def test_no_sizes_give_no_tie_reports() -> None:
-    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+    from mibspec.metrics.circuit import straddling_ties_at
 
     assert straddling_ties_at([1.0, 1.0], [], "signed") == []

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.reference_impl.metrics.circuit import cpr
+from mibspec.metrics.circuit import cpr
 
 pytestmark = pytest.mark.recompute
 
@@ -226,7 +226,7 @@ def test_a_malformed_dataset_row_is_refused_at_verification(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_dataset: Any) -> None:
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     dataset = small_ioi_dataset(tmp_path, 24)
     runs = {}
@@ -260,7 +260,7 @@ def test_score_circuit_writes_reports_that_verify(tmp_path: Path, small_ioi_data
 def test_score_circuit_is_deterministic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_ioi_dataset: Any
 ) -> None:
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     dataset = small_ioi_dataset(tmp_path, 8)

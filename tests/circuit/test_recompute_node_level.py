@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.reference_impl.metrics.circuit import cmd, cpr
+from mibspec.metrics.circuit import cmd, cpr
 
 pytestmark = pytest.mark.recompute
 

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 import mibspec
-from mibspec._conformance import discover_cases
 from mibspec.core.spec import spec_dir
+from mibspec.spec_tools.conformance import discover_cases
 from mibspec.validator import Stage
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"

@@ -28,8 +28,8 @@ import junitparser
 import pytest
 import yaml
 
-from mibspec._output_formats import render_github, render_junit
 from mibspec.validator import DocumentResult, Finding, Severity, Stage, StageStatus, VerificationResult
+from mibspec.verification.output_formats import render_github, render_junit
 
 REPO = Path(__file__).resolve().parents[2]
 CONFORMANCE = REPO / "conformance" / "v1"

@@ -135,13 +135,13 @@ def test_verify_imports_no_other_commands_module() -> None:
     loaded = _loaded_modules("verify", report, "--no-recompute")
     assert "mibspec.validator" in loaded  # it did verify
     assert {m for m in loaded if m.startswith("mibspec.cli")} == VERIFY_MODULES
-    others = ("mibspec.importers", "mibspec.exporters", "mibspec.parity", "mibspec.reference_impl.producers")
+    others = ("mibspec.importers", "mibspec.exporters", "mibspec.parity", "mibspec.reference_impl.scoring")
     assert not [m for m in loaded if m.startswith(others)]
     assert not loaded & {
-        "mibspec._leaderboard",
-        "mibspec._html_report",
-        "mibspec._migrate",
-        "mibspec._citation",
+        "mibspec.pages.leaderboard",
+        "mibspec.pages.html",
+        "mibspec.spec_tools.migrate",
+        "mibspec.spec_tools.citation",
     }
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mibspec._compare_trees import DEFAULT_REL, compare_trees, compare_values
 from mibspec.core.sidecars import write_safetensors
+from mibspec_dev.compare_trees import DEFAULT_REL, compare_trees, compare_values
 
 
 def test_values_agree_within_the_relative_tolerance() -> None:

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec._figures import FIGURE_KINDS, _outline, render_figures
-from mibspec._html_report import build_report_page, render_html
 from mibspec.core.comparisons import Comparison
+from mibspec.pages.figures import FIGURE_KINDS, _outline, render_figures
+from mibspec.pages.html import build_report_page, render_html
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -502,7 +502,7 @@ def _many_units_report(tmp_path: Path, n_variables: int, positions: int) -> Path
 def test_a_figure_too_large_is_not_drawn_and_the_page_says_why(mibspec_cli: CliRun, tmp_path: Path) -> None:
     """24 variables × 32 layers and 1,400 positions asked matplotlib for 65,860 × 63,000 px
     (exit 3): the figure is bounded before it is drawn, listed as not drawn with its size."""
-    from mibspec._figures import MAX_FIGURE_INCHES, RC
+    from mibspec.pages.figures import MAX_FIGURE_INCHES, RC
 
     report = _many_units_report(tmp_path, 24, 1400)
     page = tmp_path / "page.html"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mibspec._leaderboard import build_leaderboard, render_markdown
+from mibspec.pages.leaderboard import build_leaderboard, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -189,7 +189,7 @@ def test_schema_export_refuses_the_spec_folder(mibspec_cli: CliRun, tmp_path: Pa
 
 
 def test_output_folder_never_overwrites_a_producer_input(tmp_path: Path) -> None:
-    from mibspec.reference_impl.producers.folder import OutputFolder
+    from mibspec.reference_impl.scoring.folder import OutputFolder
 
     data = tmp_path / "data"
     shutil.copytree(EXAMPLES / "circuit", data)

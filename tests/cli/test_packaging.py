@@ -52,3 +52,12 @@ def test_installed_package_carries_its_own_spec_files() -> None:
     )
     assert "site-packages" in package.parts
     assert spec_dir().resolve().is_relative_to(package)
+
+
+def test_developer_tools_are_not_part_of_the_package() -> None:
+    """Training of the tiny models and the tree comparison live in devtools/, outside the wheel."""
+    import mibspec_dev
+
+    assert Path(mibspec_dev.__file__).resolve().parent == REPO / "devtools" / "mibspec_dev"
+    for name in ("mibspec.reference_impl.training", "mibspec._compare_trees", "mibspec.compare_trees"):
+        assert importlib.util.find_spec(name) is None, name

@@ -265,7 +265,7 @@ def test_verify_receipt_never_hashes_a_refused_file(
     mibspec_cli: CliRun, example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import mibspec
-    from mibspec import _receipt
+    from mibspec.verification import receipt as _receipt
 
     _sparse(example / "dataset.jsonl", 256 * 1024 * 1024)
     receipt_path = example / "receipt.json"
@@ -292,7 +292,7 @@ def test_verify_receipt_never_hashes_a_refused_file(
 def test_verify_receipt_refuses_paths_outside_its_folder(
     mibspec_cli: CliRun, example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile: str
 ) -> None:
-    from mibspec import _receipt
+    from mibspec.verification import receipt as _receipt
 
     receipt_path = example / "receipt.json"
     receipt = _write(mibspec_cli, example, receipt_path)
@@ -388,7 +388,7 @@ def test_verify_receipt_never_hashes_a_file_whose_size_changed(
 ) -> None:
     """A file grown to 20 GiB (sparse) since the receipt is changed by its size alone: hashing
     it would read 20 GiB for nothing."""
-    from mibspec import _receipt
+    from mibspec.verification import receipt as _receipt
 
     receipt = tmp_path / "receipt.json"
     _write(mibspec_cli, example, receipt)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mibspec import _output_formats
-from mibspec._verify_api import verify
 from mibspec.core.findings import Finding, Severity
 from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+from mibspec.verification import output_formats as _output_formats
+from mibspec.verification.api import verify
 
 SUITE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 CASES = sorted(path.parent for path in SUITE.glob("*/*/*/expected.json"))

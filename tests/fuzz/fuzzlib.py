@@ -752,8 +752,8 @@ def check_outcome(result: Any, catalogue: Any, *, recompute: bool = False) -> li
     recompute stage has compared at least one claim and every comparison is within its
     tolerance.
     """
-    from mibspec._output_formats import REPORTERS
     from mibspec.validator import Severity, StageStatus
+    from mibspec.verification.output_formats import REPORTERS
 
     problems: list[str] = []
     for doc in result.documents:
@@ -820,7 +820,7 @@ class Fuzzer:
         self.seconds_per_input = seconds_per_input
 
     def run(self, item: FuzzInput) -> Outcome:
-        from mibspec._verify_api import verify
+        from mibspec.verification.api import verify
 
         saved: dict[str, bytes] = {}
         document = item.folder / item.document

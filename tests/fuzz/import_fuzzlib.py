@@ -146,7 +146,7 @@ def memory_limit(margin: int = MEMORY_MARGIN) -> Iterator[None]:
 
 
 def _universe(layers: int = 2, heads: int = 2) -> Any:
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     return GraphUniverse(GraphConfig(layers, heads))
 

@@ -178,7 +178,7 @@ class SurfaceFuzzer:
         try:
             with fuzzlib.time_limit(self.seconds):
                 if surface == "page":
-                    from mibspec._html_report import build_report_page, render_html
+                    from mibspec.pages.html import build_report_page, render_html
 
                     result = mibspec.verify(report, recompute=False)
                     page = render_html(build_report_page(result, report))

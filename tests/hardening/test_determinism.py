@@ -20,9 +20,9 @@ import pytest
 from hardening_support import REPO
 
 import mibspec
-from mibspec._conformance import discover_cases
-from mibspec._output_formats import REPORTERS
 from mibspec.core.comparisons import REASSOCIATION, first_difference
+from mibspec.spec_tools.conformance import discover_cases
+from mibspec.verification.output_formats import REPORTERS
 
 pytestmark = pytest.mark.slow
 

@@ -611,7 +611,7 @@ def test_integers_beyond_int64_in_number_fields_are_numbers(report: Path) -> Non
 
 
 def test_edge_total_closed_form_equals_the_reference_universe() -> None:
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
     from mibspec.validator.rules.circuit_document import edge_total
 
     for layers in range(1, 7):
@@ -787,7 +787,7 @@ def test_json_output_keeps_hostile_names_as_data(hostile_reports: list[Path]) ->
 def test_progress_descriptions_are_shown_not_read_as_markup(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from mibspec._progress import TerminalProgress
+    from mibspec.verification.progress import TerminalProgress
 
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
@@ -847,7 +847,7 @@ def _hostile_result() -> Any:
 def test_no_output_format_carries_a_hidden_character_raw(output_format: str) -> None:
     import io
 
-    from mibspec._output_formats import REPORTERS
+    from mibspec.verification.output_formats import REPORTERS
 
     out = io.StringIO()
     REPORTERS[output_format](_hostile_result(), out)
@@ -902,7 +902,7 @@ def test_verify_receipt_shows_hostile_file_names(report: Path) -> None:
 def test_conformance_junit_shows_hostile_case_names() -> None:
     import xml.etree.ElementTree as ET
 
-    from mibspec._conformance_run import CaseResult, SuiteRun, to_junit
+    from mibspec.spec_tools.conformance_run import CaseResult, SuiteRun, to_junit
 
     case = CaseResult(f"circuit/invalid/{HOSTILE_FOLDER}", Path("x"), "failed", 1, message=HOSTILE)
     text = to_junit(SuiteRun(Path("suite"), "mibspec", 0, 1, [case]))

@@ -227,7 +227,7 @@ def test_a_model_file_linked_to_a_system_file_is_refused_unhashed(
 
 @pytest.mark.slow
 def test_unpinned_model_files_are_reported_and_listed_in_the_receipt(tmp_path: Path) -> None:
-    from mibspec._receipt import build_receipt
+    from mibspec.verification.receipt import build_receipt
 
     report, models = _setup(tmp_path)
     _edit_model(report, lambda m: m.pop("files"))
@@ -255,8 +255,8 @@ def test_weights_swapped_after_hashing_are_not_used(tmp_path: Path, monkeypatch:
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file, save_file
 
-    from mibspec._receipt import build_receipt, check_receipt
     from mibspec.reference_impl.recompute import _hash_cache, _inputs
+    from mibspec.verification.receipt import build_receipt, check_receipt
 
     report, models = _setup(tmp_path)
     weights = models / "tiny-gpt2" / "model.safetensors"
@@ -436,7 +436,7 @@ def _stale_entry(path: Path, digest: str) -> None:
 def test_weights_rewritten_in_place_are_refused_unless_the_cache_is_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mibspec._receipt import build_receipt
+    from mibspec.verification.receipt import build_receipt
 
     monkeypatch.setenv("MIBSPEC_CACHE_DIR", str(tmp_path / "cache"))
     report, models = _setup(tmp_path)

@@ -166,7 +166,7 @@ def test_a_pt_pickle_that_would_run_code_is_refused(tmp_path: Path, container: s
 def test_torch_load_is_called_with_weights_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
     from mibspec.importers import import_eap_ig
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(1, 1))
     source = tmp_path / "graph.pt"

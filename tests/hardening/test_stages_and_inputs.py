@@ -22,7 +22,7 @@ import pytest
 from hardening_support import REPO
 
 import mibspec
-from mibspec._conformance import discover_cases
+from mibspec.spec_tools.conformance import discover_cases
 from mibspec.validator import Stage, StageStatus, catalogue
 
 CAT = catalogue("1.0")

@@ -228,7 +228,7 @@ def test_a_link_inside_the_submission_is_followed(tmp_path: Path) -> None:
 
 def _pt_graph(path: Path, d_model: int, **tensors: Any) -> Path:
     torch = pytest.importorskip("torch")
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(2, 2))
     torch.save(
@@ -446,7 +446,7 @@ def test_a_node_score_beyond_float32_is_refused(tmp_path: Path) -> None:
 
 def test_a_pt_score_beyond_float32_is_refused(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(2, 2))
     scores = torch.zeros(universe.n_forward, universe.n_backward, dtype=torch.float64)

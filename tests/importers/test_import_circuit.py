@@ -14,7 +14,7 @@ import pytest
 
 import mibspec
 from mibspec.importers import import_eap_ig
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
 
 def _names(cfg: dict[str, object]) -> tuple[list[str], list[str], list[str]]:

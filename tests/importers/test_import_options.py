@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import mibspec
-from mibspec._leaderboard import build_leaderboard, render_markdown
 from mibspec.importers import ImportOptions, import_mib_causal_results, import_mib_circuit_results
+from mibspec.pages.leaderboard import build_leaderboard, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 REVISION = "607a30d783dfa663caf39e06633721c8d4cfcd7e"

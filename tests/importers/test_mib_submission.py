@@ -328,7 +328,7 @@ def test_imported_sizes_are_the_circuits_recorded_sizes_not_mibs(tmp_path: Path)
     loop: the top ⌊k·479⌋ edges by score, then every edge off an input → logits path dropped."""
     from safetensors.numpy import load_file
 
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     folder = _importance_folder(tmp_path / "method")
     assert import_mib_submission(folder, tmp_path / "out", _options(model_revision=REVISION)).ok

@@ -206,7 +206,7 @@ def test_sizes_are_counted_after_pruning_to_a_fixed_point() -> None:
     """A chain input → a0.h0 → a1.h0 → logits broken at a1.h0 → logits: one pruning round
     (drop nodes without in- or out-edges, then their edges) leaves input → a0.h0, a second
     round removes it; the recorded size is that of the fixed point, 0."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(n_layers=2, n_heads=1, parallel_attn_mlp=False, d_model=4))
     circuit = np.zeros(universe.n_edges, dtype=bool)
@@ -261,7 +261,7 @@ def test_the_producer_writes_under_mib_2025_and_verify_recomputes_it(tmp_path: P
     """``score circuit --profile mib-2025`` prepends the start token and says so; verify then
     recomputes the same numbers, and a copy that drops the declaration does not match."""
     import mibspec
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     run = score_circuit(
         CircuitOptions(

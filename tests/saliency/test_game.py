@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mibspec.reference_impl.metrics.shapley import shapley_from_permutations  # noqa: E402
+from mibspec.metrics.shapley import shapley_from_permutations  # noqa: E402
 from mibspec.reference_impl.threads import one_thread  # noqa: E402
 from mibspec.reference_impl.vision import (  # noqa: E402
     PixelGame,

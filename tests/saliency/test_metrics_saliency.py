@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mibspec.reference_impl.metrics import saliency as ms
+from mibspec.metrics import saliency as ms
 
 # --------------------------------------------------------------------------- baselines
 
@@ -325,7 +325,7 @@ def test_curve_auc_errors() -> None:
 
 
 def test_weighted_iou_from_parts_matches_a_loop_and_wiou_components() -> None:
-    from mibspec.reference_impl.metrics.saliency import weighted_iou
+    from mibspec.metrics.saliency import weighted_iou
 
     ious = [0.5, 0.25, 1.0, 0.0, 0.75, 0.2, 0.4]
     weights = [1, 3, 5, 10, 15, 20, 25]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from mibspec.reference_impl.metrics import shapley as sh
+from mibspec.metrics import shapley as sh
 
 Game = Callable[[NDArray[np.bool_]], NDArray[np.float64]]
 

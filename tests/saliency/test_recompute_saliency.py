@@ -23,7 +23,7 @@ import mibspec
 torch = pytest.importorskip("torch")
 
 from mibspec.core.sidecars import load_tensor, read_safetensors_header, safetensors_bytes  # noqa: E402
-from mibspec.reference_impl.metrics.saliency import weighted_iou  # noqa: E402
+from mibspec.metrics.saliency import weighted_iou  # noqa: E402
 from mibspec.reference_impl.threads import one_thread  # noqa: E402
 from mibspec.reference_impl.vision import load_registry_model, read_weights  # noqa: E402
 from mibspec.validator import Limits  # noqa: E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mibspec.reference_impl.metrics.shapley import (
+from mibspec.metrics.shapley import (
     draw_permutations,
     shapley_exact,
     shapley_from_permutations,

@@ -75,7 +75,7 @@ def test_score_writes_a_report_that_verifies_and_reproduces(
     # WIoU of the ground truth against itself is 1, and its hit accuracy is 1 (its top pixel is in the patch)
     assert report["claims"]["methods"][0]["wiou"] == pytest.approx(1.0, abs=1e-12)
 
-    from mibspec.reference_impl.producers.saliency import score_saliency
+    from mibspec.reference_impl.scoring.saliency import score_saliency
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
     again = tmp_path / "again"
@@ -87,7 +87,7 @@ def test_score_writes_a_report_that_verifies_and_reproduces(
 
 
 def test_score_reports_bad_arguments(tmp_path: Path, mibspec_cli) -> None:  # type: ignore[no-untyped-def]
-    from mibspec.reference_impl.producers.saliency import score_saliency
+    from mibspec.reference_impl.scoring.saliency import score_saliency
 
     dataset = _small_dataset(tmp_path / "input", n_images=4)
     weights = EXAMPLE / "model.safetensors"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import jsonschema
 import pytest
 
-from mibspec._conformance import discover_cases
-from mibspec._conformance_run import run_suite, to_ctrf, to_junit
+from mibspec.spec_tools.conformance import discover_cases
+from mibspec.spec_tools.conformance_run import run_suite, to_ctrf, to_junit
 
 if TYPE_CHECKING:
     from conftest import SuiteMinimum

@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mibspec._conformance import discover_cases, run_case
 from mibspec.core.spec import spec_dir
+from mibspec.spec_tools.conformance import discover_cases, run_case
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "conformance" / "v1"
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-import mibspec._coverage as coverage_module
-from mibspec._coverage import (
+import mibspec.spec_tools.coverage as coverage_module
+from mibspec.core.spec import spec_dir
+from mibspec.spec_tools.coverage import (
     COVERAGE_BEGIN,
     coverage,
     coverage_problems,
     requirements,
     spec_with_section,
 )
-from mibspec.core.spec import spec_dir
 from mibspec.validator import catalogue
 
 SPEC = spec_dir()

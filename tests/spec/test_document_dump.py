@@ -27,7 +27,7 @@ PACKAGE = ROOT / "src" / "mibspec"
 #: Modules that still write a ``"spec_version"`` key in a dict display, with the reason.
 SPEC_VERSION_KEY_ALLOWED = {
     # The JSON output of `mibspec verify` and the validator's context: not documents.
-    "_output_formats.py",
+    "verification/output_formats.py",
     "validator/_context.py",
 }
 
@@ -172,7 +172,7 @@ def _writers() -> dict[str, Path]:
 def test_the_scan_covers_the_examples_and_conformance_builders() -> None:
     names = set(_writers())
     assert {"examples/build_examples.py", "conformance/builders/_common.py"} <= names
-    assert {"_leaderboard.py", "reference_impl/producers/circuit.py"} <= names
+    assert {"pages/leaderboard.py", "reference_impl/scoring/circuit.py"} <= names
     tree = ast.parse('doc = {"spec_version": "1.1"}\ndoc["spec_version"] = "2.0"\n')
     assert _dict_keys(tree) == [1]  # the subscript assignment is not a dict display
 

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 import mibspec
-from mibspec import _migrate
-from mibspec._migrate import (
+from mibspec.core.outputs import OutputPathError
+from mibspec.spec_tools import migrate as _migrate
+from mibspec.spec_tools.migrate import (
     REGISTRY,
     InvalidInputError,
     MigrationError,
@@ -34,7 +35,6 @@ from mibspec._migrate import (
     migrate_file,
     version_key,
 )
-from mibspec.core.outputs import OutputPathError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "circuit" / "report.json"

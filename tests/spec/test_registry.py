@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mibspec._conformance import discover_cases
 from mibspec.core.spec import KINDS, spec_dir
+from mibspec.spec_tools.conformance import discover_cases
 from mibspec.validator import catalogue
 from mibspec.validator._catalogue import PARSE_CODES
 from mibspec.validator._recompute_stage import run_recompute

@@ -129,7 +129,7 @@ def submission(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     pytest.importorskip("torch")
     from mibspec.exporters import export_mib_submission
     from mibspec.importers import import_mib_dataset
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     root = tmp_path_factory.mktemp("mib-path")
     cache = _hub_cache(root)

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
 from mibspec.reference_impl.datasets import SPLITS, TASKS, generate, lexicon, vocabulary_texts
-from mibspec.reference_impl.training.loop import (
+from mibspec_dev.training.loop import (
     EncodedExamples,
     Example,
     TrainingConfig,
@@ -22,19 +22,19 @@ from mibspec.reference_impl.training.loop import (
     last_position_logits,
     train_model,
 )
-from mibspec.reference_impl.training.models import (
+from mibspec_dev.training.models import (
     TINY_GPT2,
     TINY_LLAMA,
     TinyModelSpec,
     build_config,
     init_model,
 )
-from mibspec.reference_impl.training.recipe import (
+from mibspec_dev.training.recipe import (
     build_tokenizer,
     default_symbol_lists,
     structured_embeddings,
 )
-from mibspec.reference_impl.training.tokenizer import (
+from mibspec_dev.training.tokenizer import (
     SPECIAL_TOKENS,
     build_word_tokenizer,
     save_tokenizer_files,

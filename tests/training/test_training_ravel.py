@@ -159,7 +159,7 @@ def test_models_ravel_md_reports_training_json() -> None:
 
 @pytest.mark.slow
 def test_training_is_deterministic_for_a_short_run() -> None:
-    from mibspec.reference_impl.training.ravel import quick_recipe, train_ravel
+    from mibspec_dev.training.ravel import quick_recipe, train_ravel
 
     tokenizer = _tokenizer()
     recipe = quick_recipe(20)
@@ -170,14 +170,14 @@ def test_training_is_deterministic_for_a_short_run() -> None:
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     # ...and differs from the untrained initialisation.
-    from mibspec.reference_impl.training.models import init_model
+    from mibspec_dev.training.models import init_model
 
     untrained = init_model(recipe.model, tokenizer.get_vocab_size(), recipe.seed).state_dict()
     assert not torch.equal(untrained["transformer.h.0.mlp.c_fc.weight"], a["transformer.h.0.mlp.c_fc.weight"])
 
 
 def test_models_ravel_md_is_what_its_writer_gives() -> None:
-    from mibspec.reference_impl.training.ravel import _ravel_md
+    from mibspec_dev.training.ravel import _ravel_md
 
     text = (MODELS / "MODELS-ravel.md").read_text(encoding="utf-8")
     assert text == _ravel_md("tiny-gpt2-ravel", _claims())

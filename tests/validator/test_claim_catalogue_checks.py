@@ -117,8 +117,8 @@ def test_the_json_output_carries_the_stamp() -> None:
 def test_the_text_and_html_outputs_summarise_the_stamp() -> None:
     import io
 
-    from mibspec._html_report import build_report_page, render_html
-    from mibspec._output_formats import render_text
+    from mibspec.pages.html import build_report_page, render_html
+    from mibspec.verification.output_formats import render_text
 
     result = mibspec.verify(CIRCUIT, recompute=False)
     out = io.StringIO()

@@ -20,8 +20,8 @@ import pytest
 
 import mibspec
 from mibspec.core.comparisons import Comparison
-from mibspec.reference_impl.metrics.causal_bench import composite
-from mibspec.reference_impl.metrics.circuit import DEFAULT_GRID, cmd, cpr
+from mibspec.metrics.causal_bench import composite
+from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr
 from mibspec.validator._recompute_stage import with_rounding
 from mibspec.validator.rules.circuit import _area_bounds
 

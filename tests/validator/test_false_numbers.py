@@ -23,7 +23,7 @@ import pytest
 
 import mibspec
 from mibspec.core.profiles import load_profile
-from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
 from mibspec.validator._unchecked import not_checked
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from mibspec._grouping import group_key, plan_units, verify_many
-from mibspec._output_formats import REPORTERS
-from mibspec._verify_api import collect_paths
 from mibspec.core.comparisons import REASSOCIATION, first_difference
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+from mibspec.verification.api import collect_paths
+from mibspec.verification.grouping import group_key, plan_units, verify_many
+from mibspec.verification.output_formats import REPORTERS
 
 pytestmark = pytest.mark.recompute
 
@@ -193,7 +193,7 @@ def test_without_recomputation_reports_go_to_workers_in_few_runs(workers: int) -
 #: Makes each worker's units fail (``{fault}``: what a unit does in a worker process).
 _FAULTY_WORKERS = """
 import multiprocessing, os
-import mibspec._grouping as grouping
+import mibspec.verification.grouping as grouping
 
 _verify_unit = grouping.verify_unit
 
@@ -261,7 +261,7 @@ def _distinct_patched_circuits(paths: list[str]) -> int:
     import numpy as np
     from safetensors.numpy import load_file
 
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     universe = GraphUniverse(GraphConfig(n_layers=4, n_heads=4))
     seen = set()
@@ -307,7 +307,7 @@ def test_workers_start_after_this_process_verified_the_first_report(
     # forked then, a worker starts with the modules imported and the schemas compiled
     import functools
 
-    import mibspec._grouping as grouping
+    import mibspec.verification.grouping as grouping
 
     for name in "abcdef":
         shutil.copytree(REPO / "examples" / "circuit", tmp_path / name)

@@ -11,8 +11,8 @@ import pytest
 
 from mibspec.core.strict_json import JsonLinesError, read_json_lines
 from mibspec.reference_impl.datasets import read_jsonl
-from mibspec.reference_impl.producers.circuit import _strict_rows
 from mibspec.reference_impl.recompute._inputs import UnusableInputError, read_rows
+from mibspec.reference_impl.scoring.circuit import _strict_rows
 from mibspec.validator import Limits
 
 GOOD = '{"id": "a", "v": [1, 2.5, "x"]}'

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from mibspec._grouping import RAY_MAX_RETRIES, task_gpus, verify_many
-from mibspec._output_formats import REPORTERS
-from mibspec._verify_api import collect_paths
-from mibspec._verify_api import verify as run_verify
 from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+from mibspec.verification.api import collect_paths
+from mibspec.verification.api import verify as run_verify
+from mibspec.verification.grouping import RAY_MAX_RETRIES, task_gpus, verify_many
+from mibspec.verification.output_formats import REPORTERS
 
 ray = pytest.importorskip("ray")
 

@@ -134,7 +134,7 @@ def test_a_p_value_printed_as_zero_is_refused_under_plus_one(bench_copy: Path) -
 
 def test_the_leaderboard_rejects_a_coarsely_rounded_report(circuit_copy: Path, tmp_path: Path) -> None:
     """The report that `"decimals": 0` let through with CPR 1.45 is rejected, not ranked first."""
-    from mibspec._leaderboard import build_leaderboard
+    from mibspec.pages.leaderboard import build_leaderboard
 
     folder = tmp_path / "board" / "rounded"
     shutil.copytree(circuit_copy, folder)

@@ -43,7 +43,7 @@ def producing(needs: str, extras: str) -> Iterator[Progress]:
     (``ValueError``, ``FileExistsError``, ``OSError``) and a missing optional dependency
     (``ImportError``) become usage errors; the latter says ``needs`` (``"scoring needs"``)
     the extras ``extras`` (``"recompute"``) and how to install them."""
-    from mibspec._progress import TerminalProgress
+    from mibspec.verification.progress import TerminalProgress
 
     with TerminalProgress() as bar:
         try:
@@ -60,7 +60,7 @@ def producing(needs: str, extras: str) -> Iterator[Progress]:
 
 def verify_written(report: Any) -> bool:
     """Verify the report a producer wrote (no recomputation); say so; return the verdict."""
-    from mibspec import verify
+    from mibspec.verification import verify
 
     valid = verify(report, recompute=False).valid
     verdict = "conformant" if valid else "NOT conformant"

@@ -24,7 +24,7 @@ def cite_command(
     ] = CiteFormat.bibtex,
 ) -> None:
     """How to cite the spec version and the exact schema bundle a report was checked with."""
-    from mibspec._citation import citation_bibtex, citation_cff, citation_text
+    from mibspec.spec_tools.citation import citation_bibtex, citation_cff, citation_text
 
     render = {
         CiteFormat.bibtex: citation_bibtex,

@@ -1,6 +1,6 @@
 """``mibspec conformance run``: run the conformance suite, report CTRF JSON or JUnit XML.
 
-A thin layer over :mod:`mibspec._conformance_run`.
+A thin layer over :mod:`mibspec.spec_tools.conformance_run`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def conformance_run_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Run the conformance suite and report CTRF JSON or JUnit XML (exit 1 when a case fails)."""
-    from mibspec._conformance_run import default_suite, run_suite, to_ctrf, to_junit
+    from mibspec.spec_tools.conformance_run import default_suite, run_suite, to_ctrf, to_junit
 
     folder = suite if suite is not None else default_suite()
     if folder is None:

@@ -147,11 +147,11 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str, follow
     """Verify causal-variable reports, then write their featurizers as a submission folder."""
     import json
 
-    from mibspec._output_formats import REPORTERS
-    from mibspec._verify_api import verify as run_verify
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import export_mib_cv_submission
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+    from mibspec.verification.api import verify as run_verify
+    from mibspec.verification.output_formats import REPORTERS
 
     for report in reports:
         if not report.is_file():

@@ -51,14 +51,14 @@ _FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output fo
 
 def _report(sources: list[Path], result: ImportResult, output_format: OutputFormat) -> None:
     """Render the import's findings, or verify and render what it wrote (with its warnings)."""
-    from mibspec._output_formats import REPORTERS
-    from mibspec._verify_api import verify as run_verify
     from mibspec.validator import (
         DocumentResult,
         Stage,
         StageStatus,
         VerificationResult,
     )
+    from mibspec.verification.api import verify as run_verify
+    from mibspec.verification.output_formats import REPORTERS
 
     render = REPORTERS[output_format.value]
     where = str(sources[0]) if len(sources) == 1 else ", ".join(str(s) for s in sources)
@@ -209,8 +209,8 @@ def run_cv_import(
 
 def render_import_failure(source: Path, findings: list[Any], output_format: OutputFormat) -> NoReturn:
     """Report the findings of an input that could not be imported; exit 1."""
-    from mibspec._output_formats import REPORTERS
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
+    from mibspec.verification.output_formats import REPORTERS
 
     failed = DocumentResult(path=str(source), kind=None, findings=findings)
     failed.set_stage(Stage.PARSE, StageStatus.FAILED, "the file could not be imported")
@@ -228,9 +228,9 @@ def _import_and_verify(
 ) -> None:
     """Run an importer, report its findings, or verify and report what it wrote."""
     from mibspec import importers
-    from mibspec._output_formats import REPORTERS
-    from mibspec._verify_api import verify as run_verify
     from mibspec.core.outputs import OutputPathError
+    from mibspec.verification.api import verify as run_verify
+    from mibspec.verification.output_formats import REPORTERS
 
     if not (source.is_dir() if importer == "import_mib_submission" else source.is_file()):
         usage_error(f"{source}: no such {'folder' if importer == 'import_mib_submission' else 'file'}")

@@ -1,6 +1,6 @@
 """``mibspec leaderboard``: verify every report below a folder and tabulate the conformant ones.
 
-A thin layer over :mod:`mibspec._leaderboard`.
+A thin layer over :mod:`mibspec.pages.leaderboard`.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ def leaderboard_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Verify every report below DIR and tabulate the conformant circuit reports (CPR, CMD)."""
-    from mibspec._leaderboard import build_leaderboard, render_html, render_json, render_markdown
-    from mibspec._verify_api import collect_paths
     from mibspec.core.outputs import write_atomic
+    from mibspec.pages.leaderboard import build_leaderboard, render_html, render_json, render_markdown
+    from mibspec.verification.api import collect_paths
 
     renderer = render_markdown
     if output is not None:

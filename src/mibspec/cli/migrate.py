@@ -1,6 +1,6 @@
 """``mibspec migrate``: migrate a document to another spec version.
 
-A thin layer over :mod:`mibspec._migrate`.
+A thin layer over :mod:`mibspec.spec_tools.migrate`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,13 @@ def migrate_command(
     The input is verified first (without recomputation); one that does not verify is refused
     with its findings (exit 1), unless --keep-invalid.
     """
-    from mibspec._migrate import InvalidInputError, MigrationError, UnreadableDocumentError, migrate_file
     from mibspec.core.outputs import OutputPathError, refuse_links
+    from mibspec.spec_tools.migrate import (
+        InvalidInputError,
+        MigrationError,
+        UnreadableDocumentError,
+        migrate_file,
+    )
 
     if in_place and output is not None:
         usage_error("pass either -o OUT or --in-place, not both")

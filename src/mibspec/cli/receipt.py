@@ -22,7 +22,7 @@ def verify_receipt_command(
     ] = OutputFormat.text,
 ) -> None:
     """Re-hash the files a receipt lists (no recomputation); exit 1 listing what changed."""
-    from mibspec._receipt import ReceiptError, check_receipt
+    from mibspec.verification.receipt import ReceiptError, check_receipt
 
     try:
         check = check_receipt(receipt)

@@ -1,7 +1,7 @@
 """``mibspec html`` (alias ``mibspec report``): verify a report and summarise it in one HTML
 page with figures.
 
-A thin layer over :mod:`mibspec._html_report`; this module imports only click and the
+A thin layer over :mod:`mibspec.pages.html`; this module imports only click and the
 standard library at import time.
 """
 
@@ -55,9 +55,9 @@ def html_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Verify a report and summarise it in one self-contained HTML page with figures."""
-    from mibspec._verify_api import collect_paths
-    from mibspec._verify_api import verify as run_verify
     from mibspec.core.spec import install_hint
+    from mibspec.verification.api import collect_paths
+    from mibspec.verification.api import verify as run_verify
 
     if output is None and png_dir is None:
         usage_error("nothing to write: pass -o OUT.html and/or --png-dir DIR")
@@ -76,8 +76,8 @@ def html_command(
         import matplotlib  # noqa: F401  (only to fail early with a clear message)
     except ModuleNotFoundError:
         usage_error(f"figures need matplotlib: {install_hint('plots')}")
-    from mibspec._html_report import build_report_page, render_html
     from mibspec.core.outputs import OutputPathError, input_files, write_atomic
+    from mibspec.pages.html import build_report_page, render_html
 
     result = run_verify(found[0], recompute=recompute, profile=profile, model_roots=model_root or ())
     page = build_report_page(result, found[0], k_axis=k_axis.value)

@@ -74,7 +74,13 @@ def rules_command(
 
 
 def _rules_coverage(output_format: OutputFormat, *, check: bool, update_spec: bool) -> None:
-    from mibspec._coverage import coverage, coverage_problems, markdown_table, spec_path, spec_with_section
+    from mibspec.spec_tools.coverage import (
+        coverage,
+        coverage_problems,
+        markdown_table,
+        spec_path,
+        spec_with_section,
+    )
 
     rows = coverage()
     if output_format is OutputFormat.json:

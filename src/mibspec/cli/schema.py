@@ -22,8 +22,8 @@ def _schema_files() -> list[Path]:
 
 def schema_list_command() -> None:
     """List the schemas of the spec version: kind (what `schema show` takes), file and $id."""
-    from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
     from mibspec.core.spec import load_spec_json
+    from mibspec.verification.api import SPEC_VERSION, schema_bundle_hash
 
     files = _schema_files()
     click.echo(f"spec {SPEC_VERSION}: {len(files)} schemas, bundle sha256 {schema_bundle_hash(SPEC_VERSION)}")

@@ -74,7 +74,7 @@ def score_causal_bench_command(
     _check_behaviour_inputs(transformer, model, dataset, counterfactual)
     out_dir = check_output_folder(out_dir, (model, dataset), follow_output_links)
     with producing("a transformer behaviour needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.causal_bench import CausalBenchOptions, score_causal_bench
+        from mibspec.reference_impl.scoring.causal_bench import CausalBenchOptions, score_causal_bench
 
         options = CausalBenchOptions(
             out_dir=out_dir,

@@ -15,7 +15,7 @@ from ._score_common import check_output_folder, finish, producing, require_paths
 from ._score_device import DeviceOption, device_or_exit
 
 if TYPE_CHECKING:
-    from mibspec.reference_impl.producers.causal_variable import CausalVariableRun
+    from mibspec.reference_impl.scoring.causal_variable import CausalVariableRun
 
 
 class Method(str, enum.Enum):
@@ -110,7 +110,7 @@ def score_causal_variable_command(
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     out_dir = check_output_folder(out_dir, (model, dataset), follow_output_links)
     with producing("scoring needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.causal_variable import (
+        from mibspec.reference_impl.scoring.causal_variable import (
             CausalVariableOptions,
             run_causal_variable,
         )

@@ -81,7 +81,7 @@ def score_circuit_command(
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     out_dir = check_output_folder(out_dir, (model, dataset, scores), follow_output_links)
     with producing("scoring needs", "recompute") as progress:
-        from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+        from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
         options = CircuitOptions(
             model_dir=model,

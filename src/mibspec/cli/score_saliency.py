@@ -68,7 +68,7 @@ def score_saliency_command(
     require_paths(((weights, "weights file"), (dataset, "dataset document")), files=True)
     out_dir = check_output_folder(out_dir, (weights, dataset), follow_output_links)
     with producing("scoring needs", "recompute,saliency") as progress:
-        from mibspec.reference_impl.producers.saliency import SaliencyOptions, score_saliency
+        from mibspec.reference_impl.scoring.saliency import SaliencyOptions, score_saliency
 
         options = SaliencyOptions(
             architecture=architecture,

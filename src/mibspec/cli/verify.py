@@ -36,7 +36,7 @@ __all__ = ["VerifyArgs", "VerifyFormat", "run", "verify_command"]
 
 
 class VerifyFormat(str, enum.Enum):
-    """Output formats of ``mibspec verify`` (see ``mibspec._output_formats``)."""
+    """Output formats of ``mibspec verify`` (see ``mibspec.verification.output_formats``)."""
 
     text = "text"
     json = "json"
@@ -107,7 +107,7 @@ def _check(args: VerifyArgs) -> _Checked:
     """Every usage check made before verifying; a usage error exits 2."""
     _check_choices(args)
     device, size = _device(args)
-    from mibspec._verify_api import collect_paths, resolve_codes
+    from mibspec.verification.api import collect_paths, resolve_codes
 
     try:
         selected = resolve_codes(args.select, "--select")
@@ -143,7 +143,7 @@ def _check_choices(args: VerifyArgs) -> None:
 
 def _device(args: VerifyArgs) -> tuple[str, int | str | None]:
     """The device and batch size recomputation runs with (checked even without it)."""
-    from mibspec._verify_api import run_device
+    from mibspec.verification.api import run_device
 
     try:
         return run_device(args.device, args.batch_size, args.recompute)
@@ -153,8 +153,8 @@ def _device(args: VerifyArgs) -> tuple[str, int | str | None]:
 
 def _check_receipt_folder(args: VerifyArgs, receipt: Path) -> None:
     """A usage error unless every input (and --model-root) lies inside the receipt's folder."""
-    from mibspec._receipt import outside_folder
-    from mibspec._verify_api import collect_paths
+    from mibspec.verification.api import collect_paths
+    from mibspec.verification.receipt import outside_folder
 
     try:
         # Model files recomputation reads are named in the receipt too: each --model-root
@@ -187,8 +187,8 @@ def _limits(args: VerifyArgs) -> Limits:
 
 def _verify(args: VerifyArgs, checked: _Checked) -> VerificationResult:
     """Run the verification, with a progress bar on a terminal (not with -j processes)."""
-    from mibspec._progress import TerminalProgress
-    from mibspec._verify_api import verify
+    from mibspec.verification.api import verify
+    from mibspec.verification.progress import TerminalProgress
 
     quiet = args.jobs > 1 and args.executor == "process"
     try:
@@ -216,7 +216,7 @@ def _verify(args: VerifyArgs, checked: _Checked) -> VerificationResult:
 
 def _write_report(args: VerifyArgs, result: VerificationResult) -> None:
     """Render the result in the chosen format on stdout or, atomically, into --output."""
-    from mibspec._output_formats import REPORTERS
+    from mibspec.verification.output_formats import REPORTERS
 
     render = REPORTERS[args.output_format]
     if args.output is None:
@@ -232,7 +232,7 @@ def _write_report(args: VerifyArgs, result: VerificationResult) -> None:
 
 
 def _write_receipt(args: VerifyArgs, checked: _Checked, result: VerificationResult, receipt: Path) -> None:
-    from mibspec._receipt import ReceiptError, write_receipt
+    from mibspec.verification.receipt import ReceiptError, write_receipt
 
     options = {
         "recompute": args.recompute,

@@ -96,12 +96,12 @@ def verify_submission_command(
     model is read from the local Hugging Face cache at its pinned commit (HF_HUB_OFFLINE=1 keeps
     it there); what is missing is named with the command that fetches it.
     """
-    from mibspec._output_formats import REPORTERS
     from mibspec.cli._score_device import batch_size_or_exit, device_or_exit
     from mibspec.cli.imports import render_import_failure
     from mibspec.core.outputs import OutputPathError
     from mibspec.importers import submission_layout
     from mibspec.submissions import SubmissionRequest, leaderboard_rows, verify_submission
+    from mibspec.verification.output_formats import REPORTERS
 
     if not source.is_dir():
         usage_error(f"{source}: no such folder")

@@ -65,7 +65,7 @@ def read_conformant(path: Path) -> dict[str, Any]:
     Raises:
         ExportError: it does not verify.
     """
-    from mibspec import verify
+    from mibspec.verification import verify
 
     result = verify(path, recompute=False)
     if not result.valid:
@@ -100,7 +100,7 @@ def read_circuit(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _universe(document: dict[str, Any]) -> Any:
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     graph = document["graph"]
     return GraphUniverse(

@@ -37,7 +37,7 @@ def submission_folder_name(report: dict[str, Any]) -> str:
 
 
 def _files(report_path: Path, report: dict[str, Any]) -> dict[str, bytes | str]:
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
     from mibspec.validator import load_profile
 
     artifacts = {a["id"]: a for a in report.get("artifacts", [])}

@@ -112,7 +112,7 @@ class ImportOptions:
         if self.split is not None:
             report["task"]["split"] = self.split
         if isinstance(dataset, DatasetCopy):
-            from mibspec.reference_impl.producers.folder import artifact_entry
+            from mibspec.reference_impl.scoring.folder import artifact_entry
 
             report["task"]["dataset"] = DATASET_ID
             entry = artifact_entry(
@@ -148,8 +148,8 @@ class ImportOptions:
 
 
 def _dataset_copy(path: Path) -> DatasetCopy:
-    from mibspec import verify
     from mibspec.validator.rules.artifacts import unsafe_reason
+    from mibspec.verification import verify
 
     result = verify(path, recompute=False)
     main = result.documents[0]

@@ -26,7 +26,7 @@ from mibspec.core.version import __version__
 from mibspec.documents import document_bytes
 from mibspec.documents.common import Artifact, model_ref
 from mibspec.documents.kinds import Circuit, CircuitEntry, GraphSpec, TensorRef
-from mibspec.reference_impl.producers.folder import artifact_entry
+from mibspec.reference_impl.scoring.folder import artifact_entry
 from mibspec.validator import (
     Finding,
     Limits,
@@ -238,7 +238,7 @@ def _read_pt(source: Path) -> dict[str, Any]:
 
 
 def _universe(cfg: Any) -> Any:
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     if not isinstance(cfg, dict):
         raise ReadProblemError("I101", "/cfg", None, detail="'cfg' must be an object")

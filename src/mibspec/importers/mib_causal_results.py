@@ -265,7 +265,7 @@ def variable_claims(
     Raises:
         _MalformedError: a unit is scored on some counterfactual sets only (I101).
     """
-    from mibspec.reference_impl.metrics.causal_variable import Better, CellKey, aggregate_scores
+    from mibspec.metrics.causal_variable import Better, CellKey, aggregate_scores
 
     table: dict[CellKey, float] = {
         (cf, u["location"]["layer"], key): v for key, u in units.items() for cf, v in u["scores"].items()

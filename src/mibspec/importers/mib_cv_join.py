@@ -351,7 +351,7 @@ def _json_artifact(ident: str, role: str, path: str, data: bytes, kind: str) -> 
 def _causal_model_bytes(task: str, copy: DatasetCopy, described: Mapping[str, Any]) -> bytes:
     """The causal model document of ``task``, with the parameters of the dataset's own causal
     model where it declares one of the same mechanism (else the MIB defaults)."""
-    from mibspec.reference_impl.causal_models import TASK_MECHANISMS, causal_model_document
+    from mibspec.metrics.causal_models import TASK_MECHANISMS, causal_model_document
 
     parameters = None
     ident = described.get("causal_model")

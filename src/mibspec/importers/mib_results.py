@@ -223,8 +223,8 @@ def source_created(source: Path) -> str:
 
 
 def _reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitReport, str]]:
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise _MalformedError("I101", "", detail="a MIB results file is an object with a 'results' list")
@@ -359,7 +359,7 @@ def _pickle_reports(data: Any, source: Path) -> Iterator[tuple[str, CircuitRepor
     JSON's reports. The method, and the level, come from the folder MIB writes the file into,
     ``<method>_<ablation>_<level>`` (the ablation is not passed on by MIB's evaluator, which
     always patches from the counterfactual run)."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     named, results = data
     if named.model not in KNOWN_MODELS:

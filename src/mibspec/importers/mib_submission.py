@@ -245,7 +245,7 @@ def _plan(
     Raises:
         NameClashError: another folder of the submission is written under the same name.
     """
-    from mibspec.reference_impl.producers.folder import artifact_entry
+    from mibspec.reference_impl.scoring.folder import artifact_entry
 
     name, document, tensors, report, _ = converted
     source = f"the folder {folder.name}"
@@ -438,7 +438,7 @@ def _nine(
 ) -> tuple[Circuit, dict[str, Any], list[int]]:
     import numpy as np
 
-    from mibspec.reference_impl.metrics.circuit import edges_at
+    from mibspec.metrics.circuit import edges_at
 
     universe = graphs[0].universe
     for file, graph in zip(folder.graphs, graphs, strict=True):
@@ -543,7 +543,7 @@ def _recorded_sizes(
     where nothing determines the circuit (neuron-level scores), which then declares no size.
     MIB's own recorded sizes (``weighted_edge_counts``, after one pruning round, PR-5) are not
     this size and are not copied."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse, recorded_size
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse, recorded_size
     from mibspec.reference_impl.recompute import RebuiltCircuits, UnusableInputError
 
     graph = document.graph

@@ -351,8 +351,8 @@ def _nodes_side(
     model: Any, universe: Any, examples: tuple[np.ndarray, ...], inputs: CircuitInputs, profile: Any
 ) -> dict[str, Any]:
     """m(N), m(∅) and f of the top nodes at each grid point, signed and absolute ranking."""
+    from mibspec.metrics.circuit import rank_edges
     from mibspec.reference_impl.engine import evaluate_circuits, node_circuit_edges
-    from mibspec.reference_impl.metrics.circuit import rank_edges
     from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
 
     node_scores = _node_scores(universe, inputs.scores)
@@ -479,7 +479,7 @@ def _curve_rows(
     rows: _Rows, inputs: CircuitInputs, curves: dict[str, Any], patching: dict[str, Any], profile: Any
 ) -> None:
     """MIB's top-n curves against mibspec's report circuits: f(k), CPR, CMD and the sizes."""
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
 
     grid = _grid(inputs.report)
     by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}

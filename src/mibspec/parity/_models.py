@@ -87,7 +87,7 @@ def report_method(family: str) -> str:
 def circuit_report(model_dir: Path, dataset: Path, folder: Path, method: str = "eap-ig") -> Path:
     """A circuit report written by mibspec's producer (``method``, counterfactual
     ``io_s2_flip``) for ``model_dir`` on ``dataset``, under ``folder``."""
-    from mibspec.reference_impl.producers.circuit import CircuitOptions, score_circuit
+    from mibspec.reference_impl.scoring.circuit import CircuitOptions, score_circuit
 
     run = score_circuit(
         CircuitOptions(

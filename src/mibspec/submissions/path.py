@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._verify_api import verify
 from mibspec.core.folders import safe_name
 from mibspec.core.hub_cache import cache_root, download_advice, offline, repo_folder
 from mibspec.core.spec import install_hint
@@ -45,6 +44,7 @@ from mibspec.importers.mib_causal_results import CAUSAL_MODELS
 from mibspec.importers.mib_dataset import released_files
 from mibspec.importers.mib_submission import pinned_model_files
 from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
+from mibspec.verification.api import verify
 
 __all__ = [
     "DEFAULT_SPLIT",

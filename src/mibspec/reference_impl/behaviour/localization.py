@@ -36,8 +36,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics.causal_bench import causal_optimality
-from ..metrics.checks import check_choice, check_finite_scalar, check_int, describe
+from mibspec.metrics.causal_bench import causal_optimality
+from mibspec.metrics.checks import check_choice, check_finite_scalar, check_int, describe
 
 __all__ = [
     "LOCALIZATION_KINDS",

@@ -31,8 +31,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics.causal_bench import to_mask
-from ..metrics.checks import as_bool_array, check_finite_scalar, check_int, describe
+from mibspec.metrics.causal_bench import to_mask
+from mibspec.metrics.checks import as_bool_array, check_finite_scalar, check_int, describe
 
 __all__ = [
     "PAPER_PLANTED_ROLES",

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics import causal_bench as cb
+from mibspec.metrics import causal_bench as cb
+
 from .localization import LocalizationOracle, Procedure, identify, procedure_scores, subsample
 from .planted import PlantedCircuitModel, default_planted
 

@@ -38,11 +38,12 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from mibspec.metrics.causal_bench import DegenerateBehaviourError
+from mibspec.metrics.checks import as_bool_array, describe
+
 from ..devices import wide
 from ..engine import ModelWeights, _forward, _ops, mean_node_outputs
 from ..engine._inputs import check_examples
-from ..metrics.causal_bench import DegenerateBehaviourError
-from ..metrics.checks import as_bool_array, describe
 from .planted import component_universe
 
 __all__ = ["TRANSFORMER_ABLATIONS", "TransformerBehaviour"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..metrics.checks import check_finite_scalar, check_int, describe
+from mibspec.metrics.checks import check_finite_scalar, check_int, describe
 
 __all__ = [
     "ShortcutSpec",

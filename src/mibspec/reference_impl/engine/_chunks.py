@@ -16,7 +16,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from ..graph import GraphUniverse
+from mibspec.metrics.graph import GraphUniverse
+
 from ._weights import ModelWeights
 
 __all__ = ["UNION_SLACK", "CircuitPlan", "batches", "bytes_per_circuit", "chunks", "plan_circuits"]

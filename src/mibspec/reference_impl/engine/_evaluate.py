@@ -40,7 +40,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..graph import GraphConfig, GraphUniverse
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
+
 from . import _forward, _ops
 from ._ablation import (
     ABLATIONS,

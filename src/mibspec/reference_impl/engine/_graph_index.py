@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ..graph import GraphUniverse
+from mibspec.metrics.graph import GraphUniverse
+
 from ._weights import ModelWeights
 
 __all__ = ["GraphIndex", "graph_index", "needed_everywhere", "read_only"]

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..graph import GraphUniverse
+from mibspec.metrics.graph import GraphUniverse
+
 from . import _forward
 from ._weights import ModelWeights
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.circuit import Ranking, Rounding, edges_at, rank_edges
+from mibspec.metrics.circuit import Ranking, Rounding, edges_at, rank_edges
+
 from ._inputs import UnusableInputError
 
 __all__ = ["NodeLevelCircuits"]

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.circuit import Ranking, Rounding, edges_at, rank_edges
+from mibspec.metrics.circuit import Ranking, Rounding, edges_at, rank_edges
+
 from ._inputs import UnusableInputError
 from ._node_circuits import NodeLevelCircuits
 
@@ -24,7 +25,7 @@ class RebuiltCircuits:
     """The circuit of each point without a row, at the report's granularity.
 
     Args:
-        universe: the graph universe (``mibspec.reference_impl.graph.GraphUniverse``).
+        universe: the graph universe (``mibspec.metrics.graph.GraphUniverse``).
         granularity: ``edge``, ``node`` or ``neuron``.
         rounding: the edge-count rounding (``floor`` or ``ceil``).
         edge_scores: the document's edge scores (``(n_edges,)``), or ``None``.

@@ -1,7 +1,7 @@
 """What the recomputation of several reports in one run shares: the file-hash cache, the
 last model built and the unpatched runs of the last batches.
 
-A session lives as long as one batch of reports (one group, see ``mibspec._grouping``) and
+A session lives as long as one batch of reports (one group, see ``mibspec.verification.grouping``) and
 is reached by recomputers as ``ctx.options.session``. Everything it returns is keyed by
 content, so a report's result does not depend on which reports were verified before it:
 

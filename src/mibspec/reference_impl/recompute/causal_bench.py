@@ -33,6 +33,7 @@ from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolera
 from mibspec.core.conventions import effective_settings
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
+from mibspec.metrics import causal_bench as cb
 from mibspec.reference_impl.threads import one_thread
 
 from ..behaviour.localization import Procedure, identify, procedure_scores
@@ -47,7 +48,6 @@ from ..behaviour.study import (
     scenario_composite,
     set_metrics,
 )
-from ..metrics import causal_bench as cb
 from ._inputs import UnusableInputError
 
 __all__ = ["recompute"]

@@ -35,12 +35,12 @@ from mibspec.core.conventions import convention
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.metrics.causal_models import interchange_output, ioi_logit_names, ioi_target
+from mibspec.metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
+from mibspec.metrics.positions import PositionError, resolve_position
 from mibspec.reference_impl.threads import one_thread
 
-from ..causal_models import interchange_output, ioi_logit_names, ioi_target
 from ..devices import example_bytes, wide, with_oom_backoff
-from ..metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
-from ..positions import PositionError, resolve_position
 from ._inputs import (
     ModelSource,
     UnusableInputError,

@@ -33,8 +33,8 @@ from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolera
 from mibspec.core.conventions import convention
 from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
+from mibspec.metrics.circuit import cmd, cpr, faithfulness
 
-from ..metrics.circuit import cmd, cpr, faithfulness
 from ._inputs import (
     UnusableInputError,
     batch_plan,

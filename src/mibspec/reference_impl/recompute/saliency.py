@@ -173,7 +173,7 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
 
 
 def _check_settings(settings: dict[str, Any], n_players: int) -> None:
-    from mibspec.reference_impl.metrics.shapley import MAX_EXACT_PLAYERS
+    from mibspec.metrics.shapley import MAX_EXACT_PLAYERS
 
     sampler = settings["shapley_sampler"]
     if sampler == "exact":

@@ -27,13 +27,14 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 
-from ..devices import wide
-from ..metrics.saliency import perturbation_masks
-from ..metrics.shapley import (
+from mibspec.metrics.saliency import perturbation_masks
+from mibspec.metrics.shapley import (
     MAX_EXACT_PLAYERS,
     shapley_exact,
     shapley_trials,
 )
+
+from ..devices import wide
 
 __all__ = [
     "CurveScore",
@@ -199,7 +200,7 @@ def shapley_ground_truth(
       permutation-sampling trials of ``n_permutations`` permutations each (MS-10); the
       root seed of the image with dataset index i is ``numpy.random.SeedSequence([seed, i])``
       and trial t uses its t-th spawned child
-      (:func:`mibspec.reference_impl.metrics.shapley.shapley_trials`), which calls
+      (:func:`mibspec.metrics.shapley.shapley_trials`), which calls
       ``on_trial`` after each trial.
 
     Raises:

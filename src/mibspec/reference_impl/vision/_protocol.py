@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..metrics.saliency import (
+from mibspec.metrics.saliency import (
     CurveConvention,
     curve_auc,
     dominance,
@@ -31,6 +31,7 @@ from ..metrics.saliency import (
     weighted_iou,
     wiou_components,
 )
+
 from ._evaluate import CurveScore, Sampler, class_probabilities, curve_scores, shapley_ground_truth
 
 __all__ = [

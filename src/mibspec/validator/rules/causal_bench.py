@@ -120,7 +120,7 @@ def _repeated_components(universe: list[str], ctx: RuleContext) -> Iterator[Find
 
 def _set_metrics(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Composite, M, S and P/R/F1 of every method and of every threshold-sensitivity point."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     universe, claims = doc["universe"], doc["claims"]
     truth = doc.get("ground_truth")
@@ -177,7 +177,7 @@ def _scaling_sets(claims: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]
 
 def _consensus_and_majority(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The claimed consensus and majority sets follow from the methods' sets (C108)."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     claims = doc["claims"]
     method_sets = [set(method["components"]) for method in claims["methods"]]
@@ -193,7 +193,7 @@ def _consensus_and_majority(doc: dict[str, Any], ctx: RuleContext) -> Iterator[F
 
 def _jaccard(claims: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The Jaccard matrix names the report's methods in order and follows from their sets (C108)."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     names = [method["name"] for method in claims["methods"]]
     jaccard = claims["jaccard"]
@@ -231,7 +231,7 @@ def _composite(
     """The composite is the weighted harmonic mean of the parts, and is omitted exactly when a
     weighted part is negative (the mean is then undefined, MB-9). ``parts_at``: the object
     holding the parts (default: the composite's)."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     parts = {key: metrics[key] for key in weights}
     negative = sorted(key for key, value in parts.items() if value < 0)
@@ -271,7 +271,7 @@ def _composite_bounds(
 ) -> tuple[float, float]:
     """The least and greatest composite over the parts' rounding intervals (C-10): the weighted
     harmonic mean increases with every part, so the corners of the box bound it."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     lows, highs = {}, {}
     for key, value in parts.items():
@@ -284,7 +284,7 @@ def _prf(
     ctx: RuleContext, base: str, metrics: dict[str, Any], components: list[str], truth: Any
 ) -> Iterator[Finding]:
     """Claimed precision, recall and F1 follow from the set and the ground truth (C105)."""
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     claimed_prf = [(key, metrics[key]) for key in ("precision", "recall", "f1") if key in metrics]
     if claimed_prf and truth is None:
@@ -398,7 +398,7 @@ def _convergence(
     inside: bool,
     settings: dict[str, Any],
 ) -> Iterator[Finding]:
-    from mibspec.reference_impl.metrics import causal_bench as cb
+    from mibspec.metrics import causal_bench as cb
 
     if conv["n_permutations"] != settings["n_permutations"]:
         yield ctx.finding(

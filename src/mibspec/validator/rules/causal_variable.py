@@ -24,7 +24,7 @@ from .artifacts import resolve_inside, unsafe_reason
 @rule("causal-variable-aggregates", track="causal_variable", codes=("C112",))
 def causal_variable_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Mean over counterfactual sets per unit, best unit per layer, then Average and best."""
-    from mibspec.reference_impl.metrics.causal_variable import CellKey, aggregate_scores
+    from mibspec.metrics.causal_variable import CellKey, aggregate_scores
 
     for v, variable in enumerate(doc["claims"]["variables"]):
         base = f"/claims/variables/{v}"
@@ -205,7 +205,7 @@ def _location_problems(location: dict[str, Any]) -> list[tuple[str, str]]:
 def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Weights fit the type and dimensions, rotations are orthonormal, feature indices exist,
     and the location's token position is completely declared."""
-    from mibspec.reference_impl.featurizers import (
+    from mibspec.metrics.featurizers import (
         ORTHONORMAL_TOLERANCE,
         expected_weights,
         orthonormal_weights,
@@ -249,7 +249,7 @@ def featurizer_declaration(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Fi
 @rule("causal-model-mechanism", codes=("V106",), kinds=("causal_model",))
 def causal_model_mechanism(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The mechanism's variables and parameters are declared."""
-    from mibspec.reference_impl.causal_models import check_causal_model
+    from mibspec.metrics.causal_models import check_causal_model
 
     for pointer, detail in check_causal_model(doc):
         yield ctx.finding("V106", pointer, detail=detail)
@@ -270,7 +270,7 @@ def dataset_origin(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
 def dataset_rows(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Every row has the row format (DS-2, DS-3), a unique id, and variables, answers and
     expected outputs that follow from the declared causal model (CV-5)."""
-    from mibspec.reference_impl.causal_models import INTERVENED, check_causal_model, check_row
+    from mibspec.metrics.causal_models import INTERVENED, check_causal_model, check_row
     from mibspec.reference_impl.datasets.rows import row_problems
 
     model = _document(ctx, doc.get("causal_model"), "causal_model")

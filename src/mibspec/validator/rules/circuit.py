@@ -90,7 +90,7 @@ class _PointCircuits:
     another rule says why (A110, K105, K108, K109)."""
 
     def __init__(self, document: Referenced, doc: dict[str, Any], ctx: RuleContext) -> None:
-        from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+        from mibspec.metrics.graph import MAX_MATRIX_CELLS
 
         graph = document.data["graph"]
         self.document = document
@@ -108,7 +108,7 @@ class _PointCircuits:
         return self._row(index) if index is not None else self._rebuilt_circuit(point["k"], ranking)
 
     def _sized(self, edges: Any, fraction: Any = None) -> tuple[int, float, bool]:
-        from mibspec.reference_impl.graph import recorded_size
+        from mibspec.metrics.graph import recorded_size
 
         size = recorded_size(self.universe, edges, fraction, self.recorded)
         return int(edges.sum()), size, fraction is None
@@ -235,7 +235,7 @@ def _point_sizes(
     # A rebuilt circuit is the point's k by definition (MC-12); a named row is what was submitted.
     if not named or not ctx.profile.check_circuit_size or total is None:
         return
-    from mibspec.reference_impl.metrics.circuit import edges_at
+    from mibspec.metrics.circuit import edges_at
 
     allowed = edges_at(point["k"], total, convention(ctx.profile, ctx.data, "edge_count_rounding").value)
     at = f"{pointer}/circuit"
@@ -306,7 +306,7 @@ def _listed_circuits(doc: dict[str, Any], ctx: RuleContext) -> tuple[str, dict[i
 @rule("circuit-areas", track="circuit", codes=("C101", "C102", "C103"))
 def circuit_areas(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """CPR and CMD equal the trapezoids of the claimed faithfulness curve of the declared ranking."""
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
 
     claims, settings = doc["claims"], doc["settings"]
     rankings = convention(ctx.profile, doc, "ranking")
@@ -354,7 +354,7 @@ def _area_bounds(metric: str, ks: list[float], spans: list[tuple[float, float]])
     """The least and greatest CPR or CMD over the faithfulness intervals (C-10). Both are
     trapezoids with non-negative weights: CPR of the interval ends, CMD of the least and
     greatest |1 − f| each interval allows."""
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
 
     if metric == "cpr":
         return cpr(ks, [low for low, _ in spans]), cpr(ks, [high for _, high in spans])
@@ -372,7 +372,7 @@ def circuit_auroc(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The claimed edge AUROC is the AUROC of the circuit document's edge scores against the
     ground-truth circuit's edges, under the declared convention and ranking (MC-9, MC-10); an
     AUROC without scores and a ground truth to compute it from is refused."""
-    from mibspec.reference_impl.metrics.circuit import edge_auroc_mib, edge_auroc_rank
+    from mibspec.metrics.circuit import edge_auroc_mib, edge_auroc_rank
 
     auroc = doc["claims"].get("auroc")
     if auroc is None:
@@ -455,7 +455,7 @@ def _repeats(
 def leaderboard(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each row's Average and Score follow from its cells (MC-11); a leaderboard lists a metric
     once per profile, a table a method once, and a row a task × model cell once."""
-    from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
+    from mibspec.metrics.circuit import leaderboard_average, leaderboard_score
 
     tables = doc["tables"]
     yield from _repeats(

@@ -1,6 +1,6 @@
 """Circuit-document rules: the graph universe matches its configuration, and the
 membership rows match the circuits they are declared as (family K). Sizes and
-pruning come from ``mibspec.reference_impl.graph``."""
+pruning come from ``mibspec.metrics.graph``."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def matrix_cells(graph: dict[str, Any]) -> int:
 def graph_universe(graph: dict[str, Any]) -> Any:
     """The reference universe of a circuit document's ``graph`` (only for configurations
     within ``MAX_MATRIX_CELLS``)."""
-    from mibspec.reference_impl.graph import GraphConfig, GraphUniverse
+    from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
     return GraphUniverse(
         GraphConfig(
@@ -50,7 +50,7 @@ def graph_universe(graph: dict[str, Any]) -> Any:
 def circuit_universe(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """The declared edge total is the one the graph configuration implies; a universe too
     large to hold cannot have its membership rows checked."""
-    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+    from mibspec.metrics.graph import MAX_MATRIX_CELLS
 
     expected = edge_total(doc["graph"])
     if doc["graph"]["n_edges"] != expected:
@@ -79,7 +79,7 @@ def circuit_scores(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
 def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Each declared circuit's edge count and weighted size match its membership row; circuits
     of one ranking are nested as k grows."""
-    from mibspec.reference_impl.graph import MAX_MATRIX_CELLS
+    from mibspec.metrics.graph import MAX_MATRIX_CELLS
 
     if "membership" not in doc or not doc.get("circuits"):
         return
@@ -158,7 +158,7 @@ def circuit_membership(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Findin
 @rule("circuit-ties", codes=("K107",), kinds=("circuit",))
 def circuit_ties(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """A top-n circuit whose cut falls inside a run of equal scores depends on the tie-break."""
-    from mibspec.reference_impl.metrics.circuit import straddling_ties_at
+    from mibspec.metrics.circuit import straddling_ties_at
 
     if "scores" not in doc:
         return

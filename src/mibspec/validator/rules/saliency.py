@@ -32,7 +32,7 @@ def saliency_samples(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]
 @rule("saliency-aggregates", track="saliency", codes=("C110", "C111"))
 def saliency_aggregates(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """WIoU equals the weighted per-k IoUs; the dominance rate equals dominant / images."""
-    from mibspec.reference_impl.metrics.saliency import weighted_iou
+    from mibspec.metrics.saliency import weighted_iou
 
     settings, claims = doc["settings"], doc["claims"]
     ks, weights = settings["wiou_ks"], settings["wiou_weights"]

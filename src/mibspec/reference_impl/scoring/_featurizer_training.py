@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..causal_models import ioi_logit_names
+from mibspec.metrics.causal_models import ioi_logit_names
+
 from ..devices import wide, wide_device
 from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 
@@ -205,7 +206,7 @@ def collect_activations(
     evaluator: Any, location: Mapping[str, Any], prompts: Sequence[tuple[int, str]]
 ) -> np.ndarray:
     """The site's vectors at the declared position of each prompt, float64 ``(M, D)``."""
-    from ..positions import resolve_position
+    from mibspec.metrics.positions import resolve_position
 
     site = Site.from_location(location)
     out = []

@@ -2,7 +2,7 @@
 
 The page holds the verdict, every verified document's stages and findings, the
 report's claims, the claimed-vs-recomputed table when the recompute stage ran, and
-the track's figures (:mod:`mibspec._figures`) as base64 PNG ``data:`` URIs. It loads
+the track's figures (:mod:`mibspec.pages.figures`) as base64 PNG ``data:`` URIs. It loads
 nothing from anywhere else: no scripts, fonts, style sheets or links. The same inputs
 give the same bytes (no timestamps; the figures are deterministic).
 """
@@ -76,7 +76,7 @@ def build_report_page(
     report = _parsed_report(result, path)
     page = ReportPage(result=result, report_path=str(report_path), report=report)
     if figures and report is not None:
-        from mibspec._figures import Skipped, render_figures
+        from mibspec.pages.figures import Skipped, render_figures
 
         main = result.documents[0] if result.documents else None
         if main is not None and _schema_passed(main):

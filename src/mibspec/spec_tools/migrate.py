@@ -235,7 +235,7 @@ def migrate_document(
         MigrationError: the document has no string ``spec_version``, no path leads to the
             target, or a step did not return a dict of its ``to_version``.
     """
-    from mibspec._verify_api import SPEC_VERSION
+    from mibspec.verification.api import SPEC_VERSION
 
     target = SPEC_VERSION if to_version is None else to_version
     source = document.get("spec_version")

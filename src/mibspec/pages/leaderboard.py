@@ -8,9 +8,9 @@ The tables follow the MIB leaderboard's circuit tabs: one for CPR and one for CM
 profile, methods as rows (sorted by name), one column per task × model cell (sorted), then
 
 * **Average**: the arithmetic mean of the row's cells
-  (:func:`mibspec.reference_impl.metrics.circuit.leaderboard_average`);
+  (:func:`mibspec.metrics.circuit.leaderboard_average`);
 * **Score**: the mean over the row's cells of σ(cell)
-  (:func:`mibspec.reference_impl.metrics.circuit.leaderboard_score`); on the CMD tab a
+  (:func:`mibspec.metrics.circuit.leaderboard_score`); on the CMD tab a
   lower Score is better, as in MIB.
 
 Both are taken over the cells a method has; a row missing cells says how many it has.
@@ -177,8 +177,8 @@ def build_leaderboard(
     Raises:
         FileNotFoundError: ``directory`` does not exist or holds no report.
     """
-    from mibspec._verify_api import collect_paths
-    from mibspec._verify_api import verify as run_verify
+    from mibspec.verification.api import collect_paths
+    from mibspec.verification.api import verify as run_verify
 
     board = Leaderboard()
     seen: dict[tuple[str, str, Cell], str] = {}
@@ -229,7 +229,7 @@ def build_leaderboard(
 
 
 def _aggregates(values: list[float | None]) -> tuple[float | None, float | None]:
-    from mibspec.reference_impl.metrics.circuit import leaderboard_average, leaderboard_score
+    from mibspec.metrics.circuit import leaderboard_average, leaderboard_score
 
     present = [v for v in values if v is not None]
     if not present:

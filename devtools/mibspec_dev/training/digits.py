@@ -30,9 +30,10 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ..datasets.shortcut import ShortcutSpec
-from ..metrics.saliency import dominance
-from ..vision import TinyCNN, class_probabilities
+from mibspec.metrics.saliency import dominance
+from mibspec.reference_impl.datasets.shortcut import ShortcutSpec
+from mibspec.reference_impl.vision import TinyCNN, class_probabilities
+
 from .loop import deterministic_torch
 
 __all__ = [

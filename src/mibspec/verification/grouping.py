@@ -16,7 +16,7 @@ A *unit* is the list of reports one worker verifies: a group (split in parts whe
 fewer groups than workers), or, without recomputation, a run of consecutive reports. Each
 report is verified by its own runner (every document it references is verified under it);
 the results are merged in input order, each document listed the first time it is reached,
-which is the serial run's list (see :mod:`mibspec._batch`).
+which is the serial run's list.
 
 Executors:
 
@@ -55,6 +55,7 @@ from mibspec.validator import (
     record_internal_error,
     verify_paths,
 )
+from mibspec.verification.versions import note_imported, watched_imports
 
 __all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus", "verify_many"]
 
@@ -168,17 +169,11 @@ def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult
         out: list[PathResult] = []
         for path in paths:
             docs = verify_paths([path], options).documents
-            out.append((docs, [name for name in _watched() if name in sys.modules]))
+            out.append((docs, watched_imports()))
         return out
     finally:
         if session is not None:
             session.close()
-
-
-def _watched() -> tuple[str, ...]:
-    from mibspec._batch import WATCHED_MODULES
-
-    return WATCHED_MODULES
 
 
 def _failed(paths: Sequence[str], exc: BaseException) -> list[PathResult]:
@@ -228,14 +223,12 @@ def verify_many(
             keep(unit, verify_unit([files[i] for i in unit], options))
     else:
         _run_processes(files, units, replace(options, progress=None, session=None), jobs, keep)
-    from mibspec._batch import _WORKER_IMPORTS
-
     documents: list[DocumentResult] = []
     seen: set[Path] = set()
     for item in results:
         assert item is not None
         docs, imported = item
-        _WORKER_IMPORTS.update(imported)
+        note_imported(imported)
         for doc in docs:
             key = Path(doc.path).resolve()
             if key not in seen:

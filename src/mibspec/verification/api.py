@@ -98,7 +98,7 @@ def verify(
 
     Reports are verified in groups that share their forward passes (model, dtype,
     dataset, counterfactual, ablation, ...): each group loads its model once and computes
-    each batch's clean and ablation runs once (see :mod:`mibspec._grouping`); the result
+    each batch's clean and ablation runs once (see :mod:`mibspec.verification.grouping`); the result
     is the same as verifying each report alone.
 
     Returns:
@@ -138,7 +138,7 @@ def _checked_run(
         raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
     device, batch_size = run_device(device, batch_size, recompute)
     if executor != "process":  # the default is known without loading the grouping module
-        from mibspec._grouping import EXECUTORS
+        from mibspec.verification.grouping import EXECUTORS
 
         if executor not in EXECUTORS:
             raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -155,7 +155,7 @@ def _verify_files(
         return verify_paths(files, options)
     # Grouped verification (processes, Ray) is loaded only when it runs: a plain
     # `verify --no-recompute` starts without it.
-    from mibspec._grouping import verify_many
+    from mibspec.verification.grouping import verify_many
 
     if executor == "ray":
         return verify_many(files, options, jobs, executor="ray", address=address, progress=progress)

@@ -273,7 +273,7 @@ def _curve_for(claims: dict[str, Any], ranking: str) -> tuple[list[float], list[
 
 
 def _faithfulness(report: dict[str, Any], k_axis: KAxis, image_format: ImageFormat) -> Figure:
-    from mibspec.reference_impl.metrics.circuit import cmd, cpr
+    from mibspec.metrics.circuit import cmd, cpr
 
     claims, rankings = report["claims"], report["settings"]["ranking"]
     panels = []
@@ -367,7 +367,7 @@ def _radar(report: dict[str, Any], image_format: ImageFormat) -> Figure:
 
 
 def _null(report: dict[str, Any], image_format: ImageFormat) -> Figure:
-    from mibspec.reference_impl.metrics.causal_bench import convergence_test
+    from mibspec.metrics.causal_bench import convergence_test
 
     conv = report["claims"].get("convergence")
     if not conv:

@@ -34,9 +34,14 @@ from mibspec.documents import CausalVariableReport, document_bytes, dump
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
 from mibspec.documents.kinds import CounterfactualDataset, Featurizer, Location, TensorRef
 from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef, VariableClaims
+from mibspec.metrics.causal_models import (
+    TASK_MECHANISMS,
+    causal_model_document,
+    check_causal_model,
+    ioi_logit_names,
+)
+from mibspec.metrics.causal_variable import Better
 
-from ..causal_models import TASK_MECHANISMS, causal_model_document, check_causal_model, ioi_logit_names
-from ..metrics.causal_variable import Better
 from ..recompute import ModelSource
 from ..recompute.causal_variable import Evaluator, TextCodec, aggregate_units, build_featurizer
 from ..threads import one_thread

@@ -38,8 +38,8 @@ from mibspec.documents.report import (
     ScalarClaim,
     TaskRef,
 )
+from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 
-from ..metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
 from .folder import OutputFolder, artifact_entry, created_timestamp

@@ -1,6 +1,6 @@
 """``mibspec conformance run``: the conformance suite against this or another implementation.
 
-This implementation is run in-process (:func:`mibspec._conformance.run_case`). Another
+This implementation is run in-process (:func:`mibspec.spec_tools.conformance.run_case`). Another
 implementation is run as a command, once per case, following the protocol of
 ``conformance/README.md`` ("Testing another implementation"):
 
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec._conformance import discover_cases, run_case
 from mibspec.core.display import visible
 from mibspec.core.version import __version__
+from mibspec.spec_tools.conformance import discover_cases, run_case
 from mibspec.validator import Limits
 
 __all__ = [

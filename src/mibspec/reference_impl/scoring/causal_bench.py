@@ -30,6 +30,7 @@ from mibspec.documents import CausalBenchReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
 from mibspec.documents.kinds import DatasetFilter
 from mibspec.documents.report import Behaviour, CausalBenchClaims, CausalBenchSettings, TaskRef
+from mibspec.metrics import causal_bench as cb
 
 from ..behaviour.localization import PAPER_PROCEDURES, Procedure, identify
 from ..behaviour.study import (
@@ -49,7 +50,6 @@ from ..behaviour.study import (
     set_metrics,
     threshold_sets,
 )
-from ..metrics import causal_bench as cb
 from ..recompute.circuit import tokenize_pairs
 from .circuit import ModelAndDataset, _model_ref, dataset_artifact, dataset_files, open_model_and_dataset
 from .folder import OutputFolder, created_timestamp

@@ -8,8 +8,8 @@ it with ``mibspec cite --format cff > CITATION.cff``.
 
 from __future__ import annotations
 
-from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
 from mibspec.core.version import __version__
+from mibspec.verification.api import SPEC_VERSION, schema_bundle_hash
 
 __all__ = ["AUTHORS", "TITLE", "citation_bibtex", "citation_cff", "citation_text"]
 

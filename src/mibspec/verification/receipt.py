@@ -105,10 +105,10 @@ def build_receipt(
     Raises:
         ReceiptError: a verified file lies outside the receipt's folder.
     """
-    from mibspec._batch import imported_versions
-    from mibspec._verify_api import SPEC_VERSION, schema_bundle_hash
     from mibspec.core.version import __version__
     from mibspec.validator import DEFAULT_LIMITS
+    from mibspec.verification.api import SPEC_VERSION, schema_bundle_hash
+    from mibspec.verification.versions import imported_versions
 
     base = Path(receipt_path).resolve().parent
     files = _receipt_files(result, base, options.get("max_bytes", DEFAULT_LIMITS.max_bytes))
@@ -325,9 +325,9 @@ def check_receipt(receipt_path: str | os.PathLike[str]) -> ReceiptCheck:
     """
     from pydantic import ValidationError
 
-    from mibspec._verify_api import schema_bundle_hash
     from mibspec.documents import Receipt
     from mibspec.validator import load_json_file
+    from mibspec.verification.api import schema_bundle_hash
 
     path = Path(receipt_path)
     try:

@@ -12,7 +12,7 @@ What ``mibspec score saliency`` runs. The written folder holds
 * ``maps_<method>.safetensors``: each method's maps, float32 ``(n_dominant, H, W)``.
 
 Every number is computed with :mod:`mibspec.reference_impl.vision` (the functions the
-recompute stage calls) and :mod:`mibspec.reference_impl.metrics`; the metrics are computed
+recompute stage calls) and :mod:`mibspec.metrics`; the metrics are computed
 from the maps as stored (float32), so the report follows from its files.
 
 :func:`score_saliency` runs four steps, each usable on its own: :class:`SaliencyOptions`
@@ -20,7 +20,7 @@ from the maps as stored (float32), so the report follows from its files.
 :func:`compute_saliency` (dominance, ground truth, maps, scores) and
 :func:`build_saliency_files` (the folder's files, in memory) and
 :func:`write_saliency_folder` (through
-:class:`~mibspec.reference_impl.producers.folder.OutputFolder`).
+:class:`~mibspec.reference_impl.scoring.folder.OutputFolder`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from mibspec.core.sidecars import safetensors_bytes
 from mibspec.documents import SaliencyReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, RegistryModel, Seed
 from mibspec.documents.report import SaliencyClaims, SaliencySettings, TaskRef
+from mibspec.metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 
-from ..metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
 
 if TYPE_CHECKING:  # torch (and the vision module, which imports it) loads only when a run starts

@@ -31,9 +31,9 @@ from tokenizers import Tokenizer
 from transformers import PreTrainedModel
 
 from mibspec.core.files import sha256_file
+from mibspec.reference_impl.datasets import SPLITS, read_jsonl, wordlists
+from mibspec.reference_impl.datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 
-from ..datasets import SPLITS, read_jsonl, wordlists
-from ..datasets.ravel import ATTRIBUTES, QUERY_TEMPLATES, ravel_cities
 from .evaluate import evaluate_rows
 from .loop import Example, TrainingConfig, encode_examples, last_position_logits, train_model
 from .models import TinyModelSpec, init_model
@@ -233,7 +233,7 @@ def _ravel_md(name: str, summary: dict[str, Any]) -> str:
         "",
         "Tokenizer: `tiny-gpt2`'s `tokenizer.json` (with its config files), copied unchanged;",
         "it covers every RAVEL word. Loss: the answer token only. Source:",
-        "`reference_impl/training/ravel.py`.",
+        "`devtools/mibspec_dev/training/ravel.py`.",
         "",
         "## Test-split results",
         "",

@@ -1,4 +1,0 @@
-"""Reference producers: run a method on a model and a dataset and write a complete report.
-
-One module per track; ``mibspec score <track>`` is a thin wrapper over each.
-"""

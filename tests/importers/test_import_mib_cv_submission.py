@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.importers import export_mib_cv_submission, import_mib_cv_submission
+from mibspec.exporters import export_mib_cv_submission
+from mibspec.importers import import_mib_cv_submission
 
 torch = pytest.importorskip("torch")
 

@@ -130,7 +130,7 @@ def run_cv_export(reports: list[Path], out_dir: Path, output_format: str, follow
     from mibspec._output_formats import REPORTERS
     from mibspec._verify_api import verify as run_verify
     from mibspec.core.outputs import OutputPathError
-    from mibspec.importers import export_mib_cv_submission
+    from mibspec.exporters import export_mib_cv_submission
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
 
     for report in reports:

@@ -68,7 +68,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     ),
     Command(
         "html",
-        f"{_CLI}.report_page:html_command",
+        f"{_CLI}.html:html_command",
         "Verify a report and summarise it in one self-contained HTML page with figures.",
     ),
     Command(

@@ -403,7 +403,7 @@ window.addEventListener("load", function () {
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        message = "headless Chromium is needed to check the HTML report: apt-get install chromium"
+        message = "headless Chromium is needed to check the HTML page: apt-get install chromium"
         if os.environ.get("CI"):
             pytest.fail(message)  # CI installs it (.ci/run): its absence there is a failure
         pytest.skip(message)

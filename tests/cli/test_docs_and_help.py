@@ -141,7 +141,7 @@ def test_repeatable_options_show_their_value_not_a_python_type() -> None:
                 assert record is not None
                 shown[f"{name} {param.opts[0]}"] = record[0]
     assert shown["verify --model-root"] == "--model-root <path>"
-    assert shown["report --model-root"] == "--model-root <path>"
+    assert shown["html --model-root"] == "--model-root <path>"
     for option, text in shown.items():
         assert "list[" not in text, option
 

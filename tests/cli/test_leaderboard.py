@@ -286,7 +286,7 @@ def test_a_quoted_score_that_does_not_follow_from_its_cells_is_caught(
 
 
 @pytest.mark.slow
-def test_html_report_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, mibspec_cli: CliRun) -> None:
+def test_html_page_of_a_leaderboard_document_shows_its_tables(tmp_path: Path, mibspec_cli: CliRun) -> None:
     pytest.importorskip("matplotlib")  # the page draws its figures
     source = (
         REPO / "conformance" / "v1" / "leaderboard" / "valid" / "leaderboard-two-tables" / "document.json"

@@ -821,7 +821,7 @@ def _featurizer_seed(ctx: _Context) -> Path:
 
 
 def _case_export_cv(ctx: _Context) -> Callable[[Path], Any]:
-    from mibspec.importers import export_mib_cv_submission
+    from mibspec.exporters import export_mib_cv_submission
 
     rng = ctx.rng
     seed = _featurizer_seed(ctx)

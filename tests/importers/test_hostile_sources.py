@@ -25,10 +25,9 @@ import pytest
 from _mib_files import REPO, graph, node_names, write
 
 import mibspec
-from mibspec.exporters import export_mib_submission
+from mibspec.exporters import export_mib_cv_submission, export_mib_submission
 from mibspec.importers import (
     SubmissionOptions,
-    export_mib_cv_submission,
     import_eap_ig,
     import_mib_causal_results,
     import_mib_circuit_results,

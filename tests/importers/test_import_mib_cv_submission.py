@@ -1,4 +1,4 @@
-"""``mibspec import mib-cv-submission`` and ``mibspec export mib-cv-submission``.
+"""The causal-variable side of ``mibspec import mib-submission`` and ``mibspec export mib-submission``.
 
 The submission folders are written here in the public layout (``<TASK>_<MODEL>_<VARIABLE>/
 <unit>_featurizer``, ``_inverse_featurizer``, ``_indices``; the two ``.pt`` files hold
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import mibspec
-from mibspec.importers import export_mib_cv_submission, import_mib_cv_submission
+from mibspec.exporters import export_mib_cv_submission
+from mibspec.importers import import_mib_cv_submission
 
 torch = pytest.importorskip("torch")
 
@@ -412,12 +413,12 @@ def test_an_imported_submission_recomputes_in_the_bundled_report(tmp_path: Path)
 @pytest.mark.slow
 def test_cli_import_lists_undeclared_positions_and_export_says_positions_are_rules(tmp_path: Path) -> None:
     source = write_submission(tmp_path / "submission")
-    done = _mibspec("import", "mib-cv-submission", str(source), "-o", str(tmp_path / "out"))
+    done = _mibspec("import", "mib-submission", str(source), "-o", str(tmp_path / "out"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("I121") == 8
     assert "I122" in done.stdout
     documents = sorted((tmp_path / "out" / CELL).glob("*.json"))
-    exported = _mibspec("export", "mib-cv-submission", *map(str, documents), "-o", str(tmp_path / "e"))
+    exported = _mibspec("export", "mib-submission", *map(str, documents), "-o", str(tmp_path / "e"))
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert "token_position.py" in exported.stdout
     # no rule declared: nothing to write but the listing says so

@@ -13,7 +13,7 @@ from test_import_mib_cv_submission import CELL, POSITIONS, write_submission
 from test_mib_submission import REVISION, _importance_folder
 
 from mibspec.cli import app
-from mibspec.importers import submission_layout
+from mibspec.importers import import_mib_cv_submission, submission_layout
 
 pytest.importorskip("torch")
 
@@ -59,12 +59,11 @@ def test_causal_variable_folder_imports_through_the_single_command(tmp_path: Pat
     )
     assert code == 0, out + err
     assert (tmp_path / "out" / CELL).is_dir()
-    # the alias writes the same documents
-    code, out, err = _run(
-        "import", "mib-cv-submission", source, "-o", tmp_path / "alias", "--positions", positions
-    )
-    assert code == 0, out + err
-    assert _outputs(tmp_path / "out") == _outputs(tmp_path / "alias")
+    # the command writes what the causal-variable importer writes
+    direct = import_mib_cv_submission(source, tmp_path / "direct", positions=positions)
+    assert direct.ok, direct.findings
+    assert direct.written
+    assert _outputs(tmp_path / "out") == _outputs(tmp_path / "direct")
 
 
 def test_circuit_folder_still_imports_through_the_single_command(tmp_path: Path) -> None:

@@ -302,7 +302,7 @@ def _cv_results(folder: Path, out: Path, *, skip_layer: int | None = None) -> di
 def cv_submission(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path], Path]:
     """The exported example submission, its result files and a hub cache with the model."""
     pytest.importorskip("torch")
-    from mibspec.importers import export_mib_cv_submission  # what `mibspec export mib-submission` runs
+    from mibspec.exporters import export_mib_cv_submission  # what `mibspec export mib-submission` runs
 
     root = tmp_path_factory.mktemp("mib-cv-path")
     exported = export_mib_cv_submission([CV_EXAMPLE / "report.json"], root / "submission")

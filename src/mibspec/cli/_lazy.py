@@ -21,13 +21,10 @@ __all__ = ["LazyGroup"]
 
 
 def _build_command(entry: Command) -> click.Command:
-    """The click command of one table entry; an alias's help is its summary, then its target's."""
+    """The click command of one table entry."""
     module, _, function = entry.target.partition(":")
     callback = getattr(importlib.import_module(module), function)
-    command = build_command(callback, entry.name.rsplit(" ", 1)[-1])
-    if entry.alias_of:
-        command.help = f"{entry.summary}\n\n{command.help or ''}"
-    return command
+    return build_command(callback, entry.name.rsplit(" ", 1)[-1])
 
 
 class _Commands(Mapping[str, Any]):

@@ -2,8 +2,7 @@
 
 Exit codes: 0 written, 2 usage error or a circuit document that cannot be exported (it
 does not verify, or is of another kind), 3 internal error. Causal-variable reports that
-do not verify or cannot be written in MIB's layout give their findings and exit 1, as
-``export mib-cv-submission`` (the alias for that track) does.
+do not verify or cannot be written in MIB's layout give their findings and exit 1.
 """
 
 from __future__ import annotations
@@ -26,9 +25,7 @@ from mibspec.cli._support import (
     usage_error,
 )
 
-__all__ = ["export_eap_ig_command", "export_mib_cv_submission_command", "export_mib_submission_command"]
-
-_FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output format.")]
+__all__ = ["export_eap_ig_command", "export_mib_submission_command"]
 
 
 def export_eap_ig_command(
@@ -126,29 +123,12 @@ def export_mib_submission_command(
     raise click.exceptions.Exit(EXIT_OK)
 
 
-def export_mib_cv_submission_command(
-    reports: Annotated[
-        list[Path],
-        Argument(help="Causal-variable reports (or featurizers imported from a submission) to write."),
-    ],
-    out_dir: Annotated[Path, Option("--output", "-o", help="The submission folder to write.")],
-    output_format: _FormatOption = OutputFormat.text,
-    follow_output_links: FollowLinksOption = False,
-) -> None:
-    """Alias of `export mib-submission` for causal-variable reports: write their featurizers
-    as a MIB submission folder.
-
-    Token positions are written as declared rules (token_positions.json), not as code.
-    """
-    run_cv_export(reports, out_dir, output_format.value, follow_output_links)
-
-
 def run_cv_export(reports: list[Path], out_dir: Path, output_format: str, follow_links: bool = False) -> None:
     """Verify causal-variable reports, then write their featurizers as a submission folder."""
     import json
 
     from mibspec.core.outputs import OutputPathError
-    from mibspec.importers import export_mib_cv_submission
+    from mibspec.exporters import export_mib_cv_submission
     from mibspec.validator import DocumentResult, Stage, StageStatus, VerificationResult
     from mibspec.verification.api import verify as run_verify
     from mibspec.verification.output_formats import REPORTERS

@@ -1,7 +1,5 @@
-"""``mibspec import mib-dataset`` and the causal-variable side of ``mibspec import
-mib-submission`` and ``mibspec export mib-submission``: MIB's released datasets and
-causal-variable submission folders. ``import mib-cv-submission`` and ``export
-mib-cv-submission`` remain as aliases restricted to causal-variable folders and reports.
+"""The ``mibspec import`` commands: EAP-IG graphs, MIB submission folders of either track,
+MIB's results files and MIB's released datasets.
 
 Each import writes its documents, then verifies them (recomputation is left to ``mibspec
 verify``); the import's own warnings (for example the units whose token positions are still
@@ -40,7 +38,6 @@ __all__ = [
     "import_eap_ig_command",
     "import_mib_causal_results_command",
     "import_mib_circuit_results_command",
-    "import_mib_cv_submission_command",
     "import_mib_dataset_command",
     "import_mib_submission_command",
     "render_import_failure",
@@ -171,21 +168,6 @@ PositionsOption = Annotated[
         "token_positions.json, which export mib-submission writes; both given must agree).",
     ),
 ]
-
-
-def import_mib_cv_submission_command(
-    source: Annotated[Path, Argument(help="A MIB causal-variable submission folder.")],
-    out_dir: Annotated[
-        Path,
-        Option("--output", "-o", help="Folder to write <TASK>_<MODEL>_<VARIABLE>/<unit>.json into."),
-    ],
-    positions: PositionsOption = None,
-    output_format: _FormatOption = OutputFormat.text,
-    follow_output_links: FollowLinksOption = False,
-) -> None:
-    """Alias of `import mib-submission` for causal-variable folders: import a causal-variable
-    submission's featurizers (never its code), then verify them."""
-    run_cv_import(source, out_dir, positions, output_format.value, follow_output_links)
 
 
 def run_cv_import(

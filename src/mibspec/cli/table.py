@@ -21,15 +21,12 @@ __all__ = ["COMMANDS", "Command", "Group"]
 @dataclass(frozen=True)
 class Command:
     """A command: ``name`` its words after ``mibspec``, ``target`` the ``module:function``
-    implementing it, ``summary`` the first paragraph of that function's docstring.
-
-    An alias (``alias_of``: the command it stands for) runs that command's function; its
-    ``summary`` says so and heads the command's help, before the function's docstring."""
+    implementing it, ``summary`` the first paragraph of that function's docstring. A command
+    has one name: no two entries share a ``target``."""
 
     name: str
     target: str
     summary: str
-    alias_of: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,14 +68,8 @@ COMMANDS: tuple[Command | Group, ...] = (
     ),
     Command(
         "html",
-        f"{_CLI}.report_page:html_command",
+        f"{_CLI}.html:html_command",
         "Verify a report and summarise it in one self-contained HTML page with figures.",
-    ),
-    Command(
-        "report",
-        f"{_CLI}.report_page:html_command",
-        "Alias of `html` (the command's former name).",
-        alias_of="html",
     ),
     Command(
         "leaderboard",
@@ -132,12 +123,6 @@ COMMANDS: tuple[Command | Group, ...] = (
         f"{_CLI}.imports:import_mib_dataset_command",
         "Import MIB's released dataset files as counterfactual datasets, then verify them.",
     ),
-    Command(
-        "import mib-cv-submission",
-        f"{_CLI}.imports:import_mib_cv_submission_command",
-        "Alias of `import mib-submission` for causal-variable folders: import a causal-variable "
-        "submission's featurizers (never its code), then verify them.",
-    ),
     Group("score", "Run a reference method on a model and a dataset and write a complete report."),
     Command(
         "score circuit",
@@ -172,12 +157,6 @@ COMMANDS: tuple[Command | Group, ...] = (
         "Write reports as a MIB submission folder of their track: circuit reports as one "
         "<task>_<model> folder each, causal-variable reports as their featurizers' unit files "
         "(token positions as declared rules, token_positions.json, never as code).",
-    ),
-    Command(
-        "export mib-cv-submission",
-        f"{_CLI}.exports:export_mib_cv_submission_command",
-        "Alias of `export mib-submission` for causal-variable reports: write their featurizers as "
-        "a MIB submission folder.",
     ),
     Group("conformance", "Run the conformance suite."),
     Command(

@@ -5,7 +5,7 @@ from ._options import ImportOptions, OptionError
 from .eap_ig import ImportResult, import_eap_ig
 from .mib_causal_results import hub_id, import_mib_causal_results
 from .mib_cv_join import ResultsModel, UnresolvedModelError, join_mib_cv_results
-from .mib_cv_submission import export_mib_cv_submission, import_mib_cv_submission
+from .mib_cv_submission import import_mib_cv_submission
 from .mib_dataset import import_mib_dataset
 from .mib_results import import_mib_circuit_results
 from .mib_submission import SubmissionOptions, import_mib_submission
@@ -18,7 +18,6 @@ __all__ = [
     "SubmissionLayout",
     "SubmissionOptions",
     "UnresolvedModelError",
-    "export_mib_cv_submission",
     "hub_id",
     "import_eap_ig",
     "import_mib_causal_results",

@@ -25,8 +25,7 @@ from itertools import islice
 from pathlib import Path
 
 from mibspec.core.folders import InputFolder
-
-from .mib_cv_submission import _LISTING, _POSITIONS, _SUFFIXES, mib_cell
+from mibspec.core.mib_causal import LISTING_FILE, POSITIONS_FILE, UNIT_FILE_SUFFIXES, mib_cell
 
 __all__ = ["MAX_ENTRIES", "SubmissionLayout", "submission_layout"]
 
@@ -37,7 +36,7 @@ MAX_ENTRIES = 1_000_000
 
 _GRAPHS = (".json", ".pt")
 #: Files the causal-variable export writes at the top of its folder: they are not graphs.
-_CV_FILES = (_LISTING, _POSITIONS)
+_CV_FILES = (LISTING_FILE, POSITIONS_FILE)
 
 
 @dataclass
@@ -103,7 +102,8 @@ class _Lister:
 
 
 def _unit_file(path: Path) -> bool:
-    return path.is_file() and any(path.name.endswith(s) and len(path.name) > len(s) for s in _SUFFIXES)
+    name = path.name
+    return path.is_file() and any(name.endswith(s) and len(name) > len(s) for s in UNIT_FILE_SUFFIXES)
 
 
 def _graph_file(path: Path) -> bool:

@@ -38,6 +38,7 @@ from typing import Any
 
 from mibspec.core.folders import safe_name
 from mibspec.core.integers import parse_int
+from mibspec.core.mib_causal import UNIT_COMPONENTS, parse_unit_id
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
@@ -60,7 +61,6 @@ __all__ = [
     "CausalResults",
     "hub_id",
     "import_mib_causal_results",
-    "parse_unit_id",
     "read_causal_results",
     "variable_claims",
 ]
@@ -101,11 +101,6 @@ def hub_id(model: str) -> str:
 
 
 _ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
-_UNIT = re.compile(r"^(?P<kind>[A-Za-z_]+)\((?P<params>[^()]*)\)$")
-# A parameter is a name, then ``-`` or ``:`` (both forms are written by the public code), then
-# the value; the first separator after the name splits, so a value may itself hold either.
-_PARAM = re.compile(r"^(?P<name>[A-Za-z_]+)[-:](?P<value>.*)$")
-_COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
 _LAST_TOKEN_NAMES = {"last_token", "last"}
 _RESERVED = {"metadata", "feature_indices"}
 
@@ -306,43 +301,22 @@ def _cut(text: str, width: int = 40) -> str:
     return shown if len(shown) <= width else shown[: width - 1] + "…"
 
 
-def parse_unit_id(unit_id: str) -> tuple[str, dict[str, str]] | None:
-    """The kind and parameters of a model-unit id in either form the public code writes,
-    ``ResidualStream(Layer-3,Token-last_token)`` or ``ResidualStream(Layer:3,Token:last_token)``;
-    None when ``unit_id`` has neither form.
-
-    Example:
-        >>> parse_unit_id("AttentionHead(Layer:2,Head:5,Token:all)")
-        ('AttentionHead', {'Layer': '2', 'Head': '5', 'Token': 'all'})
-    """
-    match = _UNIT.match(unit_id)
-    return None if match is None else (match["kind"], _params(match["params"]))
-
-
-def _params(text: str) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for part in text.split(","):
-        found = _PARAM.match(part.strip())
-        if found is not None:
-            params[found["name"]] = found["value"]
-    return params
-
-
 def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) -> dict[str, Any]:
     """A ``Location`` from a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
     Token-last_token)')]]``, with the layer and position of ``metadata`` taking precedence."""
     atoms = _ATOMIC.findall(key) or [key]
     kinds, layers, heads, positions = set(), set(), [], set()
     for atom in atoms:
-        match = _UNIT.match(atom)
-        if match is None or match["kind"] not in _COMPONENTS:
+        parsed = parse_unit_id(atom)
+        if parsed is None or parsed[0] not in UNIT_COMPONENTS:
             raise _MalformedError(
                 "I101",
                 pointer,
-                detail=f"unit {_cut(atom, 120)} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
+                detail=f"unit {_cut(atom, 120)} is not one of "
+                f"{', '.join(f'{k}(...)' for k in UNIT_COMPONENTS)}",
             )
-        kinds.add(match["kind"])
-        params = _params(match["params"])
+        kind, params = parsed
+        kinds.add(kind)
         if "Layer" in params:
             layers.add(params["Layer"])
         if "Head" in params:
@@ -369,7 +343,7 @@ def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) 
         raise _MalformedError(
             "I101", pointer, detail=f"unit {_cut(key, 120)}: layer {_cut(layer_text)} is not in the model"
         )
-    location: dict[str, Any] = {"layer": layer, "component": _COMPONENTS[kind]}
+    location: dict[str, Any] = {"layer": layer, "component": UNIT_COMPONENTS[kind]}
     if kind == "AttentionHead":
         numbers = [parse_int(h) for h in heads]
         in_model = [h for h in numbers if h is not None and h < config["n_heads"]]

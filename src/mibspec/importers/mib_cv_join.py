@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mibspec.core.folders import NameClashError, OutputPlan, safe_name
+from mibspec.core.mib_causal import MIB_TASKS, UNIT_RECORD, mib_cell, parse_unit_id
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
@@ -36,13 +37,11 @@ from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_f
 
 from ._options import DATASET_FILE, DATASET_ID, DatasetCopy, ImportOptions, checked_options, mib_model
 from .eap_ig import ImportResult, _MalformedError, import_parse_findings, unfit_value
-from .mib_causal_results import CausalResults, parse_unit_id, read_causal_results, variable_claims
-from .mib_cv_submission import MIB_TASKS, mib_cell
+from .mib_causal_results import CausalResults, read_causal_results, variable_claims
 from .mib_results import source_created
 
 __all__ = ["ResultsModel", "UnresolvedModelError", "join_mib_cv_results"]
 
-_EXTENSION = "org.mibspec:mib_unit"
 _CAUSAL_MODEL_ID = "causal-model"
 _TASKS = {task for task, _ in MIB_TASKS.values()}
 _SHOWN = 12
@@ -192,7 +191,7 @@ def _cells(featurizers: Iterable[Path]) -> dict[str, _Cell]:
     cells: dict[str, _Cell] = {}
     for path in featurizers:
         data = json.loads(path.read_bytes())
-        record = (data.get("extensions") or {}).get(_EXTENSION) or {}
+        record = (data.get("extensions") or {}).get(UNIT_RECORD) or {}
         folder, unit_id = record.get("folder"), record.get("unit")
         if not isinstance(folder, str) or not isinstance(unit_id, str):
             continue  # not imported from a submission folder: the import records both

@@ -1,4 +1,4 @@
-"""MIB causal-variable submission folders: import as featurizer documents, export back.
+"""MIB causal-variable submission folders, imported as featurizer documents.
 
 A submission folder holds, per task, model and variable, a folder
 ``<TASK>_<MODEL>_<VARIABLE>`` (for example ``4_answer_MCQA_Qwen2ForCausalLM_answer_pointer``),
@@ -22,22 +22,17 @@ Unit ids in both forms the public code writes parse (``Layer-3`` and ``Layer:3``
 ``ResidualStream`` units read the residual stream leaving their layer, ``AttentionHead`` units
 the listed heads' outputs, ``MLP`` units the MLP output (as for imported results).
 
-The export writes the same layout from causal-variable reports: plain tensors in the two
-``.pt`` files (``model_info`` with the rotation; the state dict left empty, as its keys are the
-internals of the submitter's modules), the indices as JSON, the declared position rules in
-``token_positions.json`` (the public evaluator needs a token-position function, which mibspec
-does not write as code) and a listing of what was written in ``mibspec_submission.json``.
+:mod:`mibspec.exporters.mib_cv_submission` writes the same layout back from causal-variable
+reports.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -46,10 +41,18 @@ from mibspec.core.folders import (
     NameClashError,
     OutputPlan,
     OutsideFolderError,
-    name_problem,
     safe_name,
 )
 from mibspec.core.integers import parse_int
+from mibspec.core.mib_causal import (
+    FEATURIZER_CLASSES,
+    POSITIONS_FILE,
+    UNIT_COMPONENTS,
+    UNIT_FILE_SUFFIXES,
+    UNIT_RECORD,
+    mib_cell,
+    parse_unit_id,
+)
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.sidecars import safetensors_bytes
@@ -62,37 +65,11 @@ from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_f
 
 from ._safe_torch import MAX_PT_BYTES, PtFileError, load_pt
 from .eap_ig import ImportResult, unfit_value
-from .mib_causal_results import CAUSAL_MODELS, parse_unit_id
+from .mib_causal_results import CAUSAL_MODELS
 from .mib_results import source_created
 
-__all__ = [
-    "MAX_PT_BYTES",
-    "MIB_TASKS",
-    "export_mib_cv_submission",
-    "import_mib_cv_submission",
-    "mib_cell",
-]
+__all__ = ["MAX_PT_BYTES", "import_mib_cv_submission"]
 
-#: MIB's task folder names → (mibspec task, variables of the task).
-MIB_TASKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ioi_task": ("ioi", ("output_token", "output_position")),
-    "4_answer_MCQA": ("mcqa", ("answer_pointer", "answer")),
-    "ARC_easy": ("arc_easy", ("answer_pointer", "answer")),
-    "arithmetic": ("arithmetic", ("ones_carry",)),
-    "ravel_task": ("ravel", ("Country", "Continent", "Language")),
-}
-_TASK_FOLDERS = {task: folder for folder, (task, _) in MIB_TASKS.items()}
-_COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}
-_UNIT_KINDS = {component: kind for kind, component in _COMPONENTS.items()}
-_CLASSES: dict[str, tuple[Literal["subspace", "identity"], str]] = {
-    "SubspaceFeaturizerModule": ("subspace", "SubspaceInverseFeaturizerModule"),
-    "IdentityFeaturizerModule": ("identity", "IdentityInverseFeaturizerModule"),
-}
-_TYPES = {kind: (cls, inverse) for cls, (kind, inverse) in _CLASSES.items()}
-_SUFFIXES = ("_inverse_featurizer", "_featurizer", "_indices")
-_LISTING = "mibspec_submission.json"
-_POSITIONS = "token_positions.json"
-_EXTENSION = "org.mibspec:mib_unit"
 _DTYPES = {"torch.float32": "float32", "torch.float64": "float64", "torch.float16": "float16"}
 
 
@@ -108,9 +85,6 @@ class _Unit:
     folder: Path  # where the unit's files are
     unit_id: str
     files: dict[str, Path]  # suffix → path
-
-
-# --------------------------------------------------------------------------- import
 
 
 def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | None = None) -> ImportResult:
@@ -159,7 +133,7 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
                 "I121",
                 pointer,
                 f"unit {unit.unit_id!r} of {unit.cell}: no declared rule for token position "
-                f"{position.name!r} (map it in --positions or the submission's {_POSITIONS}); "
+                f"{position.name!r} (map it in --positions or the submission's {POSITIONS_FILE}); "
                 "the unit keeps the 'named' rule",
             )
         stem, folder = safe_name(unit.unit_id), safe_name(unit.cell)
@@ -208,11 +182,11 @@ def _submission_positions(
     ``token_positions.json`` (which ``export mib-submission`` writes), either alone or both
     when they agree. A name the two map to different rules is I123, at that name in
     ``positions``."""
-    own = reader.root / _POSITIONS
+    own = reader.root / POSITIONS_FILE
     try:
         present = reader.check(own).is_file() if own.exists() or own.is_symlink() else False
     except OutsideFolderError as exc:
-        report("I127", f"/{_POSITIONS}", str(exc))
+        report("I127", f"/{POSITIONS_FILE}", str(exc))
         return {}
     found = _read_positions(own, report) if present else {}
     if positions is None:
@@ -224,7 +198,7 @@ def _submission_positions(
                 "I123",
                 f"/{escape_pointer_token(name)}",
                 f"{positions.name}: position {name!r} maps to {json.dumps(given[name], sort_keys=True)}, "
-                f"the submission's {_POSITIONS} to {json.dumps(found[name], sort_keys=True)}; "
+                f"the submission's {POSITIONS_FILE} to {json.dumps(found[name], sort_keys=True)}; "
                 "make them agree, or leave --positions out to use the submission's",
             )
     return {**found, **given}
@@ -251,24 +225,6 @@ def _read_positions(path: Path, report: Any) -> dict[str, dict[str, Any]]:
     return rules
 
 
-def mib_cell(name: str) -> tuple[str, str, str] | None:
-    """(MIB task folder, model, variable) of a ``<TASK>_<MODEL>_<VARIABLE>`` folder name;
-    None when ``name`` is not one.
-
-    Example:
-        >>> mib_cell("ioi_task_GPT2LMHeadModel_output_token")
-        ('ioi_task', 'GPT2LMHeadModel', 'output_token')
-    """
-    for folder, (_, variables) in MIB_TASKS.items():
-        if not name.startswith(folder + "_"):
-            continue
-        rest = name[len(folder) + 1 :]
-        for variable in sorted(variables, key=len, reverse=True):
-            if rest.endswith("_" + variable) and len(rest) > len(variable) + 1:
-                return folder, rest[: -len(variable) - 1], variable
-    return None
-
-
 def _unit_files(reader: InputFolder, folder: Path) -> dict[str, dict[str, Path]]:
     """The unit files of ``folder`` by unit id and suffix.
 
@@ -279,7 +235,7 @@ def _unit_files(reader: InputFolder, folder: Path) -> dict[str, dict[str, Path]]
     for path in reader.listing(folder):
         if not path.is_file():
             continue
-        for suffix in _SUFFIXES:
+        for suffix in UNIT_FILE_SUFFIXES:
             if path.name.endswith(suffix) and len(path.name) > len(suffix):
                 found.setdefault(path.name[: -len(suffix)], {})[suffix] = reader.check(path)
                 break
@@ -377,7 +333,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer
         }
         optional["weights"] = {"rotation": TensorRef.model_validate(rotation)}
     document = Featurizer(
-        type=_CLASSES[read.featurizer_class][0],
+        type=FEATURIZER_CLASSES[read.featurizer_class][0],
         location=Location.model_validate(location),
         input_dim=int(read.input_dim),
         n_features=int(read.n_features),
@@ -387,7 +343,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer
             f"Imported by mibspec {__version__} from the MIB causal-variable submission unit "
             f"{unit.unit_id} ({read.featurizer_class}) of {unit.cell}: {variable} of {folder} on {model}."
         ),
-        extensions={_EXTENSION: {"unit": unit.unit_id, "folder": unit.cell}},
+        extensions={UNIT_RECORD: {"unit": unit.unit_id, "folder": unit.cell}},
         provenance=Provenance(
             tool=ToolInfo(name="mibspec", version=__version__),
             created=source_created(read.created),
@@ -401,11 +357,11 @@ def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) 
     """The unit's location, from its id: layer, component, heads and the declared position rule
     of its token (the ``named`` rule when ``--positions`` does not map it)."""
     parsed = parse_unit_id(unit.unit_id)
-    if parsed is None or parsed[0] not in _COMPONENTS:
+    if parsed is None or parsed[0] not in UNIT_COMPONENTS:
         raise _UnitError(
             "I101",
             pointer,
-            f"unit {unit.unit_id!r} is not one of {', '.join(f'{k}(...)' for k in _COMPONENTS)}",
+            f"unit {unit.unit_id!r} is not one of {', '.join(f'{k}(...)' for k in UNIT_COMPONENTS)}",
         )
     kind, params = parsed
     layer, token = parse_int(params.get("Layer", "")), params.get("Token", "")
@@ -413,7 +369,7 @@ def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) 
         raise _UnitError(
             "I101", pointer, f"unit {unit.unit_id!r} needs Layer (a number of at most 18 digits) and Token"
         )
-    location: dict[str, Any] = {"layer": layer, "component": _COMPONENTS[kind]}
+    location: dict[str, Any] = {"layer": layer, "component": UNIT_COMPONENTS[kind]}
     if kind == "AttentionHead":
         head = parse_int(params.get("Head", ""))
         if head is None:
@@ -475,14 +431,14 @@ def _read_featurizer(unit: _Unit, model: str, location: dict[str, Any], pointer:
 def _featurizer_class(forward: dict[str, Any], inverse: dict[str, Any], pointer: str) -> str:
     """The declared featurizer class, checked against its inverse's."""
     declared = forward.get("featurizer_class")
-    if not isinstance(declared, str) or declared not in _CLASSES:
+    if not isinstance(declared, str) or declared not in FEATURIZER_CLASSES:
         raise _UnitError(
             "I119",
             f"{pointer}_featurizer",
             f"featurizer class {declared!r} has no declared featurizer type "
-            f"(declared: {', '.join(_CLASSES)}); submitted code is never run",
+            f"(declared: {', '.join(FEATURIZER_CLASSES)}); submitted code is never run",
         )
-    expected_inverse = _CLASSES[declared][1]
+    expected_inverse = FEATURIZER_CLASSES[declared][1]
     named, named_forward = inverse.get("inverse_featurizer_class"), inverse.get("featurizer_class")
     if not (isinstance(named, str) and named == expected_inverse) or not (
         named_forward is None or (isinstance(named_forward, str) and named_forward == declared)
@@ -557,229 +513,3 @@ def _artifact(data: bytes, path: str) -> Artifact:
         bytes=len(data),
         media_type="application/x-safetensors",
     )
-
-
-# --------------------------------------------------------------------------- export
-
-
-def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ImportResult:
-    """Write the featurizers of causal-variable ``reports`` as a MIB submission folder.
-
-    ``reports`` are causal-variable reports, or featurizer documents imported from a
-    submission (which name their folder). They are expected to verify (``mibspec export
-    mib-submission`` verifies them first): featurizer documents and weights are read as
-    declared, from the report's folder only (a link out of it is I127). A report's task, model
-    architecture and variables name the folders (made safe as an import makes them); each
-    unit's featurizer becomes the three unit files, named after the unit id. A unit without a
-    featurizer, a featurizer type other than ``subspace`` or ``identity``, a location the
-    layout cannot name, or a unit id that cannot name a file is refused (I125), two units
-    written under one name are I126, and then nothing is written. ``written`` lists the
-    files written.
-
-    Raises:
-        mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
-    """
-    cat = catalogue()
-    result = ImportResult()
-    export = _Export(OutputPlan(out_dir), {}, [], [])
-    for report_path in reports:
-        try:
-            _export_report(report_path, export)
-        except _UnitError as exc:
-            result.findings.append(
-                make_finding(cat, None, exc.code, exc.pointer, detail=exc.detail).located(1, 1)
-            )
-    if result.findings:
-        return result
-    positions = (json.dumps(export.positions, indent=2, sort_keys=True) + "\n").encode()
-    export.plan.add(_POSITIONS, positions, source="the declared token positions")
-    summary = {
-        "format": "MIB causal-variable submission, written by mibspec",
-        "mibspec_version": __version__,
-        "token_positions": _POSITIONS,
-        "note": (
-            "Token positions are declared rules (token_positions.json), not code: the public "
-            "evaluator needs a token_position.py, which mibspec does not write. `mibspec import "
-            "mib-submission DIR --positions token_positions.json` reads this folder back."
-        ),
-        "units": export.listing,
-    }
-    listing = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
-    export.plan.add(_LISTING, listing, source="the listing of the export")
-    inputs = Inputs([*reports, *export.reads])
-    clashes = export.plan.replaced(inputs)
-    if clashes:
-        result.findings = [make_finding(cat, None, "I126", "", detail=str(e)).located(1, 1) for e in clashes]
-        return result
-    result.written = export.plan.write(inputs)
-    return result
-
-
-@dataclass
-class _Export:
-    """What an export collects before anything is written."""
-
-    plan: OutputPlan
-    positions: dict[str, dict[str, Any]]
-    listing: list[dict[str, Any]]
-    reads: list[Path]
-
-
-def _read_inside(folder: Path, path: str, pointer: str) -> Path:
-    """``folder/path``, once it stays inside ``folder`` with links resolved."""
-    try:
-        return InputFolder(folder).check(folder / path)
-    except OutsideFolderError as exc:
-        raise _UnitError("I127", pointer, str(exc)) from None
-
-
-def _imported(doc: dict[str, Any], key: str, default: Any = None) -> Any:
-    """What a featurizer imported from a submission records of it (its folder, its unit id);
-    ``default`` where it records nothing (extensions are free-form: any JSON value)."""
-    extensions = doc.get("extensions")
-    record = extensions.get(_EXTENSION) if isinstance(extensions, dict) else None
-    return record.get(key, default) if isinstance(record, dict) else default
-
-
-def _export_report(source: Path, export: _Export) -> None:
-    name = source.name
-    parsed = load_json_file(source, Limits())
-    document = parsed.data
-    if parsed.problems or not isinstance(document, dict):
-        raise _UnitError("I125", "", f"{name} is not a strict JSON document")
-    if document.get("kind") == "featurizer":
-        cell = _imported(document, "folder")
-        if not isinstance(cell, str) or mib_cell(cell) is None:
-            raise _UnitError(
-                "I125",
-                "/extensions",
-                f"{name} does not name its <TASK>_<MODEL>_<VARIABLE> folder (it was not imported from a "
-                "submission); export the report that uses it",
-            )
-        _export_featurizer(export, source, document, cell, "", name)
-        return
-    if document.get("kind") != "report" or document.get("track") != "causal_variable":
-        raise _UnitError("I125", "/kind", f"{name} is neither a causal-variable report nor a featurizer")
-    task = document["task"]["name"]
-    folder = _TASK_FOLDERS.get(task, task if task in MIB_TASKS else None)
-    if folder is None:
-        raise _UnitError(
-            "I125", "/task/name", f"task {task!r} is not one of MIB's ({', '.join(_TASK_FOLDERS)})"
-        )
-    model = document["model"].get("architecture")
-    if not isinstance(model, str) or not re.fullmatch(r"[A-Za-z0-9]+", model):
-        raise _UnitError(
-            "I125", "/model/architecture", "the MIB layout names the model by its architecture class"
-        )
-    artifacts = {a["id"]: a for a in document.get("artifacts", [])}
-    for v, variable in enumerate(document["claims"]["variables"]):
-        cell = f"{folder}_{model}_{variable['name']}"
-        for u, unit in enumerate(variable["units"]):
-            pointer = f"/claims/variables/{v}/units/{u}/featurizer"
-            entry = artifacts.get(unit.get("featurizer"))
-            if entry is None:
-                raise _UnitError("I125", pointer, "a unit without a featurizer has no MIB files")
-            doc_path = _read_inside(source.parent, entry["path"], pointer)
-            doc = load_json_file(doc_path, Limits()).data
-            if not isinstance(doc, dict) or doc.get("kind") != "featurizer":
-                raise _UnitError("I125", pointer, f"{entry['path']} is not a featurizer document")
-            imported = _imported(doc, "folder", cell)
-            if imported != cell:
-                raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
-            _export_featurizer(export, doc_path, doc, cell, pointer, name)
-
-
-def _export_featurizer(
-    export: _Export, doc_path: Path, doc: dict[str, Any], cell: str, pointer: str, source: str
-) -> None:
-    """Plan the three unit files of one featurizer document."""
-    import io
-
-    import torch
-
-    unit_id, position_name = _unit_id(doc, pointer)
-    export.reads.append(doc_path)
-    export.reads.extend(_read_inside(doc_path.parent, a["path"], pointer) for a in doc.get("artifacts", []))
-    rule = doc["location"]["position"]
-    if position_name in export.positions and export.positions[position_name] != rule:
-        raise _UnitError("I125", pointer, f"position name {position_name!r} stands for two rules")
-    if rule.get("rule") != "named":
-        export.positions[position_name] = rule
-    if doc["type"] not in _TYPES or doc.get("error", "add_base_error") != "add_base_error":
-        raise _UnitError("I125", pointer, f"a {doc['type']} featurizer has no MIB featurizer class")
-    for suffix in _SUFFIXES:
-        problem = name_problem(f"{unit_id}{suffix}")
-        if problem is not None:
-            raise _UnitError(
-                "I125", pointer, f"unit id {_short(unit_id)} cannot name a file: the name {problem}"
-            )
-    featurizer_class, inverse_class = _TYPES[doc["type"]]
-    config: dict[str, Any] = {}
-    if doc["type"] == "subspace":
-        rotation = _weights(doc_path.parent, doc, "rotation", pointer)
-        config = {"rotation_matrix": torch.from_numpy(rotation.T.copy()), "requires_grad": False}
-    info = {
-        "featurizer_class": featurizer_class,
-        "inverse_featurizer_class": inverse_class,
-        "n_features": doc["n_features"],
-        "additional_config": config,
-    }
-    created = (doc.get("provenance") or {}).get("created")
-    # the unit files keep the featurizer's creation time (read back on import)
-    stamp = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() if created else None
-    files: dict[str, bytes] = {}
-    for suffix in ("_featurizer", "_inverse_featurizer"):
-        buffer = io.BytesIO()
-        # The state dict stays empty: its keys are the internals of the submitter's modules
-        # (for a subspace, torch's orthogonal parametrization), which are not reproduced here;
-        # the rotation itself is additional_config's rotation_matrix.
-        torch.save({"model_info": info, "state_dict": {}}, buffer)
-        files[suffix] = buffer.getvalue()
-    files["_indices"] = json.dumps(doc.get("feature_indices")).encode()
-    where = f"{source} ({cell}/{unit_id})"
-    try:
-        for suffix, data in files.items():
-            export.plan.add(f"{safe_name(cell)}/{unit_id}{suffix}", data, source=where, mtime=stamp)
-    except NameClashError as exc:
-        raise _UnitError("I126", pointer, str(exc)) from None
-    export.listing.append({"folder": cell, "unit": unit_id, "position": position_name, "source": source})
-
-
-def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
-    """The unit id the files are named after and its position name: the imported one when the
-    featurizer came from a submission, else built from the location."""
-    location = doc["location"]
-    imported = _imported(doc, "unit")
-    if isinstance(imported, str):
-        parsed = parse_unit_id(imported)
-        if parsed is not None and parsed[1].get("Token"):
-            return imported, parsed[1]["Token"]
-    kind = _UNIT_KINDS.get(location["component"])
-    heads = location.get("heads") or []
-    if kind is None or (kind == "AttentionHead" and len(heads) != 1):
-        raise _UnitError("I125", pointer, f"a {location['component']} location has no MIB unit id")
-    rule = location["position"]
-    name = {
-        "last": "last_token",
-        "named": rule.get("name"),
-        "index": f"index_{rule.get('index')}",
-        "slot": f"slot_{rule.get('slot')}",
-    }.get(rule["rule"], f"{rule['rule']}_{rule.get('token')}")
-    if rule["rule"] == "slot" and rule.get("occurrence") is not None:
-        name += f"_{rule['occurrence']}"
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.{}-]+", name):
-        raise _UnitError("I125", pointer, f"position {name!r} cannot name a file")
-    head = f"Head:{heads[0]}," if kind == "AttentionHead" else ""
-    return f"{kind}(Layer:{location['layer']},{head}Token:{name})", name
-
-
-def _weights(folder: Path, doc: dict[str, Any], name: str, pointer: str) -> Any:
-    import numpy as np
-
-    from mibspec.core.sidecars import load_tensor, tensor_infos
-
-    ref = doc["weights"][name]
-    artifact = next(a for a in doc.get("artifacts", []) if a["id"] == ref["artifact"])
-    path = _read_inside(folder, artifact["path"], pointer)
-    info = tensor_infos(path, artifact["media_type"])[ref.get("tensor")]
-    return np.array(load_tensor(path, info))

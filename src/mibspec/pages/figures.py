@@ -73,8 +73,8 @@ _NO_METADATA: dict[ImageFormat, dict[str, None]] = {
     "svg": {"Date": None, "Creator": None},
 }
 
-#: Figure kinds per report track, in the order the HTML report shows them.
-#: The figure kinds of each track (declared in the track registry).
+#: The figure kinds of each track (declared in the track registry), in the order the HTML page
+#: shows them.
 FIGURE_KINDS: dict[str, tuple[str, ...]] = {name: track.figures for name, track in TRACKS.items()}
 
 _BENCH_METRICS = ("F", "C", "M", "S", "COS")

@@ -147,7 +147,7 @@ def render_html(page: ReportPage) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)} — mibspec report</title>",
+        f"<title>{_e(title)} — mibspec</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p><span class="verdict {"pass" if result.valid else "fail"}">{_e(verdict)}</span> '

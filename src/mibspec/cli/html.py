@@ -1,5 +1,5 @@
-"""``mibspec html`` (alias ``mibspec report``): verify a report and summarise it in one HTML
-page with figures.
+"""``mibspec html``: verify a report and summarise it in one self-contained HTML page with
+figures.
 
 A thin layer over :mod:`mibspec.pages.html`; this module imports only click and the
 standard library at import time.

@@ -250,24 +250,16 @@ def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path)
     assert sorted(p.name for p in pngs.iterdir()) == sorted(f"{name}.png" for name in FIGURE_KINDS[track])
 
 
-@pytest.mark.slow
-@draws
-def test_report_is_an_alias_of_html(mibspec_cli: CliRun, tmp_path: Path) -> None:
-    # the command's former name still runs it, with the same bytes, and says what it is
-    source = str(EXAMPLES / "circuit" / "report.json")
-    pages = []
-    for command in ("html", "report"):
-        out = tmp_path / f"{command}.html"
-        result = mibspec_cli(command, source, "-o", str(out))
-        assert result.returncode == 0, result.stderr
-        pages.append(out.read_bytes())
-    assert pages[0] == pages[1]
-    shown = mibspec_cli("report", "--help").stdout
-    assert " ".join(shown.split()).count("Alias of `html`") == 1
-    assert "Verify a report and summarise it" in shown
-    listed = " ".join(mibspec_cli("--help").stdout.split())
-    assert "html Verify a report" in listed
-    assert "report Alias of `html`" in listed
+def test_report_is_not_a_command(mibspec_cli: CliRun) -> None:
+    # the page has one command, html: `report` is refused as any unknown command is (exit 2)
+    result = mibspec_cli("report", str(EXAMPLES / "circuit" / "report.json"))
+    assert result.returncode == 2
+    assert "No such command 'report'" in result.stderr
+    assert "mibspec --help" in result.stderr
+    listing = mibspec_cli("--help").stdout.split("Commands:")[1]
+    commands = [line.split()[0] for line in listing.splitlines() if line.strip()]
+    assert "html" in commands
+    assert "report" not in commands
 
 
 @pytest.mark.slow
@@ -371,7 +363,7 @@ def test_same_input_gives_the_same_bytes_across_processes(mibspec_cli: CliRun, t
     for seed in ("0", "12345"):
         out, pngs = tmp_path / f"page-{seed}.html", tmp_path / f"png-{seed}"
         result = mibspec_cli(
-            "report",
+            "html",
             str(EXAMPLES / "causal_bench" / "report.json"),
             "-o",
             str(out),
@@ -411,7 +403,7 @@ window.addEventListener("load", function () {
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        message = "headless Chromium is needed to check the HTML report: apt-get install chromium"
+        message = "headless Chromium is needed to check the HTML page: apt-get install chromium"
         if os.environ.get("CI"):
             pytest.fail(message)  # CI installs it (.ci/run): its absence there is a failure
         pytest.skip(message)

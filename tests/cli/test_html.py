@@ -22,7 +22,7 @@ import pytest
 import mibspec
 from mibspec.core.comparisons import Comparison
 from mibspec.pages.figures import FIGURE_KINDS, _outline, render_figures
-from mibspec.pages.html import build_report_page, render_html
+from mibspec.pages.html import build_html_page, render_html
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -310,7 +310,7 @@ def test_page_has_a_claimed_vs_recomputed_table_when_there_are_comparisons() -> 
         Comparison("/claims/cpr/value", "CPR", 0.96894, 0.968941, 1e-6, 1e-5),
         Comparison("/claims/cmd/value", "CMD", 0.0467896, 0.051, 1e-6, 1e-5),
     ]
-    text = render_html(build_report_page(result, path, figures=False))
+    text = render_html(build_html_page(result, path, figures=False))
     section = text.split("<h2>Claimed vs recomputed</h2>", 1)[1].split("<h2>", 1)[0]
     rows = re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1])
     assert len(rows) == 2
@@ -347,7 +347,7 @@ def test_control_characters_in_a_report_are_shown_as_escapes() -> None:
     report["claims"]["methods"][0]["name"] = "m\x1b]8;;x\x07\u2028"  # type: ignore[index]
     result = mibspec.verify(path, recompute=False)
     result.documents[0].comparisons = [Comparison("/claims/z", "q\r\n\x9b2J", 1.0, 1.0, 1e-6, 0.0)]
-    page = build_report_page(result, path, figures=False)
+    page = build_html_page(result, path, figures=False)
     page.report = report
     text = render_html(page)
     assert not set(text) & set("\x1b\x07\r\x85\x9b\u202e\u2028")
@@ -415,7 +415,7 @@ def _chromium() -> str:
 def test_figures_decode_in_headless_chromium(track: str, tmp_path: Path) -> None:
     chromium = _chromium()
     path = EXAMPLES / track / "report.json"
-    page = render_html(build_report_page(mibspec.verify(path, recompute=False), path))
+    page = render_html(build_html_page(mibspec.verify(path, recompute=False), path))
     expected = [_png_size(data) for data in _embedded_pngs(page)]
     assert len(expected) == len(FIGURE_KINDS[track])
     probed = tmp_path / "page.html"
@@ -458,7 +458,7 @@ def test_a_variables_best_score_is_named_best_in_1_1_and_1_0(path: Path) -> None
     """The aggregate row says what the number is: for IOI MSE the best score is the lowest error.
     The two examples are 1.1 reports (``best``), the conformance case a 1.0 one (``highest``)."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    text = render_html(build_report_page(mibspec.verify(path, recompute=False), path, figures=False))
+    text = render_html(build_html_page(mibspec.verify(path, recompute=False), path, figures=False))
     for variable in data["claims"]["variables"]:
         best = variable["best"] if data["spec_version"] == "1.1" else variable["highest"]
         assert best == min(variable["per_layer"].values())  # MSE: lower is better

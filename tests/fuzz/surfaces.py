@@ -178,10 +178,10 @@ class SurfaceFuzzer:
         try:
             with fuzzlib.time_limit(self.seconds):
                 if surface == "page":
-                    from mibspec.pages.html import build_report_page, render_html
+                    from mibspec.pages.html import build_html_page, render_html
 
                     result = mibspec.verify(report, recompute=False)
-                    page = render_html(build_report_page(result, report))
+                    page = render_html(build_html_page(result, report))
                     if "<html" not in page:
                         outcome.problems.append("the page is not HTML")
                 else:

@@ -117,7 +117,7 @@ def test_the_json_output_carries_the_stamp() -> None:
 def test_the_text_and_html_outputs_summarise_the_stamp() -> None:
     import io
 
-    from mibspec.pages.html import build_report_page, render_html
+    from mibspec.pages.html import build_html_page, render_html
     from mibspec.verification.output_formats import render_text
 
     result = mibspec.verify(CIRCUIT, recompute=False)
@@ -127,6 +127,6 @@ def test_the_text_and_html_outputs_summarise_the_stamp() -> None:
     assert "claims: 0 recomputed, 2 derived from other claims," in text
     assert "derived only: CPR (/claims/cpr/value); CMD (/claims/cmd/value)" in text
     assert "faithfulness ×20 (/claims/curves/*/points/*/faithfulness)" in text
-    page = render_html(build_report_page(result, CIRCUIT, figures=False))
+    page = render_html(build_html_page(result, CIRCUIT, figures=False))
     assert "<h2>What the verdict rests on</h2>" in page
     assert "faithfulness ×20 (/claims/curves/*/points/*/faithfulness)" in page

@@ -77,10 +77,10 @@ def html_command(
     except ModuleNotFoundError:
         usage_error(f"figures need matplotlib: {install_hint('plots')}")
     from mibspec.core.outputs import OutputPathError, input_files, write_atomic
-    from mibspec.pages.html import build_report_page, render_html
+    from mibspec.pages.html import build_html_page, render_html
 
     result = run_verify(found[0], recompute=recompute, profile=profile, model_roots=model_root or ())
-    page = build_report_page(result, found[0], k_axis=k_axis.value)
+    page = build_html_page(result, found[0], k_axis=k_axis.value)
     if png_dir is not None:
         inputs = input_files(found)
         pngs = [(png_dir / f"{figure.name}.png", figure.data) for figure in page.figures]

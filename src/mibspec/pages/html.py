@@ -23,7 +23,7 @@ from mibspec.core.display import visible
 from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
 
-__all__ = ["ReportPage", "build_report_page", "render_html"]
+__all__ = ["HtmlPage", "build_html_page", "render_html"]
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
@@ -44,7 +44,7 @@ pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
 
 
 @dataclass
-class ReportPage:
+class HtmlPage:
     """What the page shows: the verification result, the report and its figures."""
 
     result: VerificationResult
@@ -54,13 +54,13 @@ class ReportPage:
     skipped: list[Any] = field(default_factory=list)
 
 
-def build_report_page(
+def build_html_page(
     result: VerificationResult,
     report_path: str | os.PathLike[str],
     *,
     figures: bool = True,
     k_axis: str = "log",
-) -> ReportPage:
+) -> HtmlPage:
     """Read the report behind ``result`` and draw its figures.
 
     Args:
@@ -74,7 +74,7 @@ def build_report_page(
     """
     path = Path(report_path)
     report = _parsed_report(result, path)
-    page = ReportPage(result=result, report_path=str(report_path), report=report)
+    page = HtmlPage(result=result, report_path=str(report_path), report=report)
     if figures and report is not None:
         from mibspec.pages.figures import Skipped, render_figures
 
@@ -138,7 +138,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Seque
     return "".join(out)
 
 
-def render_html(page: ReportPage) -> str:
+def render_html(page: HtmlPage) -> str:
     """The page as one HTML document (UTF-8 text)."""
     result, report = page.result, page.report
     title = (report or {}).get("title") or page.report_path
@@ -324,7 +324,7 @@ def _comparisons(result: VerificationResult) -> str:
     return "<h2>Claimed vs recomputed</h2>" + "".join(blocks)
 
 
-def _figures(page: ReportPage) -> str:
+def _figures(page: HtmlPage) -> str:
     if not page.figures and not page.skipped:
         return ""
     out = ["<h2>Figures</h2>"]

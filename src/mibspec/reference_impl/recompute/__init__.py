@@ -8,6 +8,7 @@ exported here for the producers too; this package itself imports no torch.
 
 from ._hash_cache import FileHashCache, default_cache_dir
 from ._inputs import ModelSource, UnusableInputError, config_start_token, encode_function
+from ._neuron_circuits import NeuronLevelCircuits
 from ._node_circuits import NodeLevelCircuits
 from ._rebuilt import RebuiltCircuits
 from ._session import RecomputeSession
@@ -15,6 +16,7 @@ from ._session import RecomputeSession
 __all__ = [
     "FileHashCache",
     "ModelSource",
+    "NeuronLevelCircuits",
     "NodeLevelCircuits",
     "RebuiltCircuits",
     "RecomputeSession",

@@ -137,6 +137,7 @@ def evaluate_circuits(
     circuits: object,
     *,
     neurons: object = None,
+    centre_neurons: bool = False,
     ablation: Ablation = "counterfactual",
     ablation_values: object = None,
     mean_ids: object = None,
@@ -160,6 +161,10 @@ def evaluate_circuits(
             node circuits.
         neurons: optional bool ``(K, n_forward, d_model)``: the coordinates of each
             source's output that a kept edge carries (ME-7).
+        centre_neurons: with ``neurons``, mask each difference ``o_s − a_s`` after removing
+            its mean over the residual coordinates (ME-7: the coordinates of TransformerLens,
+            whose writing weights are centred in LayerNorm models); changes nothing without
+            masks, nor with all-true or all-false masks read by LayerNorm only.
         ablation: ``counterfactual`` (default), ``mean``, ``zero`` or ``optimal`` (ME-5).
         ablation_values: ``(n_forward, d_model)`` per-node vectors, required by and only
             accepted with ``optimal``.
@@ -194,7 +199,12 @@ def evaluate_circuits(
     constant = _constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size, reuse)
     plan = plan_circuits(universe, edges, neuron_mask)
     setup = PassSetup(
-        model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype, model.device), _MIXING
+        model,
+        graph_index(model, universe),
+        HeadWeights(model),
+        Arena(model.dtype, model.device),
+        _MIXING,
+        bool(centre_neurons) and neuron_mask is not None,
     )
 
     out, clean_m, empty_m = _evaluate_batches(
@@ -241,7 +251,8 @@ def _evaluate_batches(
             out[plan.empty, sl] = empty_m[sl]
             if len(plan.todo):
                 parts = (constant, b_ids, b_cids, b_mask)
-                key = None if reuse is None else reuse.key(model, parts, "circuits")
+                kind = "circuits, centred neurons" if setup.centre_neurons else "circuits"
+                key = None if reuse is None else reuse.key(model, parts, kind)
                 inputs = functools.partial(_forward.embed, model, b_ids, positions)
                 out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, budget, reuse, key)
             if progress is not None:

@@ -48,7 +48,14 @@ from ._inputs import (
 from ._rebuilt import RebuiltCircuits
 from .declarations import counterfactual_type_choice, recompute_gaps
 
-__all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
+__all__ = ["centre_neurons", "circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
+
+
+def centre_neurons(profile: Any, model: Any) -> bool:
+    """Whether neuron masks select coordinates of centred outputs (engine.md ME-7): under a
+    profile whose ``neuron_coordinates`` is ``centred_under_layernorm``, in a LayerNorm model."""
+    centred = profile.get("neuron_coordinates", "model") == "centred_under_layernorm"
+    return bool(centred and model.norm_final.kind == "layer")
 
 
 def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
@@ -397,6 +404,7 @@ def _evaluate(
             counter,
             circuits,
             neurons=neurons,
+            centre_neurons=centre_neurons(ctx.profile, model),
             ablation=settings.get("ablation", "counterfactual"),
             batch_size=size,
             progress=advance,

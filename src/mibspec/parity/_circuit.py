@@ -33,6 +33,7 @@ from ._neurons import neuron_job, neuron_rows, neuron_side
 
 if TYPE_CHECKING:
     from mibspec.reference_impl.engine import Ablation
+    from mibspec.reference_impl.metrics.circuit import Ranking
 
 __all__ = [
     "CircuitInputs",
@@ -370,7 +371,8 @@ def _nodes_side(
     circuits = NodeLevelCircuits(universe, _node_scores(universe, inputs.scores), None, "/claims/circuit")
     rounding = convention(profile, inputs.report, "edge_count_rounding").value
     grid = _grid(inputs.report)
-    points = [(ranking, k) for ranking in ("signed", "absolute") for k in grid]
+    rankings: tuple[Ranking, ...] = ("signed", "absolute")
+    points = [(ranking, k) for ranking in rankings for k in grid]
     edges = np.stack([circuits.circuit(k, ranking, rounding) for ranking, k in points])
     ids, cids, mask, correct, counter = examples
     result = evaluate_circuits(model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size)

@@ -16,9 +16,12 @@ leaves them in.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mibspec.reference_impl.metrics.circuit import Ranking
 
 __all__ = ["neuron_job", "neuron_rows", "neuron_side", "parity_neuron_scores", "public_neuron_size"]
 
@@ -68,9 +71,10 @@ def neuron_side(
     rounding = convention(profile, report, "edge_count_rounding").value
     rebuilt = RebuiltCircuits(universe, "neuron", rounding, neuron_scores=scores, neuron_scored=scored)
     grid = [float(k) for k in report["settings"]["grid"]]
-    points = [(ranking, k) for ranking in ("signed", "absolute") for k in grid]
+    rankings: tuple[Ranking, ...] = ("signed", "absolute")
+    points = [(ranking, k) for ranking in rankings for k in grid]
     edges = np.stack([rebuilt.circuit(k, ranking) for ranking, k in points])
-    masks = np.stack([rebuilt.neurons(k, ranking) for ranking, k in points])
+    masks = np.stack([np.asarray(rebuilt.neurons(k, ranking), dtype=bool) for ranking, k in points])
     ids, cids, mask, correct, counter = examples
     centre = centre_neurons(profile, model)
     result = evaluate_circuits(
@@ -107,7 +111,7 @@ def public_neuron_size(universe: Any, neurons: np.ndarray) -> float:
     node's row marks every slot of a kept node and ``logits`` (slots that are no edge
     included), weighted by its kept fraction; its pruning removes none of them. A diagnostic
     of the named size difference, not a size mibspec records."""
-    kept = neurons.any(axis=1)
+    kept = np.asarray(neurons.any(axis=1), dtype=bool)
     slots = int(kept[universe.node_of_slot[:-1]].sum()) + 1  # + logits
     return float(universe.neuron_fraction(neurons)[kept].sum() * slots)
 

@@ -161,10 +161,8 @@ def evaluate_circuits(
             node circuits.
         neurons: optional bool ``(K, n_forward, d_model)``: the coordinates of each
             source's output that a kept edge carries (ME-7).
-        centre_neurons: with ``neurons``, mask each difference ``o_s − a_s`` after removing
-            its mean over the residual coordinates (ME-7: the coordinates of TransformerLens,
-            whose writing weights are centred in LayerNorm models); changes nothing without
-            masks, nor with all-true or all-false masks read by LayerNorm only.
+        centre_neurons: with ``neurons``, mask each ``o_s − a_s`` minus its mean over the
+            residual coordinates (ME-7: TransformerLens's coordinates in LayerNorm models).
         ablation: ``counterfactual`` (default), ``mean``, ``zero`` or ``optimal`` (ME-5).
         ablation_values: ``(n_forward, d_model)`` per-node vectors, required by and only
             accepted with ``optimal``.
@@ -198,14 +196,9 @@ def evaluate_circuits(
     neuron_mask = check_neurons(model, neurons, edges.shape[0])
     constant = _constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size, reuse)
     plan = plan_circuits(universe, edges, neuron_mask)
-    setup = PassSetup(
-        model,
-        graph_index(model, universe),
-        HeadWeights(model),
-        Arena(model.dtype, model.device),
-        _MIXING,
-        bool(centre_neurons) and neuron_mask is not None,
-    )
+    centre = bool(centre_neurons) and neuron_mask is not None
+    arena = Arena(model.dtype, model.device)
+    setup = PassSetup(model, graph_index(model, universe), HeadWeights(model), arena, _MIXING, centre)
 
     out, clean_m, empty_m = _evaluate_batches(
         setup, plan, constant, (ids, cids, mask, tokens), edges.shape[0], size, budget, reuse, progress

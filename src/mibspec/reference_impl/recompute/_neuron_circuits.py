@@ -65,5 +65,6 @@ class NeuronLevelCircuits:
         """Bool ``(n_forward, n_backward)`` edges of the nodes with a kept neuron (ME-6) and
         the bool ``(n_forward, d_model)`` neuron mask (:meth:`neurons`)."""
         mask = self.neurons(k, ranking, rounding)
-        edges: np.ndarray = self._universe.node_set_edges(mask.any(axis=1)[None, :])[0]
+        nodes = np.asarray(mask.any(axis=1), dtype=bool)
+        edges: np.ndarray = self._universe.node_set_edges(nodes[None, :])[0]
         return edges, mask

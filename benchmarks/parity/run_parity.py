@@ -58,7 +58,7 @@ from mibspec.parity import (  # noqa: E402
 )
 
 PROFILES = ("mib-2025", "default")
-TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP", "EAP-IG-inputs")
+TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "neurons", "EAP", "EAP-IG-inputs")
 MODELS = ROOT / "examples" / "models"
 ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
 

@@ -1,10 +1,10 @@
-"""Recomputation of node- and neuron-granularity circuit reports (circuit.md MC-12).
+"""Recomputation of node-granularity circuit reports (circuit.md MC-12).
 
 The shipped IOI example is turned into a node-level report (node scores, one node unscored,
 curve points without circuits). Its claims are computed here by an independent slow loop:
 nodes chosen by a plain sort, the edge set built edge by edge from the node set, then
-evaluated by the engine; recomputation must reproduce them. A neuron-level report whose
-circuits would have to be rebuilt from scores is refused (R104), never recomputed at edge level.
+evaluated by the engine; recomputation must reproduce them. Neuron-level reports:
+``test_recompute_neuron_level``.
 """
 
 from __future__ import annotations
@@ -154,12 +154,3 @@ def test_node_level_points_without_node_scores_are_refused(tmp_path: Path) -> No
     codes = [(f.code, f.pointer) for f in result.documents[0].findings]
     assert codes == [("R104", "/claims/circuit")]
     assert "node scores" in result.documents[0].findings[0].message
-
-
-def test_neuron_level_points_without_circuits_are_refused_not_recomputed_by_edge(tmp_path: Path) -> None:
-    folder = _granular_copy(tmp_path, "neuron")
-    result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
-    document = result.documents[0]
-    assert [(f.code, f.pointer) for f in document.findings] == [("R104", "/settings/granularity")]
-    assert "neuron" in document.findings[0].message
-    assert document.comparisons == []

@@ -120,6 +120,12 @@ class Profile(Closed):
         description="circuit sizes a report records: weighted edge counts after pruning to a fixed "
         "point (both profiles; the public code at its pinned commit records sizes after one round)",
     )
+    neuron_coordinates: Literal["model", "centred_under_layernorm"] = Field(
+        default="model",
+        description="coordinates a neuron mask selects: the model's own residual coordinates, or, in "
+        "LayerNorm models, those of each output with its mean over the residual removed (TransformerLens "
+        "centres writing weights; the public code)",
+    )
     counterfactual_types: dict[Annotated[str, Field(min_length=1)], Annotated[str, Field(min_length=1)]] = (
         Field(
             default_factory=dict,

@@ -5,12 +5,13 @@ Which differences a profile promises to keep within its float32 recomputation to
 is decided per quantity from the conventions that quantity depends on (SPEC.md §6):
 
 * logits (log-softmax on the same tokens): always;
-* m(N), m(∅), f(k), CPR, CMD at edge and node granularity under counterfactual patching:
-  when the start-token convention in force is ``prepend`` (the public code's);
+* m(N), m(∅), f(k), CPR, CMD at edge, node and neuron granularity under counterfactual
+  patching: when the start-token convention in force is ``prepend`` (the public code's);
+  node and neuron circuits are built by recomputation's own code (``RebuiltCircuits``);
 * EAP edge scores: start token and ``attribution_scale``; EAP-IG (inputs) also
   ``ig_points``;
-* mean ablation and the sizes the public code records after its top-n selection: never
-  (named convention differences).
+* mean ablation and the sizes the public code records after its top-n selection (edge and
+  neuron level): never (named convention differences).
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from mibspec.core.profiles import load_profile
 from mibspec.core.sidecars import load_tensor, tensor_infos
 from mibspec.core.strict_json import read_json_lines
 
+from ._neurons import neuron_job, neuron_rows, neuron_side
+
 if TYPE_CHECKING:
+    from mibspec.metrics.circuit import Ranking
     from mibspec.reference_impl.engine import Ablation
 
 __all__ = [
@@ -113,6 +117,10 @@ class ParityRow:
 
 
 _GROUPS = (
+    ("neuron-level CPR", "neuron-level CPR"),
+    ("neuron-level CMD", "neuron-level CMD"),
+    ("neuron size", "neuron circuit sizes, recorded"),
+    ("neuron circuit", "neuron circuits: f(k)"),
     ("logits", "logits (log-softmax)"),
     ("mean ablation", "mean ablation: m(∅), f(k)"),
     ("node circuit", "node circuits: m(∅), f(k)"),
@@ -271,6 +279,7 @@ def peer_job(
         "node_counts": [int(k * universe.n_forward) for k in _grid(inputs.report)],
         "logit_tokens": logit_tokens,
         "tasks": list(tasks),
+        **({"neuron_scores": neuron_job(universe.n_forward, model.d_model)} if "neurons" in tasks else {}),
     }
 
 
@@ -300,6 +309,8 @@ def mibspec_side(
             out[key] = _circuits_side(model, universe, examples, inputs, profile, ablation)
     if "nodes" in tasks:
         out["nodes"] = _nodes_side(model, universe, examples, inputs, profile)
+    if "neurons" in tasks:
+        out["neurons"] = neuron_side(model, universe, examples, inputs.report, profile, inputs.batch_size)
     for method, key in (("eap", "EAP"), ("eap-ig", "EAP-IG-inputs")):
         if key in tasks:
             out[key] = attribute_edges(
@@ -350,29 +361,28 @@ def _circuits_side(
 def _nodes_side(
     model: Any, universe: Any, examples: tuple[np.ndarray, ...], inputs: CircuitInputs, profile: Any
 ) -> dict[str, Any]:
-    """m(N), m(∅) and f of the top nodes at each grid point, signed and absolute ranking."""
-    from mibspec.metrics.circuit import rank_edges
-    from mibspec.reference_impl.engine import evaluate_circuits, node_circuit_edges
+    """m(N), m(∅) and f of the top nodes at each grid point, signed and absolute, built as
+    recomputation builds node-level points (``NodeLevelCircuits``, circuit.md MC-12)."""
+    from mibspec.core.conventions import convention
+    from mibspec.reference_impl.engine import evaluate_circuits
+    from mibspec.reference_impl.recompute import NodeLevelCircuits
     from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
 
-    node_scores = _node_scores(universe, inputs.scores)
+    circuits = NodeLevelCircuits(universe, _node_scores(universe, inputs.scores), None, "/claims/circuit")
+    rounding = convention(profile, inputs.report, "edge_count_rounding").value
     grid = _grid(inputs.report)
-    stacks, where = [], []
-    for ranking in ("signed", "absolute"):
-        order = rank_edges(node_scores, ranking)
-        for k in grid:
-            chosen = np.zeros(universe.n_forward, dtype=bool)
-            chosen[order[: int(k * universe.n_forward)]] = True
-            stacks.append(chosen)
-            where.append(ranking)
-    edges = node_circuit_edges(universe, np.stack(stacks))
+    rankings: tuple[Ranking, ...] = ("signed", "absolute")
+    points = [(ranking, k) for ranking in rankings for k in grid]
+    edges = np.stack([circuits.circuit(k, ranking, rounding) for ranking, k in points])
     ids, cids, mask, correct, counter = examples
     result = evaluate_circuits(model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size)
     m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
     return {
         "m_full": m_full,
         "m_empty": m_empty,
-        "f": {r: [v for v, w in zip(values, where, strict=True) if w == r] for r in ("signed", "absolute")},
+        "f": {
+            r: [v for v, (w, _) in zip(values, points, strict=True) if w == r] for r in ("signed", "absolute")
+        },
     }
 
 
@@ -444,6 +454,8 @@ def compare_circuit(
             for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
                 f = _f(pm, p["m_full"], p["m_empty"])
                 rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+    if "neurons" in peer and "neurons" in ours:
+        neuron_rows(rows, _grid(inputs.report), peer["neurons"], ours["neurons"], profile)
     _attribution_rows(rows, peer, ours, profile)
     return rows.rows
 

@@ -13,7 +13,9 @@ Job fields: ``peers`` (folder), ``model_dir``, ``family`` (``gpt2``, ``llama``, 
 ``batch_size``, ``ig_steps``, ``rows`` (``[clean prompt, counterfactual prompt, correct id,
 counterfactual id]``), ``edge_names`` (canonical order), ``scores`` (one per edge),
 ``circuits`` (edge index lists), ``node_scores`` (name → score), ``node_counts`` (nodes kept
-per grid point), ``logit_tokens`` (token id rows, equal length), ``tasks`` (names below).
+per grid point), ``logit_tokens`` (token id rows, equal length), ``tasks`` (names below),
+``neuron_scores`` (task ``neurons``: one row of ``d_model`` scores per source node in forward
+order, ``null`` where unscored).
 """
 
 from __future__ import annotations
@@ -332,6 +334,8 @@ def run(folder: Path) -> dict[str, Any]:
             timed(f"circuits_{ablation}", f"circuits_{ablation}", _circuits, dataloader, metric, ablation)
     if "nodes" in tasks:
         timed("nodes", "nodes", _nodes, dataloader, metric)
+    if "neurons" in tasks:
+        timed("neurons", "neurons", _neuron_curves, dataloader, metric)
     for method in ("EAP", "EAP-IG-inputs"):
         if method in tasks:
             timed(method, method, _attribution, dataloader, method)
@@ -429,6 +433,33 @@ def _nodes(model: Any, job: dict[str, Any], dataloader: Any, metric: Any) -> dic
             values.append(_mean(evaluate_graph(model, graph, dataloader, metric, quiet=True)))
         nodes_runs[ranking] = values
     return {"m_full": m_full, "m_empty": m_empty, "m": nodes_runs}
+
+
+def _neuron_curves(model: Any, job: dict[str, Any], dataloader: Any, metric: Any) -> dict[str, Any]:
+    """MIB's area-under-curve evaluation at ``level='neuron'`` on the job's neuron scores
+    (NaN where unscored), under the signed and the absolute ranking."""
+    import torch
+    from eap.graph import Graph
+    from MIB_circuit_track.evaluation import evaluate_area_under_curve
+
+    rows = [[float("nan") if v is None else float(v) for v in row] for row in job["neuron_scores"]]
+    scores = torch.tensor(rows, dtype=torch.float32)
+    curves = {}
+    for ranking, absolute in (("signed", False), ("absolute", True)):
+        graph = Graph.from_model(model, neuron_level=True)
+        if tuple(graph.neurons_scores.shape) != tuple(scores.shape):
+            raise SystemExit(f"neuron scores {tuple(scores.shape)} for {tuple(graph.neurons_scores.shape)}")
+        graph.neurons_scores[:] = scores
+        counts, area_under, area_from_1, _average, faith = evaluate_area_under_curve(
+            model, graph, dataloader, metric, quiet=True, level="neuron", absolute=absolute
+        )
+        curves[ranking] = {
+            "recorded_sizes": [float(c) for c in counts],
+            "area_under": float(area_under),
+            "area_from_1": float(area_from_1),
+            "faithfulness": [float(f) for f in faith],
+        }
+    return curves
 
 
 def _attribution(model: Any, job: dict[str, Any], dataloader: Any, method: str) -> list[float]:

@@ -138,6 +138,7 @@ def evaluate_circuits(
     circuits: object,
     *,
     neurons: object = None,
+    centre_neurons: bool = False,
     ablation: Ablation = "counterfactual",
     ablation_values: object = None,
     mean_ids: object = None,
@@ -161,6 +162,8 @@ def evaluate_circuits(
             node circuits.
         neurons: optional bool ``(K, n_forward, d_model)``: the coordinates of each
             source's output that a kept edge carries (ME-7).
+        centre_neurons: with ``neurons``, mask each ``o_s − a_s`` minus its mean over the
+            residual coordinates (ME-7: TransformerLens's coordinates in LayerNorm models).
         ablation: ``counterfactual`` (default), ``mean``, ``zero`` or ``optimal`` (ME-5).
         ablation_values: ``(n_forward, d_model)`` per-node vectors, required by and only
             accepted with ``optimal``.
@@ -194,9 +197,9 @@ def evaluate_circuits(
     neuron_mask = check_neurons(model, neurons, edges.shape[0])
     constant = _constant(model, ablation, ablation_values, (mean_ids, mean_mask), (cids, mask), size, reuse)
     plan = plan_circuits(universe, edges, neuron_mask)
-    setup = PassSetup(
-        model, graph_index(model, universe), HeadWeights(model), Arena(model.dtype, model.device), _MIXING
-    )
+    centre = bool(centre_neurons) and neuron_mask is not None
+    arena = Arena(model.dtype, model.device)
+    setup = PassSetup(model, graph_index(model, universe), HeadWeights(model), arena, _MIXING, centre)
 
     out, clean_m, empty_m = _evaluate_batches(
         setup, plan, constant, (ids, cids, mask, tokens), edges.shape[0], size, budget, reuse, progress
@@ -242,7 +245,8 @@ def _evaluate_batches(
             out[plan.empty, sl] = empty_m[sl]
             if len(plan.todo):
                 parts = (constant, b_ids, b_cids, b_mask)
-                key = None if reuse is None else reuse.key(model, parts, "circuits")
+                kind = "circuits, centred neurons" if setup.centre_neurons else "circuits"
+                key = None if reuse is None else reuse.key(model, parts, kind)
                 inputs = functools.partial(_forward.embed, model, b_ids, positions)
                 out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, budget, reuse, key)
             if progress is not None:

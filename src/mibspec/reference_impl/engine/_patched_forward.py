@@ -77,6 +77,7 @@ class PassSetup:
     qkv_weights: HeadWeights
     arena: Arena
     mixing: Mixing
+    centre_neurons: bool = False  # ME-7: mask the centred difference (TransformerLens's coordinates)
 
 
 class _SlotPlan(NamedTuple):
@@ -106,6 +107,7 @@ class PatchedPass:
         self.setup, self.model, self.ix = setup, setup.model, setup.ix
         self.ref, self.edges, self.batch = ref, edges, batch
         st = Stack(setup.model, setup.ix, ref, edges, reach, neurons, setup.arena, setup.mixing)
+        st.centre = setup.centre_neurons
         self.st = st
         C = st.C
         B, T, d = clean_input.shape

@@ -51,6 +51,13 @@ class Stack:
             self.neurons = torch.cat([torch.ones_like(kept[:, :1]), kept], dim=1)
         self.read_only = read_only(ix, edges, reach)
         self.buffer: torch.Tensor | None = None
+        # with neuron masks: mask o − a after removing its mean over the residual coordinates
+        self.centre = False
+
+    def _masked(self, delta: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.centre:
+            delta = delta - delta.mean(dim=-1, keepdim=True)
+        return delta * mask
 
     def _weights(
         self, sources: NDArray[np.int64], slots: NDArray[np.int64], with_base: bool = False
@@ -88,7 +95,7 @@ class Stack:
         pos = self.slot_of[int(forward[0])]
         n = len(forward)
         if self.neurons is not None:
-            delta = delta * self.neurons[:, pos : pos + n, None, None, :]
+            delta = self._masked(delta, self.neurons[:, pos : pos + n, None, None, :])
         assert self.buffer is not None
         self.buffer[:, pos : pos + n] = delta
 
@@ -100,7 +107,7 @@ class Stack:
         """
         pos = self.slot_of[forward]
         if self.neurons is not None:
-            delta = delta * self.neurons[:, pos, None, :]
+            delta = self._masked(delta, self.neurons[:, pos, None, :])
         assert self.buffer is not None
         row = self.buffer[:, pos]
         row.zero_()

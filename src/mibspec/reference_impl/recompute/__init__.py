@@ -15,6 +15,7 @@ from ._inputs import (
     encode_function,
     stored_dtype,
 )
+from ._neuron_circuits import NeuronLevelCircuits
 from ._node_circuits import NodeLevelCircuits
 from ._rebuilt import RebuiltCircuits
 from ._session import RecomputeSession
@@ -22,6 +23,7 @@ from ._session import RecomputeSession
 __all__ = [
     "FileHashCache",
     "ModelSource",
+    "NeuronLevelCircuits",
     "NodeLevelCircuits",
     "RebuiltCircuits",
     "RecomputeSession",

@@ -11,8 +11,9 @@ Normative text: ``spec/v1/SPEC.md`` (R-2, R-3, M-2), ``spec/v1/metrics/circuit.m
 3. take each curve point's circuit (a row of the circuit document's ``membership``; for a
    point without one, at edge granularity the top ``edges_at(k)`` edges of the document's
    scores under the curve's ranking and the profile's tie-break, at node granularity the
-   edges of the top nodes of its node scores (circuit.md MC-12); neuron-level circuits are
-   not rebuilt from scores);
+   edges of the top nodes of its node scores, at neuron granularity the edges of the nodes
+   holding the top neurons of its neuron scores with those neurons as the neuron mask
+   (circuit.md MC-12));
 4. evaluate all circuits with the engine (one pass per example batch, every circuit
    stacked), average per-example metrics in float64, and recompute f, CPR and CMD with the
    metric functions the consistency rules use.
@@ -47,7 +48,14 @@ from ._inputs import (
 from ._rebuilt import RebuiltCircuits
 from .declarations import counterfactual_type_choice, recompute_gaps
 
-__all__ = ["circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
+__all__ = ["centre_neurons", "circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
+
+
+def centre_neurons(profile: Any, model: Any) -> bool:
+    """Whether neuron masks select coordinates of centred outputs (engine.md ME-7): under a
+    profile whose ``neuron_coordinates`` is ``centred_under_layernorm``, in a LayerNorm model."""
+    centred = profile.get("neuron_coordinates", "model") == "centred_under_layernorm"
+    return bool(centred and model.norm_final.kind == "layer")
 
 
 def _tensor(doc: dict[str, Any], folder: Path, ref: dict[str, Any], pointer: str) -> np.ndarray:
@@ -195,8 +203,9 @@ def _circuits(
     """Stacked circuits (K, n_edges), the (curve, point) of each, and the neuron masks.
 
     A point without a circuit is rebuilt from the document's scores at the report's
-    granularity (:class:`RebuiltCircuits`: edge scores, MC-4; node scores, MC-12);
-    neuron-level rebuilding is refused.
+    granularity (:class:`RebuiltCircuits`: edge scores, MC-4; node scores and neuron scores,
+    MC-12); a rebuilt neuron-level point brings its neuron mask, and a named row without one
+    then keeps every neuron.
     """
     claims = report["claims"]
     n_edges = universe.n_edges
@@ -209,7 +218,7 @@ def _circuits(
     membership, neurons = tensor("membership"), tensor("neuron_masks")
     rebuilt: RebuiltCircuits | None = None
     rows: list[np.ndarray] = []
-    neuron_rows: list[np.ndarray] = []
+    neuron_rows: list[np.ndarray | None] = []
     where: list[tuple[int, int]] = []
     rounding = convention(profile, report, "edge_count_rounding").value
     for ci, curve in enumerate(claims["curves"]):
@@ -222,25 +231,46 @@ def _circuits(
                         f"{pointer}/circuit", f"circuit {index} is not a row of the membership tensor"
                     )
                 rows.append(np.asarray(membership[index], dtype=bool))
-                if neurons is not None:
-                    neuron_rows.append(np.asarray(neurons[index], dtype=bool))
+                neuron_rows.append(None if neurons is None else np.asarray(neurons[index], dtype=bool))
             else:
                 if rebuilt is None:
-                    node_level = granularity == "node"
-                    rebuilt = RebuiltCircuits(
-                        universe,
-                        granularity,
-                        rounding,
-                        edge_scores=None if node_level else tensor("scores"),
-                        node_scores=tensor("node_scores") if node_level else None,
-                        node_scored=tensor("node_scored") if node_level else None,
-                    )
+                    rebuilt = _rebuilder(tensor, universe, granularity, rounding)
                 rows.append(rebuilt.circuit(point["k"], curve["ranking"], pointer))
+                neuron_rows.append(rebuilt.neurons(point["k"], curve["ranking"]))
             where.append((ci, pi))
-    if neurons is not None and len(neuron_rows) != len(rows):
-        raise UnusableInputError("/claims/circuit", "neuron masks cover only some of the curve's circuits")
     stacked = np.stack(rows) if rows else np.zeros((0, n_edges), dtype=bool)
-    return stacked, where, (np.stack(neuron_rows) if neuron_rows else None)
+    return stacked, where, _neuron_stack(neuron_rows, universe)
+
+
+def _rebuilder(tensor: Any, universe: Any, granularity: str, rounding: Any) -> RebuiltCircuits:
+    """The rebuilder of points without a circuit, given only the scores of the granularity."""
+    return RebuiltCircuits(
+        universe,
+        granularity,
+        rounding,
+        edge_scores=tensor("scores") if granularity == "edge" else None,
+        node_scores=tensor("node_scores") if granularity == "node" else None,
+        node_scored=tensor("node_scored") if granularity == "node" else None,
+        neuron_scores=tensor("neuron_scores") if granularity == "neuron" else None,
+        neuron_scored=tensor("neuron_scored") if granularity == "neuron" else None,
+    )
+
+
+def _neuron_stack(rows: list[np.ndarray | None], universe: Any) -> np.ndarray | None:
+    """Every circuit's neuron mask, ``None`` when no circuit has one; a circuit without one
+    (a named row of a document without masks, a point rebuilt from edge or node scores)
+    keeps every neuron.
+
+    Raises:
+        UnusableInputError: a mask that does not fit the graph's sources and width.
+    """
+    if all(row is None for row in rows):
+        return None
+    shape = (universe.n_forward, universe.cfg.d_model)
+    wrong = next((row.shape for row in rows if row is not None and row.shape != shape), None)
+    if wrong is not None:
+        raise UnusableInputError("/claims/circuit", f"a neuron mask of shape {wrong} for a graph of {shape}")
+    return np.stack([np.ones(shape, dtype=bool) if row is None else row for row in rows])
 
 
 def _check_settings(report: dict[str, Any], profile: Any) -> None:
@@ -374,6 +404,7 @@ def _evaluate(
             counter,
             circuits,
             neurons=neurons,
+            centre_neurons=centre_neurons(ctx.profile, model),
             ablation=settings.get("ablation", "counterfactual"),
             batch_size=size,
             progress=advance,

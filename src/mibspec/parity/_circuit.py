@@ -467,9 +467,10 @@ def compare_circuit(
         p, m = peer["circuits_patching"], ours["circuits_patching"]
         rows.add("m(N)", p["m_full"], m["m_full"], rows.promise)
         rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.promise)
+        rows.means = (p["m_full"], p["m_empty"])
         for i, (ranking, k) in enumerate(inputs.points):
             f = _f(p["m"][i], p["m_full"], p["m_empty"])
-            rows.add(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
+            rows.add_f(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
     if "curves" in peer and "circuits_patching" in ours:
         _curve_rows(rows, inputs, peer["curves"], ours["circuits_patching"], profile)
     if "circuits_mean" in peer and "circuits_mean" in ours:
@@ -482,10 +483,12 @@ def compare_circuit(
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
         rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.promise)
+        patching_means, rows.means = rows.means, (p["m_full"], p["m_empty"])
         for ranking in ("signed", "absolute"):
             for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
                 f = _f(pm, p["m_full"], p["m_empty"])
-                rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+                rows.add_f(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+        rows.means = patching_means
     _attribution_rows(rows, peer, ours, profile)
     return rows.rows
 
@@ -511,12 +514,34 @@ class _Rows:
         code computes the same model."""
         return self.prepend and self.answers_match and self.model_difference is None
 
-    def add(self, name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
+    means: tuple[float, float] | None = None  # the public m(N) and m(∅) that f divides by
+
+    def add(
+        self, name: str, public: float, mine: float, promised: bool, note: str = "", abs_tol: float = 0.0
+    ) -> None:
         if self.model_difference is not None and not note:
             note = self.model_difference
-        self.rows.append(
-            ParityRow(name, float(public), float(mine), promised, self.abs_, self.rel, note=note)
-        )
+        tol = max(self.abs_, abs_tol)
+        self.rows.append(ParityRow(name, float(public), float(mine), promised, tol, self.rel, note=note))
+
+    def f_tolerance(self, f: float) -> float:
+        """The tolerance of a faithfulness f = (m − m(∅)) / (m(N) − m(∅)) whose three means
+        agree within the float32 tolerance: first-order propagation,
+        tol(m)·(1 + |f| + |1 − f|) / |m(N) − m(∅)| — a small denominator amplifies the
+        means' rounding, not a convention."""
+        if self.means is None:
+            return 0.0
+        full, empty = self.means
+        denominator = abs(full - empty)
+        if denominator == 0:
+            return math.inf
+        m = empty + f * (full - empty)
+        tol_m = self.abs_ + self.rel * max(abs(m), abs(full), abs(empty))
+        return tol_m * (1 + abs(f) + abs(1 - f)) / denominator
+
+    def add_f(self, name: str, public: float, mine: float, promised: bool) -> None:
+        """A faithfulness row, under :meth:`f_tolerance`."""
+        self.add(name, public, mine, promised, abs_tol=self.f_tolerance(float(public)))
 
 
 def _curve_rows(
@@ -534,11 +559,14 @@ def _curve_rows(
             values[-1] = 1.0
     for ranking in ("signed", "absolute"):
         for k, pf, mf in zip(grid, curves[ranking]["faithfulness"], by_ranking[ranking], strict=True):
-            rows.add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
-    rows.add("CPR (signed)", curves["signed"]["area_under"], cpr(grid, by_ranking["signed"]), rows.promise)
-    rows.add(
-        "CMD (absolute)", curves["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), rows.promise
-    )
+            rows.add_f(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
+    # an area's trapezoid weights sum to at most 1: its tolerance is its points' largest
+    for name, key, ranking, area in (
+        ("CPR (signed)", "area_under", "signed", cpr(grid, by_ranking["signed"])),
+        ("CMD (absolute)", "area_from_1", "absolute", cmd(grid, by_ranking["absolute"])),
+    ):
+        widest = max(rows.f_tolerance(f) for f in curves[ranking]["faithfulness"])
+        rows.add(name, curves[ranking][key], area, rows.promise, abs_tol=widest)
     sizes = dict(zip(inputs.points, patching["sizes"], strict=True))
     for ranking in ("signed", "absolute"):
         for k, recorded in zip(grid, curves[ranking]["recorded_sizes"], strict=True):

@@ -17,10 +17,16 @@ counterfactuals and circuits as mibspec, and every quantity is compared under th
   as the public code builds it, and with the public side's attention layer order set to the
   config's (the one difference, SPEC.md PR-5).
 
+The other circuit tasks (MCQA, ARC easy and challenge, arithmetic addition and subtraction)
+run on ``tiny-gpt2-bpe``, a random GPT-2 with a byte-level BPE tokenizer trained on the
+tasks' texts (``mibspec.parity.task_model_dir``): rows are generated in the layout of MIB's
+released files, the public side reads them with its own loader, mibspec imports them with
+``mibspec import mib-dataset`` and scores a report on them (``mibspec.parity.task_report``).
+
 Usage (from the repository root, mibspec's own environment active)::
 
     python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
-        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2]
+        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2] [--tasks ioi mcqa ...]
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -45,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from mibspec.parity import (  # noqa: E402
+    PUBLIC_TASKS,
     RANDOM_MODELS,
     CircuitInputs,
     PeerUnavailableError,
@@ -55,12 +62,17 @@ from mibspec.parity import (  # noqa: E402
     peer_python,
     random_model_dir,
     report_method,
+    task_model_dir,
+    task_report,
 )
 
 PROFILES = ("mib-2025", "default")
 TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "neurons", "EAP", "EAP-IG-inputs")
 MODELS = ROOT / "examples" / "models"
 ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
+ALL_TASKS = ("ioi", *PUBLIC_TASKS)
+#: Rows per non-IOI task (the IOI reports keep their 160).
+TASK_ROWS = 40
 
 
 def scored_report(model_dir: Path, folder: Path, method: str = "eap-ig") -> Path:
@@ -141,9 +153,34 @@ def _figures(results: dict, failed: int) -> list[dict]:
     return figures
 
 
+def _matrix(results: dict) -> dict | None:
+    """Architecture × task × quantity under ``mib-2025``: per quantity group and comparison,
+    the largest relative difference of the values it promises, or "not promised"."""
+    entries = {
+        name: entry for name, entry in results["models"].items() if entry.get("layer_order") == "public"
+    }
+    if len(entries) < 2:
+        return None
+    columns, cells = ["quantity"], {}
+    for name, entry in entries.items():
+        columns.append(f"{entry.get('architecture', name)} · {entry.get('task', 'ioi')}")
+        for group, per in summarise({"mib-2025": entry["rows"]["mib-2025"]}):
+            _, r, p = per["mib-2025"]
+            cells.setdefault(group, {})[name] = _fmt(r) if p else "not promised"
+    rows = [[group, *(per.get(name, "—") for name in entries)] for group, per in cells.items()]
+    return {
+        "title": "**architecture × task** (`mib-2025`: largest relative difference of promised values)",
+        "columns": columns,
+        "rows": rows,
+    }
+
+
 def _tables(results: dict) -> list[dict]:
     """The tables :func:`markdown` prints, as data (title, columns, rows)."""
     tables = []
+    matrix = _matrix(results)
+    if matrix is not None:
+        tables.append(matrix)
     for model, entry in results["models"].items():
         rows = []
         for group, per in summarise(entry["rows"]):
@@ -190,6 +227,8 @@ def _compare_model(
     public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS, layer_order=layer_order)
     entry: dict = {
         "report": str(report.relative_to(ROOT)) if report.is_relative_to(ROOT) else "written by the harness",
+        "task": inputs.task,
+        "architecture": inputs.family,
         "n_rows": len(inputs.rows),
         "layer_order": layer_order,
         "public_attn_types": public.get("attn_types"),
@@ -201,10 +240,21 @@ def _compare_model(
     for profile, rows in by_profile.items():
         bad = [row.quantity for row in rows if row.promised and not row.ok]
         failed += len(bad)
-        label = inputs.model_dir.name + ("" if layer_order == "public" else f" ({layer_order} layer order)")
+        label = f"{inputs.model_dir.name} · {inputs.task}" + (
+            "" if layer_order == "public" else f" ({layer_order} layer order)"
+        )
         print(f"{label} / {profile}: {len(rows)} values, promised differing: {bad or 'none'}", flush=True)
     entry["seconds"] = time.perf_counter() - t0
     return entry, failed
+
+
+def _compare_task(task: str, folder: Path, peers: Path, python: Path) -> tuple[dict, int]:
+    """One non-IOI task on tiny-gpt2-bpe: rows generated in the released layout, imported,
+    scored by EAP-IG and compared (the public side reads the released rows itself)."""
+    model_dir = task_model_dir(folder / "models")
+    report = task_report(task, model_dir, folder, n_rows=TASK_ROWS)
+    inputs = load_circuit_inputs(report, [folder / "models"])
+    return _compare_model(inputs, report, peers, python, "public")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,6 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-dir", type=Path, default=None, help="where that env lives (default: cache)")
     parser.add_argument("--json", type=Path, default=None, help="write every compared value here")
     parser.add_argument("--models", nargs="+", default=list(ALL_MODELS), choices=ALL_MODELS)
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=list(ALL_TASKS),
+        choices=ALL_TASKS,
+        help="circuit tasks (ioi on every --models model; the others on tiny-gpt2-bpe)",
+    )
     parser.add_argument(
         "--causal-report",
         type=Path,
@@ -240,7 +297,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     failed = 0
     with tempfile.TemporaryDirectory(prefix="mibspec-parity-") as tmp:
-        for model in args.models:
+        for task in [t for t in args.tasks if t != "ioi"]:
+            entry, bad = _compare_task(task, Path(tmp), peers, python)
+            failed += bad
+            results["models"][f"tiny-gpt2-bpe, {task}"] = entry
+        for model in args.models if "ioi" in args.tasks else ():
             report = model_report(model, Path(tmp))
             if report is None:
                 parser.error(f"no report for model {model!r}")

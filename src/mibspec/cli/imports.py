@@ -92,7 +92,11 @@ def import_mib_dataset_command(
         Path, Option("--output", "-o", help="Folder to write <stem>.json and <stem>.jsonl into.")
     ],
     task: Annotated[
-        str | None, Option(help="ioi, mcqa, arc_easy, arithmetic or ravel (default: from the columns).")
+        str | None,
+        Option(
+            help="ioi, mcqa, arc_easy, arc_challenge, arithmetic, arithmetic_subtraction or ravel "
+            "(default: from the columns)."
+        ),
     ] = None,
     split: Annotated[
         str | None,

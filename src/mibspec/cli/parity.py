@@ -80,6 +80,14 @@ def parity_circuit_command(
         bool,
         Option("--all", help="Also node circuits, mean ablation and both attribution methods."),
     ] = False,
+    task: Annotated[
+        str | None,
+        Option(
+            help="The public loader's task (ioi, mcqa, arc_easy, arc_challenge, arithmetic_addition, "
+            "arithmetic_subtraction); default from the report's task.name. Every task but ioi needs "
+            "the released rows file beside the report's dataset document (source.file).",
+        ),
+    ] = None,
     output_format: Annotated[
         ParityFormat, Option("--format", "-f", help="Output format.")
     ] = ParityFormat.text,
@@ -87,13 +95,15 @@ def parity_circuit_command(
     """Print the public code's and mibspec's values side by side; exit 1 when a value the
     profile promises to reproduce differs beyond its float32 tolerance, 2 when the public
     code or its environment is missing."""
-    from mibspec.parity import PeerUnavailableError, circuit_parity, load_circuit_inputs
+    from mibspec.parity import PUBLIC_ANSWER_TOKEN, PeerUnavailableError, circuit_parity, load_circuit_inputs
 
     if not report.is_file():
         usage_error(f"report {report} does not exist")
     peers, python = _public_code(peer, peer_python, build_env)
     try:
-        inputs = load_circuit_inputs(report, model_root or [])
+        if task is not None and task not in PUBLIC_ANSWER_TOKEN:
+            usage_error(f"unknown task {task!r} (known: {', '.join(PUBLIC_ANSWER_TOKEN)})")
+        inputs = load_circuit_inputs(report, model_root or [], task)
     except (ValueError, KeyError, OSError) as exc:
         usage_error(f"cannot compare {report}: {exc}")
     name = _profile_name(profile, inputs.report)

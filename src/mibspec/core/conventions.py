@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "ALWAYS_BINDING",
     "BINDABLE",
+    "PER_TASK",
     "REPORT_CONVENTIONS",
     "Convention",
     "convention",
@@ -33,6 +34,7 @@ REPORT_CONVENTIONS: dict[str, dict[str, str]] = {
         "edge_count_rounding": "/settings/edge_count_rounding",
         "auroc_convention": "/claims/auroc/convention",
         "start_token": "/settings/start_token",
+        "answer_token": "/settings/answer_token",
     },
     "causal_bench": {"p_convention": "/settings/p_convention"},
     "causal_variable": {"checker": "/settings/checker"},
@@ -47,8 +49,13 @@ BINDABLE: tuple[str, ...] = (
     "ranking",
     "auroc_convention",
     "start_token",
+    "answer_token",
     "p_convention",
 )
+
+#: Conventions a profile declares per task (an object keyed by the report's ``task.name``),
+#: each with the value that applies to a task the profile does not list.
+PER_TASK: dict[str, Any] = {"answer_token": "as_written"}
 
 _MISSING = object()
 
@@ -112,6 +119,9 @@ def convention(profile: Mapping[str, Any], report: Mapping[str, Any], name: str)
     found = _at(report, pointer)
     declared = None if found is _MISSING else found
     required = profile[name]
+    if name in PER_TASK:  # the profile's value for the report's task
+        task = _at(report, "/task/name")
+        required = dict(required).get(task if isinstance(task, str) else "", PER_TASK[name])
     binding = _binding(profile, name)
     if declared is None:
         value = required

@@ -94,7 +94,14 @@ class Profile(Closed):
         )
     )
     binding: list[
-        Literal["edge_count_rounding", "ranking", "auroc_convention", "start_token", "p_convention"]
+        Literal[
+            "edge_count_rounding",
+            "ranking",
+            "auroc_convention",
+            "start_token",
+            "answer_token",
+            "p_convention",
+        ]
     ] = Field(
         default_factory=list,
         description="conventions whose profile value applies whatever a report declares; a report "
@@ -104,6 +111,14 @@ class Profile(Closed):
         description="circuit track: whether recomputation prepends the model's start token to every "
         "prompt when the report's settings.start_token is absent (mib-2025: prepend, as the public code's "
         "prepend_bos=True)",
+    )
+    answer_token: dict[
+        Annotated[str, Field(min_length=1)], Literal["as_written", "without_leading_space"]
+    ] = Field(
+        description="circuit track: per task, which token of a dataset answer the metric reads when the "
+        "report's settings.answer_token is absent: the first token of the answer as written (a task not "
+        "listed), or of the answer without its leading whitespace (mib-2025 for MCQA, ARC and arithmetic, "
+        "as the public circuit loader tokenises the bare label)",
     )
     ig_points: Literal["right", "left"] = Field(
         default="right",

@@ -104,6 +104,12 @@ class CircuitSettings(Closed):
         description="whether the model's start token (config bos_token_id, else eos_token_id) is "
         "prepended to every prompt; absent: the profile's start_token",
     )
+    answer_token: Literal["as_written", "without_leading_space"] | None = Field(
+        default=None,
+        description="which token of each dataset answer the metric reads: the first token of the answer "
+        "as written, or of the answer without its leading whitespace (the public loader's bare label); "
+        "absent: the profile's answer_token for the task",
+    )
 
 
 class CurvePoint(Closed):

@@ -5,15 +5,17 @@ per base prompt, with one column per counterfactual type, named ``<type>_counter
 each holding the counterfactual prompt in the same layout as the base. The columns read
 per task are the ones the public loaders read:
 
-=============  ============================================================================
-task           base columns
-=============  ============================================================================
-``ioi``        ``prompt``, ``template``, ``metadata`` (``subject``, ``indirect_object``, …)
-``mcqa``       ``prompt``, ``choices`` (``label``, ``text``), ``answerKey`` (an index)
-``arc_easy``   as ``mcqa``
-``arithmetic`` ``prompt``, ``label`` (the sum), ``operator``
-``ravel``      ``prompt``, ``entity``, ``attribute``; the answer from the attribute table
-=============  ============================================================================
+==========================  ===============================================================
+task                        base columns
+==========================  ===============================================================
+``ioi``                     ``prompt``, ``template``, ``metadata`` (``subject``, …)
+``mcqa``                    ``prompt``, ``choices`` (``label``, ``text``), ``answerKey`` (an index)
+``arc_easy``                as ``mcqa``
+``arc_challenge``           as ``mcqa``
+``arithmetic``              ``prompt``, ``label`` (the sum), ``operator`` (``+``)
+``arithmetic_subtraction``  as ``arithmetic``, ``operator`` ``-`` (answers only, no variables)
+``ravel``                   ``prompt``, ``entity``, ``attribute``; answers from the attribute table
+==========================  ===============================================================
 
 Each row becomes a row of ``spec/v1/datasets.md`` (DS-2, DS-3, DS-14): answers with their
 leading space, the causal variables of the task (DS-7) computed from the columns, and the
@@ -73,8 +75,12 @@ _HUB_TASKS = {
     "mib-bench/copycolors_mcqa_private_test": "mcqa",
     "mib-bench/arc_easy": "arc_easy",
     "mib-bench/arc_easy_private_test": "arc_easy",
+    "mib-bench/arc_challenge": "arc_challenge",
+    "mib-bench/arc_challenge_private_test": "arc_challenge",
     "mib-bench/arithmetic_addition": "arithmetic",
     "mib-bench/arithmetic_addition_private_test": "arithmetic",
+    "mib-bench/arithmetic_subtraction": "arithmetic_subtraction",
+    "mib-bench/arithmetic_subtraction_private_test": "arithmetic_subtraction",
     "mib-bench/ravel": "ravel",
     "mib-bench/ravel_private_test": "ravel",
 }
@@ -82,7 +88,9 @@ _VARIABLES = {
     "ioi": ("output_token", "output_position"),
     "mcqa": ("answer_pointer", "answer"),
     "arc_easy": ("answer_pointer", "answer"),
+    "arc_challenge": ("answer_pointer", "answer"),
     "arithmetic": ("ones_carry",),
+    "arithmetic_subtraction": (),
     "ravel": ("Country", "Continent", "Language"),
 }
 #: Task names accepted by :func:`import_mib_dataset`.
@@ -564,12 +572,12 @@ def _task_from(row: Mapping[str, Any], hub_id: str | None) -> str:
     if "entity" in row and "attribute" in row:
         return "ravel"
     if "label" in row and "operator" in row:
-        return "arithmetic"
+        return "arithmetic_subtraction" if row["operator"] == "-" else "arithmetic"
     if "choices" in row and "answerKey" in row:
         if any(k.startswith(("noun", "color")) for k in row if k.endswith(_SUFFIX)):
             return "mcqa"
         raise _MalformedError(
-            "I117", "/0", detail="the columns fit both mcqa and arc_easy; pass --task or --hub-id"
+            "I117", "/0", detail="the columns fit mcqa, arc_easy and arc_challenge; pass --task or --hub-id"
         )
     raise _MalformedError(
         "I117",
@@ -783,6 +791,27 @@ def _arithmetic(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
     return {"base": base, "counterfactuals": counterfactuals, "interventions": interventions}
 
 
+def _difference_prompt(prompt: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A subtraction prompt object: its answer is the released ``label`` after a space (no
+    causal variables: the track localises none for subtraction)."""
+    label = prompt.get("label")
+    if isinstance(label, str):
+        label = parse_int(label.strip())
+    if isinstance(label, bool) or not isinstance(label, int) or abs(label) >= 10**18:
+        raise _RowError(
+            f"{where}label", "a subtraction row needs an integer 'label' (at most 18 ASCII digits)"
+        )
+    return _prompt(_text(prompt, "prompt"), f" {label}", {}, prompt.get("template"))
+
+
+def _subtraction(row: Mapping[str, Any], cf_types: list[str]) -> dict[str, Any]:
+    if row.get("operator", "-") != "-":
+        raise _RowError("operator", "a subtraction dataset holds rows of operator '-' only")
+    base = _difference_prompt(row, "")
+    counterfactuals = {t: _difference_prompt(row[t + _SUFFIX], f"{t}{_SUFFIX}/") for t in cf_types}
+    return {"base": base, "counterfactuals": counterfactuals, "interventions": {t: {} for t in cf_types}}
+
+
 _RAVEL_ATTRIBUTES = ("Country", "Continent", "Language")
 
 
@@ -842,6 +871,8 @@ _CONVERTERS = {
     "ioi": _ioi,
     "mcqa": _multiple_choice,
     "arc_easy": _multiple_choice,
+    "arc_challenge": _multiple_choice,
     "arithmetic": _arithmetic,
+    "arithmetic_subtraction": _subtraction,
     "ravel": _ravel,
 }

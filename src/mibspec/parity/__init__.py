@@ -24,6 +24,8 @@ from ._peer import (
     peer_python,
     run_peer,
 )
+from ._released import PUBLIC_ANSWER_TOKEN, public_task_name
+from ._tasks import PUBLIC_TASKS, TASK_MODEL, TaskSpec, task_model_dir, task_report, task_rows
 
 __all__ = [
     "ATTRIBUTION_TASKS",
@@ -31,10 +33,14 @@ __all__ = [
     "PEER_ENV_DIR_ENV",
     "PEER_PYTHON_ENV",
     "PEER_REQUIREMENTS",
+    "PUBLIC_ANSWER_TOKEN",
+    "PUBLIC_TASKS",
     "RANDOM_MODELS",
+    "TASK_MODEL",
     "CircuitInputs",
     "ParityRow",
     "PeerUnavailableError",
+    "TaskSpec",
     "build_peer_env",
     "circuit_parity",
     "circuit_report",
@@ -46,7 +52,11 @@ __all__ = [
     "peer_job",
     "peer_python",
     "public_model_difference",
+    "public_task_name",
     "random_model_dir",
     "report_method",
     "run_peer",
+    "task_model_dir",
+    "task_report",
+    "task_rows",
 ]

@@ -30,6 +30,15 @@ from mibspec.core.sidecars import load_tensor, tensor_infos
 from mibspec.core.strict_json import read_json_lines
 
 from ._neurons import neuron_job, neuron_rows, neuron_side
+from ._released import (
+    PUBLIC_ANSWER_TOKEN,
+    hub_column,
+    loader_rows,
+    public_task_name,
+    released_job,
+    released_rows,
+    task_ref_name,
+)
 
 if TYPE_CHECKING:
     from mibspec.metrics.circuit import Ranking
@@ -67,6 +76,9 @@ class CircuitInputs:
     membership: np.ndarray  # (K, n_edges) bool
     points: list[tuple[str, float]]  # (ranking, k) of each membership row
     batch_size: int
+    task: str = "ioi"  # the public loader's task name
+    hub_rows: list[dict[str, Any]] | None = None  # the released file the dataset was imported from
+    hub_counterfactual: str | None = None  # its column the public loader reads
 
 
 @dataclass
@@ -131,6 +143,8 @@ _GROUPS = (
     ("CMD", "CMD"),
     ("EAP-IG", "EAP-IG (inputs) edge scores"),
     ("EAP ", "EAP edge scores"),
+    ("answer ids", "answer tokens (public loader)"),
+    ("rows the", "rows read (public loader)"),
     ("m(N)", "m(N)"),
     ("m(∅)", "m(∅)"),
 )
@@ -165,9 +179,14 @@ def _find_model(report: dict[str, Any], folder: Path, roots: Sequence[Path]) -> 
     )
 
 
-def load_circuit_inputs(report_path: Path, model_roots: Sequence[Path] = ()) -> CircuitInputs:
+def load_circuit_inputs(
+    report_path: Path, model_roots: Sequence[Path] = (), loader_task: str | None = None
+) -> CircuitInputs:
     """Read a circuit report, its circuit document and tensors, its dataset rows and find
-    its model folder.
+    its model folder. ``loader_task`` is the public loader's name of the report's task (default:
+    from ``task.name``, :func:`~._released.public_task_name`); for every task but IOI the
+    dataset must have been imported from a released file that lies beside its document
+    (``source.file``, same SHA-256), which the public loader then reads.
 
     Raises:
         ValueError: the report cannot be compared (not a recomputable circuit report).
@@ -197,6 +216,14 @@ def load_circuit_inputs(report_path: Path, model_roots: Sequence[Path] = ()) -> 
     rows_path = _artifact(dataset, dataset_path.parent, dataset["artifacts"][0]["id"])
     with rows_path.open("rb") as handle:
         rows = [row for _, row in read_json_lines(handle)]
+    public_task = loader_task or public_task_name(task_ref_name(report))
+    hub_rows = released_rows(dataset, dataset_path.parent)
+    if hub_rows is None and public_task != "ioi":
+        raise ValueError(
+            f"the public {public_task} loader reads released rows: the report's dataset document names no "
+            "released file (source.file) beside it with its recorded SHA-256 (import the rows with "
+            "`mibspec import mib-dataset` and keep the released file beside the document)"
+        )
     return CircuitInputs(
         report=report,
         model_dir=_find_model(report, folder, model_roots),
@@ -207,6 +234,9 @@ def load_circuit_inputs(report_path: Path, model_roots: Sequence[Path] = ()) -> 
         membership=membership[order],
         points=points,
         batch_size=int(settings.get("batch_size") or 20),
+        task=public_task,
+        hub_rows=hub_rows,
+        hub_counterfactual=hub_column(public_task, task["counterfactual_type"]),
     )
 
 
@@ -222,12 +252,14 @@ def _grid(report: dict[str, Any]) -> list[float]:
     return [float(k) for k in report["settings"]["grid"]]
 
 
-def _tokens(inputs: CircuitInputs, start: int | None) -> tuple[np.ndarray, ...]:
+def _tokens(inputs: CircuitInputs, start: int | None, answers: str = "as_written") -> tuple[np.ndarray, ...]:
     from mibspec.reference_impl.recompute import ModelSource, encode_function
     from mibspec.reference_impl.recompute.circuit import tokenize_pairs
 
     encode = encode_function(ModelSource(str(inputs.model_dir), None, local=True))
-    return tokenize_pairs(inputs.rows, inputs.counterfactual_type, encode, "dataset", start)
+    return tokenize_pairs(
+        inputs.rows, inputs.counterfactual_type, encode, "dataset", start, answer_token=answers
+    )
 
 
 def _start_token(inputs: CircuitInputs) -> int | None:
@@ -280,6 +312,7 @@ def peer_job(
         "logit_tokens": logit_tokens,
         "tasks": list(tasks),
         **({"neuron_scores": neuron_job(universe.n_forward, model.d_model)} if "neurons" in tasks else {}),
+        **released_job(inputs),
     }
 
 
@@ -291,15 +324,20 @@ def mibspec_side(
     import torch
 
     from mibspec.reference_impl.engine import attribute_edges, graph_universe, load_model, run_model
-    from mibspec.reference_impl.recompute.circuit import start_token_choice
+    from mibspec.reference_impl.recompute.circuit import answer_token_choice, start_token_choice
 
     profile = load_profile(profile_name)
     choice = start_token_choice(inputs.report["settings"], profile)
     start = _start_token(inputs) if choice == "prepend" else None
     model = load_model(inputs.model_dir)
     universe = graph_universe(model)
-    examples = _tokens(inputs, start)
-    out: dict[str, Any] = {"start_token": choice}
+    answers = answer_token_choice(inputs.report, profile)
+    examples = _tokens(inputs, start, answers)
+    out: dict[str, Any] = {
+        "start_token": choice,
+        "answer_token": answers,
+        "answers": np.stack([examples[3], examples[4]], axis=1).tolist(),
+    }
     if "logits" in tasks:
         logit_ids = torch.tensor(logit_tokens, dtype=torch.long)
         out["logits"] = run_model(model, logit_ids).logits.to(torch.float32).numpy()
@@ -416,6 +454,9 @@ def compare_circuit(
     profile = load_profile(profile_name)
     tol = profile["recompute"]["float32"]
     rows = _Rows(float(tol["abs"]), float(tol["rel"]), ours["start_token"] == "prepend", model_difference)
+    rows.answers_match = ours.get("answer_token", "as_written") == PUBLIC_ANSWER_TOKEN.get(inputs.task)
+    if "loader" in peer:
+        loader_rows(rows, inputs, peer["loader"], ours)
     if "logits" in peer and "logits" in ours:
         pub = np.asarray(peer["logits"], dtype=np.float64)
         mine = np.asarray(ours["logits"], dtype=np.float64)
@@ -435,9 +476,10 @@ def compare_circuit(
         p, m = peer["circuits_patching"], ours["circuits_patching"]
         rows.add("m(N)", p["m_full"], m["m_full"], rows.promise)
         rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.promise)
+        rows.means = (p["m_full"], p["m_empty"])
         for i, (ranking, k) in enumerate(inputs.points):
             f = _f(p["m"][i], p["m_full"], p["m_empty"])
-            rows.add(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
+            rows.add_f(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
     if "curves" in peer and "circuits_patching" in ours:
         _curve_rows(rows, inputs, peer["curves"], ours["circuits_patching"], profile)
     if "circuits_mean" in peer and "circuits_mean" in ours:
@@ -450,10 +492,12 @@ def compare_circuit(
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
         rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.promise)
+        patching_means, rows.means = rows.means, (p["m_full"], p["m_empty"])
         for ranking in ("signed", "absolute"):
             for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
                 f = _f(pm, p["m_full"], p["m_empty"])
-                rows.add(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+                rows.add_f(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+        rows.means = patching_means
     if "neurons" in peer and "neurons" in ours:
         neuron_rows(rows, _grid(inputs.report), peer["neurons"], ours["neurons"], profile)
     _attribution_rows(rows, peer, ours, profile)
@@ -472,19 +516,43 @@ class _Rows:
     prepend: bool
     model_difference: str | None = None
     rows: list[ParityRow] = field(default_factory=list)
+    answers_match: bool = True  # mibspec reads the answer tokens the public loader reads
 
     @property
     def promise(self) -> bool:
-        """Values that depend on the model and the start token: promised when mibspec
-        prepends as the public code does and the public code computes the same model."""
-        return self.prepend and self.model_difference is None
+        """Values that depend on the model, the start token and the answer tokens: promised
+        when mibspec prepends and reads the answers as the public code does, and the public
+        code computes the same model."""
+        return self.prepend and self.answers_match and self.model_difference is None
 
-    def add(self, name: str, public: float, mine: float, promised: bool, note: str = "") -> None:
+    means: tuple[float, float] | None = None  # the public m(N) and m(∅) that f divides by
+
+    def add(
+        self, name: str, public: float, mine: float, promised: bool, note: str = "", abs_tol: float = 0.0
+    ) -> None:
         if self.model_difference is not None and not note:
             note = self.model_difference
-        self.rows.append(
-            ParityRow(name, float(public), float(mine), promised, self.abs_, self.rel, note=note)
-        )
+        tol = max(self.abs_, abs_tol)
+        self.rows.append(ParityRow(name, float(public), float(mine), promised, tol, self.rel, note=note))
+
+    def f_tolerance(self, f: float) -> float:
+        """The tolerance of a faithfulness f = (m − m(∅)) / (m(N) − m(∅)) whose three means
+        agree within the float32 tolerance: first-order propagation,
+        tol(m)·(1 + |f| + |1 − f|) / |m(N) − m(∅)| — a small denominator amplifies the
+        means' rounding, not a convention."""
+        if self.means is None:
+            return 0.0
+        full, empty = self.means
+        denominator = abs(full - empty)
+        if denominator == 0:
+            return math.inf
+        m = empty + f * (full - empty)
+        tol_m = self.abs_ + self.rel * max(abs(m), abs(full), abs(empty))
+        return tol_m * (1 + abs(f) + abs(1 - f)) / denominator
+
+    def add_f(self, name: str, public: float, mine: float, promised: bool) -> None:
+        """A faithfulness row, under :meth:`f_tolerance`."""
+        self.add(name, public, mine, promised, abs_tol=self.f_tolerance(float(public)))
 
 
 def _curve_rows(
@@ -502,11 +570,14 @@ def _curve_rows(
             values[-1] = 1.0
     for ranking in ("signed", "absolute"):
         for k, pf, mf in zip(grid, curves[ranking]["faithfulness"], by_ranking[ranking], strict=True):
-            rows.add(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
-    rows.add("CPR (signed)", curves["signed"]["area_under"], cpr(grid, by_ranking["signed"]), rows.promise)
-    rows.add(
-        "CMD (absolute)", curves["absolute"]["area_from_1"], cmd(grid, by_ranking["absolute"]), rows.promise
-    )
+            rows.add_f(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
+    # an area's trapezoid weights sum to at most 1: its tolerance is its points' largest
+    for name, key, ranking, area in (
+        ("CPR (signed)", "area_under", "signed", cpr(grid, by_ranking["signed"])),
+        ("CMD (absolute)", "area_from_1", "absolute", cmd(grid, by_ranking["absolute"])),
+    ):
+        widest = max(rows.f_tolerance(f) for f in curves[ranking]["faithfulness"])
+        rows.add(name, curves[ranking][key], area, rows.promise, abs_tol=widest)
     sizes = dict(zip(inputs.points, patching["sizes"], strict=True))
     for ranking in ("signed", "absolute"):
         for k, recorded in zip(grid, curves[ranking]["recorded_sizes"], strict=True):

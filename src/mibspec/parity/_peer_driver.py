@@ -16,6 +16,10 @@ counterfactual id]``), ``edge_names`` (canonical order), ``scores`` (one per edg
 per grid point), ``logit_tokens`` (token id rows, equal length), ``tasks`` (names below),
 ``neuron_scores`` (task ``neurons``: one row of ``d_model`` scores per source node in forward
 order, ``null`` where unscored).
+Optional ``task`` (the public loader's task name, ``ioi`` by default) and ``hub_rows`` (rows
+in the layout of MIB's released files): the rows are then read by the public loader
+(``HFEAPDataset``: its filter, its prompts and answer tokens) in place of ``rows``, and the
+metric is the one ``run_evaluation.py`` takes for that task.
 """
 
 from __future__ import annotations
@@ -260,12 +264,34 @@ def _dataloader(job: dict[str, Any]) -> Any:
     return DataLoader(items, batch_size=job["batch_size"], collate_fn=collate_EAP)  # type: ignore[arg-type]
 
 
-def _metric(model: Any, **kwargs: Any) -> Any:
+def _metric(model: Any, task: str = "ioi", **kwargs: Any) -> Any:
     from functools import partial
 
     from MIB_circuit_track.metrics import get_metric
 
-    return partial(get_metric("logit_diff", "ioi", model.tokenizer, model), **kwargs)
+    return partial(get_metric("logit_diff", task, model.tokenizer, model), **kwargs)
+
+
+def _public_rows(model: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Read ``hub_rows`` through the public loader, as ``run_evaluation.py`` does with a hub
+    dataset (only ``load_dataset`` answers with these rows instead of the hub's), and put the
+    (clean, corrupted, correct id, counterfactual id) it yields into ``job["rows"]``."""
+    import datasets
+    import MIB_circuit_track.dataset as public
+
+    rows = job["hub_rows"]
+
+    def load_dataset(*args: Any, **kwargs: Any) -> Any:
+        return datasets.Dataset.from_list(rows)
+
+    public.load_dataset = load_dataset  # type: ignore[attr-defined]
+    column = job.get("hub_counterfactual")
+    dataset = public.HFEAPDataset(
+        "local", model.tokenizer, split="test", task=job["task"], counterfactual_type=column
+    )
+    items = [dataset[i] for i in range(len(dataset))]
+    job["rows"] = [[clean, corrupted, int(a), int(b)] for clean, corrupted, (a, b) in items]
+    return {"n_rows": len(items), "answers": [[int(a), int(b)] for _, _, (a, b) in items]}
 
 
 def _mean(values: Any) -> float:
@@ -291,7 +317,7 @@ def _bench(model: Any, job: dict[str, Any]) -> dict[str, Any]:
 
     eap.evaluate.tokenize_plus = ids_tokenize  # type: ignore[attr-defined]
     graph = _graph(model, job)
-    metric = _metric(model, mean=False, loss=False)
+    metric = _metric(model, job.get("task", "ioi"), mean=False, loss=False)
     wall, cpu = time.perf_counter(), time.process_time()
     _, area, _, _, faith = evaluate_area_under_curve(
         model, graph, _dataloader(job), metric, quiet=True, level="edge", absolute=False
@@ -317,7 +343,9 @@ def run(folder: Path) -> dict[str, Any]:
         out["bench"] = _bench(model, job)
         return out
     out["start_token"] = int(model.tokenizer.bos_token_id)
-    metric = _metric(model, mean=False, loss=False)
+    if job.get("hub_rows") is not None:
+        out["loader"] = _public_rows(model, job)
+    metric = _metric(model, job.get("task", "ioi"), mean=False, loss=False)
     if "logits" in tasks:
         out["tokenized"] = _logits(model, job, folder)
     dataloader = _dataloader(job)
@@ -471,7 +499,7 @@ def _attribution(model: Any, job: dict[str, Any], dataloader: Any, method: str) 
         model,
         graph,
         dataloader,
-        _metric(model, mean=True, loss=True),  # as MIB's run_attribution.py calls it
+        _metric(model, job.get("task", "ioi"), mean=True, loss=True),  # as MIB's run_attribution.py
         method,
         "patching",
         ig_steps=job["ig_steps"],

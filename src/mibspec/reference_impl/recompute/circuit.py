@@ -48,7 +48,14 @@ from ._inputs import (
 from ._rebuilt import RebuiltCircuits
 from .declarations import counterfactual_type_choice, recompute_gaps
 
-__all__ = ["centre_neurons", "circuit_faithfulness", "recompute", "start_token_choice", "tokenize_pairs"]
+__all__ = [
+    "answer_token_choice",
+    "centre_neurons",
+    "circuit_faithfulness",
+    "recompute",
+    "start_token_choice",
+    "tokenize_pairs",
+]
 
 
 def centre_neurons(profile: Any, model: Any) -> bool:
@@ -113,10 +120,13 @@ def tokenize_pairs(
     start_token: int | None = None,
     *,
     model: Any = None,
+    answer_token: str = "as_written",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Dataset rows as right-padded ``(clean, corrupted, mask, correct, counterfactual)`` token
     arrays for the ``cf_type`` counterfactuals, under the model's ``encode``; ``start_token``,
-    when given, is prepended to both prompts (never to the answers). With ``model``, every
+    when given, is prepended to both prompts (never to the answers). The answers' first
+    tokens are read from the answers as written, or with ``answer_token`` set to
+    ``without_leading_space`` from the answers without their leading whitespace (PR-3). With ``model``, every
     prompt and answer is checked against it (:func:`~._inputs.check_tokens`: ids inside its
     vocabulary, prompts inside its context).
 
@@ -139,7 +149,10 @@ def tokenize_pairs(
             )
         if not a:
             raise UnusableInputError(pointer, f"dataset row {i}: the base prompt encodes to no token")
-        answer, cf_answer = encode(base["answer"]), encode(cf["answer"])
+        answer, cf_answer = (
+            encode(text.lstrip() if answer_token == "without_leading_space" else text)
+            for text in (base["answer"], cf["answer"])
+        )
         if not answer or not cf_answer:
             raise UnusableInputError(pointer, f"dataset row {i}: an answer encodes to no token")
         if model is not None:
@@ -159,6 +172,13 @@ def tokenize_pairs(
     for i, (a, b) in enumerate(zip(clean, corrupted, strict=True)):
         ids[i, : len(a)], cids[i, : len(b)], mask[i, : len(a)] = a, b, 1
     return ids, cids, mask, np.asarray(correct), np.asarray(counter)
+
+
+def answer_token_choice(report: dict[str, Any], profile: Any) -> str:
+    """``as_written`` or ``without_leading_space``: the report's ``settings.answer_token``, else its
+    profile's for the report's task (PR-3)."""
+    found = {"track": "circuit", "settings": report.get("settings") or {}, "task": report.get("task") or {}}
+    return str(convention(profile, found, "answer_token").value)
 
 
 def start_token_choice(settings: dict[str, Any], profile: Any) -> str:
@@ -335,7 +355,10 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
                 "bos_token_id nor eos_token_id",
             )
     counterfactual = required_counterfactual_type(task, profile)
-    return tokenize_pairs(rows, counterfactual, encode, "/task/dataset", start, model=model)
+    answers = answer_token_choice(report, profile)
+    return tokenize_pairs(
+        rows, counterfactual, encode, "/task/dataset", start, model=model, answer_token=answers
+    )
 
 
 def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None, int]:

@@ -41,7 +41,7 @@ from mibspec.documents.report import (
 from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 
 from ..recompute import ModelSource, config_start_token, encode_function
-from ..recompute.circuit import circuit_faithfulness, tokenize_pairs
+from ..recompute.circuit import answer_token_choice, circuit_faithfulness, tokenize_pairs
 from .folder import OutputFolder, artifact_entry, created_timestamp
 
 __all__ = [
@@ -370,7 +370,10 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
     )
     profile = load_profile(options.profile)
     start = _start_token(Path(options.model_dir)) if profile["start_token"] == "prepend" else None
-    tokens = tokenize_pairs(inputs.rows, options.counterfactual_type, inputs.encode, "dataset", start)
+    answers = _answer_token(options.profile, inputs.dataset.task)
+    tokens = tokenize_pairs(
+        inputs.rows, options.counterfactual_type, inputs.encode, "dataset", start, answer_token=answers
+    )
     n = tokens[0].shape[0]
     universe = graph_universe(inputs.model)
     batch, halve = plan_batch(
@@ -554,6 +557,9 @@ def _circuit_report(
 ) -> CircuitReport:
     dataset, info = result.inputs.dataset, METHODS[options.method]
     start_token: dict[str, Any] = {"start_token": "prepend"} if _prepends(options.profile) else {}
+    answers = _answer_token(options.profile, dataset.task)
+    if answers != "as_written":
+        start_token["answer_token"] = answers
     return CircuitReport(
         profile=options.profile,
         title=f"{info['name']} circuits for {dataset.task} on {Path(options.model_dir).name}",
@@ -590,6 +596,11 @@ def _circuit_report(
         artifacts=[Artifact.model_validate(entry) for entry in artifacts],
         provenance=Provenance.model_validate(provenance),
     )
+
+
+def _answer_token(profile: str, task: str) -> str:
+    """The profile's answer-token convention for ``task`` (PR-3), which the report then declares."""
+    return answer_token_choice({"task": {"name": task}, "settings": {}}, load_profile(profile))
 
 
 def _prepends(profile: str) -> bool:

@@ -73,7 +73,9 @@ def training_pairs(
         sources.append(evaluator._source_vectors(site, cf_type, pairs))
         for p in pairs:
             if len(p.base_pos) != 1:
-                raise ValueError("location: featurizers are trained on one position per prompt, not rule 'all'")
+                raise ValueError(
+                    "location: featurizers are trained on one position per prompt, not rule 'all'"
+                )
             rows.append(p.row)
             positions.append(p.base_pos[0])
             if metric == "mse":

@@ -369,8 +369,8 @@ class Evaluator:
             if len(positions[0]) != len(positions[1]):
                 raise UnusableInputError(
                     position_pointer,
-                    f"dataset row {row} ({data.get('id')}): rule 'all' writes the counterfactual's token i at "
-                    f"the base's token i, but the base has {len(positions[0])} tokens and the {cf_type} "
+                    f"dataset row {row} ({data.get('id')}): rule 'all' writes the counterfactual's token i "
+                    f"at the base's token i, but the base has {len(positions[0])} tokens and the {cf_type} "
                     f"prompt {len(positions[1])}",
                 )
             out.append(_Pair(row, positions[0], positions[1], expected, target))

@@ -150,107 +150,111 @@ def _orthonormal_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     return np.ascontiguousarray(q.T).astype(np.float32)
 
 
-def declared_featurizers(
-    d_model: int, d_head: int, seed: int = 0
-) -> list[tuple[str, dict[str, Any], dict[str, Any], dict[str, np.ndarray]]]:
+Declared = tuple[str, dict[str, Any], dict[str, Any], dict[str, np.ndarray]]
+
+
+def declared_featurizers(d_model: int, d_head: int, seed: int = 0) -> list[Declared]:
     """``(name, location, featurizer document, weights)`` of each featurizer type, seeded:
     the classes a MIB submission may hold as mibspec declares them (DAS, DBM+SVD, DBM+PCA:
     ``subspace``; DBM and the full vector: ``identity`` with or without indices; SAE:
     ``sae``) and the other declared types (``rotation``, centred ``pca``)."""
     rng = np.random.default_rng(seed)
-    d, n_sae = d_model, 2 * d_model
-    slot = {"rule": "slot", "slot": "name_c"}
-
-    def at(layer: int, component: str, position: dict[str, Any], head: int | None = None) -> dict[str, Any]:
-        return {"layer": layer, "component": component, "position": position} | (
-            {"heads": [head]} if head is not None else {}
-        )
-
-    def sae(activation: str, extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        w_enc = rng.normal(scale=d**-0.5, size=(d, n_sae)).astype(np.float32)
-        weights = {
-            "W_enc": w_enc,
-            "b_enc": rng.normal(scale=0.1, size=n_sae).astype(np.float32),
-            "W_dec": np.ascontiguousarray(w_enc.T),
-            "b_dec": rng.normal(scale=0.1, size=d).astype(np.float32),
-        } | extra
-        doc = {"type": "sae", "n_features": n_sae, "sae_activation": activation, "feature_indices": [0, 3, 5]}
-        return doc, weights
-
-    pca_weights = {
-        "components": _orthonormal_rows(rng, 8, d),
-        "mean": rng.normal(size=d).astype(np.float32),
-        "scale": rng.uniform(0.5, 2.0, size=d).astype(np.float32),
-    }
-    out = [
-        (
-            "identity (full vector)",
-            at(1, "residual_post", {"rule": "last"}),
-            {"type": "identity", "n_features": d},
-            {},
-        ),
-        (
-            "identity, indices (DBM)",
-            at(2, "residual_post", slot),
-            {"type": "identity", "n_features": d, "feature_indices": list(range(0, d, 3))},
-            {},
-        ),
-        (
-            "subspace (DAS, DBM+SVD, DBM+PCA)",
-            at(2, "residual_pre", {"rule": "index", "index": 1}),
-            {"type": "subspace", "n_features": 12, "feature_indices": [0, 1, 4, 5, 7, 8, 9, 11]},
-            {"rotation": _orthonormal_rows(rng, 12, d)},
-        ),
-        (
-            "rotation",
-            at(1, "mlp_output", {"rule": "last"}),
-            {"type": "rotation", "n_features": d, "feature_indices": list(range(d // 2))},
-            {"rotation": _orthonormal_rows(rng, d, d)},
-        ),
-        (
-            "pca, centred",
-            at(1, "residual_post", slot),
-            {"type": "pca", "n_features": 8, "pca_centring": "centred"},
-            pca_weights,
-        ),
-        (
-            "pca, uncentred",
-            at(1, "residual_post", {"rule": "last"}),
-            {"type": "pca", "n_features": 8, "pca_centring": "uncentred", "feature_indices": [1, 2]},
-            {"components": pca_weights["components"]},
-        ),
-        ("sae, relu", at(2, "residual_post", {"rule": "last"}), *sae("relu", {})),
-        (
-            "sae, jumprelu",
-            at(2, "residual_post", {"rule": "last"}),
-            *sae("jumprelu", {"threshold": np.full(n_sae, 0.05, np.float32)}),
-        ),
-        ("sae, topk", at(2, "residual_post", {"rule": "last"}), *sae("topk", {})),
+    out = _residual_featurizers(rng, d_model)
+    out += [
         (
             "head subspace, last",
-            at(1, "attention_heads", {"rule": "last"}, 2),
+            _at(1, "attention_heads", {"rule": "last"}, 2),
             {"type": "subspace", "n_features": 4},
             {"rotation": _orthonormal_rows(rng, 4, d_head)},
         ),
         (
             "head identity, all tokens",
-            at(2, "attention_heads", {"rule": "all"}, 1),
+            _at(2, "attention_heads", {"rule": "all"}, 1),
             {"type": "identity", "n_features": d_head},
             {},
         ),
         (
             "head subspace, all tokens (IOI)",
-            at(1, "attention_heads", {"rule": "all"}, 3),
+            _at(1, "attention_heads", {"rule": "all"}, 3),
             {"type": "subspace", "n_features": 4, "feature_indices": [0, 2]},
             {"rotation": _orthonormal_rows(rng, 4, d_head)},
         ),
     ]
-    for _, _, doc, _ in out:
-        if doc["type"] == "sae" and doc["sae_activation"] == "topk":
-            doc["sae_k"] = 16
     return [
-        (f"{name} @ {_where(loc)}", loc, doc | {"input_dim": _dim(loc, d, d_head)}, w)
+        (f"{name} @ {_where(loc)}", loc, doc | {"input_dim": _dim(loc, d_model, d_head)}, w)
         for name, loc, doc, w in out
+    ]
+
+
+def _at(layer: int, component: str, position: dict[str, Any], head: int | None = None) -> dict[str, Any]:
+    return {"layer": layer, "component": component, "position": position} | (
+        {"heads": [head]} if head is not None else {}
+    )
+
+
+def _sae(
+    rng: np.random.Generator, d: int, activation: str, extra: dict[str, np.ndarray]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """An SAE of 2·d latents (decoder = encoderᵀ), three latents interchanged."""
+    n = 2 * d
+    w_enc = rng.normal(scale=d**-0.5, size=(d, n)).astype(np.float32)
+    weights = {
+        "W_enc": w_enc,
+        "b_enc": rng.normal(scale=0.1, size=n).astype(np.float32),
+        "W_dec": np.ascontiguousarray(w_enc.T),
+        "b_dec": rng.normal(scale=0.1, size=d).astype(np.float32),
+    } | extra
+    doc = {"type": "sae", "n_features": n, "sae_activation": activation, "feature_indices": [0, 3, 5]}
+    return doc | ({"sae_k": 16} if activation == "topk" else {}), weights
+
+
+def _residual_featurizers(rng: np.random.Generator, d: int) -> list[Declared]:
+    """The residual-stream and MLP cases of :func:`declared_featurizers`."""
+    slot, last = {"rule": "slot", "slot": "name_c"}, {"rule": "last"}
+    pca = {
+        "components": _orthonormal_rows(rng, 8, d),
+        "mean": rng.normal(size=d).astype(np.float32),
+        "scale": rng.uniform(0.5, 2.0, size=d).astype(np.float32),
+    }
+    return [
+        ("identity (full vector)", _at(1, "residual_post", last), {"type": "identity", "n_features": d}, {}),
+        (
+            "identity, indices (DBM)",
+            _at(2, "residual_post", slot),
+            {"type": "identity", "n_features": d, "feature_indices": list(range(0, d, 3))},
+            {},
+        ),
+        (
+            "subspace (DAS, DBM+SVD, DBM+PCA)",
+            _at(2, "residual_pre", {"rule": "index", "index": 1}),
+            {"type": "subspace", "n_features": 12, "feature_indices": [0, 1, 4, 5, 7, 8, 9, 11]},
+            {"rotation": _orthonormal_rows(rng, 12, d)},
+        ),
+        (
+            "rotation",
+            _at(1, "mlp_output", last),
+            {"type": "rotation", "n_features": d, "feature_indices": list(range(d // 2))},
+            {"rotation": _orthonormal_rows(rng, d, d)},
+        ),
+        (
+            "pca, centred",
+            _at(1, "residual_post", slot),
+            {"type": "pca", "n_features": 8, "pca_centring": "centred"},
+            pca,
+        ),
+        (
+            "pca, uncentred",
+            _at(1, "residual_post", last),
+            {"type": "pca", "n_features": 8, "pca_centring": "uncentred", "feature_indices": [1, 2]},
+            {"components": pca["components"]},
+        ),
+        ("sae, relu", _at(2, "residual_post", last), *_sae(rng, d, "relu", {})),
+        (
+            "sae, jumprelu",
+            _at(2, "residual_post", last),
+            *_sae(rng, d, "jumprelu", {"threshold": np.full(2 * d, 0.05, np.float32)}),
+        ),
+        ("sae, topk", _at(2, "residual_post", last), *_sae(rng, d, "topk", {})),
     ]
 
 

@@ -73,6 +73,8 @@ ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
 ALL_TASKS = ("ioi", *PUBLIC_TASKS)
 #: Rows per non-IOI task (the IOI reports keep their 160).
 TASK_ROWS = 40
+IOI_REPORT = ROOT / "examples" / "causal-variable-ioi" / "report.json"
+CAUSAL_ENTRIES = {"causal": "causal variable", "causal_featurizers": "causal variable, every featurizer type"}
 
 
 def scored_report(model_dir: Path, folder: Path, method: str = "eap-ig") -> Path:
@@ -145,10 +147,9 @@ def _figures(results: dict, failed: int) -> list[dict]:
         }
         for model, entry in results["models"].items()
     ]
-    if "causal" in results:
-        figures.append(
-            {"name": "causal variable (pyvene), wall", "value": results["causal"]["seconds"], "unit": "s"}
-        )
+    for key, label in CAUSAL_ENTRIES.items():
+        if key in results:
+            figures.append({"name": f"{label} (pyvene), wall", "value": results[key]["seconds"], "unit": "s"})
     figures.append({"name": "promised values that differ", "value": failed, "goal": "0", "met": failed == 0})
     return figures
 
@@ -199,15 +200,16 @@ def _tables(results: dict) -> list[dict]:
                 "rows": rows,
             }
         )
-    if "causal" in results:
+    for key, label in CAUSAL_ENTRIES.items():
+        if key not in results:
+            continue
         rows = []
-        for group, per in summarise({"both": results["causal"]["rows"]}):
+        for group, per in summarise({"both": results[key]["rows"]}):
             a, r, p = per["both"]
             rows.append([group, _fmt(a), _fmt(r), "yes" if p else "no"])
         tables.append(
             {
-                "title": f"**causal variable** (report `{results['causal']['report']}`, pyvene; "
-                "both profiles alike)",
+                "title": f"**{label}** (report `{results[key]['report']}`, pyvene; both profiles alike)",
                 "columns": ["quantity", "max abs", "max rel", "promised"],
                 "rows": rows,
             }
@@ -255,6 +257,35 @@ def _compare_task(task: str, folder: Path, peers: Path, python: Path) -> tuple[d
     report = task_report(task, model_dir, folder, n_rows=TASK_ROWS)
     inputs = load_circuit_inputs(report, [folder / "models"])
     return _compare_model(inputs, report, peers, python, "public")
+
+
+def _compare_causal(args: argparse.Namespace, results: dict) -> int:
+    """pyvene against mibspec on the report's units and on a featurizer of every declared
+    type (``results["causal"]``, ``results["causal_featurizers"]``); the promised values
+    that differ."""
+    from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, compare_featurizers, pyvene_python
+
+    pyvene = pyvene_python()
+    if pyvene is None:
+        print(f"causal-variable parity skipped: {PYVENE_PYTHON_ENV} names no Python with pyvene", flush=True)
+        return 0
+    failed = 0
+    runs = {
+        "causal": (compare_causal, args.causal_report),
+        "causal_featurizers": (compare_featurizers, IOI_REPORT),
+    }
+    for key, (compare, report) in runs.items():
+        t0 = time.perf_counter()
+        rows = compare(report, [MODELS], pyvene)
+        failed += sum(1 for row in rows if row.promised and not row.ok)
+        results[key] = {
+            "report": str(report.relative_to(ROOT)),
+            "rows": [row.as_dict() for row in rows],
+            "seconds": time.perf_counter() - t0,
+        }
+        bad = [row.quantity for row in rows if row.promised and not row.ok]
+        print(f"{CAUSAL_ENTRIES[key]} (pyvene): {len(rows)} values, differing: {bad or 'none'}", flush=True)
+    return failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,22 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 entry, bad = _compare_model(inputs, report, peers, python, order)
                 failed += bad
                 results["models"][name] = entry
-    from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, pyvene_python
-
-    pyvene = pyvene_python()
-    if pyvene is None:
-        print(f"causal-variable parity skipped: {PYVENE_PYTHON_ENV} names no Python with pyvene", flush=True)
-    else:
-        t0 = time.perf_counter()
-        rows = compare_causal(args.causal_report, [MODELS], pyvene)
-        failed += sum(1 for row in rows if row.promised and not row.ok)
-        results["causal"] = {
-            "report": str(args.causal_report.relative_to(ROOT)),
-            "rows": [row.as_dict() for row in rows],
-            "seconds": time.perf_counter() - t0,
-        }
-        bad = [row.quantity for row in rows if row.promised and not row.ok]
-        print(f"causal variable (pyvene): {len(rows)} values, differing: {bad or 'none'}", flush=True)
+    failed += _compare_causal(args, results)
     results["seconds"] = time.perf_counter() - started
     results.update(status="ok", figures=_figures(results, failed), tables=_tables(results))
     if args.json is not None:

@@ -60,17 +60,22 @@ def _slow_logits(
     component: str,
     e: int,
     base_ids: list[int],
-    base_pos: int,
+    base_pos: int | list[int],
     source_ids: list[int],
-    source_pos: int,
+    source_pos: int | list[int],
     featurizer: NumpyFeaturizer,
+    heads: tuple[int, ...] = HEADS,
 ) -> np.ndarray:
+    """The base's last logits with the source's vectors at ``source_pos`` interchanged into the
+    base's at ``base_pos`` (lists: position by position, one vector at a time)."""
     modules = _modules(hf, family, LAYER)
     columns = (
-        np.concatenate([np.arange(h * e, (h + 1) * e) for h in HEADS])
+        np.concatenate([np.arange(h * e, (h + 1) * e) for h in heads])
         if component == "attention_heads"
         else None
     )
+    base_at = [base_pos] if isinstance(base_pos, int) else list(base_pos)
+    source_at = [source_pos] if isinstance(source_pos, int) else list(source_pos)
 
     def read(t: Any, pos: int) -> np.ndarray:
         row = t[0, pos].double().numpy()
@@ -108,20 +113,21 @@ def _slow_logits(
 
         return module.register_forward_hook(post)
 
-    captured: dict[str, np.ndarray] = {}
+    captured: list[np.ndarray] = []
 
     def capture(t: Any) -> None:
-        captured["source"] = read(t, source_pos)
+        captured.extend(read(t, pos) for pos in source_at)
+
+    def interchange(t: Any) -> Any:
+        for pos, source in zip(base_at, captured, strict=True):
+            t = write(t, pos, featurizer.interchange(read(t, pos)[None], source[None])[0])
+        return t
 
     handle = install(capture)
     with torch.no_grad():
         hf(torch.tensor([source_ids]))
     handle.remove()
-    handle = install(
-        lambda t: write(
-            t, base_pos, featurizer.interchange(read(t, base_pos)[None], captured["source"][None])[0]
-        )
-    )
+    handle = install(interchange)
     with torch.no_grad():
         logits = hf(torch.tensor([base_ids])).logits[0, -1].double().numpy()
     handle.remove()
@@ -226,6 +232,68 @@ def test_batched_interchange_matches_per_example_hooks(
             clean = hf(torch.tensor([p["base"][0]])).logits[0, -1].double().numpy()
         effect = max(effect, float(np.abs(clean - expected).max()))
     assert effect > 1e-2  # the interventions changed the output measurably
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+@pytest.mark.parametrize("featurizer_type", ["subspace", "identity"])
+def test_every_position_of_one_head_matches_per_example_hooks(
+    loaded: dict[str, tuple[Any, Any, Any]], family: str, featurizer_type: str
+) -> None:
+    """MIB's IOI units (``AttentionHead(Layer:l,Head:h,Token:all)``): one head's output
+    interchanged at every token (rule ``all``, the counterfactual's token i into the base's
+    token i), in one padded batch, equals the per-example hooked loop writing position after
+    position."""
+    from mibspec.metrics.positions import resolve_positions
+    from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, intervened_logits
+
+    model, hf, tokenizer = loaded[family]
+    e, head = model.d_head, (2,)
+    if featurizer_type == "subspace":
+        q, _ = np.linalg.qr(np.random.default_rng(5).normal(size=(e, 3)))
+        doc: dict[str, Any] = {"type": "subspace", "n_features": 3, "feature_indices": [0, 2]}
+        weights: dict[str, Any] = {"rotation": np.ascontiguousarray(q.T)}
+    else:
+        doc, weights = {"type": "identity", "n_features": e}, {}
+    site = Site(LAYER, "attention_heads", head)
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    pairs = []
+    for row in _rows():
+        base, source = encode(row["base"]["prompt"]), encode(row["counterfactuals"][CF_TYPE]["prompt"])
+        if len(base) == len(source):
+            at = resolve_positions({"rule": "all"}, row["base"], base, [], encode)
+            pairs.append((base, source, list(at)))
+    assert len(pairs) >= 3
+    assert len({len(p[0]) for p in pairs}) > 1
+
+    def batch(which: int) -> tuple[Any, Any]:
+        ids = torch.zeros((len(pairs), max(len(p[which]) for p in pairs)), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, p in enumerate(pairs):
+            ids[i, : len(p[which])], mask[i, : len(p[which])] = torch.tensor(p[which]), 1
+        return ids, mask
+
+    with torch.no_grad():
+        _, recorded = forward_sites(model, *batch(1), record=[site])
+        sources = torch.cat([recorded[site][i, p[2]] for i, p in enumerate(pairs)])
+        rows = torch.tensor([i for i, p in enumerate(pairs) for _ in p[2]])
+        positions = torch.tensor([at for p in pairs for at in p[2]])
+        got = intervened_logits(
+            model, *batch(0), site, positions, sources, TorchFeaturizer(doc, weights), rows=rows
+        )
+    numpy_featurizer = NumpyFeaturizer(doc, weights)
+    effect = 0.0
+    for i, (base, source, at) in enumerate(pairs):
+        expected = _slow_logits(
+            hf, family, "attention_heads", e, base, at, source, at, numpy_featurizer, head
+        )
+        np.testing.assert_allclose(got[i].double().numpy(), expected, atol=2e-4, rtol=1e-4)
+        with torch.no_grad():
+            clean = hf(torch.tensor([base])).logits[0, -1].double().numpy()
+        effect = max(effect, float(np.abs(clean - expected).max()))
+    assert effect > 1e-3  # the interventions changed the output measurably
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mibspec.metrics.positions import PositionError, resolve_position, slot_spans
+from mibspec.metrics.positions import PositionError, resolve_position, resolve_positions, slot_spans
 
 REPO = Path(__file__).resolve().parents[2]
 TOKENIZER = REPO / "examples" / "models" / "tiny-gpt2" / "tokenizer.json"
@@ -113,6 +113,23 @@ def test_unresolvable_positions_raise(encode: Any) -> None:
     for position in cases:
         with pytest.raises(PositionError):
             _resolve(position, base, encode)
+
+
+def test_all_names_every_token_and_one_rule_names_one(encode: Any) -> None:
+    base = _rows("ioi", 1)[0]["base"]
+    ids, offsets = encode(base["prompt"])
+    words = len(_words(base["prompt"]))  # one token per word with this tokenizer
+
+    def positions(position: dict[str, Any]) -> tuple[int, ...]:
+        return resolve_positions(position, base, ids, offsets, lambda text: encode(text)[0])
+
+    assert positions({"rule": "all"}) == tuple(range(words))
+    assert positions({"rule": "last"}) == (words - 1,)
+    assert positions({"rule": "index", "index": 2}) == (2,)
+    with pytest.raises(PositionError, match="every token"):
+        _resolve({"rule": "all"}, base, encode)  # one index cannot stand for every token
+    with pytest.raises(PositionError, match="no tokens"):
+        resolve_positions({"rule": "all"}, base, [], [], lambda text: encode(text)[0])
 
 
 def test_a_template_that_does_not_give_the_prompt_is_refused() -> None:

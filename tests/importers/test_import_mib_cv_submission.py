@@ -510,3 +510,108 @@ def test_another_submissions_unit_never_replaces_an_imported_one(tmp_path: Path)
     (tmp_path / "e" / "token_positions.json").write_text("{}", encoding="utf-8")  # not this export's
     again = export_mib_cv_submission(first.written, tmp_path / "e")
     assert [f.code for f in again.findings] == ["I126"]
+
+
+IOI_CELL = "ioi_task_GPT2LMHeadModel_output_token"
+
+
+def _save_unit(
+    cell: Path, unit_id: str, forward: str, inverse: str, config: dict[str, Any], **kw: Any
+) -> None:
+    """One unit as MIB's ``Featurizer.save_modules`` writes it (model_info, the modules' state
+    dicts) and its indices."""
+    info = {
+        "featurizer_class": forward,
+        "inverse_featurizer_class": inverse,
+        "n_features": kw.get("n_features"),
+        "additional_config": config,
+    }
+    state = kw.get("state", {})
+    torch.save({"model_info": info, "state_dict": state}, cell / f"{unit_id}_featurizer")
+    torch.save({"model_info": info, "state_dict": state}, cell / f"{unit_id}_inverse_featurizer")
+    (cell / f"{unit_id}_indices").write_text(json.dumps(kw.get("indices")), encoding="utf-8")
+
+
+def test_das_svd_pca_and_dbm_units_import_as_the_public_modules_compute(tmp_path: Path) -> None:
+    """DAS (a parametrized orthogonal rotation), DBM+PCA (components of standardised
+    activations, applied uncentred, a mask's indices) and DBM (identity with a mask's indices)
+    on IOI's attention-head units at every token: the imported documents interchange as MIB's
+    modules do, f = x·W, e = x − f·Wᵀ, x' = f'·Wᵀ + e (W the saved d × n matrix)."""
+    from mibspec.metrics.featurizers import NumpyFeaturizer
+
+    rng = np.random.default_rng(7)
+    cell = tmp_path / "submission" / IOI_CELL
+    cell.mkdir(parents=True)
+    das, _ = np.linalg.qr(rng.normal(size=(64, 16)))  # d_head × n_features, orthonormal columns
+    acts = rng.normal(size=(200, 64)) * rng.uniform(0.5, 3, size=64) + rng.normal(size=64)
+    z = (acts - acts.mean(0)) / acts.std(0)
+    pca = np.linalg.svd(z, full_matrices=False)[2][:10].T  # d × n: TruncatedSVD's components_, transposed
+    subspace = ("SubspaceFeaturizerModule", "SubspaceInverseFeaturizerModule")
+    _save_unit(
+        cell,
+        "AttentionHead(Layer:3,Head:0,Token:all)",
+        *subspace,
+        {"rotation_matrix": torch.tensor(das, dtype=torch.float32), "requires_grad": True},
+        n_features=16,
+        state={"rotate.parametrizations.weight.original": torch.zeros(64, 16)},
+    )
+    _save_unit(
+        cell,
+        "AttentionHead(Layer:4,Head:2,Token:all)",
+        *subspace,
+        {"rotation_matrix": torch.tensor(pca, dtype=torch.float32), "requires_grad": False},
+        n_features=10,
+        indices=[0, 3, 4],
+    )
+    _save_unit(
+        cell,
+        "AttentionHead(Layer:5,Head:1,Token:all)",
+        "IdentityFeaturizerModule",
+        "IdentityInverseFeaturizerModule",
+        {},
+        indices=[2, 7, 63],
+    )
+    result = import_mib_cv_submission(
+        tmp_path / "submission", tmp_path / "out", positions=_positions(tmp_path, {"all": {"rule": "all"}})
+    )
+    assert result.findings == []
+    assert mibspec.verify(*result.written, recompute=False).valid
+    docs = {json.loads(p.read_text(encoding="utf-8"))["location"]["layer"]: p for p in result.written}
+    base, source = rng.normal(size=(5, 64)), rng.normal(size=(5, 64))
+    for layer, matrix, indices in ((3, das, list(range(16))), (4, pca, [0, 3, 4]), (5, None, [2, 7, 63])):
+        doc = json.loads(docs[layer].read_text(encoding="utf-8"))
+        assert doc["location"]["position"] == {"rule": "all"}
+        assert doc["location"]["component"] == "attention_heads"
+        assert doc["input_dim"] == 64
+        weights = {}
+        if matrix is not None:
+            from safetensors.numpy import load_file
+
+            weights = load_file(docs[layer].parent / doc["artifacts"][0]["path"])
+        ours = NumpyFeaturizer(doc, weights).interchange(base, source)
+        w = np.eye(64) if matrix is None else matrix.astype(np.float32).astype(np.float64)
+        fb, fs = base @ w, source @ w
+        fb[:, indices] = fs[:, indices]
+        public = fb @ w.T + (base - (base @ w) @ w.T)
+        np.testing.assert_allclose(ours, public, atol=1e-9)
+        assert np.abs(ours - base).max() > 1e-2  # the interchange moved the base
+
+
+def test_an_sae_unit_is_refused_saying_its_weights_are_not_in_the_files(tmp_path: Path) -> None:
+    cell = tmp_path / "submission" / IOI_CELL
+    cell.mkdir(parents=True)
+    sae = ("SAEFeaturizerModule", "SAEInverseFeaturizerModule")
+    _save_unit(cell, "ResidualStream(Layer:3,Token:last_token)", *sae, {}, n_features=24576, indices=[5])
+    # MIB's own save writes only the indices of an SAE unit; they name latents past d_model
+    (cell / "ResidualStream(Layer:4,Token:last_token)_indices").write_text("[12, 20000]", encoding="utf-8")
+    result = import_mib_cv_submission(
+        tmp_path / "submission", tmp_path / "out", positions=_positions(tmp_path, POSITIONS)
+    )
+    found = {(f.code, f.pointer): f.message for f in result.findings}
+    assert set(found) == {
+        ("I119", f"/{IOI_CELL}/ResidualStream(Layer:3,Token:last_token)_featurizer"),
+        ("I119", f"/{IOI_CELL}/ResidualStream(Layer:4,Token:last_token)_indices"),
+    }
+    assert all("saves no featurizer file for an SAE" in message for message in found.values())
+    assert not result.written
+    assert not (tmp_path / "out").exists()

@@ -226,9 +226,11 @@ class TokenPosition(Closed):
     """A token position declared as data and resolved per example from the tokenizer
     (``metrics/causal_variable.md``, MV-8)."""
 
-    rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot", "named"] = Field(
-        description="`named`: a position known only by the name a submission's code gave it (imported "
-        "results); it cannot be resolved, so recomputation reports it"
+    rule: Literal["last", "index", "first_occurrence", "last_occurrence", "slot", "all", "named"] = Field(
+        description="`all`: every token of the prompt, the counterfactual's token i written at the base's "
+        "token i (both prompts must have as many tokens; MIB's IOI `Token:all`); `named`: a position known "
+        "only by the name a submission's code gave it (imported results); it cannot be resolved, so "
+        "recomputation reports it"
     )
     index: int | None = Field(default=None, description="for `index`: 0-based, negative counts from the end")
     token: str | None = Field(

@@ -10,7 +10,12 @@ possibly one level deeper, with three files per model unit, named after the unit
 
 The two ``.pt`` files hold ``{"model_info": {"featurizer_class", "inverse_featurizer_class",
 "n_features", "additional_config": {"rotation_matrix": (d_model × n_features)}}, "state_dict"}``
-(a subspace featurizer: f = x·R; an identity featurizer has no configuration). They are read
+(a subspace featurizer: f = x·R; an identity featurizer has no configuration). MIB's methods
+save as these two classes: DAS (a trained rotation), DBM+SVD and DBM+PCA (SVD or PCA
+components, applied as a subspace, uncentred) are ``SubspaceFeaturizerModule``; DBM and the
+full vector are ``IdentityFeaturizerModule`` (DBM's learned mask becomes the indices). An SAE
+featurizer (``SAEFeaturizerModule``) is saved as no file at all, its SAE being loaded by code,
+so its unit is refused (I119). They are read
 with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt, never
 code. A featurizer class and a ``token_position.py`` may come with the submission as Python;
 mibspec never imports or runs them. Token positions come instead from a declared mapping of
@@ -71,6 +76,11 @@ from .mib_results import source_created
 __all__ = ["MAX_PT_BYTES", "import_mib_cv_submission"]
 
 _DTYPES = {"torch.float32": "float32", "torch.float64": "float64", "torch.float16": "float16"}
+_SAE_NOT_SAVED = (
+    "MIB's code saves no featurizer file for an SAE (SAEFeaturizerModule: the SAE is loaded by code from "
+    "its release, whose name, weights and activation the submission files do not hold), so it cannot be "
+    "imported; declare it as an 'sae' featurizer document with its weights in safetensors"
+)
 
 
 class _UnitError(Exception):
@@ -397,6 +407,14 @@ def _read_featurizer(unit: _Unit, model: str, location: dict[str, Any], pointer:
     has = ("_featurizer" in unit.files, "_inverse_featurizer" in unit.files)
     if has == (False, False):  # indices only: the public evaluator keeps its default (identity)
         width = _width(model, location, pointer)
+        beyond = [i for i in _indices(unit.files["_indices"], f"{pointer}_indices") or [] if i >= width]
+        if beyond:
+            raise _UnitError(
+                "I119",
+                f"{pointer}_indices",
+                f"indices up to {max(beyond)} name features beyond the {width} values of the site, so the "
+                f"unit's featurizer is not the identity and its files are missing. {_SAE_NOT_SAVED}",
+            )
         return _ReadFeaturizer("IdentityFeaturizerModule", width, width, {}, unit.files["_indices"])
     if has != (True, True):
         missing = "_inverse_featurizer" if has[0] else "_featurizer"
@@ -431,6 +449,8 @@ def _read_featurizer(unit: _Unit, model: str, location: dict[str, Any], pointer:
 def _featurizer_class(forward: dict[str, Any], inverse: dict[str, Any], pointer: str) -> str:
     """The declared featurizer class, checked against its inverse's."""
     declared = forward.get("featurizer_class")
+    if declared == "SAEFeaturizerModule":
+        raise _UnitError("I119", f"{pointer}_featurizer", _SAE_NOT_SAVED)
     if not isinstance(declared, str) or declared not in FEATURIZER_CLASSES:
         raise _UnitError(
             "I119",

@@ -12,6 +12,9 @@ its token position as a rule (``TokenPosition`` in ``mibspec.documents.kinds``):
   ``match = "value"`` the ``occurrence``-th mention of the slot's value in the prompt, as a
   whole word. ``{variable}`` inside the slot name is replaced by the prompt's value of that
   causal variable (``label_{answer_pointer}`` is the label of the correct choice);
+* ``all``: every token of the prompt (MIB's IOI ``Token:all``); :func:`resolve_positions`
+  resolves it, and the base's token i receives the counterfactual's token i, so both prompts
+  must have the same number of tokens;
 * ``named``: a position known only by the name the producing code gave it (imported
   results); it never resolves.
 
@@ -28,7 +31,7 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["PositionError", "resolve_position", "slot_spans"]
+__all__ = ["PositionError", "resolve_position", "resolve_positions", "slot_spans"]
 
 
 class PositionError(ValueError):
@@ -171,9 +174,31 @@ def resolve_position(
         if not tokens:
             raise PositionError(f"{what} covers no token")
         return tokens[-1] if last else tokens[0]
+    if rule == "all":
+        raise PositionError("rule 'all' names every token, not one: it is resolved by resolve_positions")
     if rule == "named":
         raise PositionError(
             f"position {position.get('name')!r} is only named (by the code that produced the results), "
             "not declared as a rule this implementation can resolve"
         )
     raise PositionError(f"unknown position rule {rule!r}")
+
+
+def resolve_positions(
+    position: Mapping[str, Any],
+    prompt: Mapping[str, Any],
+    ids: Sequence[int],
+    offsets: Sequence[tuple[int, int]],
+    encode: Callable[[str], Sequence[int]],
+) -> tuple[int, ...]:
+    """The token indices a declared position names on one prompt: every index for ``all``,
+    else the one :func:`resolve_position` gives.
+
+    Raises:
+        PositionError: the position does not exist on this prompt.
+    """
+    if position.get("rule") == "all":
+        if not ids:
+            raise PositionError("the prompt has no tokens")
+        return tuple(range(len(ids)))
+    return (resolve_position(position, prompt, ids, offsets, encode),)

@@ -1,12 +1,25 @@
-"""Causal-variable parity: a report's subspace featurizers interchanged through pyvene and
-through mibspec's engine, on the same model, rows and counterfactuals.
+"""Causal-variable parity: featurizers interchanged through pyvene and through mibspec's
+engine, on the same model, rows, counterfactuals and token positions.
 
-For every unit of the report whose featurizer is a subspace map read at each prompt's last
-token of a residual-stream site (``residual_post``), and every counterfactual dataset it
-scores, both sides intervene on every row; compared are the intervened logits at the base
-prompt's last token and the interchange-intervention accuracy computed from each side's
-argmax token with the same expected answers (``interventions[cf][variable]``, first token)
-and the same example filter (the model right on the base and on the counterfactual).
+Two sources of cases:
+
+* :func:`compare_causal`: every unit of a causal-variable report whose location pyvene can
+  address (the residual stream entering or leaving a layer, an MLP's output, one attention
+  head's output before the output projection) and whose token position resolves (any rule
+  but ``named``), with the report's featurizer, for every counterfactual set it scores;
+* :func:`compare_featurizers`: a seeded set of declared featurizers of every type (identity,
+  subspace, rotation, PCA centred and uncentred, SAE with ReLU, JumpReLU and top-k) at
+  residual, MLP and attention-head sites, at the last token, a template slot, a fixed index
+  and every token (``all``, MIB's IOI units), on a report's model and dataset.
+
+Both sides intervene on every row: the counterfactual's vectors are read at its resolved
+positions and their selected features written at the base's (pyvene's ``block_input``,
+``block_output``, ``mlp_output`` and ``head_attention_value_output`` (``h.pos``) hooks on
+the transformers model; mibspec's own forward). Compared are the intervened logits at the
+base prompt's last token and the interchange-intervention accuracy computed from each side's
+argmax with the same expected answers (``interventions[cf][variable]``, first token) and the
+same example filter (the model right on the base and on the counterfactual). A row whose
+prompts cannot be aligned for ``all`` (different lengths) is left out of both sides.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ import json
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +36,13 @@ import numpy as np
 
 from ._circuit import ParityRow, _find_model
 
-__all__ = ["PYVENE_PYTHON_ENV", "PYVENE_REQUIREMENTS", "compare_causal", "pyvene_python"]
+__all__ = [
+    "PYVENE_PYTHON_ENV",
+    "PYVENE_REQUIREMENTS",
+    "compare_causal",
+    "compare_featurizers",
+    "pyvene_python",
+]
 
 PYVENE_PYTHON_ENV = "MIBSPEC_PYVENE_PYTHON"
 PYVENE_REQUIREMENTS: tuple[tuple[str, ...], ...] = (
@@ -30,6 +50,13 @@ PYVENE_REQUIREMENTS: tuple[tuple[str, ...], ...] = (
     ("pyvene==0.1.8", "transformers==4.57.6", "numpy==1.26.4"),
 )
 DRIVER = Path(__file__).with_name("_pyvene_driver.py")
+#: mibspec's components and the pyvene component that hooks the same tensor.
+PYVENE_COMPONENTS = {
+    "residual_pre": "block_input",
+    "residual_post": "block_output",
+    "mlp_output": "mlp_output",
+    "attention_heads": "head_attention_value_output",
+}
 
 
 def pyvene_python() -> Path | None:
@@ -41,46 +68,205 @@ def pyvene_python() -> Path | None:
     return Path(value) if probe.returncode == 0 else None
 
 
-def _cases(
-    report_path: Path, model_roots: list[Path]
-) -> tuple[Path, list[dict[str, Any]], list[dict[str, Any]]]:
-    from mibspec.core.sidecars import load_tensor, tensor_infos
+@dataclass
+class _Case:
+    """One featurizer at one location, intervened with one counterfactual set."""
+
+    unit: str
+    variable: str
+    cf: str
+    location: dict[str, Any]
+    doc: dict[str, Any]
+    weights: dict[str, np.ndarray]
+
+
+def _addressable(location: dict[str, Any]) -> bool:
+    """Whether pyvene's hooks reach the location and its position resolves."""
+    if location["component"] not in PYVENE_COMPONENTS or location["position"]["rule"] == "named":
+        return False
+    return location["component"] != "attention_heads" or len(location.get("heads") or []) == 1
+
+
+def _report_inputs(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
     from mibspec.core.strict_json import read_json_lines
 
     folder = report_path.parent
     report = json.loads(report_path.read_text(encoding="utf-8"))
     artifacts = {a["id"]: a for a in report["artifacts"]}
-    dataset_entry = artifacts[report["task"]["dataset"]]
-    dataset = json.loads((folder / dataset_entry["path"]).read_text(encoding="utf-8"))
+    dataset = json.loads((folder / artifacts[report["task"]["dataset"]]["path"]).read_text(encoding="utf-8"))
     with (folder / dataset["artifacts"][0]["path"]).open("rb") as handle:
         rows = [row for _, row in read_json_lines(handle)]
+    return report, folder, rows
+
+
+def _report_cases(report: dict[str, Any], folder: Path) -> list[_Case]:
+    from mibspec.reference_impl.recompute.causal_variable import read_featurizer_weights
+
+    artifacts = {a["id"]: a for a in report["artifacts"]}
     cases = []
     for variable in report["claims"]["variables"]:
         for unit in variable["units"]:
-            location = unit["location"]
-            if location["component"] != "residual_post" or location["position"]["rule"] != "last":
+            if "featurizer" not in unit or not _addressable(unit["location"]):
                 continue
-            entry = artifacts[unit["featurizer"]]
-            doc = json.loads((folder / entry["path"]).read_text(encoding="utf-8"))
-            if doc["type"] != "subspace" or doc.get("error", "add_base_error") != "add_base_error":
-                continue
-            weights = next(a for a in doc["artifacts"] if a["id"] == doc["weights"]["rotation"]["artifact"])
-            path = folder / weights["path"]
-            rotation = np.array(load_tensor(path, tensor_infos(path, weights["media_type"])["rotation"]))
-            indices = doc.get("feature_indices") or list(range(int(doc["n_features"])))
+            doc = json.loads((folder / artifacts[unit["featurizer"]]["path"]).read_text(encoding="utf-8"))
+            weights = read_featurizer_weights(doc, folder, "/featurizer")
+            weights = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
             for cf in unit["scores"]:
-                cases.append(
-                    {
-                        "unit": unit["id"],
-                        "variable": variable["name"],
-                        "cf": cf,
-                        "layer": int(location["layer"]),
-                        "rotation": rotation.astype(np.float32),
-                        "indices": [int(i) for i in indices],
-                        "doc": doc,
-                    }
-                )
-    return _find_model(report, folder, model_roots), rows, cases
+                cases.append(_Case(unit["id"], variable["name"], cf, unit["location"], doc, weights))
+    return cases
+
+
+def compare_causal(
+    report_path: Path, model_roots: list[Path], python: Path, rel_tol: float = 1e-5
+) -> list[ParityRow]:
+    """Rows comparing pyvene's and mibspec's interventions for every eligible unit × counterfactual."""
+    report, folder, rows = _report_inputs(Path(report_path))
+    cases = _report_cases(report, folder)
+    return _compare(_find_model(report, folder, model_roots), rows, cases, python, rel_tol)
+
+
+def compare_featurizers(
+    report_path: Path, model_roots: list[Path], python: Path, rel_tol: float = 1e-5, seed: int = 0
+) -> list[ParityRow]:
+    """Rows comparing pyvene and mibspec on :func:`declared_featurizers` of every type, on
+    the model and dataset of ``report_path`` (its first variable and counterfactual sets)."""
+    report, folder, rows = _report_inputs(Path(report_path))
+    model_dir = _find_model(report, folder, model_roots)
+    config = report["model"]["config"]
+    variable = report["claims"]["variables"][0]
+    cfs = list(variable["units"][0]["scores"])[:2]
+    cases = [
+        _Case(name, variable["name"], cf, location, doc, weights)
+        for name, location, doc, weights in declared_featurizers(
+            int(config["d_model"]), int(config["d_model"]) // int(config["n_heads"]), seed
+        )
+        for cf in cfs
+    ]
+    return _compare(model_dir, rows, cases, python, rel_tol)
+
+
+def _orthonormal_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    q, _ = np.linalg.qr(rng.normal(size=(d, n)))
+    return np.ascontiguousarray(q.T).astype(np.float32)
+
+
+Declared = tuple[str, dict[str, Any], dict[str, Any], dict[str, np.ndarray]]
+
+
+def declared_featurizers(d_model: int, d_head: int, seed: int = 0) -> list[Declared]:
+    """``(name, location, featurizer document, weights)`` of each featurizer type, seeded:
+    the classes a MIB submission may hold as mibspec declares them (DAS, DBM+SVD, DBM+PCA:
+    ``subspace``; DBM and the full vector: ``identity`` with or without indices; SAE:
+    ``sae``) and the other declared types (``rotation``, centred ``pca``)."""
+    rng = np.random.default_rng(seed)
+    out = _residual_featurizers(rng, d_model)
+    out += [
+        (
+            "head subspace, last",
+            _at(1, "attention_heads", {"rule": "last"}, 2),
+            {"type": "subspace", "n_features": 4},
+            {"rotation": _orthonormal_rows(rng, 4, d_head)},
+        ),
+        (
+            "head identity, all tokens",
+            _at(2, "attention_heads", {"rule": "all"}, 1),
+            {"type": "identity", "n_features": d_head},
+            {},
+        ),
+        (
+            "head subspace, all tokens (IOI)",
+            _at(1, "attention_heads", {"rule": "all"}, 3),
+            {"type": "subspace", "n_features": 4, "feature_indices": [0, 2]},
+            {"rotation": _orthonormal_rows(rng, 4, d_head)},
+        ),
+    ]
+    return [
+        (f"{name} @ {_where(loc)}", loc, doc | {"input_dim": _dim(loc, d_model, d_head)}, w)
+        for name, loc, doc, w in out
+    ]
+
+
+def _at(layer: int, component: str, position: dict[str, Any], head: int | None = None) -> dict[str, Any]:
+    return {"layer": layer, "component": component, "position": position} | (
+        {"heads": [head]} if head is not None else {}
+    )
+
+
+def _sae(
+    rng: np.random.Generator, d: int, activation: str, extra: dict[str, np.ndarray]
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """An SAE of 2·d latents (decoder = encoderᵀ), three latents interchanged."""
+    n = 2 * d
+    w_enc = rng.normal(scale=d**-0.5, size=(d, n)).astype(np.float32)
+    weights = {
+        "W_enc": w_enc,
+        "b_enc": rng.normal(scale=0.1, size=n).astype(np.float32),
+        "W_dec": np.ascontiguousarray(w_enc.T),
+        "b_dec": rng.normal(scale=0.1, size=d).astype(np.float32),
+    } | extra
+    doc = {"type": "sae", "n_features": n, "sae_activation": activation, "feature_indices": [0, 3, 5]}
+    return doc | ({"sae_k": 16} if activation == "topk" else {}), weights
+
+
+def _residual_featurizers(rng: np.random.Generator, d: int) -> list[Declared]:
+    """The residual-stream and MLP cases of :func:`declared_featurizers`."""
+    slot, last = {"rule": "slot", "slot": "name_c"}, {"rule": "last"}
+    pca = {
+        "components": _orthonormal_rows(rng, 8, d),
+        "mean": rng.normal(size=d).astype(np.float32),
+        "scale": rng.uniform(0.5, 2.0, size=d).astype(np.float32),
+    }
+    return [
+        ("identity (full vector)", _at(1, "residual_post", last), {"type": "identity", "n_features": d}, {}),
+        (
+            "identity, indices (DBM)",
+            _at(2, "residual_post", slot),
+            {"type": "identity", "n_features": d, "feature_indices": list(range(0, d, 3))},
+            {},
+        ),
+        (
+            "subspace (DAS, DBM+SVD, DBM+PCA)",
+            _at(2, "residual_pre", {"rule": "index", "index": 1}),
+            {"type": "subspace", "n_features": 12, "feature_indices": [0, 1, 4, 5, 7, 8, 9, 11]},
+            {"rotation": _orthonormal_rows(rng, 12, d)},
+        ),
+        (
+            "rotation",
+            _at(1, "mlp_output", last),
+            {"type": "rotation", "n_features": d, "feature_indices": list(range(d // 2))},
+            {"rotation": _orthonormal_rows(rng, d, d)},
+        ),
+        (
+            "pca, centred",
+            _at(1, "residual_post", slot),
+            {"type": "pca", "n_features": 8, "pca_centring": "centred"},
+            pca,
+        ),
+        (
+            "pca, uncentred",
+            _at(1, "residual_post", last),
+            {"type": "pca", "n_features": 8, "pca_centring": "uncentred", "feature_indices": [1, 2]},
+            {"components": pca["components"]},
+        ),
+        ("sae, relu", _at(2, "residual_post", last), *_sae(rng, d, "relu", {})),
+        (
+            "sae, jumprelu",
+            _at(2, "residual_post", last),
+            *_sae(rng, d, "jumprelu", {"threshold": np.full(2 * d, 0.05, np.float32)}),
+        ),
+        ("sae, topk", _at(2, "residual_post", last), *_sae(rng, d, "topk", {})),
+    ]
+
+
+def _where(location: dict[str, Any]) -> str:
+    heads = f" h{location['heads'][0]}" if location.get("heads") else ""
+    rule = location["position"]
+    position = rule.get("slot") or (str(rule.get("index")) if rule["rule"] == "index" else rule["rule"])
+    return f"L{location['layer']} {location['component']}{heads} [{position}]"
+
+
+def _dim(location: dict[str, Any], d_model: int, d_head: int) -> int:
+    return d_head if location["component"] == "attention_heads" else d_model
 
 
 def _pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -92,82 +278,145 @@ def _pad(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-def compare_causal(
-    report_path: Path, model_roots: list[Path], python: Path, rel_tol: float = 1e-5
+@dataclass
+class _Inputs:
+    """The model, its tokenizer, the rows and each row's base tokens and correctness."""
+
+    model: Any
+    codec: Any
+    rows: list[dict[str, Any]]
+    base: list[tuple[list[int], list[tuple[int, int]]]]
+    base_right: np.ndarray
+    plain: np.ndarray  # (N, V) each base prompt's last logits without an intervention
+
+
+def _compare(
+    model_dir: Path, rows: list[dict[str, Any]], cases: list[_Case], python: Path, rel_tol: float
 ) -> list[ParityRow]:
-    """Rows comparing pyvene's and mibspec's interventions for every eligible unit × counterfactual."""
     import torch
 
     from mibspec.reference_impl.engine import forward_sites, load_model
-    from mibspec.reference_impl.recompute import ModelSource, encode_function
+    from mibspec.reference_impl.recompute import ModelSource
+    from mibspec.reference_impl.recompute.causal_variable import TextCodec
 
-    model_dir, rows, cases = _cases(Path(report_path), model_roots)
     model = load_model(model_dir)
-    encode = encode_function(ModelSource(str(model_dir), None, local=True))
-    base_ids, base_mask = _pad([encode(r["base"]["prompt"]) for r in rows])
-    base_answer = np.array([encode(r["base"]["answer"])[0] for r in rows])
+    codec = TextCodec(ModelSource(str(model_dir), None, local=True))
+    base = [codec.encode_offsets(r["base"]["prompt"]) for r in rows]
+    base_ids, base_mask = _pad([b[0] for b in base])
     with torch.no_grad():
-        plain_base, _ = forward_sites(model, torch.tensor(base_ids), torch.tensor(base_mask))
-    base = (base_ids, base_mask, plain_base.argmax(-1).numpy() == base_answer)
-    prepared = [_prepare_case(model, encode, rows, case, base) for case in cases]
+        plain, _ = forward_sites(model, torch.tensor(base_ids), torch.tensor(base_mask))
+    answers = np.array([codec.encode(r["base"]["answer"])[0] for r in rows])
+    plain_logits = plain.numpy().astype(np.float64)
+    inputs = _Inputs(model, codec, rows, base, plain_logits.argmax(-1) == answers, plain_logits)
+    prepared = [_prepare_case(inputs, case) for case in cases]
     logits = _run_pyvene(python, model_dir, [p[4] for p in prepared])
     result: list[ParityRow] = []
-    for i, (case, ours, expected, valid, _) in enumerate(prepared):
-        result += _case_rows(case, logits[f"logits_{i}"].astype(np.float64), ours, expected, valid, rel_tol)
+    for i, (case, ours, expected, valid, job) in enumerate(prepared):
+        clean = inputs.plain[job["rows"]]
+        theirs = logits[f"logits_{i}"].astype(np.float64)
+        result += _case_rows(case, (theirs, ours, clean), expected, valid, rel_tol)
     return result
 
 
-def _prepare_case(
-    model: Any, encode: Any, rows: list[dict[str, Any]], case: dict[str, Any], base: tuple[Any, Any, Any]
-) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """mibspec's intervened logits for one case, the expected tokens, the rows where both
-    prompts are answered right, and pyvene's job for the same intervention.
+def _aligned_positions(
+    inputs: _Inputs, case: _Case
+) -> tuple[
+    list[int], list[tuple[list[int], list[tuple[int, int]]]], list[tuple[int, ...]], list[tuple[int, ...]]
+]:
+    """The rows used (a counterfactual with an answer and an expected output, positions that
+    resolve and align), their counterfactual tokens, and the base and source positions."""
+    from mibspec.metrics.positions import PositionError, resolve_positions
 
-    ``base``: the padded base ids, their mask, and whether each base prompt is answered right.
-    """
+    keep, sources, base_at, source_at = [], [], [], []
+    position = case.location["position"]
+    for i, row in enumerate(inputs.rows):
+        cf = row["counterfactuals"].get(case.cf)
+        expected = (row.get("interventions", {}).get(case.cf) or {}).get(case.variable)
+        if not cf or not cf.get("answer") or expected is None:
+            continue
+        source = inputs.codec.encode_offsets(cf["prompt"])
+        try:
+            b = resolve_positions(
+                position, row["base"], inputs.base[i][0], inputs.base[i][1], inputs.codec.encode
+            )
+            s = resolve_positions(position, cf, source[0], source[1], inputs.codec.encode)
+        except PositionError:
+            continue
+        if len(b) == len(s):
+            keep.append(i)
+            sources.append(source)
+            base_at.append(b)
+            source_at.append(s)
+    return keep, sources, base_at, source_at
+
+
+def _prepare_case(
+    inputs: _Inputs, case: _Case
+) -> tuple[_Case, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """mibspec's intervened logits for one case, the expected tokens, the rows where both
+    prompts are answered right, and pyvene's job for the same intervention."""
     import torch
 
     from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, intervened_logits
 
-    base_ids, base_mask, base_right = base
-    cf = case["cf"]
-    keep = [
-        i for i, r in enumerate(rows) if cf in r["counterfactuals"] and r["counterfactuals"][cf].get("answer")
-    ]
-    src_ids, src_mask = _pad([encode(rows[i]["counterfactuals"][cf]["prompt"]) for i in keep])
-    b_ids, b_mask = base_ids[keep], base_mask[keep]
-    b_pos, s_pos = b_mask.sum(1) - 1, src_mask.sum(1) - 1
-    site = Site(case["layer"], "residual_post")
-    featurizer = TorchFeaturizer(case["doc"], {"rotation": case["rotation"]})
+    keep, sources, base_at, source_at = _aligned_positions(inputs, case)
+    if not keep:
+        raise ValueError(f"{case.unit} / {case.cf}: no row has a counterfactual whose positions align")
+    src_ids, src_mask = _pad([s[0] for s in sources])
+    b_ids, b_mask = _pad([inputs.base[i][0] for i in keep])
+    site = Site.from_location(case.location)
+    featurizer = TorchFeaturizer(case.doc, case.weights)
     with torch.no_grad():
         plain_src, recorded = forward_sites(
-            model, torch.tensor(src_ids), torch.tensor(src_mask), record=[site]
+            inputs.model, torch.tensor(src_ids), torch.tensor(src_mask), record=[site]
         )
-        sources = recorded[site][torch.arange(len(keep)), torch.tensor(s_pos)]
+        vectors = torch.cat([recorded[site][j, list(at)] for j, at in enumerate(source_at)])
+        rows = torch.tensor([j for j, at in enumerate(base_at) for _ in at])
+        positions = torch.tensor([p for at in base_at for p in at])
         ours = intervened_logits(
-            model,
+            inputs.model,
             torch.tensor(b_ids),
             torch.tensor(b_mask),
             site,
-            torch.tensor(b_pos),
-            sources,
+            positions,
+            vectors,
             featurizer,
+            rows=rows,
         ).numpy()
-    cf_answer = np.array([encode(rows[i]["counterfactuals"][cf]["answer"])[0] for i in keep])
-    expected = np.array([encode(rows[i]["interventions"][cf][case["variable"]])[0] for i in keep])
-    valid = base_right[keep] & (plain_src.argmax(-1).numpy() == cf_answer)
+    encode, rows_kept = inputs.codec.encode, [inputs.rows[i] for i in keep]
+    cf_answer = np.array([encode(r["counterfactuals"][case.cf]["answer"])[0] for r in rows_kept])
+    expected = np.array([encode(r["interventions"][case.cf][case.variable])[0] for r in rows_kept])
+    valid = inputs.base_right[keep] & (plain_src.argmax(-1).numpy() == cf_answer)
     job = {
-        "layer": case["layer"],
-        "rotation": case["rotation"].tolist(),
-        "indices": case["indices"],
+        "layer": int(case.location["layer"]),
+        "component": PYVENE_COMPONENTS[case.location["component"]],
+        "head": (case.location.get("heads") or [None])[0],
+        "featurizer": _featurizer_job(case),
         "base": b_ids.tolist(),
         "base_mask": b_mask.tolist(),
         "source": src_ids.tolist(),
         "source_mask": src_mask.tolist(),
-        "base_position": b_pos.tolist(),
-        "source_position": s_pos.tolist(),
+        "base_positions": [list(at) for at in base_at],
+        "source_positions": [list(at) for at in source_at],
+        "last": (b_mask.sum(1) - 1).tolist(),
+        "rows": keep,
     }
     return case, ours, expected, valid, job
+
+
+def _featurizer_job(case: _Case) -> dict[str, Any]:
+    """The featurizer as the driver reads it: its type, options and weights as lists."""
+    doc = case.doc
+    return {
+        "type": doc["type"],
+        "n_features": int(doc["n_features"]),
+        "indices": doc.get("feature_indices"),
+        "add_error": doc.get("error", "add_base_error") == "add_base_error",
+        "centred": doc.get("pca_centring") == "centred",
+        "activation": doc.get("sae_activation"),
+        "k": doc.get("sae_k"),
+        "weights": {name: np.asarray(w, dtype=np.float32).tolist() for name, w in case.weights.items()},
+    }
 
 
 def _run_pyvene(python: Path, model_dir: Path, cases: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -188,17 +437,20 @@ def _run_pyvene(python: Path, model_dir: Path, cases: list[dict[str, Any]]) -> d
 
 
 def _case_rows(
-    case: dict[str, Any],
-    theirs: np.ndarray,
-    ours: np.ndarray,
+    case: _Case,
+    logits: tuple[np.ndarray, np.ndarray, np.ndarray],
     expected: np.ndarray,
     valid: np.ndarray,
     rel_tol: float,
 ) -> list[ParityRow]:
-    """The largest logit difference and the two IIAs of one case."""
-    name = f"{case['unit']} / {case['cf']}"
+    """The largest logit difference, the two sides' intervention effects (largest change of a
+    logit from the plain run) and the two IIAs of one case; ``logits``: pyvene's, mibspec's
+    and the plain run's, ``(N, V)`` each."""
+    theirs, ours, clean = logits
+    name = f"{case.unit} / {case.cf}"
     diff = np.abs(theirs - ours)
     j = int(np.argmax(diff))
+    note = f"{len(theirs)} rows, {int(valid.sum())} kept for IIA"
     logit_row = ParityRow(
         f"intervened logits {name}",
         float(theirs.ravel()[j]),
@@ -206,10 +458,25 @@ def _case_rows(
         True,
         0.0,
         rel_tol,
+        note=note,
         scale=float(np.abs(theirs).max()),
         group="intervened logits (pyvene)",
     )
     iia_theirs = float((theirs.argmax(-1) == expected)[valid].mean()) if valid.any() else 0.0
     iia_ours = float((ours.argmax(-1) == expected)[valid].mean()) if valid.any() else 0.0
-    iia_row = ParityRow(f"IIA {name}", iia_theirs, iia_ours, True, 1e-5, 1e-5, group="IIA (pyvene)")
-    return [logit_row, iia_row]
+    iia_row = ParityRow(
+        f"IIA {name}", iia_theirs, iia_ours, True, 1e-5, 1e-5, note=note, group="IIA (pyvene)"
+    )
+    effect_theirs, effect_ours = float(np.abs(theirs - clean).max()), float(np.abs(ours - clean).max())
+    effect_row = ParityRow(
+        f"intervention effect {name}",
+        effect_theirs,
+        effect_ours,
+        True,
+        0.0,
+        rel_tol,
+        note=note,
+        scale=float(np.abs(theirs).max()),
+        group="intervention effect (pyvene)",
+    )
+    return [logit_row, effect_row, iia_row]

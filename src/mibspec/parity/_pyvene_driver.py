@@ -1,4 +1,4 @@
-"""pyvene side of the causal-variable parity check: an interchange intervention through pyvene.
+"""pyvene side of the causal-variable parity check: interchange interventions through pyvene.
 
 Executed as a script by the Python of an environment with pyvene, torch and transformers
 (never imported by mibspec). Reads ``job.json`` from the folder given and writes
@@ -7,13 +7,19 @@ Executed as a script by the Python of an environment with pyvene, torch and tran
     python _pyvene_driver.py JOB_FOLDER
 
 Job fields: ``model_dir`` (a GPT-2 folder), ``batch_size`` and ``cases``, each with
-``layer`` (the block whose output is the site, mibspec's ``residual_post``), ``rotation``
-(``(n, d)`` subspace featurizer rows), ``indices`` (the features interchanged), ``base`` /
-``source`` (``(N, T)`` right-padded ids), ``base_mask`` / ``source_mask``,
-``base_position`` / ``source_position`` (``(N,)``); case i is written as ``logits_<i>``.
-The interchange written through pyvene's hooks at ``block_output`` is
-``x_base + ((x_source − x_base)·R_Iᵀ)·R_I``: the featurizer's selected features taken from
-the source, the rest and the base's error kept (a subspace featurizer with the base error).
+``layer``, ``component`` (pyvene's: ``block_input``, ``block_output``, ``mlp_output``, or
+``head_attention_value_output`` with ``head``, addressed as ``h.pos`` units),
+``featurizer`` (``type``, ``n_features``, ``indices``, ``add_error``, ``centred``,
+``activation``, ``k`` and ``weights`` as nested lists), ``base`` / ``source`` (``(N, T)``
+right-padded ids), ``base_mask`` / ``source_mask``, ``base_positions`` /
+``source_positions`` (per row, the positions written and read: one, or every token) and
+``last`` (per row, the base's last token); case i is written as ``logits_<i>``.
+
+The intervention pyvene applies at each addressed vector is the one MIB's featurizers
+define: ``(f, e) = F(base)``, ``f_s = F(source)``, the selected features of ``f`` replaced
+by ``f_s``'s, and the result mapped back with the base's error added (``e = x − G(F(x))``,
+or none when ``add_error`` is false). Rows are batched by their number of positions, as
+pyvene stacks the positions of a batch.
 """
 
 from __future__ import annotations
@@ -42,50 +48,96 @@ def run(folder: Path) -> None:
     save_file(tensors, str(folder / "logits.safetensors"))
 
 
-def _case(pv: Any, torch: Any, model: Any, job: dict[str, Any], size: int) -> Any:
-    rotation = torch.tensor(job["rotation"], dtype=torch.float32)[job["indices"]]  # (k, d)
+def _featurizer(torch: Any, spec: dict[str, Any]) -> tuple[Any, Any]:
+    """``(encode, decode)`` of a declared featurizer."""
+    w = {name: torch.tensor(value, dtype=torch.float32) for name, value in spec["weights"].items()}
+    kind = spec["type"]
+    if kind == "identity":
+        return (lambda x: x), (lambda f: f)
+    if kind in ("subspace", "rotation"):
+        return (lambda x: x @ w["rotation"].T), (lambda f: f @ w["rotation"])
+    if kind == "pca":
+        if spec["centred"]:
+            return (
+                lambda x: ((x - w["mean"]) / w["scale"]) @ w["components"].T,
+                lambda f: (f @ w["components"]) * w["scale"] + w["mean"],
+            )
+        return (lambda x: x @ w["components"].T), (lambda f: f @ w["components"])
 
-    class SubspaceInterchange(pv.Intervention, pv.DistributedRepresentationIntervention):
+    def encode(x: Any) -> Any:
+        pre = x @ w["W_enc"] + w["b_enc"]
+        if spec["activation"] == "relu":
+            return torch.relu(pre)
+        if spec["activation"] == "jumprelu":
+            return pre * (pre > w["threshold"])
+        top = torch.sort(pre, dim=-1, descending=True, stable=True).indices[..., : int(spec["k"])]
+        return torch.zeros_like(pre).scatter(-1, top, torch.relu(pre.gather(-1, top)))
+
+    return encode, (lambda f: f @ w["W_dec"] + w["b_dec"])
+
+
+def _intervention(pv: Any, torch: Any, spec: dict[str, Any], width: int) -> Any:
+    encode, decode = _featurizer(torch, spec)
+    chosen = torch.zeros(int(spec["n_features"]), dtype=torch.bool)
+    chosen[spec["indices"] if spec["indices"] is not None else slice(None)] = True
+
+    class FeatureInterchange(pv.Intervention, pv.DistributedRepresentationIntervention):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
 
         def forward(self, base: Any, source: Any, subspaces: Any = None, **kwargs: Any) -> Any:
-            return base + ((source - base) @ rotation.T) @ rotation
+            # pyvene hands several units flattened into the last dimension (pos) or stacked
+            # (h.pos): the featurizer applies to each width-sized vector
+            b, s = base.reshape(-1, width), source.reshape(-1, width)
+            fb, fs = encode(b), encode(s)
+            out = decode(torch.where(chosen, fs, fb))
+            if spec["add_error"]:
+                out = out + (b - decode(fb))
+            return out.reshape(base.shape)
 
-    config = pv.IntervenableConfig(
-        representations=[
-            pv.RepresentationConfig(
-                layer=int(job["layer"]),
-                component="block_output",
-                unit="pos",
-                max_number_of_units=1,
-                intervention=SubspaceInterchange(embed_dim=model.config.n_embd),
-            )
-        ]
-    )
-    intervenable = pv.IntervenableModel(config, model)
-    intervenable.disable_model_gradients()
+    return FeatureInterchange(embed_dim=width)
+
+
+def _case(pv: Any, torch: Any, model: Any, job: dict[str, Any], size: int) -> Any:
+    head = job["head"]
+    width = model.config.n_embd // model.config.n_head if head is not None else model.config.n_embd
+    groups: dict[int, list[int]] = {}
+    for row, positions in enumerate(job["base_positions"]):
+        groups.setdefault(len(positions), []).append(row)
     base, source = torch.tensor(job["base"]), torch.tensor(job["source"])
     base_mask, source_mask = torch.tensor(job["base_mask"]), torch.tensor(job["source_mask"])
-    base_pos, source_pos = job["base_position"], job["source_position"]
-    out = []
-    with torch.no_grad():
-        for start in range(0, base.shape[0], size):
-            sl = slice(start, start + size)
-            _, counterfactual = intervenable(
-                {"input_ids": base[sl], "attention_mask": base_mask[sl]},
-                [{"input_ids": source[sl], "attention_mask": source_mask[sl]}],
-                unit_locations={
-                    "sources->base": (
-                        [[[p] for p in source_pos[sl]]],
-                        [[[p] for p in base_pos[sl]]],
-                    )
-                },
-            )
-            logits = counterfactual.logits
-            rows = torch.arange(logits.shape[0])
-            out.append(logits[rows, torch.tensor(base_pos[sl])].to(torch.float32))
-    return torch.cat(out).contiguous()
+    out = torch.zeros((base.shape[0], model.config.vocab_size), dtype=torch.float32)
+    for count, members in sorted(groups.items()):
+        config = pv.IntervenableConfig(
+            representations=[
+                pv.RepresentationConfig(
+                    layer=int(job["layer"]),
+                    component=job["component"],
+                    unit="h.pos" if head is not None else "pos",
+                    max_number_of_units=count,
+                    intervention=_intervention(pv, torch, job["featurizer"], width),
+                )
+            ]
+        )
+        intervenable = pv.IntervenableModel(config, model)
+        intervenable.disable_model_gradients()
+        for start in range(0, len(members), size):
+            rows = members[start : start + size]
+            src = [job["source_positions"][r] for r in rows]
+            dst = [job["base_positions"][r] for r in rows]
+            if head is not None:
+                locations = ([[[[head] for _ in rows], src]], [[[[head] for _ in rows], dst]])
+            else:
+                locations = ([src], [dst])
+            with torch.no_grad():
+                _, counterfactual = intervenable(
+                    {"input_ids": base[rows], "attention_mask": base_mask[rows]},
+                    [{"input_ids": source[rows], "attention_mask": source_mask[rows]}],
+                    unit_locations={"sources->base": locations},
+                )
+            last = torch.tensor([job["last"][r] for r in rows])
+            out[rows] = counterfactual.logits[torch.arange(len(rows)), last].to(torch.float32)
+    return out.contiguous()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ featurizer location without its token position:
 at every site: it can record a site's tensor and replace it. :class:`TorchFeaturizer` is
 the torch twin of ``reference_impl.featurizers.NumpyFeaturizer``. :func:`intervened_logits`
 runs base prompts with the features of given source vectors written at one position per
-prompt, and :func:`greedy_tokens` extends that to several generated tokens.
+prompt (or at several, such as every token), and :func:`greedy_tokens` extends that to
+several generated tokens.
 """
 
 from __future__ import annotations
@@ -242,15 +243,19 @@ def _position_edit(
     positions: torch.Tensor,
     sources: torch.Tensor,
     mask: torch.Tensor | None = None,
+    rows: torch.Tensor | None = None,
 ) -> Edit:
+    """The edit writing ``sources`` at ``(rows[i], positions[i])``; row i at ``positions[i]``
+    when ``rows`` is None (one position per prompt)."""
+
     def edit(x: torch.Tensor) -> torch.Tensor:
         # features are computed in float32 at least, whatever the model dtype
         wide = torch.promote_types(x.dtype, torch.float32)
-        rows = torch.arange(positions.shape[0], device=x.device)
         at = positions.to(x.device)
-        new = featurizer.interchange(x[rows, at].to(wide), sources.to(device=x.device, dtype=wide), mask)
+        rows_at = torch.arange(at.shape[0], device=x.device) if rows is None else rows.to(x.device)
+        new = featurizer.interchange(x[rows_at, at].to(wide), sources.to(device=x.device, dtype=wide), mask)
         out = x.clone()
-        out[rows, at] = new.to(x.dtype)
+        out[rows_at, at] = new.to(x.dtype)
         return out
 
     return edit
@@ -266,8 +271,10 @@ def intervened_logits(
     featurizer: TorchFeaturizer,
     *,
     soft_mask: torch.Tensor | None = None,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Last-position logits ``(N, V)`` of base prompts under one interchange per prompt.
+    """Last-position logits ``(N, V)`` of base prompts under one interchange per prompt, or
+    under any number per prompt when ``rows`` is given.
 
     Args:
         ids, mask: ``(N, T)`` base prompts, right padded.
@@ -277,8 +284,11 @@ def intervened_logits(
             its own prompt's declared position.
         featurizer: the feature map; its selected features are interchanged.
         soft_mask: optional ``(n,)`` soft feature selection (replaces ``feature_indices``).
+        rows: optional ``(M,)`` base row of each entry; then ``positions`` is ``(M,)`` and
+            ``sources`` ``(M, D)``: entry i is written at token ``positions[i]`` of prompt
+            ``rows[i]`` (several positions of one prompt, e.g. the ``all`` rule).
     """
-    edit = _position_edit(featurizer, positions, sources, soft_mask)
+    edit = _position_edit(featurizer, positions, sources, soft_mask, rows)
     logits, _ = forward_sites(model, ids, mask, edits={site: edit})
     return logits
 
@@ -293,15 +303,17 @@ def greedy_tokens(
     positions: torch.Tensor | None = None,
     sources: torch.Tensor | None = None,
     featurizer: TorchFeaturizer | None = None,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``(N, n_tokens)`` greedy continuation (argmax, lowest id on ties), intervened if a site
-    is given. The intervention rewrites the same prompt positions at every step; generated
-    tokens are appended after each row's last prompt token."""
+    is given (``rows`` as in :func:`intervened_logits`). The intervention rewrites the same
+    prompt positions at every step; generated tokens are appended after each row's last
+    prompt token."""
     edits: dict[Site, Edit] = {}
     if site is not None:
         if positions is None or sources is None or featurizer is None:
             raise ValueError("site: positions, sources and featurizer are needed with a site")
-        edits[site] = _position_edit(featurizer, positions, sources)
+        edits[site] = _position_edit(featurizer, positions, sources, rows=rows)
     ids, mask = ids.to(model.device), mask.to(model.device)
     N = ids.shape[0]
     lengths = mask.long().sum(1)

@@ -37,7 +37,7 @@ from mibspec.core.progress import Progress
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.metrics.causal_models import interchange_output, ioi_logit_names, ioi_target
 from mibspec.metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
-from mibspec.metrics.positions import PositionError, resolve_position
+from mibspec.metrics.positions import PositionError, resolve_positions
 from mibspec.reference_impl.threads import one_thread
 
 from ..devices import example_bytes, wide, with_oom_backoff
@@ -151,8 +151,8 @@ class UnitResult:
 @dataclass(frozen=True)
 class _Pair:
     row: int
-    base_pos: int
-    source_pos: int
+    base_pos: tuple[int, ...]  # one position, or every token (rule ``all``)
+    source_pos: tuple[int, ...]  # as many as base_pos: source_pos[i] is written at base_pos[i]
     expected: str | None
     target: float | None
 
@@ -361,11 +361,18 @@ class Evaluator:
             for which, prompt in (("base", base), (cf_type, source)):
                 ids, offsets = self.tokens(row, which)
                 try:
-                    positions.append(resolve_position(position, prompt, ids, offsets, self.codec.encode))
+                    positions.append(resolve_positions(position, prompt, ids, offsets, self.codec.encode))
                 except PositionError as exc:
                     raise UnusableInputError(
                         position_pointer, f"dataset row {row} ({data.get('id')}), {which} prompt: {exc}"
                     ) from exc
+            if len(positions[0]) != len(positions[1]):
+                raise UnusableInputError(
+                    position_pointer,
+                    f"dataset row {row} ({data.get('id')}): rule 'all' writes the counterfactual's token i "
+                    f"at the base's token i, but the base has {len(positions[0])} tokens and the {cf_type} "
+                    f"prompt {len(positions[1])}",
+                )
             out.append(_Pair(row, positions[0], positions[1], expected, target))
         return out
 
@@ -377,7 +384,8 @@ class Evaluator:
                 self._sources.clear()
 
     def _source_vectors(self, site: Any, cf_type: str, pairs: Sequence[_Pair]) -> Any:
-        """``(len(pairs), D)``: each pair's counterfactual vector at the site and its position."""
+        """``(M, D)``: each pair's counterfactual vectors at the site and its positions, pair
+        after pair (M = len(pairs) when each pair has one position)."""
         import torch
 
         from ..engine import forward_sites
@@ -395,7 +403,7 @@ class Evaluator:
                     per_site[s].extend(recorded[s][i, : lengths[i]].clone() for i in range(len(chunk)))
             self._sources[cf_type] = per_site
         vectors = self._sources[cf_type][site]
-        return torch.stack([vectors[p.row][p.source_pos] for p in pairs])
+        return torch.stack([vectors[p.row][at] for p in pairs for at in p.source_pos])
 
     def score_unit(
         self,
@@ -430,15 +438,20 @@ class Evaluator:
             sources = self._source_vectors(site, cf_type, pairs)
             hits: list[bool] = []
             diffs: list[float] = []
+            taken = 0
             for start in range(0, len(pairs), self.batch_size):
                 chunk = pairs[start : start + self.batch_size]
                 ids, mask = self._batch([(p.row, "base") for p in chunk])
-                positions = torch.tensor([p.base_pos for p in chunk], dtype=torch.long, device=ids.device)
-                src = sources[start : start + len(chunk)]
+                flat = [(i, at) for i, p in enumerate(chunk) for at in p.base_pos]
+                rows = torch.tensor([i for i, _ in flat], dtype=torch.long, device=ids.device)
+                positions = torch.tensor([at for _, at in flat], dtype=torch.long, device=ids.device)
+                src = sources[taken : taken + len(flat)]
+                taken += len(flat)
+                where = (positions, src, rows)
                 if metric == "mse":
-                    diffs += self._logit_differences(chunk, ids, mask, site, positions, src, featurizer)
+                    diffs += self._logit_differences(chunk, ids, mask, site, where, featurizer)
                 else:
-                    hits += self._hits(chunk, ids, mask, site, positions, src, featurizer)
+                    hits += self._hits(chunk, ids, mask, site, where, featurizer)
             if metric == "mse":
                 targets = [p.target for p in pairs]
                 result.scores[cf_type] = ioi_mse(np.asarray(diffs), np.asarray(targets, dtype=np.float64))
@@ -450,15 +463,18 @@ class Evaluator:
         return result
 
     def _logit_differences(
-        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, positions: Any, src: Any, featurizer: Any
+        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, where: Any, featurizer: Any
     ) -> list[float]:
-        """Per intervened pair, logit(IO) − logit(S) of the base prompt's names (the MSE's inputs)."""
+        """Per intervened pair, logit(IO) − logit(S) of the base prompt's names (the MSE's inputs).
+
+        ``where``: the base positions, source vectors and base rows of every write."""
         import torch
 
         from ..engine import intervened_logits
 
+        positions, src, rows = where
         with torch.no_grad():
-            logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
+            logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer, rows=rows)
         diffs = []
         for p, row_logits in zip(chunk, wide(logits), strict=True):
             io, s = ioi_logit_names(self.prompt(p.row, "base"))
@@ -467,19 +483,20 @@ class Evaluator:
         return diffs
 
     def _hits(
-        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, positions: Any, src: Any, featurizer: Any
+        self, chunk: Sequence[Any], ids: Any, mask: Any, site: Any, where: Any, featurizer: Any
     ) -> list[bool]:
         """Per intervened pair, whether the model's answer is the expected one (greedy decoding
-        when an expected answer spans several tokens)."""
+        when an expected answer spans several tokens); ``where`` as in ``_logit_differences``."""
         import torch
 
         from ..engine import greedy_tokens, intervened_logits
 
+        positions, src, rows = where
         answers = [self.answer_ids(str(p.expected), p.row) for p in chunk]
         n = max(len(a) for a in answers)
         if n == 1:
             with torch.no_grad():
-                logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer)
+                logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer, rows=rows)
             generated = logits.argmax(-1, keepdim=True).tolist()
         else:
             generated = greedy_tokens(
@@ -491,6 +508,7 @@ class Evaluator:
                 positions=positions,
                 sources=src,
                 featurizer=featurizer,
+                rows=rows,
             ).tolist()
         return [
             _check_answer(self.checker, gen, answer, str(p.expected), self.codec)

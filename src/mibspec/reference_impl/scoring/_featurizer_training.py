@@ -73,8 +73,12 @@ def training_pairs(
             continue
         sources.append(evaluator._source_vectors(site, cf_type, pairs))
         for p in pairs:
+            if len(p.base_pos) != 1:
+                raise ValueError(
+                    "location: featurizers are trained on one position per prompt, not rule 'all'"
+                )
             rows.append(p.row)
-            positions.append(p.base_pos)
+            positions.append(p.base_pos[0])
             if metric == "mse":
                 targets.append(float(p.target))
                 a, b = ioi_logit_names(evaluator.prompt(p.row, "base"))

@@ -277,9 +277,12 @@ def _unpatched_runs(
     """The clean run's final residual ``(B, T, d)`` and the batch's ablation state."""
     B, T = ids.shape
     if constant is None:
-        # the clean and the corrupted run share one pass (same mask, stacked rows)
-        both = _forward.trace(model, torch.cat([ids, cids]), torch.cat([mask, mask]), head_nodes=False)
-        return both.final[:B], reference_from_trace(both, slice(B, 2 * B))
+        # the clean and the corrupted run share one pass (same mask, stacked rows); only the
+        # corrupted rows are recorded, and the clean run's final residual
+        final, corrupted = _forward.trace_rows(
+            model, torch.cat([ids, cids]), torch.cat([mask, mask]), slice(B, 2 * B), head_nodes=False
+        )
+        return final[:B], reference_from_trace(corrupted, slice(None))
     return _forward.final_residual(model, ids, mask), constant_reference(model, constant, (B, T), rope)
 
 

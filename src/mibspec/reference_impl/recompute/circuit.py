@@ -343,14 +343,17 @@ def _evaluate(
     """Every circuit evaluated on the whole dataset, the batch halved on running out of memory."""
     # torch-backed modules: loaded only when a circuit report is recomputed
     from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
-    from mibspec.reference_impl.engine import evaluate_circuits
+    from mibspec.reference_impl.engine import activation_budget, evaluate_circuits
 
     settings = ctx.data["settings"]
     ids, cids, mask, correct, counter = tensors
     n = ids.shape[0]
-    batch, halve = batch_plan(
-        ctx, int(settings.get("batch_size") or 20), example_bytes(model, ids.shape[1]), n
-    )
+    per_example = example_bytes(model, ids.shape[1])
+    batch, halve = batch_plan(ctx, int(settings.get("batch_size") or 20), per_example, n)
+    if not isinstance(getattr(ctx.options, "batch_size", None), int):
+        # unless a batch size is given, a batch's activations stay within the engine's share
+        # of the weight bytes (engine.md ME-9); batch sizes change no value beyond ME-10
+        batch = min(batch, max(1, activation_budget(model) // per_example))
     reported = 0
 
     def advance(done: int) -> None:

@@ -16,7 +16,7 @@ This is the only part of the reference implementation that imports torch.
 """
 
 from ._attribution import attribute_edges
-from ._chunks import ACTIVATION_FRACTION, activation_budget, weight_bytes
+from ._chunks import ACTIVATION_FRACTION, activation_batch, activation_budget, weight_bytes
 from ._evaluate import (
     ABLATIONS,
     Ablation,
@@ -75,6 +75,7 @@ __all__ = [
     "NormWeights",
     "Site",
     "TorchFeaturizer",
+    "activation_batch",
     "activation_budget",
     "attribute_edges",
     "built_summary",

@@ -27,6 +27,7 @@ __all__ = [
     "MIN_ACTIVATION_BYTES",
     "UNION_SLACK",
     "CircuitPlan",
+    "activation_batch",
     "activation_budget",
     "batches",
     "bytes_per_circuit",
@@ -66,6 +67,12 @@ def activation_budget(model: ModelWeights) -> int:
     """Bytes one batch's activations may take: :data:`ACTIVATION_FRACTION` of the weight
     bytes, at least :data:`MIN_ACTIVATION_BYTES` (engine.md ME-9)."""
     return max(int(ACTIVATION_FRACTION * weight_bytes(model)), MIN_ACTIVATION_BYTES)
+
+
+def activation_batch(model: ModelWeights, example_bytes: int) -> int:
+    """The most examples whose activations, ``example_bytes`` each, fit
+    :func:`activation_budget` (at least one)."""
+    return max(1, activation_budget(model) // max(1, int(example_bytes)))
 
 
 def stack_budget(model: ModelWeights, held: int) -> int:

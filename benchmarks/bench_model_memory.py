@@ -213,6 +213,9 @@ def main() -> int:
             "unit": "s",
         },
         {"name": f"verify: wall-clock per curve point ({points})", "value": wall / points, "unit": "s"},
+        # CPU time: the steadier figure on a shared machine, whose load stretches wall-clock
+        {"name": "verify: CPU time per example", "value": cpu / args.examples, "unit": "s"},
+        {"name": "verify: CPU time per curve point", "value": cpu / points, "unit": "s"},
         {"name": "score circuit (writing the report): wall-clock", "value": score_wall, "unit": "s"},
     ]
     llama_bytes, refusal = _refusal()

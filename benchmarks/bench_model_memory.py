@@ -9,13 +9,18 @@ vocabulary here). `mibspec score circuit --method random` writes a circuit repor
 recomputes it in a process of its own, whose peak resident memory (``wait4``'s
 ``ru_maxrss``), wall-clock and CPU time are measured. This process imports neither torch nor
 the model: Linux starts a child's peak from its parent's. A process that only imports what
-verification imports gives the baseline resident memory of the interpreter and the
-libraries.
+verification imports (the engine, the validator and transformers' class of the
+architecture, whose modules alone take about 150 MiB) gives the baseline resident memory
+of the interpreter and the libraries.
 
 Figures: weight bytes (the parameters in the declared dtype), the verification's peak RSS,
 the baseline's, peak RSS / weight bytes (raw, and above the baseline: what the model and its
 recomputation cost), wall-clock time per example and per curve point. Goal: peak RSS above
 the baseline / weight bytes ≤ 1.5.
+
+Last, the refusal a model too large for this machine gets: the memory check verification
+runs before reading any weight file (``check_memory``), on Llama-3.1-8B's configuration in
+float32 with files of its parameters' size (nothing is written), and its R104 message.
 
     python benchmarks/bench_model_memory.py [--shape qwen2.5-0.5b|gpt2-small|gemma-2-2b]
         [--dtype float32|bfloat16] [--examples N] [--json OUT]
@@ -76,6 +81,39 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
 }
+
+
+#: The transformers class each family is built with (imported by the baseline process too).
+CLASSES = {"gpt2": "GPT2LMHeadModel", "qwen2": "Qwen2ForCausalLM", "gemma2": "Gemma2ForCausalLM"}
+#: Llama-3.1-8B's public config: the model a 24 GiB machine cannot load in float32.
+LLAMA_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "hidden_act": "silu",
+}
+
+
+def _refusal() -> tuple[int, str]:
+    """Llama-3.1-8B in float32: the bytes its files hold, and what ``check_memory`` says."""
+    from mibspec.reference_impl.engine import model_size
+    from mibspec.reference_impl.recompute._inputs import UnusableInputError, check_memory
+
+    file_bytes = model_size(LLAMA_8B).parameters * 4
+    try:
+        check_memory(LLAMA_8B, "float32", file_bytes, "/model")
+    except UnusableInputError as exc:
+        return file_bytes, f"{exc.code} at {exc.pointer}: {exc.detail}"
+    return file_bytes, "not refused (this machine has the memory to load it)"
 
 
 def _model(shape: str, dtype: str, folder: Path) -> int:
@@ -149,7 +187,8 @@ def main() -> int:
         report = out / "report.json"
         data = json.loads(report.read_text(encoding="utf-8"))
         points = sum(len(curve["points"]) for curve in data["claims"]["curves"])
-        baseline = [python, "-c", "import mibspec.reference_impl.engine, transformers, mibspec.validator"]
+        imports = "import mibspec.reference_impl.engine, transformers, mibspec.validator; "
+        baseline = [python, "-c", imports + f"transformers.{CLASSES[SHAPES[args.shape][0]]}"]
         _, _, base_rss = _measured(baseline, work)
         verify = [python, "-m", "mibspec", "verify", str(report), "--model-root", str(models)]
         wall, cpu, peak = _measured(verify, work)
@@ -174,13 +213,22 @@ def main() -> int:
             "unit": "s",
         },
         {"name": f"verify: wall-clock per curve point ({points})", "value": wall / points, "unit": "s"},
+        # CPU time: the steadier figure on a shared machine, whose load stretches wall-clock
+        {"name": "verify: CPU time per example", "value": cpu / args.examples, "unit": "s"},
+        {"name": "verify: CPU time per curve point", "value": cpu / points, "unit": "s"},
         {"name": "score circuit (writing the report): wall-clock", "value": score_wall, "unit": "s"},
     ]
+    llama_bytes, refusal = _refusal()
+    figures.append({"name": "Llama-3.1-8B shape in float32: file bytes", "value": llama_bytes, "unit": "B"})
     print(f"{args.shape} in {args.dtype}, {args.examples} examples, {points} curve points")
     for figure in figures:
         print(f"  {figure['name']}: {figure['value']:.4g} {figure.get('unit', '')}")
+    print(f"  Llama-3.1-8B shape in float32, before reading: {refusal}")
+    table = {"title": "A model too large for this machine", "columns": ["model", "verify says"]}
+    table["rows"] = [["Llama-3.1-8B shape, float32", refusal]]
     if args.json:
-        args.json.write_text(json.dumps({"status": "ok", "figures": figures}, indent=1), encoding="utf-8")
+        out = {"status": "ok", "figures": figures, "tables": [table]}
+        args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
     return 0
 
 

@@ -16,6 +16,7 @@ This is the only part of the reference implementation that imports torch.
 """
 
 from ._attribution import attribute_edges
+from ._chunks import ACTIVATION_FRACTION, activation_batch, activation_budget, weight_bytes
 from ._evaluate import (
     ABLATIONS,
     Ablation,
@@ -57,6 +58,7 @@ from ._weights import LayerWeights, ModelWeights, NormWeights
 
 __all__ = [
     "ABLATIONS",
+    "ACTIVATION_FRACTION",
     "DEFAULT_ACTIVATION_BYTES",
     "DTYPES",
     "FAMILIES",
@@ -73,6 +75,8 @@ __all__ = [
     "NormWeights",
     "Site",
     "TorchFeaturizer",
+    "activation_batch",
+    "activation_budget",
     "attribute_edges",
     "built_summary",
     "check_model_size",
@@ -94,4 +98,5 @@ __all__ = [
     "run_model",
     "safetensors_parameters",
     "site_dim",
+    "weight_bytes",
 ]

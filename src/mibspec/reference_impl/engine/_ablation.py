@@ -17,6 +17,7 @@ from ..devices import wide_device
 from . import _forward, _ops
 from ._chunks import batches
 from ._inputs import check_ablation_values, check_mean_set, check_positive_int
+from ._reuse import tensor_bytes
 from ._weights import ModelWeights
 
 __all__ = [
@@ -48,6 +49,16 @@ class Reference:
     z: list[torch.Tensor] | None  # (H, B, T, e): head h's ablation output is z_h·W_O^h + b_O/H
     group_sum: list[torch.Tensor] | None
     group_out: list[torch.Tensor] | None
+
+    def held_bytes(self) -> int:
+        """Bytes the state holds in memory. With ``z`` kept the heads' rows of ``nodes`` are
+        never written, so never mapped: the input's and the MLPs' rows are counted."""
+        nodes = self.nodes.untyped_storage().nbytes()
+        if self.z is not None:
+            n_layers = len(self.slot_pre)
+            nodes = min(nodes, self.nodes[0].nbytes * (1 + n_layers))
+        rest = [self.slot_pre, self.slot_mid, self.attn, self.final, self.q, self.k, self.v, self.z]
+        return nodes + tensor_bytes([*rest, self.group_sum, self.group_out])
 
 
 def reference_from_trace(tr: _forward.Trace, rows: slice) -> Reference:

@@ -8,22 +8,79 @@ reachable sets nearly coincide, up to a memory budget.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
 
 from mibspec.metrics.graph import GraphUniverse
 
 from ._weights import ModelWeights
 
-__all__ = ["UNION_SLACK", "CircuitPlan", "batches", "bytes_per_circuit", "chunks", "plan_circuits"]
+__all__ = [
+    "ACTIVATION_FRACTION",
+    "MAX_STACK_BYTES",
+    "MIN_ACTIVATION_BYTES",
+    "UNION_SLACK",
+    "CircuitPlan",
+    "activation_batch",
+    "activation_budget",
+    "batches",
+    "bytes_per_circuit",
+    "chunks",
+    "plan_circuits",
+    "stack_budget",
+    "weight_bytes",
+]
 
 #: A stack's union of reachable sets may exceed its smallest reachable set by this fraction.
 UNION_SLACK = 0.1
+#: Share of the model's weight bytes one batch's activations may take (engine.md ME-9).
+ACTIVATION_FRACTION = 0.25
+#: ... but never less than this: a small model's activations are small whatever the share.
+MIN_ACTIVATION_BYTES = 2**28
+#: Largest stacked pass: past it, stacking more small circuits saves nothing measurable.
+MAX_STACK_BYTES = 2**28
+
+
+def weight_bytes(model: ModelWeights) -> int:
+    """Bytes of the model's tensors, each storage counted once (tied embeddings once)."""
+    seen: dict[int, int] = {}
+    stack: list[object] = [model]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            storage = item.untyped_storage()
+            seen[storage.data_ptr()] = storage.nbytes()
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+    return sum(seen.values())
+
+
+def activation_budget(model: ModelWeights) -> int:
+    """Bytes one batch's activations may take: :data:`ACTIVATION_FRACTION` of the weight
+    bytes, at least :data:`MIN_ACTIVATION_BYTES` (engine.md ME-9)."""
+    return max(int(ACTIVATION_FRACTION * weight_bytes(model)), MIN_ACTIVATION_BYTES)
+
+
+def activation_batch(model: ModelWeights, example_bytes: int) -> int:
+    """The most examples whose activations, ``example_bytes`` each, fit
+    :func:`activation_budget` (at least one)."""
+    return max(1, activation_budget(model) // max(1, int(example_bytes)))
+
+
+def stack_budget(model: ModelWeights, held: int) -> int:
+    """The default memory budget of a stacked pass on a batch whose ablation state holds
+    ``held`` bytes: what :func:`activation_budget` leaves, at most :data:`MAX_STACK_BYTES`
+    (a pass holds at least one circuit whatever the budget)."""
+    return max(1, min(MAX_STACK_BYTES, activation_budget(model) - held))
 
 
 def batches(n: int, size: int) -> Iterator[slice]:

@@ -53,7 +53,7 @@ from ._ablation import (
     reference_from_trace,
 )
 from ._arena import Arena
-from ._chunks import CircuitPlan, batches, bytes_per_circuit, chunks, plan_circuits
+from ._chunks import CircuitPlan, batches, bytes_per_circuit, chunks, plan_circuits, stack_budget
 from ._graph_index import graph_index, needed_everywhere
 from ._inputs import (
     check_ablation,
@@ -144,7 +144,7 @@ def evaluate_circuits(
     mean_ids: object = None,
     mean_mask: object = None,
     batch_size: int = 20,
-    memory_budget: int = 2**28,
+    memory_budget: int | None = None,
     progress: Callable[[int], None] | None = None,
     reuse: ActivationCache | None = None,
 ) -> CircuitMetrics:
@@ -174,6 +174,8 @@ def evaluate_circuits(
         memory_budget: bytes a stacked pass of several circuits may use (a pass holds at
             least one circuit). Circuits are stacked only when their reachable sets nearly
             coincide; on a CPU stacking pays off for small circuits, whose passes are short.
+            Default (``None``): per batch, what :func:`~._chunks.activation_budget` leaves
+            beside the batch's ablation state, at most 256 MiB (:func:`~._chunks.stack_budget`).
         progress: called after each batch with the number of examples done so far
             (like ``attribute_edges``).
         reuse: an :class:`ActivationCache` holding the clean and ablation runs of
@@ -191,7 +193,7 @@ def evaluate_circuits(
         model, clean_ids, corrupted_ids, attention_mask, correct, counterfactual
     )
     size = check_positive_int(batch_size, "batch_size")
-    budget = check_positive_int(memory_budget, "memory_budget")
+    budget = None if memory_budget is None else check_positive_int(memory_budget, "memory_budget")
     universe = graph_universe(model)
     edges = check_circuits(universe, circuits)
     neuron_mask = check_neurons(model, neurons, edges.shape[0])
@@ -214,7 +216,7 @@ def _evaluate_batches(
     examples: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     K: int,
     size: int,
-    budget: int,
+    budget: int | None,
     reuse: ActivationCache | None,
     progress: Callable[[int], None] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -248,7 +250,8 @@ def _evaluate_batches(
                 kind = "circuits, centred neurons" if setup.centre_neurons else "circuits"
                 key = None if reuse is None else reuse.key(model, parts, kind)
                 inputs = functools.partial(_forward.embed, model, b_ids, positions)
-                out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, budget, reuse, key)
+                fits = stack_budget(model, ref.held_bytes()) if budget is None else budget
+                out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, fits, reuse, key)
             if progress is not None:
                 progress(sl.stop)
     return out, clean_m, empty_m
@@ -282,9 +285,12 @@ def _unpatched_runs(
     """The clean run's final residual ``(B, T, d)`` and the batch's ablation state."""
     B, T = ids.shape
     if constant is None:
-        # the clean and the corrupted run share one pass (same mask, stacked rows)
-        both = _forward.trace(model, torch.cat([ids, cids]), torch.cat([mask, mask]), head_nodes=False)
-        return both.final[:B], reference_from_trace(both, slice(B, 2 * B))
+        # the clean and the corrupted run share one pass (same mask, stacked rows); only the
+        # corrupted rows are recorded, and the clean run's final residual
+        final, corrupted = _forward.trace_rows(
+            model, torch.cat([ids, cids]), torch.cat([mask, mask]), slice(B, 2 * B), head_nodes=False
+        )
+        return final[:B], reference_from_trace(corrupted, slice(None))
     return _forward.final_residual(model, ids, mask), constant_reference(model, constant, (B, T), rope)
 
 

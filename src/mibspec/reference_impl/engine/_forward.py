@@ -19,7 +19,16 @@ import torch
 from . import _ops
 from ._weights import LayerWeights, ModelWeights
 
-__all__ = ["ForwardOutput", "Trace", "check_token_pair", "check_tokens", "embed", "run_model", "trace"]
+__all__ = [
+    "ForwardOutput",
+    "Trace",
+    "check_token_pair",
+    "check_tokens",
+    "embed",
+    "run_model",
+    "trace",
+    "trace_rows",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,20 +202,25 @@ def _run(
     *,
     record: bool,
     head_nodes: bool = True,
+    rows: slice | None = None,
 ) -> tuple[torch.Tensor, Trace | None]:
     """Plain forward; returns the final residual and, when ``record``, the trace.
 
     With ``head_nodes=False`` the heads' rows of ``Trace.nodes`` are left unset (the mixed
     values ``Trace.z`` determine them), which saves materialising ``H`` residual-sized
-    tensors per layer.
+    tensors per layer. With ``rows`` the trace holds those examples only (copies, so that
+    the other examples' activations are freed layer by layer); the final residual returned
+    beside it holds all.
     """
     N, T = ids.shape
+    keep = _Rows(N, rows)
     H, d, e = model.n_heads, model.d_model, model.d_head
     positions = _ops.positions_from_mask(mask)
     rope = _ops.rope_tables(model, positions)
     masks: dict[int | None, torch.Tensor] = {}
     x = embed(model, ids, positions)
-    nodes = torch.empty((model.n_forward, N, T, d), dtype=model.dtype, device=x.device) if record else None
+    shape = (model.n_forward, keep.n, T, d)
+    nodes = torch.empty(shape, dtype=model.dtype, device=x.device) if record else None
     slot_pre: list[torch.Tensor] = []
     slot_mid: list[torch.Tensor] = []
     qs: list[torch.Tensor] = []
@@ -216,7 +230,7 @@ def _run(
     gsum: list[torch.Tensor] = []
     gout: list[torch.Tensor] = []
     if nodes is not None:
-        nodes[0] = x
+        nodes[0] = x[keep.rows]
     for li, layer in enumerate(model.layers):
         if layer.sliding_window not in masks:
             masks[layer.sliding_window] = _ops.causal_mask(mask, layer.sliding_window)
@@ -229,30 +243,30 @@ def _run(
         if nodes is not None and head_nodes:
             o = head_outputs(model, layer, z)  # (N, H, T, d)
             attn = o.sum(1)
-            nodes[base : base + H] = o.transpose(0, 1)
+            nodes[base : base + H] = o[keep.rows].transpose(0, 1)
         else:
             attn = z.transpose(1, 2).reshape(N, T, H * e) @ layer.w_o.reshape(-1, d)
             if layer.b_o is not None:
                 attn = attn + layer.b_o
         if layer.norm_attn_out is not None:
             if record:
-                gsum.append(attn)
+                gsum.append(keep.copy(attn))
             attn = _ops.norm(attn, layer.norm_attn_out)
             if record:
-                gout.append(attn)
+                gout.append(keep.copy(attn))
         if record:
             # head-major copies: the patched run works on (heads, examples, positions, e)
-            slot_pre.append(x)
-            qs.append(q.transpose(0, 1).contiguous())
-            ks.append(k.transpose(0, 1).contiguous())
-            vs.append(v.transpose(0, 1).contiguous())
-            zs.append(z.transpose(0, 1).contiguous())
+            slot_pre.append(keep.copy(x))
+            qs.append(q[keep.rows].transpose(0, 1).contiguous())
+            ks.append(k[keep.rows].transpose(0, 1).contiguous())
+            vs.append(v[keep.rows].transpose(0, 1).contiguous())
+            zs.append(z[keep.rows].transpose(0, 1).contiguous())
         x = x + attn
         if record:
-            slot_mid.append(x)
+            slot_mid.append(keep.copy(x))
         m = _ops.mlp(_ops.norm(x, layer.norm_mlp), layer, model.activation)
         if nodes is not None:
-            nodes[base + H] = m
+            nodes[base + H] = m[keep.rows]
         x = x + m
     if not record:
         return x, None
@@ -262,7 +276,7 @@ def _run(
         nodes=nodes,
         slot_pre=slot_pre,
         slot_mid=slot_mid,
-        final=x,
+        final=keep.copy(x),
         q=qs,
         k=ks,
         v=vs,
@@ -279,6 +293,30 @@ def trace(model: ModelWeights, ids: torch.Tensor, mask: torch.Tensor, *, head_no
         _, tr = _run(model, ids, mask, record=True, head_nodes=head_nodes)
     assert tr is not None
     return tr
+
+
+def trace_rows(
+    model: ModelWeights, ids: torch.Tensor, mask: torch.Tensor, rows: slice, *, head_nodes: bool = True
+) -> tuple[torch.Tensor, Trace]:
+    """One plain forward over every row of ``ids``, recording the examples ``rows`` only: the
+    final residual of every row, and the trace of ``rows`` (ids already checked)."""
+    with torch.inference_mode():
+        x, tr = _run(model, ids, mask, record=True, head_nodes=head_nodes, rows=rows)
+    assert tr is not None
+    return x, tr
+
+
+class _Rows:
+    """The examples a trace records: all of them, or a slice copied out of each tensor."""
+
+    def __init__(self, n: int, rows: slice | None) -> None:
+        self.rows = slice(None) if rows is None else rows
+        self.n = len(range(n)[self.rows])
+        self.all = self.n == n
+
+    def copy(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` itself when every row is kept, else a copy of the kept rows."""
+        return x if self.all else x[self.rows].clone()
 
 
 def final_residual(model: ModelWeights, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

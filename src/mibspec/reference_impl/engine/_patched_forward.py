@@ -40,29 +40,39 @@ class BatchContext:
 
 
 class HeadWeights:
-    """Per layer, q/k/v projections stacked per query head: ``(3H, d, e)`` and ``(3H, e)``.
+    """Per layer, the q/k/v projections one per row: ``(H + 2G, d, e)`` and ``(H + 2G, e)``.
 
-    Rows ``j·H + h`` project the q (j = 0), k (1) or v (2) slot of query head h (keys and
-    values of grouped-query attention repeated per query head). Layers are kept once
-    built while the stacks of the whole model stay under ``limit`` bytes.
+    Slot ``j·H + h`` (the q (j = 0), k (1) or v (2) slot of query head h) is projected by
+    row :meth:`rows` of it: the key and value rows of grouped-query attention are shared
+    by the query heads of their group, and are kept once. Layers are kept once built
+    while the stacks of the whole model stay under ``limit`` bytes.
     """
 
     def __init__(self, model: ModelWeights, limit: int = 2**30) -> None:
         self.model = model
         H, G = model.n_heads, model.n_kv_heads
-        group = model.kv_group
-        self.rows = torch.cat([torch.arange(H, device=group.device), H + group, H + G + group])
+        group = model.kv_group.cpu().numpy()
+        self.slot_rows = np.concatenate([np.arange(H), H + group, H + G + group]).astype(np.int64)
         layer = model.layers[0]
-        size = layer.w_qkv.element_size() * 3 * H * layer.w_qkv.shape[0] * layer.w_qkv.shape[2]
-        self.keep = size * model.n_layers <= limit
+        self.keep = layer.w_qkv.element_size() * layer.w_qkv.numel() * model.n_layers <= limit
         self.cache: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+
+    def slots(self, li: int, slots: NDArray[np.int64]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(k, d, e)`` and ``(k, e)``: the projections of layer ``li``'s slots ``j·H + h``."""
+        w, b = self.get(li)
+        rows = self.slot_rows[slots]
+        if np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+            part = slice(int(rows[0]), int(rows[0]) + len(rows))
+            return w[part], None if b is None else b[part]
+        index = torch.from_numpy(rows).to(w.device)
+        return w.index_select(0, index), None if b is None else b.index_select(0, index)
 
     def get(self, li: int) -> tuple[torch.Tensor, torch.Tensor | None]:
         if li in self.cache:
             return self.cache[li]
         layer = self.model.layers[li]
-        w = layer.w_qkv.index_select(1, self.rows).permute(1, 0, 2).contiguous()
-        b = None if layer.b_qkv is None else layer.b_qkv.index_select(0, self.rows)
+        w = layer.w_qkv.permute(1, 0, 2).contiguous()
+        b = layer.b_qkv
         if self.keep:
             self.cache[li] = (w, b)
         return w, b
@@ -187,8 +197,7 @@ class PatchedPass:
             return None
         assert x_all is not None
         layer = self.model.layers[li]
-        w_all, b_all = self.setup.qkv_weights.get(li)
-        w_slots = take(w_all, stacked)  # (k, d, e)
+        w_slots, b_slots = self.setup.qkv_weights.slots(li, stacked)  # (k, d, e), (k, e)
         # normalise and project a few slots at a time, keeping the temporaries small
         step = max(1, STEP_BYTES // (C * B * T * d * x_all.element_size()))
         parts = []
@@ -198,8 +207,8 @@ class PatchedPass:
             parts.append(torch.matmul(h.reshape(C, b - a, B * T, d), w_slots[a:b]))
         y_all = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         y_all = y_all.view(C, len(stacked), B, T, -1)
-        if b_all is not None:
-            y_all = y_all + take(b_all, stacked)[None, :, None, None, :]
+        if b_slots is not None:
+            y_all = y_all + b_slots[None, :, None, None, :]
         n_rot = counts[0] + counts[1]
         rope = self.batch.rope
         if rope is not None and n_rot:

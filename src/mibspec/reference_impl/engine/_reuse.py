@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["DEFAULT_ACTIVATION_BYTES", "ActivationCache"]
+__all__ = ["DEFAULT_ACTIVATION_BYTES", "ActivationCache", "tensor_bytes"]
 
 #: Default bound of an :class:`ActivationCache`, in bytes.
 DEFAULT_ACTIVATION_BYTES = 1 << 30
@@ -58,7 +58,7 @@ class ActivationCache:
         if entry is not None:
             return entry[1]  # type: ignore[no-any-return]
         value = compute()
-        self.put(model, key, value, _nbytes(value))
+        self.put(model, key, value, tensor_bytes(value))
         return value
 
     def key(self, model: Any, parts: tuple[Any, ...], tag: str = "") -> bytes:
@@ -108,7 +108,7 @@ def _key(model: Any, parts: tuple[Any, ...], tag: str = "") -> bytes:
     return digest.digest()
 
 
-def _nbytes(value: Any) -> int:
+def tensor_bytes(value: Any) -> int:
     """Bytes of the distinct tensor storages reachable from ``value``."""
     seen: set[int] = set()
     total = 0

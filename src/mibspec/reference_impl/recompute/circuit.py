@@ -396,14 +396,18 @@ def _evaluate(
     """Every circuit evaluated on the whole dataset, the batch halved on running out of memory."""
     # torch-backed modules: loaded only when a circuit report is recomputed
     from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
-    from mibspec.reference_impl.engine import evaluate_circuits
+    from mibspec.reference_impl.engine import activation_batch, evaluate_circuits
 
     settings = ctx.data["settings"]
     ids, cids, mask, correct, counter = tensors
     n = ids.shape[0]
-    batch, halve = batch_plan(
-        ctx, int(settings.get("batch_size") or 20), example_bytes(model, ids.shape[1]), n
-    )
+    per_example = example_bytes(model, ids.shape[1])
+    batch, halve = batch_plan(ctx, int(settings.get("batch_size") or 20), per_example, n)
+    if not isinstance(getattr(ctx.options, "batch_size", None), int) and model.dtype.itemsize > 2:
+        # unless a batch size is given, a batch's activations stay within the engine's share
+        # of the weight bytes (engine.md ME-9); in float32 and wider batch sizes change values
+        # far inside every tolerance (ME-10), 16-bit reports keep the batch they declare
+        batch = min(batch, activation_batch(model, per_example))
     reported = 0
 
     def advance(done: int) -> None:

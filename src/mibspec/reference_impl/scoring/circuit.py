@@ -358,7 +358,11 @@ def score_circuit(options: CircuitOptions, progress: Progress | None = None) -> 
 def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -> CircuitResult:
     """Edge scores, the grid's circuits, their faithfulness curves, CPR and CMD."""
     from mibspec.reference_impl.devices import example_bytes, parse_batch_size, plan_batch, with_oom_backoff
-    from mibspec.reference_impl.engine import evaluate_circuits, graph_universe  # torch: only when scoring
+    from mibspec.reference_impl.engine import (  # torch: only when scoring
+        activation_batch,
+        evaluate_circuits,
+        graph_universe,
+    )
 
     options.check()
     inputs = open_model_and_dataset(
@@ -376,13 +380,13 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
     )
     n = tokens[0].shape[0]
     universe = graph_universe(inputs.model)
-    batch, halve = plan_batch(
-        parse_batch_size(options.batch_size),
-        options.device,
-        20,
-        lambda: example_bytes(inputs.model, tokens[0].shape[1]),
-        n,
-    )
+    per_example = example_bytes(inputs.model, tokens[0].shape[1])
+    requested = parse_batch_size(options.batch_size)
+    batch, halve = plan_batch(requested, options.device, 20, per_example, n)
+    if requested == 20 or requested == "auto":
+        # the default batch (or the planned one) keeps a batch's activations within the
+        # engine's share of the weight bytes (engine.md ME-9); the report declares it
+        batch = min(batch, activation_batch(inputs.model, per_example))
     scores, batch = with_oom_backoff(
         lambda size: _edge_scores(options, profile, inputs.model, tokens, universe.n_edges, progress, size),
         batch,

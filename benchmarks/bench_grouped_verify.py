@@ -149,7 +149,7 @@ def gpt2_small_example(tmp: Path, rows: int) -> tuple[Path, Path]:
     _edit(folder / "config.json", lambda cfg: cfg.update(n_layer=12, n_head=12, n_embd=768, n_inner=3072))
     with torch.random.fork_rng():  # the library initialises from the global generator
         torch.manual_seed(0)
-        config = transformers.GPT2Config.from_pretrained(folder)
+        config = transformers.GPT2Config.from_pretrained(folder, trust_remote_code=False)
         transformers.GPT2LMHeadModel(config).eval().save_pretrained(folder)
     data = tmp / "gpt2-small-data"
     data.mkdir()

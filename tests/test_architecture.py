@@ -4,7 +4,7 @@ Each package directly under ``mibspec`` sits in one layer and imports only packa
 layers below it (:data:`LAYERS`)::
 
     core ← documents ← metrics ← reference_impl ← validator ← verification
-         ← importers, exporters, pages, spec_tools, parity ← submissions ← cli ← mibspec
+         ← importers, exporters, pages, spec_tools ← submissions, parity ← cli ← mibspec
 
 ``core`` imports nothing else of mibspec; ``metrics`` (numpy) never imports torch; the
 reference implementation never imports the validator (its recomputers receive what they need
@@ -39,8 +39,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reference_impl",),  # model engines (torch), recomputation, scoring, datasets
     ("validator",),  # parse, schema stage, rules, recompute stage
     ("verification",),  # verify(): paths, grouping, receipts, reporters
-    ("importers", "exporters", "pages", "spec_tools", "parity"),  # each verifies through verification
-    ("submissions",),  # a MIB submission: imported, then verified
+    ("importers", "exporters", "pages", "spec_tools"),  # each verifies through verification
+    ("submissions", "parity"),  # a MIB submission imported, then verified; runs against the public code
     ("cli",),
     ("mibspec",),
 )

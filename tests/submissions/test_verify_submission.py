@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from mibspec.core.comparisons import recompute_tolerance
+from mibspec.core.profiles import load_profile
 from mibspec.importers._safe_pickle import load_results_pickle
 
 pytestmark = pytest.mark.slow
@@ -37,6 +39,9 @@ DATASET_ID = "mibspec-tests/tiny-ioi"
 #: The example rows' counterfactual types → the released columns' names (MIB's spelling).
 _COLUMNS = {"io_s2_flip": "s2_io_flip", "io_s1_flip": "s1_io_flip", "abc": "abc"}
 _SLOTS = {"name_a": "name_A", "name_b": "name_B", "name_c": "name_C"}
+
+#: mib-2025's recompute tolerance for float16, the dtype MIB evaluates causal-variable models in.
+_F16 = recompute_tolerance(load_profile("mib-2025"), "float16")
 
 
 def _released_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +382,10 @@ def test_a_causal_variable_submission_and_its_result_files_reach_a_recomputed_pa
     for line in lines:
         assert line.rstrip().endswith("agrees"), run.stdout
         claimed_text, recomputed_text = line.split(": ", 1)[1].split(" → ")
-        assert float(recomputed_text.split()[0]) == pytest.approx(float(claimed_text), rel=1e-4)
+        # recomputed in float16, as MIB evaluates causal-variable models: within its tolerance
+        assert float(recomputed_text.split()[0]) == pytest.approx(
+            float(claimed_text), rel=_F16[1], abs=_F16[0]
+        )
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # inputs only read
 
 
@@ -416,7 +424,7 @@ def test_a_changed_unit_score_in_a_result_file_fails_with_r103_at_its_pointer(
     assert ("R103", pointer) in failed, failed
     [comparison] = [c for c in document.comparisons if c.pointer == pointer]
     assert comparison.claimed == pytest.approx(true - 2.0)
-    assert comparison.recomputed == pytest.approx(true, abs=1e-4)
+    assert comparison.recomputed == pytest.approx(true, rel=_F16[1], abs=_F16[0])  # recomputed in float16
     # the featurizers no result file scores are named, not dropped: all of output_position's,
     # and output_token's outside layer 1
     unscored = {note.split(":")[0]: note for note in outcome.notes if "scored by no result file" in note}

@@ -9,7 +9,6 @@ code or its environment is absent (see ``test_public_code``).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,10 @@ MODELS = REPO / "examples" / "models"
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    from mibspec.parity import (
-        PeerUnavailableError,
-        circuit_parity,
-        find_peers,
-        load_circuit_inputs,
-        peer_python,
-    )
+def run(public_code: tuple[Path, Path]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    from mibspec.parity import circuit_parity, load_circuit_inputs
 
-    try:
-        beside = None if os.environ.get("MIBSPEC_PEERS") else REPO.parent / "shared" / "peers"
-        peers, python = find_peers(beside), peer_python()
-    except PeerUnavailableError as exc:
-        pytest.skip(f"the public MIB code cannot be run here: {exc}")
+    peers, python = public_code
     inputs = load_circuit_inputs(REPORT, [MODELS])
     public, by_profile = circuit_parity(inputs, peers, python, ("mib-2025", "default"), ("nodes", "neurons"))
     rows = {profile: {row.quantity: row for row in found} for profile, found in by_profile.items()}

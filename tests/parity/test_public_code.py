@@ -8,7 +8,6 @@ code on the IOI example report (about three minutes on two cores) feeds every te
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +22,10 @@ TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "EAP"
 
 
 @pytest.fixture(scope="module")
-def compared() -> dict[str, Any]:
-    from mibspec.parity import (
-        PeerUnavailableError,
-        circuit_parity,
-        find_peers,
-        load_circuit_inputs,
-        peer_python,
-    )
+def compared(public_code: tuple[Path, Path]) -> dict[str, Any]:
+    from mibspec.parity import circuit_parity, load_circuit_inputs
 
-    try:
-        # $MIBSPEC_PEERS, else the public code beside this checkout (mibspec has no default)
-        beside = None if os.environ.get("MIBSPEC_PEERS") else REPO.parent / "shared" / "peers"
-        peers, python = find_peers(beside), peer_python()
-    except PeerUnavailableError as exc:
-        pytest.skip(f"the public MIB code cannot be run here: {exc}")
+    peers, python = public_code
     inputs = load_circuit_inputs(REPORT, [MODELS])
     _, by_profile = circuit_parity(inputs, peers, python, ("mib-2025", "default"), TASKS)
     return {profile: {row.quantity: row for row in rows} for profile, rows in by_profile.items()}

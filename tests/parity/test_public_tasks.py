@@ -9,7 +9,6 @@ why, when the public code or its environment is absent (see ``test_public_code.p
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import pytest
 
 pytestmark = [pytest.mark.parity, pytest.mark.recompute]
 
-REPO = Path(__file__).resolve().parents[2]
 TASKS = ("logits", "circuits_patching", "curve", "nodes", "EAP-IG-inputs")
 PUBLIC_TASKS = ("mcqa", "arc_easy", "arc_challenge", "arithmetic_addition", "arithmetic_subtraction")
 _RUNS: dict[str, dict[str, Any]] = {}
@@ -28,24 +26,12 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("parity-tasks")
 
 
-def _compared(task: str, root: Path) -> dict[str, Any]:
+def _compared(task: str, root: Path, public_code: tuple[Path, Path]) -> dict[str, Any]:
     """One comparison per task (rows generated, imported and scored once), by profile and quantity."""
-    from mibspec.parity import (
-        PeerUnavailableError,
-        circuit_parity,
-        find_peers,
-        load_circuit_inputs,
-        peer_python,
-        task_model_dir,
-        task_report,
-    )
+    from mibspec.parity import circuit_parity, load_circuit_inputs, task_model_dir, task_report
 
     if task not in _RUNS:
-        try:
-            beside = None if os.environ.get("MIBSPEC_PEERS") else REPO.parent / "shared" / "peers"
-            peers, python = find_peers(beside), peer_python()
-        except PeerUnavailableError as exc:
-            pytest.skip(f"the public MIB code cannot be run here: {exc}")
+        peers, python = public_code
         model = task_model_dir(root / "models")
         report = task_report(task, model, root, n_rows=20)
         inputs = load_circuit_inputs(report, [root / "models"])
@@ -56,8 +42,10 @@ def _compared(task: str, root: Path) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("task", PUBLIC_TASKS)
-def test_mib_2025_reproduces_the_public_code_on_the_task(task: str, root: Path) -> None:
-    rows = _compared(task, root)["mib-2025"]
+def test_mib_2025_reproduces_the_public_code_on_the_task(
+    task: str, root: Path, public_code: tuple[Path, Path]
+) -> None:
+    rows = _compared(task, root, public_code)["mib-2025"]
     promised = {row.group for row in rows.values() if row.promised}
     assert {"m(N)", "m(∅)", "CPR", "CMD", "logits (log-softmax)", "EAP-IG (inputs) edge scores"} <= promised
     assert {
@@ -70,8 +58,10 @@ def test_mib_2025_reproduces_the_public_code_on_the_task(task: str, root: Path) 
 
 
 @pytest.mark.parametrize("task", PUBLIC_TASKS)
-def test_default_reads_the_answer_after_its_space(task: str, root: Path) -> None:
-    rows = _compared(task, root)["default"]
+def test_default_reads_the_answer_after_its_space(
+    task: str, root: Path, public_code: tuple[Path, Path]
+) -> None:
+    rows = _compared(task, root, public_code)["default"]
     assert rows["log-softmax logits (same tokens)"].ok  # the model agrees
     answers = rows["answer ids unlike the public loader's"]
     assert not answers.promised

@@ -343,7 +343,7 @@ def test_cli_imports_and_verifies(tmp_path: Path) -> None:
                 "layer": 2,
                 "component": "attention_heads",
                 "heads": [3],
-                "position": {"rule": "named", "name": "all"},
+                "position": {"rule": "all"},  # MIB's IOI position: every token
             },
         ),
     ],
@@ -355,7 +355,7 @@ def test_unit_ids_parse_in_both_separator_forms(
     unit_id = unit.format(s=separator)
     entry: dict[str, Any] = {"ones_carry": {"average_score": 0.5}}
     if with_metadata:
-        name = location["position"].get("name", "last_token")
+        name = {"last": "last_token", "all": "all"}[location["position"]["rule"]]
         entry["metadata"] = {"layer": location["layer"], "position": name}
     for key in (f"[[AtomicModelUnit(id='{unit_id}')]]", unit_id):
         source = tmp_path / "results.json"

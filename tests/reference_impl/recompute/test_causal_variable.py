@@ -9,6 +9,7 @@ against per-example hooks in ``tests/causal_variable/test_intervention.py``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -142,3 +143,41 @@ def test_a_move_within_tolerance_passes(every_token: Path, tmp_path: Path, mibsp
     path = _copy(every_token, tmp_path / "nudged", nudge)
     done = mibspec_cli("verify", str(path), "--model-root", str(MODELS), "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _pin(entries: list[dict[str, Any]], ident: str, data: bytes) -> None:
+    entry = next(a for a in entries if a["id"] == ident)
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+
+
+def test_prompts_of_different_lengths_at_every_token_are_r104_never_skipped(
+    every_token: Path, tmp_path: Path, mibspec_cli: CliRun
+) -> None:
+    """Every random_names counterfactual starts with "So, ": its token i is no longer the base's
+    token i. The rows still fill their templates and the files are re-pinned, so only
+    recomputation can see it; it stops at the unit's position, naming the row."""
+    folder = tmp_path / "longer"
+    shutil.copytree(every_token, folder)
+    rows = []
+    for line in (folder / "dataset.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        for key in ("prompt", "template"):
+            row["counterfactuals"]["random_names"][key] = "So, " + row["counterfactuals"]["random_names"][key]
+        rows.append(json.dumps(row))
+    data = ("\n".join(rows) + "\n").encode()
+    (folder / "dataset.jsonl").write_bytes(data)
+    dataset = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
+    _pin(dataset["artifacts"], "rows", data)
+    data = json.dumps(dataset, indent=2).encode()
+    (folder / "dataset.json").write_bytes(data)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    _pin(report["artifacts"], report["task"]["dataset"], data)
+    (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    done = mibspec_cli("verify", str(folder / "report.json"), "--model-root", str(MODELS), "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = _findings(done.stdout)
+    assert set(found) == {("R104", "/claims/variables/0/units/0/location/position")}
+    [finding] = found.values()
+    assert "rule 'all' writes the counterfactual's token i at the base's token i" in finding["message"]
+    assert "random_names prompt" in finding["message"]
+    assert finding["line"] >= 1

@@ -104,12 +104,14 @@ def submission(tmp_path_factory: pytest.TempPathFactory, small_ioi_dataset: Smal
     return {"root": root, "scored": root / "scored"}
 
 
-def _verify(submission: dict[str, Path], tmp_path: Path, moved: float) -> subprocess.CompletedProcess[str]:
+def _verify(
+    submission: dict[str, Path], tmp_path: Path, moved: float, folder: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     scored = json.loads((submission["scored"] / "report.json").read_text(encoding="utf-8"))
     results = tmp_path / "ioi_output_token.json"
     _results(scored, results, moved)
     return _mibspec(
-        *("verify-submission", str(submission["root"] / "submission"), "-o", str(tmp_path / "out")),
+        *("verify-submission", str(folder or submission["root"] / "submission"), "-o", str(tmp_path / "out")),
         *("--dataset", str(submission["scored"] / "dataset.json"), "--architecture", "GPT2LMHeadModel"),
         *("--model-root", str(MODELS), "--results", str(results), "--format", "json"),
         cwd=tmp_path,
@@ -148,3 +150,34 @@ def test_a_result_score_moved_beyond_tolerance_is_r103(submission: dict[str, Pat
     assert ("R103", "/claims/variables/0/per_layer/3") in found
     assert ("R103", "/claims/variables/0/units/0/scores/random_names") not in found
     assert "C112" not in {code for code, _ in found}  # the importer computed the aggregates
+
+
+def test_a_rotation_of_the_residual_width_at_a_head_is_r104_at_its_featurizer(
+    submission: dict[str, Path], tmp_path: Path
+) -> None:
+    """The layer-3 unit's DAS file holds a rotation of d_model (64) rows where the head has 16
+    values. The tiny model is not one of MIB's, so the report declares no configuration for the
+    rules to compare widths with: recomputation refuses the unit where it names its featurizer."""
+    import shutil
+
+    torch = pytest.importorskip("torch")
+    folder = tmp_path / "submission"
+    shutil.copytree(submission["root"] / "submission", folder)
+    info = {
+        "featurizer_class": "SubspaceFeaturizerModule",
+        "inverse_featurizer_class": "SubspaceInverseFeaturizerModule",
+        "n_features": 8,
+        "additional_config": {"rotation_matrix": torch.eye(64)[:, :8].contiguous(), "requires_grad": True},
+    }
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        torch.save({"model_info": info, "state_dict": {}}, folder / CELL / f"{_unit_id(3)}{suffix}")
+    done = _verify(submission, tmp_path, 0.0, folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    found = {(f["code"], f["pointer"]): f["message"] for d in out["documents"] for f in d["findings"]}
+    assert found == {
+        (
+            "R104",
+            "/claims/variables/0/units/1/featurizer",
+        ): "the featurizer reads 64 values, the site holds 16"
+    }

@@ -32,7 +32,7 @@ CONFORMANCE = REPO / "conformance" / "v1"
 SUITE_MINIMUM: dict[str, tuple[int, int]] = {
     "json": (3, 16),
     "report/circuit": (8, 41),
-    "report/causal_variable": (7, 17),
+    "report/causal_variable": (7, 18),
     "report/causal_bench": (6, 35),
     "report/saliency": (2, 15),
     "circuit": (7, 23),

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from mibspec.cli import app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "spec" / "v1" / "schemas"
 
 CliRun = Callable[..., subprocess.CompletedProcess[str]]

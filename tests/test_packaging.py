@@ -9,7 +9,7 @@ from pathlib import Path
 import mibspec
 from mibspec.core.spec import spec_dir
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_subpackages_live_under_the_mibspec_namespace() -> None:

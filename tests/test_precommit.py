@@ -20,7 +20,7 @@ import yaml
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 #: What `pip install` needs from the tree, and the hook definition.
 SNAPSHOT_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
 SNAPSHOT_DIRS = ("src", "spec")

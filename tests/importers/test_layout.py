@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_import_mib_cv_submission import CELL, POSITIONS, write_submission
+from test_mib_cv_submission import CELL, POSITIONS, write_submission
 from test_mib_submission import REVISION, _importance_folder
 
 from mibspec.cli import app

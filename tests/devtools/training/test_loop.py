@@ -43,7 +43,7 @@ from mibspec_dev.training.tokenizer import (
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MICRO_GPT2 = TinyModelSpec("micro-gpt2", "gpt2", d_model=16, n_layers=1, n_heads=2, n_kv_heads=2, d_mlp=32)
 MICRO_LLAMA = TinyModelSpec("micro-llama", "llama", d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_mlp=32)
 

@@ -24,7 +24,7 @@ from transformers import (
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 DATASETS = REPO / "examples" / "datasets"
 MODEL_CLASSES = {"tiny-gpt2": GPT2LMHeadModel, "tiny-llama": LlamaForCausalLM}

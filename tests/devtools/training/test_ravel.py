@@ -21,7 +21,7 @@ from transformers import AutoModelForCausalLM, GPT2LMHeadModel, PreTrainedModel
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 FOLDER = MODELS / "tiny-gpt2-ravel"
 ROWS_PATH = REPO / "examples" / "datasets" / "ravel" / "test.jsonl"

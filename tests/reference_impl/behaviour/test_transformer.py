@@ -25,7 +25,7 @@ pytestmark = pytest.mark.recompute
 
 torch = pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 DATASET = REPO / "examples" / "datasets" / "ioi"
 EXAMPLE = REPO / "examples" / "causal-bench-tiny-gpt2"

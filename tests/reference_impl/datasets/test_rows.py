@@ -22,7 +22,7 @@ import mibspec
 from mibspec.reference_impl.datasets import generate
 from mibspec.reference_impl.datasets.rows import fill_template, row_problems
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CF = ["random_names", "abc"]
 
 

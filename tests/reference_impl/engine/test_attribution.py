@@ -1,7 +1,7 @@
 """Edge attribution (EAP, EAP-IG, random) against the patching engine and finite differences.
 
 * With every slot offset at zero, the differentiable forward gives the metric of the plain
-  forward (itself anchored to transformers in test_engine_forward.py).
+  forward (itself anchored to transformers in test_forward.py).
 * Offsetting slot ``d`` by ``−(o_s(clean) − o_s(corrupted))`` is exactly the full circuit
   minus the edge ``s → d`` under counterfactual patching, as the engine evaluates it: this
   ties every slot's offset to the right place in the graph.

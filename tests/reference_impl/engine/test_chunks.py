@@ -25,7 +25,7 @@ from mibspec.reference_impl.threads import one_thread
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -5,7 +5,7 @@ output projection, every MLP's output projection, their biases): each node's out
 zero over the residual coordinates, which the LayerNorms reading it cannot see, so the
 model computes the same function, but masking a coordinate of a centred output is not
 masking it in the model's own output. The baseline: the naive per-slot forward of
-``test_engine_patching`` run on a copy of the transformers model whose writing weights are
+``test_evaluate`` run on a copy of the transformers model whose writing weights are
 centred by hand (the unembedding untied and left as it was); the engine with
 ``centre_neurons`` on the unchanged weights must give its metrics.
 """
@@ -25,7 +25,7 @@ from mibspec.reference_impl.engine import evaluate_circuits, graph_universe, loa
 from mibspec.reference_impl.threads import one_thread
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_engine_patching import Naive, _data, naive_metrics
+from test_evaluate import Naive, _data, naive_metrics
 
 pytestmark = pytest.mark.recompute
 

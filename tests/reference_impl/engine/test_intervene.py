@@ -23,7 +23,7 @@ from mibspec.reference_impl.threads import one_thread
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 LAYER = 2
 HEADS = (3, 1)

@@ -1,6 +1,6 @@
 """The forced mixing modes reach every sum of a patched pass.
 
-The dense/sparse comparisons in test_engine_patching.py set ``_evaluate._MIXING``; they
+The dense/sparse comparisons in test_evaluate.py set ``_evaluate._MIXING``; they
 compare the two forms only if the setting decides how each slot input is summed.
 """
 

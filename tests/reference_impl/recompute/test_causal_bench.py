@@ -15,7 +15,7 @@ import pytest
 import mibspec
 from mibspec_dev.compare_trees import compare_values
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "causal-bench-planted"
 CREATED_EPOCH = "1779494400"  # 2026-05-23T00:00:00Z, the example's creation time
 

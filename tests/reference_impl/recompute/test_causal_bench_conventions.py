@@ -8,7 +8,7 @@ from pathlib import Path
 import mibspec
 
 CASE = (
-    Path(__file__).resolve().parents[2]
+    Path(__file__).resolve().parents[3]
     / "conformance/v1/report/valid/causal-bench-mib-2025-p-convention-from-profile/document.json"
 )
 

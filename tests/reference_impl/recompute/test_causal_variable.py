@@ -31,7 +31,7 @@ from mibspec.metrics.featurizers import NumpyFeaturizer
 pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 N_ROWS = 16
 

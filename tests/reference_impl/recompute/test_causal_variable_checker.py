@@ -13,7 +13,7 @@ import mibspec
 from mibspec.reference_impl.recompute import _inputs
 from mibspec.reference_impl.recompute import causal_variable as recompute_cv
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 
 pytestmark = pytest.mark.recompute

@@ -23,7 +23,7 @@ from mibspec.metrics.circuit import cpr
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "circuit-ioi"
 MODELS = REPO / "examples" / "models"
 

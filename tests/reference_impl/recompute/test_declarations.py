@@ -19,7 +19,7 @@ from mibspec.importers import ImportOptions
 from mibspec.importers._options import OptionError
 from mibspec.reference_impl.recompute.declarations import recompute_gaps
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 HUB = {"id": "mib-bench/ioi", "revision": "0123456789abcdef0123456789abcdef01234567"}
 PINNED = f"{HUB['id']}@{HUB['revision']}"

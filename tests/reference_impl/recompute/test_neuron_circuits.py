@@ -4,7 +4,7 @@ The shipped IOI example is turned into a neuron-level report (a score per source
 residual coordinate, one node and a few neurons unscored, curve points without circuits).
 Its claims are computed here by an independent slow loop: neurons chosen by a plain sort,
 the node set and its edges built one at a time, and each circuit evaluated by the naive
-per-slot forward of ``test_engine_patching`` (float64, no pruning, no caching), whose
+per-slot forward of ``engine/test_evaluate`` (float64, no pruning, no caching), whose
 sources carry their kept neurons' patched output and the counterfactual elsewhere; the
 recomputation must reproduce them.
 """
@@ -27,7 +27,7 @@ from mibspec.metrics.circuit import cmd, cpr
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "circuit-ioi"
 MODELS = REPO / "examples" / "models"
 N_FORWARD, D_MODEL = 1 + 4 * (4 + 1), 64  # the tiny model: 4 layers of 4 heads and an MLP, width 64
@@ -121,8 +121,8 @@ def _slow_claims(report: dict[str, Any]) -> tuple[list[list[float]], float, floa
     from mibspec.reference_impl.recompute.circuit import tokenize_pairs
     from mibspec.reference_impl.threads import one_thread
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_engine_patching import Naive, naive_metrics
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+    from test_evaluate import Naive, naive_metrics
 
     hf = AutoModelForCausalLM.from_pretrained(
         MODELS / "tiny-gpt2", dtype=torch.float64, attn_implementation="eager", trust_remote_code=False

@@ -4,7 +4,7 @@ The shipped IOI example is turned into a node-level report (node scores, one nod
 curve points without circuits). Its claims are computed here by an independent slow loop:
 nodes chosen by a plain sort, the edge set built edge by edge from the node set, then
 evaluated by the engine; recomputation must reproduce them. Neuron-level reports:
-``test_recompute_neuron_level``.
+``test_neuron_circuits``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mibspec.metrics.circuit import cmd, cpr
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "circuit-ioi"
 MODELS = REPO / "examples" / "models"
 N_FORWARD = 1 + 4 * (4 + 1)  # input, then 4 heads and an MLP per layer of the tiny model

@@ -30,7 +30,7 @@ from mibspec.validator import Limits  # noqa: E402
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "saliency-digits"
 
 

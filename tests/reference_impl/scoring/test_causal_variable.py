@@ -18,7 +18,7 @@ import mibspec
 pytestmark = pytest.mark.recompute
 pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODELS = REPO / "examples" / "models"
 
 

@@ -18,7 +18,7 @@ from mibspec.core.sidecars import load_tensor, read_safetensors_header, safetens
 
 pytestmark = pytest.mark.recompute
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "saliency-digits"
 EPOCH = "1767225600"
 

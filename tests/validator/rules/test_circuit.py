@@ -28,7 +28,7 @@ from mibspec.validator._unchecked import not_checked
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "circuit-ioi"
 GRID = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
 Json = dict[str, Any]

@@ -10,7 +10,7 @@ import pytest
 
 import mibspec
 
-CASE = Path(__file__).parents[2] / "conformance" / "v1" / "circuit" / "valid" / "eap-ig-node-scores-unscored"
+CASE = Path(__file__).parents[3] / "conformance" / "v1" / "circuit" / "valid" / "eap-ig-node-scores-unscored"
 
 
 @pytest.mark.parametrize("shape", [[], [3]])

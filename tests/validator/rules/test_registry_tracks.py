@@ -16,7 +16,7 @@ from mibspec.documents.report import Report
 from mibspec.validator.rules import RULES, rule
 from mibspec.validator.rules._registry import Rule
 
-RULES_FOLDER = Path(__file__).resolve().parents[2] / "src" / "mibspec" / "validator" / "rules"
+RULES_FOLDER = Path(__file__).resolve().parents[3] / "src" / "mibspec" / "validator" / "rules"
 
 
 def test_the_registry_holds_exactly_the_tracks_of_the_report_schema() -> None:

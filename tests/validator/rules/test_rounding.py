@@ -19,7 +19,7 @@ import pytest
 
 import mibspec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CIRCUIT = REPO / "examples" / "circuit-ioi"
 BENCH = REPO / "examples" / "causal_bench"
 

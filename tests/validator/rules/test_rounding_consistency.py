@@ -25,7 +25,7 @@ from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr
 from mibspec.validator._recompute_stage import with_rounding
 from mibspec.validator.rules.circuit import _area_bounds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CASES = REPO / "conformance" / "v1" / "report"
 TABLE1 = REPO / "examples" / "causal-bench-table1" / "report.json"
 

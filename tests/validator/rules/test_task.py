@@ -15,7 +15,7 @@ import pytest
 
 import mibspec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _copy(tmp_path: Path, example: str, document: str, change: Callable[[dict[str, Any]], None]) -> Path:

@@ -17,13 +17,15 @@ import shutil
 import sys
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 import mibspec
-from mibspec.metrics.circuit import cmd, cpr
+
+if TYPE_CHECKING:
+    from conftest import WriteClaims
 
 pytestmark = pytest.mark.recompute
 
@@ -156,20 +158,11 @@ def _slow_claims(report: dict[str, Any]) -> tuple[list[list[float]], float, floa
 
 
 @pytest.mark.slow
-def test_neuron_level_curves_recompute_as_the_slow_loop(tmp_path: Path) -> None:
+def test_neuron_level_curves_recompute_as_the_slow_loop(tmp_path: Path, slow_claims: WriteClaims) -> None:
     folder = _neuron_copy(tmp_path)
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     values, m_full, m_empty = _slow_claims(report)
-    claims = report["claims"]
-    claims["m_full"], claims["m_empty"] = m_full, m_empty
-    for curve, curve_values in zip(claims["curves"], values, strict=True):
-        for point, value in zip(curve["points"], curve_values, strict=True):
-            point["faithfulness"] = value
-    by_ranking = {curve["ranking"]: curve for curve in claims["curves"]}
-    for metric, compute in (("cpr", cpr), ("cmd", cmd)):
-        points = by_ranking[report["settings"]["ranking"][metric]]["points"]
-        claims[metric]["value"] = compute([p["k"] for p in points], [p["faithfulness"] for p in points])
-    (folder / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    claims = slow_claims(folder, report, values, m_full, m_empty)
 
     result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
     document = result.documents[0]

@@ -14,13 +14,15 @@ import json
 import shutil
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 import mibspec
-from mibspec.metrics.circuit import cmd, cpr
+
+if TYPE_CHECKING:
+    from conftest import WriteClaims
 
 pytestmark = pytest.mark.recompute
 
@@ -116,20 +118,12 @@ def _slow_claims(report: dict[str, Any]) -> tuple[list[list[float]], float, floa
 
 
 @pytest.mark.slow
-def test_node_level_curves_recompute_as_node_circuits(tmp_path: Path) -> None:
+def test_node_level_curves_recompute_as_node_circuits(tmp_path: Path, slow_claims: WriteClaims) -> None:
     folder = _granular_copy(tmp_path, "node")
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     values, m_full, m_empty = _slow_claims(report)
-    claims = report["claims"]
-    claims["m_full"], claims["m_empty"] = m_full, m_empty
-    for curve, curve_values in zip(claims["curves"], values, strict=True):
-        for point, value in zip(curve["points"], curve_values, strict=True):
-            point["faithfulness"] = 1.0 if point["k"] == 1.0 else value  # mib-2025 forces f(1) = 1
-    by_ranking = {curve["ranking"]: curve for curve in claims["curves"]}
-    for metric, compute in (("cpr", cpr), ("cmd", cmd)):
-        points = by_ranking[report["settings"]["ranking"][metric]]["points"]
-        claims[metric]["value"] = compute([p["k"] for p in points], [p["faithfulness"] for p in points])
-    (folder / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    # mib-2025 forces f(1) = 1
+    claims = slow_claims(folder, report, values, m_full, m_empty, full_circuit_is_one=True)
 
     result = mibspec.verify(folder / "report.json", model_roots=[MODELS])
     document = result.documents[0]

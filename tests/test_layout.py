@@ -128,3 +128,8 @@ def test_the_tests_are_modules_not_packages() -> None:
     and tests/validator/rules/test_circuit.py); an ``__init__.py`` would make them packages."""
     assert "--import-mode=importlib" in (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert sorted(TESTS.rglob("__init__.py")) == []
+
+
+def test_the_development_guide_names_every_program_wide_folder() -> None:
+    guide = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    assert [name for name in PROGRAM_WIDE if f"`tests/{name}/`" not in guide] == []

@@ -1,7 +1,9 @@
 """Slow, obviously-correct CAUSAL-BENCH baselines written from the paper and the spec text.
 
 Everything here is plain Python loops over lists and sets (numpy only for the documented
-random streams, drawn one number at a time), independent of ``mibspec.reference_impl``.
+random streams, drawn one number at a time), independent of ``mibspec.reference_impl``. The
+behaviour tests (``behaviour/``) and the planted study's recomputation
+(``recompute/test_causal_bench.py``) use them, so they sit in the nearest folder above both.
 """
 
 from __future__ import annotations

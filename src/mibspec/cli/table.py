@@ -6,7 +6,7 @@ group and its help. The application is built from this table (:mod:`mibspec.cli.
 and a command's module is imported only when that command runs or shows its own help: so
 ``mibspec verify`` never imports the importers, the exporters, the parity harness or the
 ``score`` commands. A command's full help is its function's docstring, whose first paragraph
-is the summary here (``tests/cli/test_command_table.py`` checks that they agree).
+is the summary here (``tests/cli/test_table.py`` checks that they agree).
 
 This module imports only the standard library.
 """

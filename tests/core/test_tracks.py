@@ -37,6 +37,17 @@ def test_the_registry_holds_exactly_the_tracks_of_the_report_schema() -> None:
     assert branches == set(TRACKS)
 
 
+def test_the_objects_that_may_declare_rounding_are_found_in_each_report_model() -> None:
+    from mibspec.documents import report
+
+    for model in report_models(TRACKS):
+        published = report._PUBLISHED_ORDER[model]
+        assert sorted(published, key=repr) == sorted(report.rounded_objects(model), key=repr), model
+    paths = [path for path, _ in report.rounded_objects(report.SaliencyReport)]
+    assert paths == [("claims", "dominance"), ("claims", "methods", "*")]
+    assert ("claims", "curves", "*", "points", "*") in dict(report.rounded_objects(report.CircuitReport))
+
+
 def test_the_claim_catalogue_and_the_conventions_are_keyed_by_the_registry() -> None:
     assert {row.track for row in claim_catalogue().rows} == {"*", *TRACKS}
     assert set(REPORT_CONVENTIONS) == set(TRACKS)

@@ -11,14 +11,15 @@ from mibspec.core.conventions import BINDABLE
 from mibspec.core.tracks import TRACKS
 
 from ._base import Closed, SpecVersion
+from .report import report_models, track_of
 from .rounding import Rounding
 
 __all__ = ["ModelDtypes", "Profile", "RoundingKind", "Tolerance", "unchecked_when"]
 
 #: The kinds of claim a rounding may apply to, as the claim catalogue (spec/v1/claims.json) defines them.
 RoundingKind: Any = Literal[tuple(claim_catalogue().rounding_kinds)]  # type: ignore[valid-type]
-#: The report tracks (``mibspec.core.tracks``).
-TrackName: Any = Literal[tuple(TRACKS)]  # type: ignore[valid-type]
+#: The report tracks (``mibspec.core.tracks``), in the order of their report models.
+TrackName: Any = Literal[tuple(track_of(model) for model in report_models(TRACKS))]  # type: ignore[valid-type]
 #: The conventions a profile may make binding (``mibspec.core.conventions``).
 Bindable: Any = Literal[BINDABLE]  # type: ignore[valid-type]
 

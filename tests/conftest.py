@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from mibspec.core import tracks
+from mibspec.core.tracks import track_of_case
 
 # Property tests draw the same examples on every run (derived from each test's name), so a
 # run's verdict does not depend on chance; HYPOTHESIS_PROFILE=explore draws new ones.
@@ -63,7 +63,7 @@ class SuiteMinimum:
         if kind != "report":
             return kind
         ident = str(expected["id"])
-        track = next((t.name for t in tracks.TRACKS.values() if ident.startswith(f"{t.word}-")), "?")
+        track = track_of_case(ident) or "?"
         return f"report/{track}"
 
     def shortfalls(self, cases: Iterable[dict[str, Any]]) -> list[str]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from mibspec.core.spec import SPEC_VERSION, load_spec_json
-from mibspec.core.tracks import TRACKS
+from mibspec.core.tracks import track_of_case
 
 from ._common import Case
 
@@ -28,10 +28,7 @@ END = "<!-- end of the generated coverage -->"
 def group(case: Case) -> tuple[str, str | None]:
     """A case's kind, and for a report the track its id starts with (``None`` when none does:
     an invalid case may declare a wrong track, its id still names the track it tests)."""
-    if case.kind != "report":
-        return case.kind, None
-    track = next((t.name for t in TRACKS.values() if case.id.startswith(f"{t.word}-")), None)
-    return case.kind, track
+    return case.kind, track_of_case(case.id) if case.kind == "report" else None
 
 
 def _row(kind: str, track: str | None, valid: int, invalid: int) -> str:

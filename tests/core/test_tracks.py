@@ -19,7 +19,7 @@ from mibspec.cli.table import COMMANDS, Command, score_commands
 from mibspec.core.claims import claim_catalogue
 from mibspec.core.conventions import REPORT_CONVENTIONS
 from mibspec.core.spec import spec_dir
-from mibspec.core.tracks import TRACKS, Track
+from mibspec.core.tracks import TRACKS, Track, track_of_case
 from mibspec.documents.report import Report, report_models, track_of
 from mibspec.validator.rules import RULES, rule
 from mibspec.validator.rules._registry import Rule
@@ -117,6 +117,8 @@ def test_a_new_descriptor_counts_its_conformance_cases(
     assert suite_minimum.group(case) == "report/pixel_paint"
     assert suite_minimum.group({**case, "id": "causal-bench-x"}) == "report/causal_bench"
     assert suite_minimum.group({**case, "id": "pixels-x"}) == "report/?"
+    assert track_of_case("pixel-paint-too-bright") == "pixel_paint"
+    assert track_of_case("circuit-document-x") == "circuit"
 
 
 def test_a_new_descriptor_gets_its_claims_table_on_the_page(

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from mibspec.core.tracks import TRACKS
+from mibspec.core.tracks import track_of_case
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "conformance" / "v1"
@@ -28,7 +28,7 @@ def _on_disk() -> Counter[tuple[str, str | None, str]]:
         kind, verdict = case.parent.parent.name, case.parent.name
         track = None
         if kind == "report":  # the id starts with the track (an invalid case may declare a wrong one)
-            track = next((t.name for t in TRACKS.values() if case.name.startswith(f"{t.word}-")), None)
+            track = track_of_case(case.name)
         counts[(kind, track, verdict)] += 1
     return counts
 

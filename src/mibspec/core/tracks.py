@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["TRACKS", "Track"]
+__all__ = ["TRACKS", "Track", "track_of_case"]
 
 
 @dataclass(frozen=True)
@@ -146,3 +146,10 @@ TRACKS: dict[str, Track] = {
         ),
     )
 }
+
+
+def track_of_case(case_id: str) -> str | None:
+    """The track a report case of the conformance suite is about: the one whose word starts its
+    id (``causal-bench-…`` → ``causal_bench``); ``None`` when none does. An invalid case may
+    declare a wrong track; its id still names the track it tests."""
+    return next((track.name for track in TRACKS.values() if case_id.startswith(f"{track.word}-")), None)

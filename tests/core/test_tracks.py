@@ -40,8 +40,7 @@ def test_the_registry_holds_exactly_the_tracks_of_the_report_schema() -> None:
 def test_the_objects_that_may_declare_rounding_are_found_in_each_report_model() -> None:
     from mibspec.documents import report
 
-    for model in report_models(TRACKS):
-        published = report._PUBLISHED_ORDER[model]
+    for model, published in report._PUBLISHED_ORDER.items():
         assert sorted(published, key=repr) == sorted(report.rounded_objects(model), key=repr), model
     paths = [path for path, _ in report.rounded_objects(report.SaliencyReport)]
     assert paths == [("claims", "dominance"), ("claims", "methods", "*")]
@@ -56,26 +55,23 @@ def test_the_claim_catalogue_and_the_conventions_are_keyed_by_the_registry() -> 
 
 def test_the_score_commands_are_the_registrys_in_its_order() -> None:
     listed = [entry for entry in COMMANDS if isinstance(entry, Command) and entry.name.startswith("score ")]
-    assert [entry.name for entry in listed] == [
-        "score circuit",
-        "score causal-variable",
-        "score saliency",
-        "score causal-bench",
-    ]
+    assert [entry.name for entry in listed] == [f"score {track.word}" for track in TRACKS.values()]
     assert [entry.target for entry in listed] == [track.score_command for track in TRACKS.values()]
+    bench = next(entry for entry in listed if entry.name == "score causal-bench")
+    assert bench.target == "mibspec.cli.score_causal_bench:score_causal_bench_command"
 
 
 # --------------------------------------------------------------------------- a fake extra track
 
 #: A track declared only here (its rules, recomputer and command do not exist: nothing runs them).
-PIXELS = Track(
-    name="pixel_paint",
+TOY = Track(
+    name="toy_paint",
     rules=(),
-    recomputer="mibspec.reference_impl.recompute.pixel_paint:recompute",
+    recomputer="mibspec.reference_impl.recompute.toy_paint:recompute",
     recompute_needs=(),
-    work="mibspec.reference_impl.recompute.work:pixel_paint",
-    gaps="mibspec.reference_impl.recompute.declarations:pixel_paint_gaps",
-    score_command="mibspec.cli.pixel_paint:score_pixel_paint_command",
+    work="mibspec.reference_impl.recompute.work:toy_paint",
+    gaps="mibspec.reference_impl.recompute.declarations:toy_paint_gaps",
+    score_command="mibspec.cli.toy_paint:score_toy_paint_command",
     score_summary="Paint pixels and write a report.",
     claims_table="mibspec.pages.claims:saliency_claims",
     figures=("saliency",),
@@ -84,60 +80,58 @@ PIXELS = Track(
 
 
 @pytest.fixture
-def with_pixels(monkeypatch: pytest.MonkeyPatch) -> dict[str, Track]:
-    tracks = {**TRACKS, PIXELS.name: PIXELS}
+def with_toy(monkeypatch: pytest.MonkeyPatch) -> dict[str, Track]:
+    tracks = {**TRACKS, TOY.name: TOY}
     monkeypatch.setattr("mibspec.core.tracks.TRACKS", tracks)
     return tracks
 
 
-def test_a_new_descriptor_gets_its_score_command(with_pixels: dict[str, Track]) -> None:
-    commands = score_commands(with_pixels)
-    assert commands[-1] == Command("score pixel-paint", PIXELS.score_command, PIXELS.score_summary)
+def test_a_new_descriptor_gets_its_score_command(with_toy: dict[str, Track]) -> None:
+    commands = score_commands(with_toy)
+    assert commands[-1] == Command("score toy-paint", TOY.score_command, TOY.score_summary)
     assert commands[:-1] == score_commands(TRACKS)
 
 
-def test_a_new_descriptor_without_a_report_model_fails_the_union_check(with_pixels: dict[str, Track]) -> None:
+def test_a_new_descriptor_without_a_report_model_fails_the_union_check(with_toy: dict[str, Track]) -> None:
     assert report_models(TRACKS) == get_args(get_args(Report)[0])
-    with pytest.raises(TypeError, match=r"no model for \['pixel_paint'\]"):
-        report_models(with_pixels)
+    with pytest.raises(TypeError, match=r"no model for \['toy_paint'\]"):
+        report_models(with_toy)
     with pytest.raises(TypeError, match=r"no track descriptor for \['saliency'\]"):
         report_models([name for name in TRACKS if name != "saliency"])
-    assert [track_of(model) for model in report_models(TRACKS)] == [
-        "circuit",
-        "causal_variable",
-        "causal_bench",
-        "saliency",
-    ]
+    # The union's order is the order of the published schema's branches.
+    schema = json.loads((spec_dir() / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    branches = [branch["if"]["properties"]["track"]["const"] for branch in schema["allOf"]]
+    assert [track_of(model) for model in report_models(TRACKS)] == branches
 
 
 def test_a_new_descriptor_counts_its_conformance_cases(
-    with_pixels: dict[str, Track], suite_minimum: Any
+    with_toy: dict[str, Track], suite_minimum: Any
 ) -> None:
-    case = {"kind": "report", "id": "pixel-paint-too-bright", "verdict": "invalid"}
-    assert suite_minimum.group(case) == "report/pixel_paint"
+    case = {"kind": "report", "id": "toy-paint-too-bright", "verdict": "invalid"}
+    assert suite_minimum.group(case) == "report/toy_paint"
     assert suite_minimum.group({**case, "id": "causal-bench-x"}) == "report/causal_bench"
     assert suite_minimum.group({**case, "id": "pixels-x"}) == "report/?"
-    assert track_of_case("pixel-paint-too-bright") == "pixel_paint"
+    assert track_of_case("toy-paint-too-bright") == "toy_paint"
     assert track_of_case("circuit-document-x") == "circuit"
 
 
 def test_a_new_descriptor_gets_its_claims_table_on_the_page(
-    with_pixels: dict[str, Track], monkeypatch: pytest.MonkeyPatch
+    with_toy: dict[str, Track], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mibspec.pages import html
 
-    monkeypatch.setattr(html, "TRACKS", with_pixels)  # the page module holds the registry it imported
+    monkeypatch.setattr(html, "TRACKS", with_toy)  # the page module holds the registry it imported
     claims = {
         "clean_accuracy": 1.0,
         "perturbed_accuracy": 0.25,
         "dominance": {"n_images": 4, "n_dominant": 2, "rate": 0.5},
         "methods": [{"name": "paint", "hit_accuracy": 0.75, "wiou": 0.5}],
     }
-    page = html._claims({"kind": "report", "track": "pixel_paint", "claims": claims})
+    page = html._claims({"kind": "report", "track": "toy_paint", "claims": claims})
     assert page.startswith("<h2>Claims</h2>")
     assert "<td>paint</td>" in page
     assert '<td class="num">0.75</td>' in page
-    assert html._claims({"kind": "report", "track": "pixel_paint_2", "claims": claims}) == ""
+    assert html._claims({"kind": "report", "track": "toy_paint_2", "claims": claims}) == ""
 
 
 @pytest.mark.parametrize("name", list(TRACKS))

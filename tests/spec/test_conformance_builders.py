@@ -72,8 +72,8 @@ def test_the_coverage_table_has_a_row_for_a_new_track(
 
     from mibspec.core.tracks import TRACKS
 
-    pixels = dataclasses.replace(TRACKS["saliency"], name="pixel_paint")
-    monkeypatch.setattr("mibspec.core.tracks.TRACKS", {**TRACKS, "pixel_paint": pixels})
-    case = dataclasses.replace(builders.CASES[-1], kind="report", verdict="invalid", id="pixel-paint-dim")
-    assert _readme.group(case) == ("report", "pixel_paint")
-    assert "| `report`, track `pixel_paint` | 0 | 1 |" in _readme.coverage_section([*builders.CASES, case])
+    toy = dataclasses.replace(TRACKS["saliency"], name="toy_paint")
+    monkeypatch.setattr("mibspec.core.tracks.TRACKS", {**TRACKS, "toy_paint": toy})
+    case = dataclasses.replace(builders.CASES[-1], kind="report", verdict="invalid", id="toy-paint-dim")
+    assert _readme.group(case) == ("report", "toy_paint")
+    assert "| `report`, track `toy_paint` | 0 | 1 |" in _readme.coverage_section([*builders.CASES, case])

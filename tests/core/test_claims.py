@@ -23,11 +23,10 @@ from mibspec.validator import catalogue as rule_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((spec_dir() / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+#: Each track's report definition, as the schema selects it by ``track``.
 REPORTS = {
-    "circuit": "CircuitReport",
-    "causal_variable": "CausalVariableReport",
-    "causal_bench": "CausalBenchReport",
-    "saliency": "SaliencyReport",
+    branch["if"]["properties"]["track"]["const"]: branch["then"]["$ref"].rpartition("/")[2]
+    for branch in SCHEMA["allOf"]
 }
 
 

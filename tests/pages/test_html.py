@@ -21,12 +21,12 @@ import pytest
 
 import mibspec
 from mibspec.core.comparisons import Comparison
+from mibspec.core.tracks import TRACKS
 from mibspec.pages.figures import FIGURE_KINDS, _outline, render_figures
 from mibspec.pages.html import build_html_page, render_html
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-TRACKS = ["circuit", "causal_bench", "causal_variable", "saliency"]
 
 CliRun = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -83,7 +83,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 @pytest.mark.slow
 @draws
-@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("track", list(TRACKS))
 def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None:
     figures, skipped = render_figures(_load(track), EXAMPLES / track)
     assert skipped == []
@@ -99,7 +99,7 @@ def test_every_figure_kind_is_drawn_from_the_shipped_example(track: str) -> None
 
 @pytest.mark.slow
 @draws
-@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("track", list(TRACKS))
 def test_figures_are_byte_identical_when_drawn_twice(track: str) -> None:
     first, _ = render_figures(_load(track), EXAMPLES / track)
     second, _ = render_figures(_load(track), EXAMPLES / track)
@@ -226,7 +226,7 @@ def _embedded_pngs(text: str) -> list[bytes]:
 
 @pytest.mark.slow
 @draws
-@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("track", list(TRACKS))
 def test_page_is_self_contained(track: str, mibspec_cli: CliRun, tmp_path: Path) -> None:
     out, pngs = tmp_path / "page.html", tmp_path / "png"
     result = mibspec_cli(
@@ -411,7 +411,7 @@ def _chromium() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("track", list(TRACKS))
 def test_figures_decode_in_headless_chromium(track: str, tmp_path: Path) -> None:
     chromium = _chromium()
     path = EXAMPLES / track / "report.json"

@@ -23,6 +23,7 @@ import pytest
 
 import mibspec
 from mibspec.core.outputs import OutputPathError
+from mibspec.core.tracks import TRACKS
 from mibspec.spec_tools import migrate as _migrate
 from mibspec.spec_tools.migrate import (
     REGISTRY,
@@ -264,7 +265,7 @@ def _as_10(doc: dict[str, Any]) -> dict[str, Any]:
     return old
 
 
-@pytest.mark.parametrize("track", ["circuit", "causal_variable", "causal_bench", "saliency"])
+@pytest.mark.parametrize("track", list(TRACKS))
 def test_published_step_turns_each_10_example_into_the_11_example(tmp_path: Path, track: str) -> None:
     current = json.loads((REPO / "examples" / track / "report.json").read_text(encoding="utf-8"))
     old = _as_10(current)

@@ -19,8 +19,11 @@ from mibspec.core.conventions import (
 )
 from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.spec import spec_dir
+from mibspec.core.tracks import TRACKS
+from mibspec.documents.report import report_models, track_of
 
 SPEC = spec_dir()
+REPORT_MODELS = report_models(TRACKS)
 SRC = Path(__file__).resolve().parents[2] / "src" / "mibspec"
 
 
@@ -108,10 +111,9 @@ def test_the_default_profile_binds_the_p_value_convention() -> None:
 def test_every_report_convention_is_a_profile_key_and_a_report_field() -> None:
     profile_schema = json.loads((SPEC / "schemas" / "profile.schema.json").read_text(encoding="utf-8"))
     report_schema = json.loads((SPEC / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+    # Each track's settings object, by the typed report model of the track.
     settings = {
-        "circuit": "CircuitSettings",
-        "causal_bench": "CausalBenchSettings",
-        "causal_variable": "CausalVariableSettings",
+        track_of(model): model.model_fields["settings"].annotation.__name__ for model in REPORT_MODELS
     }
     for track, names in REPORT_CONVENTIONS.items():
         for name, pointer in names.items():

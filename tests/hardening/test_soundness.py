@@ -28,6 +28,8 @@ from soundness import (
     set_at,
 )
 
+from mibspec.core.tracks import TRACKS
+
 pytestmark = pytest.mark.recompute
 
 
@@ -116,7 +118,7 @@ def test_every_row_marked_recomputed_gets_a_comparison_on_the_examples(benches: 
             if c.claimed is not None:
                 compared.setdefault(track, set()).add(row.pointer)
         present.setdefault(track, set()).update(c.row.pointer for c in catalogue.instances(bench.document))
-    for track in ("circuit", "causal_variable", "causal_bench", "saliency"):
+    for track in TRACKS:
         rows = [row.pointer for row in catalogue.rows_for(track) if row.check == "recomputed"]
         missing = [
             p for p in rows if p not in compared.get(track, set()) and (track, p) not in NOT_IN_EXAMPLES
@@ -138,7 +140,6 @@ def _recomputed_directly(bench: Workbench, doc: dict[str, Any]) -> Any:
 
     from mibspec.core.profiles import load_profile
     from mibspec.core.progress import NULL_PROGRESS
-    from mibspec.core.tracks import TRACKS
     from mibspec.validator import catalogue
     from mibspec.validator._context import RuleContext
     from mibspec.validator.rules import run_rules

@@ -52,3 +52,28 @@ def test_base_documents_are_dumped_in_their_model_s_field_order(builders: Module
 
 
 _ONE_VARIABLE = {"variables": [{"name": "x"}], "outputs": ["x"]}
+
+
+def test_the_readme_coverage_section_is_the_one_the_builder_writes(builders: ModuleType) -> None:
+    from builders._readme import BEGIN, END, coverage_section
+
+    text = (REPO / "conformance" / "README.md").read_text(encoding="utf-8")
+    section = text.split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
+    assert section == coverage_section(builders.CASES)
+    assert "| `report`, track `saliency` |" in section
+
+
+def test_the_coverage_table_has_a_row_for_a_new_track(
+    builders: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from builders import _readme
+
+    from mibspec.core.tracks import TRACKS
+
+    toy = dataclasses.replace(TRACKS["saliency"], name="toy_paint")
+    monkeypatch.setattr("mibspec.core.tracks.TRACKS", {**TRACKS, "toy_paint": toy})
+    case = dataclasses.replace(builders.CASES[-1], kind="report", verdict="invalid", id="toy-paint-dim")
+    assert _readme.group(case) == ("report", "toy_paint")
+    assert "| `report`, track `toy_paint` | 0 | 1 |" in _readme.coverage_section([*builders.CASES, case])

@@ -10,9 +10,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from mibspec.core.tracks import track_of_case
+
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "conformance" / "v1"
-TRACKS = ("circuit", "causal_variable", "causal_bench", "saliency")
 
 ROW = re.compile(
     r"^\| `(?P<kind>[a-z_]+)`(?:, track `(?P<track>[a-z_]+)`| \(parsing\))?"
@@ -27,7 +28,7 @@ def _on_disk() -> Counter[tuple[str, str | None, str]]:
         kind, verdict = case.parent.parent.name, case.parent.name
         track = None
         if kind == "report":  # the id starts with the track (an invalid case may declare a wrong one)
-            track = next((t for t in TRACKS if case.name.startswith(t.replace("_", "-") + "-")), None)
+            track = track_of_case(case.name)
         counts[(kind, track, verdict)] += 1
     return counts
 

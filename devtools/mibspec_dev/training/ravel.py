@@ -273,7 +273,7 @@ def _ravel_md(name: str, summary: dict[str, Any]) -> str:
         f"`{name}/training.json`. Training time is wall-clock on the machine that produced the",
         "files (one torch thread). The run is deterministic within a run environment (local",
         "generators, deterministic kernels); every figure above is recomputed from the shipped",
-        "weights by `tests/training/test_training_ravel.py`.",
+        "weights by `tests/devtools/training/test_ravel.py`.",
         "",
     ]
     return "\n".join(lines)

@@ -427,7 +427,7 @@ _MODELS_OUTRO = (
     "versions and hashes of the weights and tokenizer are in `<model>/training.json`.",
     "Training time is wall-clock on the machine that produced the files. The loop is",
     "deterministic within a run environment (one thread, deterministic kernels, local",
-    "generators; `tests/training/test_training_loop.py` checks a short run bit for bit).",
+    "generators; `tests/devtools/training/test_loop.py` checks a short run bit for bit).",
     "",
     "The RAVEL attribute-retrieval model `tiny-gpt2-ravel` has its own page, written by",
     "`examples/models/train_ravel.py`: [MODELS-ravel.md](MODELS-ravel.md).",

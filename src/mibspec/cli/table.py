@@ -6,16 +6,23 @@ group and its help. The application is built from this table (:mod:`mibspec.cli.
 and a command's module is imported only when that command runs or shows its own help: so
 ``mibspec verify`` never imports the importers, the exporters, the parity harness or the
 ``score`` commands. A command's full help is its function's docstring, whose first paragraph
-is the summary here (``tests/cli/test_command_table.py`` checks that they agree).
+is the summary here (``tests/cli/test_table.py`` checks that they agree).
 
-This module imports only the standard library.
+The ``score`` commands are not listed here: each track's descriptor (:mod:`mibspec.core.tracks`)
+names its command and summary, and :func:`score_commands` lists one ``score <track>`` command
+per track, in the descriptors' order.
+
+This module imports only the standard library and the track descriptors (which import nothing).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["COMMANDS", "Command", "Group"]
+from mibspec.core.tracks import TRACKS, Track
+
+__all__ = ["COMMANDS", "Command", "Group", "score_commands"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,14 @@ class Group:
 
 
 _CLI = "mibspec.cli"
+
+
+def score_commands(tracks: Mapping[str, Track]) -> tuple[Command, ...]:
+    """``mibspec score <word>`` for every track, as its descriptor names it."""
+    return tuple(
+        Command(f"score {track.word}", track.score_command, track.score_summary) for track in tracks.values()
+    )
+
 
 #: The commands and groups, in the order ``--help`` lists them.
 COMMANDS: tuple[Command | Group, ...] = (
@@ -124,27 +139,7 @@ COMMANDS: tuple[Command | Group, ...] = (
         "Import MIB's released dataset files as counterfactual datasets, then verify them.",
     ),
     Group("score", "Run a reference method on a model and a dataset and write a complete report."),
-    Command(
-        "score circuit",
-        f"{_CLI}.score_circuit:score_circuit_command",
-        "Score edges, evaluate the circuits of the k-grid and write a report that verify recomputes.",
-    ),
-    Command(
-        "score causal-variable",
-        f"{_CLI}.score_causal_variable:score_causal_variable_command",
-        "Learn featurizers, score them by interchange interventions, write a report verify recomputes.",
-    ),
-    Command(
-        "score saliency",
-        f"{_CLI}.score_saliency:score_saliency_command",
-        "Compute saliency maps and the Shapley ground truth, score them, write a report verify recomputes.",
-    ),
-    Command(
-        "score causal-bench",
-        f"{_CLI}.score_causal_bench:score_causal_bench_command",
-        "Run activation patching, gradient attribution, ablation scanning and circuit discovery on "
-        "a behaviour and write a CAUSAL-BENCH report (Tables 1–3) that verify recomputes.",
-    ),
+    *score_commands(TRACKS),
     Group("export", "Write mibspec documents in the file formats of other tools."),
     Command(
         "export eap-ig",

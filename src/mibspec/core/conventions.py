@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .tracks import TRACKS
+
 __all__ = [
     "ALWAYS_BINDING",
     "BINDABLE",
@@ -26,18 +28,10 @@ __all__ = [
     "effective_settings",
 ]
 
-#: Where a report of each track states a convention of its profile (JSON pointers).
+#: Where a report of each track states a convention of its profile (JSON pointers), as each
+#: track's descriptor declares it (:mod:`mibspec.core.tracks`).
 REPORT_CONVENTIONS: dict[str, dict[str, str]] = {
-    "circuit": {
-        "grid": "/settings/grid",
-        "ranking": "/settings/ranking",
-        "edge_count_rounding": "/settings/edge_count_rounding",
-        "auroc_convention": "/claims/auroc/convention",
-        "start_token": "/settings/start_token",
-        "answer_token": "/settings/answer_token",
-    },
-    "causal_bench": {"p_convention": "/settings/p_convention"},
-    "causal_variable": {"checker": "/settings/checker"},
+    name: dict(track.conventions) for name, track in TRACKS.items()
 }
 
 #: Conventions the profile's value applies to whatever a report declares, each with its own code.

@@ -7,14 +7,21 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from mibspec.core.claims import claim_catalogue
+from mibspec.core.conventions import BINDABLE
+from mibspec.core.tracks import TRACKS
 
 from ._base import Closed, SpecVersion
+from .report import report_models, track_of
 from .rounding import Rounding
 
 __all__ = ["ModelDtypes", "Profile", "RoundingKind", "Tolerance", "unchecked_when"]
 
 #: The kinds of claim a rounding may apply to, as the claim catalogue (spec/v1/claims.json) defines them.
 RoundingKind: Any = Literal[tuple(claim_catalogue().rounding_kinds)]  # type: ignore[valid-type]
+#: The report tracks (``mibspec.core.tracks``), in the order of their report models.
+TrackName: Any = Literal[tuple(track_of(model) for model in report_models(TRACKS))]  # type: ignore[valid-type]
+#: The conventions a profile may make binding (``mibspec.core.conventions``).
+Bindable: Any = Literal[BINDABLE]  # type: ignore[valid-type]
 
 
 def unchecked_when(value: object, track: str, what: str, *codes: str) -> Any:
@@ -34,7 +41,7 @@ class Tolerance(Closed):
 class ModelDtypes(Closed):
     """The models of a track a profile evaluates in a 16-bit dtype."""
 
-    track: Literal["circuit", "causal_variable", "causal_bench", "saliency"]
+    track: TrackName
     dtype: Literal["float16", "bfloat16"]
     models: list[Annotated[str, Field(min_length=1)]] = Field(
         min_length=1,
@@ -93,16 +100,7 @@ class Profile(Closed):
             "that an answer is the expected token: any output whose text contains it counts as correct",
         )
     )
-    binding: list[
-        Literal[
-            "edge_count_rounding",
-            "ranking",
-            "auroc_convention",
-            "start_token",
-            "answer_token",
-            "p_convention",
-        ]
-    ] = Field(
+    binding: list[Bindable] = Field(
         default_factory=list,
         description="conventions whose profile value applies whatever a report declares; a report "
         "declaring another value is an error (C122). grid and checker are always binding (K101, V108)",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from collections.abc import Iterable
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from mibspec.core.tracks import TRACKS
 
 from ._base import CURRENT_VERSION, Closed, SpecVersion
 from .common import (
@@ -33,6 +37,9 @@ __all__ = [
     "CircuitReport",
     "Report",
     "SaliencyReport",
+    "report_models",
+    "rounded_objects",
+    "track_of",
 ]
 
 Ranking = Literal["signed", "absolute"]
@@ -533,16 +540,69 @@ class SaliencyReport(_ReportBase):
     extensions: Extensions | None = None
 
 
-Report = Annotated[
-    CircuitReport | CausalVariableReport | CausalBenchReport | SaliencyReport,
-    Field(discriminator="track"),
-]
+# --- the union of the tracks' reports -----------------------------------------------------------
+
+
+def track_of(model: type[BaseModel]) -> str:
+    """The ``track`` value a report model narrows ``track`` to."""
+    return str(get_args(model.model_fields["track"].annotation)[0])
+
+
+def report_models(tracks: Iterable[str]) -> tuple[type[BaseModel], ...]:
+    """Every report model (the subclasses of the common report fields), in the order they are
+    defined here, which is the order of the report schema's branches.
+
+    Args:
+        tracks: the track names the models must cover: exactly one model per name.
+
+    Raises:
+        TypeError: naming the tracks without a model and the models whose track is not listed.
+    """
+    models = {track_of(model): model for model in _ReportBase.__subclasses__()}
+    missing = [name for name in tracks if name not in models]
+    unknown = sorted(set(models) - set(tracks))
+    if missing or unknown:
+        raise TypeError(
+            f"report models and tracks differ: no model for {missing}, no track descriptor for {unknown} "
+            "(a track is declared in mibspec.core.tracks and typed here)"
+        )
+    return tuple(models.values())
+
+
+#: A report of any track: the models of :func:`report_models`, told apart by ``track``.
+Report: Any = Annotated[Union[report_models(TRACKS)], Field(discriminator="track")]  # noqa: UP007
 
 
 # --- what spec 1.0 does not have -------------------------------------------------------------
 
-#: Per track: where a report holds objects that may declare ``rounding`` (spec 1.1), with their model.
-_ROUNDED: dict[type[BaseModel], list[tuple[tuple[str, ...], type[BaseModel]]]] = {
+
+def rounded_objects(model: type[BaseModel]) -> list[tuple[tuple[str, ...], type[BaseModel]]]:
+    """Where a report of ``model`` holds claim objects that may declare ``rounding`` (spec 1.1):
+    the path of each (``*`` an item of an array or a value of an object) with its model, found
+    by walking the model's fields under ``claims`` in their order."""
+    return _objects_with_rounding(model.model_fields["claims"].annotation, ("claims",))
+
+
+def _objects_with_rounding(annotation: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        found = [(path, annotation)] if "rounding" in annotation.model_fields else []
+        for name, field in annotation.model_fields.items():
+            found += _objects_with_rounding(field.annotation, (*path, name))
+        return found
+    if origin is Annotated:
+        return _objects_with_rounding(args[0], path)
+    if origin in (list, dict):
+        return _objects_with_rounding(args[-1], (*path, "*"))
+    if origin in (Union, UnionType):
+        return [found for arg in args for found in _objects_with_rounding(arg, path)]
+    return []
+
+
+#: :func:`rounded_objects` of the tracks of spec 1.1, in the order the published schema lists them
+#: (the schema bundle's hash is cited and kept in receipts); a test keeps each equal to the walk. A
+#: track added later takes the walk's order.
+_PUBLISHED_ORDER: dict[type[BaseModel], list[tuple[tuple[str, ...], type[BaseModel]]]] = {
     CircuitReport: [
         (("claims", "curves", "*", "points", "*"), CurvePoint),
         (("claims", "cpr"), ScalarClaim),
@@ -572,7 +632,7 @@ def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
     it is ``best``."""
     v10 = [closed_at((), _fields(report, "rounding"))]
     v11 = []
-    for path, model in _ROUNDED[report]:
+    for path, model in _PUBLISHED_ORDER.get(report) or rounded_objects(report):
         if model is VariableClaims:
             v10.append(closed_at(path, _fields(model, "rounding", "best"), ["highest"]))
             v11.append(closed_at(path, _fields(model, "highest"), ["best"]))
@@ -584,5 +644,5 @@ def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
     return rules
 
 
-for _report in _ROUNDED:
+for _report in report_models(TRACKS):
     _report.model_config["json_schema_extra"] = cast(Any, {"allOf": _version_rules(_report)})

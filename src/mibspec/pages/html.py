@@ -10,18 +10,18 @@ give the same bytes (no timestamps; the figures are deterministic).
 from __future__ import annotations
 
 import base64
-import html
+import importlib
 import json
 import os
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mibspec.core.claims import claim_catalogue
-from mibspec.core.display import visible
+from mibspec.core.tracks import TRACKS
 from mibspec.core.version import __version__
 from mibspec.validator import DocumentResult, VerificationResult
+
+from ._markup import escape, html_table
 
 __all__ = ["HtmlPage", "build_html_page", "render_html"]
 
@@ -105,37 +105,9 @@ def _parsed_report(result: VerificationResult, path: Path) -> dict[str, Any] | N
 # --------------------------------------------------------------------------- rendering
 
 
-def _e(value: Any) -> str:
-    return html.escape(visible(str(value)), quote=True)
-
-
 def _lines(text: str) -> str:
     """Text of several lines, each escaped on its own (the line breaks are kept)."""
-    return "\n".join(_e(line) for line in text.split("\n"))
-
-
-def _num(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return _e("–" if value is None else value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return _e(value)
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[bool] = ()) -> str:
-    out = ["<table><thead><tr>", *(f"<th>{_e(h)}</th>" for h in headers), "</tr></thead><tbody>"]
-    for row in rows:
-        out.append("<tr>")
-        for i, cell in enumerate(row):
-            if i < len(numeric) and numeric[i]:
-                out.append(f'<td class="num">{_num(cell)}</td>')
-            else:
-                out.append(f"<td>{cell}</td>")  # already escaped by the caller
-        out.append("</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
+    return "\n".join(escape(line) for line in text.split("\n"))
 
 
 def render_html(page: HtmlPage) -> str:
@@ -147,12 +119,12 @@ def render_html(page: HtmlPage) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)} — mibspec</title>",
+        f"<title>{escape(title)} — mibspec</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        f'<p><span class="verdict {"pass" if result.valid else "fail"}">{_e(verdict)}</span> '
-        f"{_e(page.report_path)} — checked with mibspec {_e(__version__)} against spec "
-        f"{_e(result.spec_version)}{_profile_note(result)}</p>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p><span class="verdict {"pass" if result.valid else "fail"}">{escape(verdict)}</span> '
+        f"{escape(page.report_path)} — checked with mibspec {escape(__version__)} against spec "
+        f"{escape(result.spec_version)}{_profile_note(result)}</p>",
     ]
     if report is not None:
         parts.append(_summary(report))
@@ -169,13 +141,13 @@ def render_html(page: HtmlPage) -> str:
             "<h2>Claims as written</h2><details><summary>claims</summary>"
             f"<pre>{_lines(claims)}</pre></details>"
         )
-    parts.append(f"<p><small>mibspec {_e(__version__)}, spec {_e(result.spec_version)}</small></p>")
+    parts.append(f"<p><small>mibspec {escape(__version__)}, spec {escape(result.spec_version)}</small></p>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
 def _profile_note(result: VerificationResult) -> str:
-    return f" under profile {_e(result.profile)}" if result.profile else ""
+    return f" under profile {escape(result.profile)}" if result.profile else ""
 
 
 def _model_label(model: Any) -> str:
@@ -201,9 +173,9 @@ def _summary(report: dict[str, Any]) -> str:
         ("model", _model_label(report.get("model")) if "model" in report else None),
         ("profile", report.get("profile", "default")),
     ]
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows if v)
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows if v)
     description = report.get("description")
-    text = f"<p>{_e(description)}</p>" if description else ""
+    text = f"<p>{escape(description)}</p>" if description else ""
     return f"<h2>Report</h2><table>{body}</table>{text}"
 
 
@@ -211,8 +183,8 @@ def _documents(result: VerificationResult) -> str:
     rows = []
     for doc in result.documents:
         stages = " ".join(
-            f'<span class="{_e(status.value)}" title="{_e(detail or "")}">{_e(stage.value)}: '
-            f"{_e(status.value)}</span>"
+            f'<span class="{escape(status.value)}" title="{escape(detail or "")}">{escape(stage.value)}: '
+            f"{escape(status.value)}</span>"
             for stage, (status, detail) in doc.stages.items()
         )
         details = "; ".join(
@@ -227,13 +199,13 @@ def _documents(result: VerificationResult) -> str:
         )
         rows.append(
             (
-                _e(doc.path),
-                _e(doc.kind or "?"),
+                escape(doc.path),
+                escape(doc.kind or "?"),
                 verdict,
-                stages + (f"<br><small>{_e(details)}</small>" if details else ""),
+                stages + (f"<br><small>{escape(details)}</small>" if details else ""),
             )
         )
-    return "<h2>Verification</h2>" + _table(("document", "kind", "verdict", "stages"), rows)
+    return "<h2>Verification</h2>" + html_table(("document", "kind", "verdict", "stages"), rows)
 
 
 def _stamps(result: VerificationResult) -> str:
@@ -245,24 +217,18 @@ def _stamps(result: VerificationResult) -> str:
         if stamp is None:
             continue
         which = "".join(
-            f"<br><small>{_e(title)}: {_e(stamp.summary(group))}</small>"
+            f"<br><small>{escape(title)}: {escape(stamp.summary(group))}</small>"
             for group, title in (("derived", "derived only"), ("structure", "checked for structure only"))
             if stamp.count(group)
         )
         counts = (stamp.count(group) for group in ("recomputed", "derived", "declared", "structure"))
-        rows.append((_e(doc.path), *counts, which or "–"))
+        rows.append((escape(doc.path), *counts, which or "–"))
     if not rows:
         return ""
     headers = ("report", "recomputed", "derived", "declarations", "structure only", "not recomputed")
-    return "<h2>What the verdict rests on</h2>" + _table(
+    return "<h2>What the verdict rests on</h2>" + html_table(
         headers, rows, numeric=(False, True, True, True, True, False)
     )
-
-
-def _label(track: str, pointer: str) -> str:
-    """The claim catalogue's label of the number at ``pointer`` of a ``track`` report."""
-    row = claim_catalogue().row(track, pointer)
-    return pointer if row is None else row.label
 
 
 def _findings(result: VerificationResult) -> str:
@@ -270,20 +236,20 @@ def _findings(result: VerificationResult) -> str:
     for doc in result.documents:
         for f in doc.findings:
             where = f"{f.line}:{f.column}" if f.line is not None else ""
-            message = _e(f.message) + (f"<br><small>hint: {_e(f.hint)}</small>" if f.hint else "")
+            message = escape(f.message) + (f"<br><small>hint: {escape(f.hint)}</small>" if f.hint else "")
             rows.append(
                 (
-                    _e(doc.path),
-                    f'<span class="{_e(f.severity.value)}">{_e(f.severity.value)}</span>',
-                    _e(f.code),
-                    _e(where),
-                    f"<code>{_e(f.pointer)}</code>",
+                    escape(doc.path),
+                    f'<span class="{escape(f.severity.value)}">{escape(f.severity.value)}</span>',
+                    escape(f.code),
+                    escape(where),
+                    f"<code>{escape(f.pointer)}</code>",
                     message,
                 )
             )
     if not rows:
         return "<h2>Findings</h2><p>No findings.</p>"
-    return "<h2>Findings</h2>" + _table(
+    return "<h2>Findings</h2>" + html_table(
         ("document", "severity", "code", "line:col", "pointer", "message"), rows
     )
 
@@ -302,8 +268,8 @@ def _comparisons(result: VerificationResult) -> str:
                 mark = '<span class="passed">ok</span>' if c.within else '<span class="failed">differs</span>'
             rows.append(
                 (
-                    _e(c.quantity),
-                    f"<code>{_e(c.pointer)}</code>",
+                    escape(c.quantity),
+                    f"<code>{escape(c.pointer)}</code>",
                     c.claimed,
                     c.recomputed,
                     diff,
@@ -312,8 +278,8 @@ def _comparisons(result: VerificationResult) -> str:
                 )
             )
         blocks.append(
-            f"<h3>{_e(doc.path)}</h3>"
-            + _table(
+            f"<h3>{escape(doc.path)}</h3>"
+            + html_table(
                 ("quantity", "pointer", "claimed", "recomputed", "|difference|", "tolerance", ""),
                 rows,
                 numeric=(False, False, True, True, True, True, False),
@@ -331,12 +297,12 @@ def _figures(page: HtmlPage) -> str:
     for figure in page.figures:
         encoded = base64.b64encode(figure.data).decode("ascii")
         out.append(
-            f'<figure id="figure-{_e(figure.name)}"><h3>{_e(figure.title)}</h3>'
-            f'<img class="mibspec-figure" alt="{_e(figure.title)}" src="data:image/png;base64,{encoded}">'
-            f"<figcaption>{_e(figure.caption)}</figcaption></figure>"
+            f'<figure id="figure-{escape(figure.name)}"><h3>{escape(figure.title)}</h3>'
+            f'<img class="mibspec-figure" alt="{escape(figure.title)}" src="data:image/png;base64,{encoded}">'
+            f"<figcaption>{escape(figure.caption)}</figcaption></figure>"
         )
     if page.skipped:
-        items = "".join(f"<li>{_e(s.name)}: {_e(s.reason)}</li>" for s in page.skipped)
+        items = "".join(f"<li>{escape(s.name)}: {escape(s.reason)}</li>" for s in page.skipped)
         out.append(f"<p>Not drawn:</p><ul>{items}</ul>")
     return "".join(out)
 
@@ -353,12 +319,12 @@ def _leaderboard_tables(document: dict[str, Any]) -> str:
         for row in table["rows"]:
             values = {(c["task"], c["model"]): c["value"] for c in row["cells"]}
             rows.append(
-                [_e(row["method"]), *(values.get(cell) for cell in cells), row["average"], row["score"]]
+                [escape(row["method"]), *(values.get(cell) for cell in cells), row["average"], row["score"]]
             )
         headers = ["method", *(f"{task} / {model}" for task, model in cells), "Average", "Score"]
         profile = f", profile {table['profile']}" if table.get("profile") else ""
-        parts.append(f"<h3>{_e(str(table['metric']).upper() + profile)}</h3>")
-        parts.append(_table(headers, rows, numeric=(False, *([True] * (len(headers) - 1)))))
+        parts.append(f"<h3>{escape(str(table['metric']).upper() + profile)}</h3>")
+        parts.append(html_table(headers, rows, numeric=(False, *([True] * (len(headers) - 1)))))
     return "".join(parts)
 
 
@@ -371,15 +337,11 @@ def _claims(report: dict[str, Any]) -> str:
     claims = report.get("claims")
     if not isinstance(claims, dict):
         return ""
-    renderers = {
-        "circuit": _circuit_claims,
-        "causal_variable": _causal_variable_claims,
-        "causal_bench": _causal_bench_claims,
-        "saliency": _saliency_claims,
-    }
-    renderer = renderers.get(str(report.get("track")))
-    if renderer is None:
+    track = TRACKS.get(str(report.get("track")))
+    if track is None:
         return ""
+    module, _, function = track.claims_table.partition(":")
+    renderer = getattr(importlib.import_module(module), function)
     try:
         return "<h2>Claims</h2>" + renderer(claims)
     except (KeyError, TypeError, AttributeError, ValueError):
@@ -388,90 +350,3 @@ def _claims(report: dict[str, Any]) -> str:
             "<h2>Claims</h2><p>The claims do not have the shape of their schema; "
             "see them as written below.</p>"
         )
-
-
-def _circuit_claims(claims: dict[str, Any]) -> str:
-    rows = [
-        (_label("circuit", pointer), value)
-        for pointer, value in (
-            ("/claims/cpr/value", claims["cpr"]["value"]),
-            ("/claims/cmd/value", claims["cmd"]["value"]),
-            ("/claims/n_edges", claims["n_edges"]),
-            ("/claims/m_full", claims.get("m_full")),
-            ("/claims/m_empty", claims.get("m_empty")),
-        )
-    ]
-    if claims.get("auroc"):
-        label = _label("circuit", "/claims/auroc/value")
-        rows.append((f"{label} ({claims['auroc']['convention']})", claims["auroc"]["value"]))
-    out = [_table(("quantity", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True))]
-    fields = ("k", "n_edges", "weighted_size", "faithfulness")
-    headers = [_label("circuit", f"/claims/curves/0/points/0/{name}") for name in fields]
-    for curve in claims["curves"]:
-        points = [tuple(p.get(name) for name in fields) for p in curve["points"]]
-        out.append(f"<h3>Curve, {_e(curve['ranking'])} ranking</h3>")
-        out.append(_table(headers, points, numeric=(True,) * 4))
-    return "".join(out)
-
-
-def _causal_variable_claims(claims: dict[str, Any]) -> str:
-    out = []
-    for variable in claims["variables"]:
-        metric, better = variable["metric"].upper(), variable["better"]
-        out.append(f"<h3>{_e(variable['name'])}: {_e(metric)} ({_e(better)} is better)</h3>")
-        best = variable["best"] if "best" in variable else variable["highest"]  # spec 1.0: highest
-        base = "/claims/variables/0"
-        rows = [(_label("causal_variable", f"{base}/average"), variable["average"])]
-        rows.append((_label("causal_variable", f"{base}/best"), best))
-        per_layer = _label("causal_variable", f"{base}/per_layer/0")
-        rows += [
-            (f"{per_layer}, layer {layer}", value)
-            for layer, value in (variable.get("per_layer") or {}).items()
-        ]
-        out.append(_table(("aggregate", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True)))
-        datasets = sorted({name for unit in variable["units"] for name in unit["scores"]})
-        unit_rows = [
-            (_e(unit["id"]), *(unit["scores"].get(name) for name in datasets)) for unit in variable["units"]
-        ]
-        out.append(_table(("unit", *datasets), unit_rows, numeric=(False, *(True,) * len(datasets))))
-    return "".join(out)
-
-
-def _causal_bench_claims(claims: dict[str, Any]) -> str:
-    names = ("F", "C", "M", "S", "COS", "composite", "precision", "recall", "f1")
-    headers = [_label("causal_bench", f"/claims/methods/0/metrics/{n}") for n in names]
-    rows = [
-        (_e(m["name"]), len(m["components"]), *(m["metrics"].get(n) for n in names))
-        for m in claims["methods"]
-    ]
-    out = [_table(("method", "|set|", *headers), rows, numeric=(False, *(True,) * (len(names) + 1)))]
-    conv = claims.get("convergence")
-    if conv:
-        keys = ("j_obs", "null_mean", "null_std", "z", "p", "n_permutations", "seed")
-        labels = [_label("causal_bench", f"/claims/convergence/{k}") for k in keys]
-        out.append("<h3>Convergence test</h3>")
-        out.append(_table(labels, [tuple(conv.get(k) for k in keys)], numeric=(True,) * len(keys)))
-    for key in ("consensus", "majority"):
-        if claims.get(key) is not None:
-            out.append(f"<p>{_e(key)}: {_e(', '.join(claims[key]) or '(empty)')}</p>")
-    return "".join(out)
-
-
-def _saliency_claims(claims: dict[str, Any]) -> str:
-    dominance = claims["dominance"]
-    rows = [
-        (_label("saliency", pointer), value)
-        for pointer, value in (
-            ("/claims/clean_accuracy", claims.get("clean_accuracy")),
-            ("/claims/perturbed_accuracy", claims.get("perturbed_accuracy")),
-            ("/claims/dominance/n_images", dominance["n_images"]),
-            ("/claims/dominance/n_dominant", dominance["n_dominant"]),
-            ("/claims/dominance/rate", dominance["rate"]),
-        )
-    ]
-    out = [_table(("quantity", "value"), [(_e(k), v) for k, v in rows], numeric=(False, True))]
-    keys = ("hit_accuracy", "wiou", "deletion_auc", "addition_auc")
-    headers = [_label("saliency", f"/claims/methods/0/{k}") for k in keys]
-    method_rows = [(_e(m["name"]), *(m.get(k) for k in keys)) for m in claims["methods"]]
-    out.append(_table(("method", *headers), method_rows, numeric=(False, True, True, True, True)))
-    return "".join(out)

@@ -1,14 +1,128 @@
-"""``mibspec score causal-variable``: units at every token (MIB's IOI ``Token:all``)."""
+"""Every reference method writes a report that verifies with recomputation; the answer checkers.
+
+Independent anchors: the PCA components are compared with numpy's SVD of the standardised
+activations written out here; the substring rule with MIB's example ("1" matches "10"). Units
+at every token (MIB's IOI ``Token:all``) are the full vector's only.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+import mibspec
 from mibspec.reference_impl.scoring.causal_variable import parse_position
 
+pytestmark = pytest.mark.recompute
+pytest.importorskip("torch")
+
 REPO = Path(__file__).resolve().parents[3]
+MODELS = REPO / "examples" / "models"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("data")
+    source = REPO / "examples" / "datasets" / "arithmetic"
+    lines = (source / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:12]
+    (folder / "test.jsonl").write_text("".join(lines), encoding="utf-8")
+    meta = json.loads((source / "test.meta.json").read_text(encoding="utf-8"))
+    dropped = meta["rows"] - 12
+    meta["filters"].append({"name": "other", "kept": 12, "dropped": dropped, "detail": "first rows"})
+    meta["rows"] = 12
+    (folder / "test.meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return folder / "test.meta.json"
+
+
+def _run(dataset: Path, out: Path, **options: Any) -> dict[str, Any]:
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
+
+    settings: dict[str, Any] = {
+        "layers": [1],
+        "positions": ["last"],
+        "counterfactuals": ["ones_carry", "random_operands"],
+        "train_rows": 40,
+        "steps": 5,
+        **options,
+    }
+    run = score_causal_variable(MODELS / "tiny-gpt2", dataset, out, **settings)
+    result = mibspec.verify(run.report, model_roots=[MODELS])
+    assert result.valid, [str(f) for f in result.findings]
+    report = result.documents[0]
+    assert report.stages[mibspec.validator.Stage.RECOMPUTE][0].value == "passed"
+    assert report.comparisons
+    assert all(c.within for c in report.comparisons)
+    return json.loads(run.report.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def _featurizer(folder: Path, report: dict[str, Any]) -> dict[str, Any]:
+    ident = report["claims"]["variables"][0]["units"][0]["featurizer"]
+    path = next(a["path"] for a in report["artifacts"] if a["id"] == ident)
+    return json.loads((folder / path).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_pca_method_declares_its_centring_and_standardised_components(dataset: Path, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file
+
+    from mibspec.reference_impl.scoring._featurizer_training import fit_pca
+
+    report = _run(dataset, tmp_path / "pca", method="pca", pca_centring="uncentred")
+    doc = _featurizer(tmp_path / "pca", report)
+    assert (doc["type"], doc["pca_centring"], doc["n_features"]) == ("pca", "uncentred", 64)
+    assert doc["feature_indices"]
+    weights = load_file(str(tmp_path / "pca" / doc["artifacts"][0]["path"]))
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 6)) * np.arange(1, 7) + np.arange(6)
+    fitted = fit_pca(x, 3)
+    z = (x - x.mean(0)) / x.std(0)
+    _, _, vt = np.linalg.svd(z)
+    for row in range(3):  # the same directions up to sign
+        assert abs(float(np.dot(fitted["components"][row], vt[row]))) == pytest.approx(1.0, abs=1e-5)
+    assert weights["components"].shape == (64, 64)
+
+
+def test_sae_method_with_a_learned_mask(dataset: Path, tmp_path: Path) -> None:
+    report = _run(dataset, tmp_path / "sae", method="sae", sae_latents=96)
+    doc = _featurizer(tmp_path / "sae", report)
+    assert (doc["type"], doc["sae_activation"], doc["n_features"]) == ("sae", "relu", 96)
+    assert 1 <= len(doc["feature_indices"]) <= 96
+
+
+def test_attention_heads_and_the_mib_2025_substring_rule(dataset: Path, tmp_path: Path) -> None:
+    report = _run(
+        dataset,
+        tmp_path / "heads",
+        method="full_vector",
+        component="attention_heads",
+        heads=[2, 0],
+        profile="mib-2025",
+    )
+    assert report["settings"]["checker"] == "substring"
+    unit = report["claims"]["variables"][0]["units"][0]
+    assert unit["location"]["heads"] == [2, 0]
+    assert _featurizer(tmp_path / "heads", report)["input_dim"] == 32
+
+
+class _Codec:
+    def decode(self, ids: list[int]) -> str:
+        return " ".join({1: "10", 2: "1", 3: "21"}[i] for i in ids)
+
+
+def test_answer_checkers() -> None:
+    from mibspec.reference_impl.recompute.causal_variable import _check_answer
+
+    # exact tokens: only the same token sequence
+    assert _check_answer("exact_token", [2], [2], " 1", _Codec())
+    assert not _check_answer("exact_token", [1], [2], " 1", _Codec())
+    # substring (the public MIB checker): "1" is found in "10" and in "21"
+    assert _check_answer("substring", [1], [2], " 1", _Codec())
+    assert _check_answer("substring", [3], [2], " 1", _Codec())
+    assert not _check_answer("substring", [2], [1], " 10", _Codec())
 
 
 def test_all_is_a_position_of_its_own() -> None:

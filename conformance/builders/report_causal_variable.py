@@ -263,6 +263,24 @@ def causal_variable_not_recomputable(folder: Folder) -> None:
     save(folder, doc)
 
 
+@case(
+    "report",
+    "CV-2 MV-8",
+    "As imported from a MIB result file (no featurizers): one unit reads every token and also "
+    "names an index, another lists heads at a residual-stream location.",
+    ("V104", "/claims/variables/0/units/0/location/position/index"),
+    ("V104", "/claims/variables/0/units/1/location/heads"),
+    warnings=(("V110", "/claims/variables/0/units/0"),),  # one per kind of gap: the first unit
+)
+def causal_variable_unit_location_incomplete(folder: Folder) -> None:
+    doc = mcqa_report(folder)
+    units = doc["claims"]["variables"][0]["units"]
+    del units[0]["featurizer"], units[1]["featurizer"]
+    units[0]["location"]["position"] = {"rule": "all", "index": -1}
+    units[1]["location"]["heads"] = [3]
+    save(folder, doc)
+
+
 # --------------------------------------------------------------------------- spec 1.0 and 1.1 names
 
 

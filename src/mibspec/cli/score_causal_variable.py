@@ -53,7 +53,7 @@ _PositionOption = Annotated[
         "--position",
         metavar="<position>",
         help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
-        "value:NAME[:K]. Default: per task.",
+        "value:NAME[:K], all (every token; full_vector only). Default: per task.",
     ),
 ]
 _HeadOption = Annotated[

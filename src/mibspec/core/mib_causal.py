@@ -14,6 +14,7 @@ from typing import Literal
 __all__ = [
     "FEATURIZER_CLASSES",
     "LISTING_FILE",
+    "MIB_POSITION_RULES",
     "MIB_TASKS",
     "POSITIONS_FILE",
     "TASK_FOLDERS",
@@ -35,6 +36,11 @@ MIB_TASKS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 #: mibspec task → MIB's task folder name.
 TASK_FOLDERS = {task: folder for folder, (task, _) in MIB_TASKS.items()}
+
+#: Token-position names of MIB's task code read as declared rules when nothing maps them:
+#: ``all`` is the IOI task's position, every token of the prompt (its attention-head units,
+#: ``AttentionHead(Layer:l,Head:h,Token:all)``). A declared mapping of the name wins.
+MIB_POSITION_RULES: dict[str, dict[str, str]] = {"all": {"rule": "all"}}
 
 #: The kind of a MIB model unit → the location component it reads.
 UNIT_COMPONENTS = {"ResidualStream": "residual_post", "AttentionHead": "attention_heads", "MLP": "mlp_output"}

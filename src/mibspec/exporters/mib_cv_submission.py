@@ -272,6 +272,7 @@ def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:
     rule = location["position"]
     name = {
         "last": "last_token",
+        "all": "all",  # MIB's IOI position, read back as the rule without a mapping
         "named": rule.get("name"),
         "index": f"index_{rule.get('index')}",
         "slot": f"slot_{rule.get('slot')}",

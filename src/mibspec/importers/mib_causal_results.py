@@ -22,9 +22,12 @@ and A111 then list what recomputation would need.
 Conventions pinned here (SPEC.md CV-7, MV-8): ``ResidualStream`` units are the residual
 stream leaving their layer (``residual_post``), ``AttentionHead`` units the listed heads'
 outputs, ``MLP`` units the MLP output; the position ``last_token`` is the rule ``last``,
-any other position name is ``named``. IOI is scored by squared error, lower is better: the
-best of an IOI variable is the minimum over layers (the public aggregator takes the
-maximum; the report's description says which it reports).
+IOI's ``all`` the rule ``all`` (every token), any other position name is ``named``. A unit
+joining model units of several layers or positions (MIB's IOI evaluation scores all the
+submitted heads as one such unit) has no location and is refused (I101), whatever its
+``metadata`` says. IOI is scored by squared error, lower is better: the best of an IOI
+variable is the minimum over layers (the public aggregator takes the maximum; the report's
+description says which it reports).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Any
 
 from mibspec.core.folders import safe_name
 from mibspec.core.integers import parse_int
-from mibspec.core.mib_causal import UNIT_COMPONENTS, parse_unit_id
+from mibspec.core.mib_causal import MIB_POSITION_RULES, UNIT_COMPONENTS, parse_unit_id
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
@@ -101,7 +104,8 @@ def hub_id(model: str) -> str:
 
 
 _ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
-_LAST_TOKEN_NAMES = {"last_token", "last"}
+#: Position names read as rules: the last token, and MIB's (IOI's ``all``, every token).
+_POSITION_RULES = {"last_token": {"rule": "last"}, "last": {"rule": "last"}, **MIB_POSITION_RULES}
 _RESERVED = {"metadata", "feature_indices"}
 
 
@@ -323,6 +327,15 @@ def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) 
             heads.append(params["Head"])
         if "Token" in params:
             positions.add(params["Token"])
+    if len(layers) > 1 or len(positions) > 1:
+        # metadata names the first atom's layer only: it must not hide the others
+        raise _MalformedError(
+            "I101",
+            pointer,
+            detail=f"unit {_cut(key, 120)} joins model units of layers {_cut(', '.join(sorted(layers)))} "
+            f"at positions {_cut(', '.join(sorted(positions)))}; a location holds one layer and one "
+            "position, so a joint unit across layers or positions cannot be imported",
+        )
     meta = metadata if isinstance(metadata, dict) else {}
     if meta.get("layer") is not None:
         layers = {str(meta["layer"])}
@@ -354,7 +367,6 @@ def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) 
                 detail=f"unit {_cut(key, 120)}: heads {_cut(', '.join(heads))} are not in the model",
             )
         location["heads"] = in_model
-    location["position"] = (
-        {"rule": "last"} if position in _LAST_TOKEN_NAMES else {"rule": "named", "name": position}
-    )
+    rule = _POSITION_RULES.get(position)
+    location["position"] = dict(rule) if rule is not None else {"rule": "named", "name": position}
     return location

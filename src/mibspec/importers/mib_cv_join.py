@@ -45,6 +45,10 @@ __all__ = ["ResultsModel", "UnresolvedModelError", "join_mib_cv_results"]
 _CAUSAL_MODEL_ID = "causal-model"
 _TASKS = {task for task, _ in MIB_TASKS.values()}
 _SHOWN = 12
+_JOINT = (
+    ". A unit joining several model units (MIB's IOI evaluation scores all the submitted heads as one) "
+    "is no single featurizer's: each featurizer file is one head's, and joint units are not joined"
+)
 
 
 @dataclass(frozen=True)
@@ -314,7 +318,8 @@ def _scored(
             "I112",
             f"/dataset/{escape_pointer_token(first)}/model_unit/{escape_pointer_token(missing[0])}",
             detail=f"{len(missing)} unit(s) of {variable!r} are scored but {cell.name} holds no featurizer "
-            f"for them, so their scores cannot be recomputed: {_listed(missing)}",
+            f"for them, so their scores cannot be recomputed: {_listed(missing)}"
+            + (_JOINT if any(key.count("AtomicModelUnit(") > 1 for key in missing) else ""),
         )
     return _Scored(cell, source, results, model, units, featurizers)
 

@@ -19,9 +19,9 @@ so its unit is refused (I119). They are read
 with ``torch.load(weights_only=True)``: only tensors and plain containers are rebuilt, never
 code. A featurizer class and a ``token_position.py`` may come with the submission as Python;
 mibspec never imports or runs them. Token positions come instead from a declared mapping of
-the position names the submission uses to token-position rules (``--positions``); a unit
-whose name is not mapped keeps the ``named`` rule, which cannot be recomputed, and the import
-lists every such unit.
+the position names the submission uses to token-position rules (``--positions``); IOI's
+``all`` (every token) needs no mapping; a unit whose name is not mapped keeps the ``named``
+rule, which cannot be recomputed, and the import lists every such unit.
 
 Unit ids in both forms the public code writes parse (``Layer-3`` and ``Layer:3``):
 ``ResidualStream`` units read the residual stream leaving their layer, ``AttentionHead`` units
@@ -51,6 +51,7 @@ from mibspec.core.folders import (
 from mibspec.core.integers import parse_int
 from mibspec.core.mib_causal import (
     FEATURIZER_CLASSES,
+    MIB_POSITION_RULES,
     POSITIONS_FILE,
     UNIT_COMPONENTS,
     UNIT_FILE_SUFFIXES,
@@ -66,6 +67,7 @@ from mibspec.core.version import __version__
 from mibspec.documents import document_bytes
 from mibspec.documents.common import Artifact, Provenance, ToolInfo
 from mibspec.documents.kinds import Featurizer, Location, TensorRef, TokenPosition
+from mibspec.metrics.positions import position_problems
 from mibspec.validator import Finding, Limits, catalogue, load_json_file, make_finding
 
 from ._safe_torch import MAX_PT_BYTES, PtFileError, load_pt
@@ -112,8 +114,9 @@ def import_mib_cv_submission(source: Path, out_dir: Path, *, positions: Path | N
     result = ImportResult()
     findings: list[Finding] = []
 
-    def report(code: str, pointer: str, detail: str) -> None:
-        findings.append(make_finding(cat, None, code, pointer, detail=detail).located(1, 1))
+    def report(code: str, pointer: str, detail: str, at: tuple[int | None, int | None] = (1, 1)) -> None:
+        line, column = at
+        findings.append(make_finding(cat, None, code, pointer, detail=detail).located(line or 1, column or 1))
 
     reader = InputFolder(source)
     rules = _submission_positions(reader, positions, report)
@@ -222,14 +225,25 @@ def _read_positions(path: Path, report: Any) -> dict[str, dict[str, Any]]:
     rules: dict[str, dict[str, Any]] = {}
     for name, rule in parsed.data.items():
         pointer = f"/{escape_pointer_token(name)}"
+        at = parsed.locate(pointer)  # findings in the positions file point into it
         try:
             TokenPosition.model_validate(rule)
         except ValueError as exc:
             first = str(exc).splitlines()[0] if str(exc) else "invalid"
-            report("I123", pointer, f"{path.name}: position {name!r} is not a token-position rule ({first})")
+            report(
+                "I123", pointer, f"{path.name}: position {name!r} is not a token-position rule ({first})", at
+            )
             continue
         if rule.get("rule") == "named":
-            report("I123", pointer, f"{path.name}: position {name!r} maps to 'named', which declares nothing")
+            report(
+                "I123", pointer, f"{path.name}: position {name!r} maps to 'named', which declares nothing", at
+            )
+            continue
+        problems = position_problems(rule)
+        if problems:  # e.g. 'all' with an index: which one the unit reads would be a guess
+            below, detail = problems[0]
+            where = f"{pointer}{below}"
+            report("I123", where, f"{path.name}: position {name!r}: {detail}", parsed.locate(where))
             continue
         rules[name] = rule
     return rules
@@ -365,7 +379,7 @@ def _document(unit: _Unit, rules: dict[str, dict[str, Any]]) -> tuple[Featurizer
 
 def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) -> dict[str, Any]:
     """The unit's location, from its id: layer, component, heads and the declared position rule
-    of its token (the ``named`` rule when ``--positions`` does not map it)."""
+    of its token (MIB's own for ``all``, the ``named`` rule when ``--positions`` does not map it)."""
     parsed = parse_unit_id(unit.unit_id)
     if parsed is None or parsed[0] not in UNIT_COMPONENTS:
         raise _UnitError(
@@ -387,7 +401,8 @@ def _unit_location(unit: _Unit, rules: dict[str, dict[str, Any]], pointer: str) 
                 "I101", pointer, f"unit {unit.unit_id!r} needs Head (a number of at most 18 digits)"
             )
         location["heads"] = [head]
-    location["position"] = dict(rules[token]) if token in rules else {"rule": "named", "name": token}
+    rule = rules.get(token, MIB_POSITION_RULES.get(token))
+    location["position"] = dict(rule) if rule is not None else {"rule": "named", "name": token}
     return location
 
 

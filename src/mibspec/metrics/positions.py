@@ -31,11 +31,45 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["PositionError", "resolve_position", "resolve_positions", "slot_spans"]
+__all__ = ["PositionError", "position_problems", "resolve_position", "resolve_positions", "slot_spans"]
 
 
 class PositionError(ValueError):
     """A declared token position cannot be resolved on a prompt."""
+
+
+#: The parameter each rule needs (``last`` and ``all`` need none).
+_NEEDS = {
+    "index": "index",
+    "first_occurrence": "token",
+    "last_occurrence": "token",
+    "slot": "slot",
+    "named": "name",
+}
+
+
+def position_problems(position: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What is incomplete or out of place in a declared position, as (pointer below the
+    position, detail): a parameter its rule needs and lacks, or one of another rule (an
+    ``all`` that also names an ``index``). Empty when the position is completely declared.
+
+    >>> position_problems({"rule": "all", "index": 3})
+    [('/index', "'index' does not apply to rule 'all' (it belongs to 'index')")]
+    """
+    rule_name = position.get("rule")
+    problems = []
+    wanted = _NEEDS.get(str(rule_name))
+    if wanted is not None and position.get(wanted) in (None, ""):
+        problems.append(("", f"rule {rule_name!r} needs {wanted!r}"))
+    for key in ("index", "token", "slot", "occurrence", "name"):
+        owner = "slot" if key == "occurrence" else key
+        if key != wanted and position.get(key) is not None and not (key == "occurrence" and wanted == "slot"):
+            problems.append(
+                (f"/{key}", f"{key!r} does not apply to rule {rule_name!r} (it belongs to {owner!r})")
+            )
+    if rule_name != "slot" and "match" in position:
+        problems.append(("/match", f"'match' does not apply to rule {rule_name!r}"))
+    return problems
 
 
 def _pick(items: Sequence[Any], occurrence: int, what: str) -> Any:

@@ -1,7 +1,8 @@
 """Every reference method writes a report that verifies with recomputation; the answer checkers.
 
 Independent anchors: the PCA components are compared with numpy's SVD of the standardised
-activations written out here; the substring rule with MIB's example ("1" matches "10").
+activations written out here; the substring rule with MIB's example ("1" matches "10"). Units
+at every token (MIB's IOI ``Token:all``) are the full vector's only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import mibspec
+from mibspec.reference_impl.scoring.causal_variable import parse_position
 
 pytestmark = pytest.mark.recompute
 pytest.importorskip("torch")
@@ -121,3 +123,29 @@ def test_answer_checkers() -> None:
     assert _check_answer("substring", [1], [2], " 1", _Codec())
     assert _check_answer("substring", [3], [2], " 1", _Codec())
     assert not _check_answer("substring", [2], [1], " 10", _Codec())
+
+
+def test_all_is_a_position_of_its_own() -> None:
+    assert parse_position("all") == {"rule": "all"}
+    with pytest.raises(ValueError, match="expected last, all, index:N"):
+        parse_position("all:3")  # every token takes no parameter
+
+
+@pytest.mark.parametrize("method", ["das", "dbm", "pca", "sae"])
+def test_trained_methods_are_refused_at_every_token_before_training(method: str, tmp_path: Path) -> None:
+    """DAS and the masks learn from one position per prompt: at ``all`` the run stops before
+    anything is loaded, trained or written, saying which method scores such units."""
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
+
+    with pytest.raises(ValueError, match=r"not at position 'all'.*--method full_vector"):
+        score_causal_variable(
+            REPO / "examples" / "models" / "tiny-gpt2",
+            REPO / "examples" / "datasets" / "ioi" / "test.meta.json",
+            tmp_path / "out",
+            method=method,
+            component="attention_heads",
+            heads=[0],
+            layers=[1],
+            positions=["last", "all"],
+        )
+    assert not (tmp_path / "out").exists()

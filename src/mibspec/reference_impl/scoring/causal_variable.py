@@ -136,14 +136,15 @@ def parse_position(spec: str) -> dict[str, Any]:
 
     ``last``; ``index:N``; ``first:TEXT`` / ``lastocc:TEXT`` (first / last occurrence of
     TEXT's tokens); ``slot:NAME[:OCCURRENCE]`` (a template placeholder) and
-    ``value:NAME[:OCCURRENCE]`` (a mention of the slot's value).
+    ``value:NAME[:OCCURRENCE]`` (a mention of the slot's value); ``all`` (every token, MIB's
+    IOI ``Token:all``).
 
     Raises:
         ValueError: an unknown form (naming it).
     """
     kind, _, rest = spec.partition(":")
-    if kind == "last" and not rest:
-        return {"rule": "last"}
+    if kind in ("last", "all") and not rest:
+        return {"rule": kind}
     if kind == "index" and (index := parse_int(rest, signed=True)) is not None:
         return {"rule": "index", "index": index}
     if kind in ("first", "lastocc") and rest:
@@ -160,7 +161,7 @@ def parse_position(spec: str) -> dict[str, Any]:
             out["match"] = "value"
         return out
     raise ValueError(
-        "position: expected last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K] or value:NAME[:K]; "
+        "position: expected last, all, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K] or value:NAME[:K]; "
         f"got {spec!r}"
     )
 
@@ -259,7 +260,8 @@ class CausalVariableOptions:
         """The answer checker of the options' profile, after checking the choices.
 
         Raises:
-            ValueError: an unknown method, PCA centring, IOI fit or profile (naming it).
+            ValueError: an unknown method, PCA centring, IOI fit or profile (naming it), or a
+                trained method at position ``all``.
         """
         from mibspec.core.profiles import load_profile
 
@@ -269,6 +271,14 @@ class CausalVariableOptions:
             raise ValueError(f"pca_centring: expected centred or uncentred, got {self.pca_centring!r}")
         if self.ioi_fit not in ("paper", "rescaled"):
             raise ValueError(f"ioi_fit: expected paper or rescaled, got {self.ioi_fit!r}")
+        if self.method != "full_vector" and "all" in (self.positions or ()):
+            # DAS and the masks learn from one position per prompt; MIB trains its Token:all
+            # units in its own code, whose files import (mibspec import mib-submission).
+            raise ValueError(
+                f"positions: {METHODS[self.method]['name']} featurizers are trained at one token per "
+                "prompt, not at position 'all'; score 'all' units with --method full_vector, or import "
+                "featurizers trained elsewhere with mibspec import mib-submission"
+            )
         try:
             return str(load_profile(self.profile)["checker"])
         except KeyError as exc:

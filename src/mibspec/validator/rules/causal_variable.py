@@ -164,32 +164,10 @@ def _weight(ctx: RuleContext, ref: dict[str, Any]) -> Any | None:
     return declared_tensor(ctx, ref, bfloat16_as_float32=True)
 
 
-def _position_problems(position: dict[str, Any]) -> list[tuple[str, str]]:
-    rule_name = position.get("rule")
-    needs = {
-        "index": "index",
-        "first_occurrence": "token",
-        "last_occurrence": "token",
-        "slot": "slot",
-        "named": "name",
-    }
-    problems = []
-    wanted = needs.get(str(rule_name))
-    if wanted is not None and position.get(wanted) in (None, ""):
-        problems.append(("", f"rule {rule_name!r} needs {wanted!r}"))
-    for key in ("index", "token", "slot", "occurrence", "name"):
-        owner = "slot" if key == "occurrence" else key
-        if key != wanted and position.get(key) is not None and not (key == "occurrence" and wanted == "slot"):
-            problems.append(
-                (f"/{key}", f"{key!r} does not apply to rule {rule_name!r} (it belongs to {owner!r})")
-            )
-    if rule_name != "slot" and "match" in position:
-        problems.append(("/match", f"'match' does not apply to rule {rule_name!r}"))
-    return problems
-
-
 def _location_problems(location: dict[str, Any]) -> list[tuple[str, str]]:
-    problems = [(f"/position{p}", detail) for p, detail in _position_problems(location["position"])]
+    from mibspec.metrics.positions import position_problems
+
+    problems = [(f"/position{p}", detail) for p, detail in position_problems(location["position"])]
     heads = location.get("heads")
     if location["component"] == "attention_heads":
         if not heads:
@@ -338,10 +316,11 @@ def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, An
     return {key: value for key, value in filled.items() if value is not None}
 
 
-@rule("causal-variable-declarations", track="causal_variable", codes=("V105", "V108", "V109"))
+@rule("causal-variable-declarations", track="causal_variable", codes=("V104", "V105", "V108", "V109"))
 def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
-    """Units sit inside the model where their featurizer reads; variables and counterfactual sets
-    are the dataset's; the metric fits the causal model; the checker is the profile's."""
+    """Units are declared completely and sit inside the model where their featurizer reads;
+    variables and counterfactual sets are the dataset's; the metric fits the causal model; the
+    checker is the profile's."""
     settings = with_defaults(ctx, doc.get("settings", {}), "CausalVariableSettings")
     # A report that names no checker uses its profile's; one that names another is refused.
     for pointer, declared, required in convention(ctx.profile, doc, "checker").conflicts():
@@ -414,6 +393,10 @@ def _unit_location(
     ctx: RuleContext, unit: dict[str, Any], pointer: str, config: dict[str, Any]
 ) -> Iterator[Finding]:
     location = unit["location"]
+    # A unit without a featurizer (imported results) is declared by its location alone: an
+    # ``all`` position that also sets an index is checked here, not only in featurizers.
+    for at, detail in _location_problems(location):
+        yield ctx.finding("V104", f"{pointer}/location{at}", detail=detail)
     if config:
         n_layers, n_heads, d_model = config["n_layers"], config["n_heads"], config["d_model"]
         if location["layer"] >= n_layers:

@@ -1,0 +1,130 @@
+"""MIB's IOI result files joined with a submission's ``Token:all`` featurizers.
+
+The featurizers are indices-only units of a submission folder (each the identity of one GPT-2
+head, 64 values), imported without a positions mapping: IOI's ``all`` needs none. The result
+files are in the layout of MIB's IOI evaluation (``[[AtomicModelUnit(id='...')]]`` keys with
+the first unit's ``metadata``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mibspec.importers import import_mib_cv_submission
+from mibspec.importers.mib_causal_results import CAUSAL_MODELS
+from mibspec.importers.mib_cv_join import ResultsModel, join_mib_cv_results
+
+REPO = Path(__file__).resolve().parents[2]
+DATASET = REPO / "examples" / "causal-variable-ioi" / "dataset.json"
+CELL = "ioi_task_GPT2LMHeadModel_output_token"
+GPT2 = CAUSAL_MODELS["gpt2"][2]
+UNITS = ("AttentionHead(Layer:7,Head:3,Token:all)", "AttentionHead(Layer:7,Head:9,Token:all)")
+
+
+def _resolve(name: str) -> ResultsModel:
+    block = {
+        "source": "hub",
+        "id": "gpt2",
+        "revision": "0" * 40,
+        "architecture": "GPT2LMHeadModel",
+        "config": GPT2,
+    }
+    return ResultsModel(block=block, config=GPT2, names=frozenset({name}))
+
+
+def _featurizers(tmp_path: Path) -> list[Path]:
+    cell = tmp_path / "submission" / CELL
+    cell.mkdir(parents=True)
+    for unit in UNITS:
+        (cell / f"{unit}_indices").write_text("[1, 2]", encoding="utf-8")
+    imported = import_mib_cv_submission(tmp_path / "submission", tmp_path / "out")
+    assert imported.findings == []
+    return imported.written
+
+
+def _results(tmp_path: Path, units: dict[str, float]) -> Path:
+    block: dict[str, Any] = {}
+    for key, score in units.items():
+        block[key] = {
+            "metadata": {"layer": 7, "head": 3, "position": "all"},
+            "output_token": {"average_score": score},
+        }
+    payload = {
+        "method_name": "submission",
+        "model_name": "GPT2LMHeadModel",
+        "task_name": "ioi_task",
+        "dataset": {"io_s1_flip_test": {"model_unit": block}},
+    }
+    path = tmp_path / "ioi_output_token.json"
+    path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    return path
+
+
+def test_units_at_every_token_join_their_featurizers(tmp_path: Path) -> None:
+    featurizers = _featurizers(tmp_path)
+    keys = [f"[[AtomicModelUnit(id='{unit.replace(':', '-')}')]]" for unit in UNITS]
+    results = _results(tmp_path, {keys[0]: 2.0, keys[1]: 1.0})
+    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
+    assert joined.findings == []
+    [path] = joined.written
+    [variable] = json.loads(path.read_text(encoding="utf-8"))["claims"]["variables"]
+    assert [(u["location"]["heads"], u["location"]["position"]) for u in variable["units"]] == [
+        ([3], {"rule": "all"}),
+        ([9], {"rule": "all"}),
+    ]
+    assert [u["scores"] for u in variable["units"]] == [{"io_s1_flip": 2.0}, {"io_s1_flip": 1.0}]
+    assert (variable["per_layer"], variable["best"]) == ({"7": 1.0}, 1.0)  # MSE: the lower
+
+
+def test_a_joint_unit_of_several_heads_says_why_it_has_no_featurizer(tmp_path: Path) -> None:
+    """MIB's IOI evaluation scores the submitted heads as one unit; the submission holds one
+    featurizer per head. No report is written, and the finding says it is the joining."""
+    featurizers = _featurizers(tmp_path)
+    key = "[[" + ", ".join(f"AtomicModelUnit(id='{unit}')" for unit in UNITS) + "]]"
+    results = _results(tmp_path, {key: 0.5})
+    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
+    [finding] = joined.findings
+    assert (finding.code, finding.pointer) == ("I112", f"/dataset/io_s1_flip_test/model_unit/{key}")
+    assert finding.line is not None
+    assert "MIB's IOI evaluation scores all the submitted heads as one" in finding.message
+    assert "joint units are not joined" in finding.message
+    assert not joined.written
+    assert not (tmp_path / "out" / CELL / "report.json").exists()
+
+
+def test_a_head_unit_at_every_token_whose_rotation_reads_the_residual_width_is_v105(tmp_path: Path) -> None:
+    """A DAS file for ``AttentionHead(Layer:7,Head:3,Token:all)`` whose rotation has d_model
+    (768) rows, not the head's 64: it imports as written (the rotation gives the width), and the
+    joined report is refused where the unit names its featurizer."""
+    torch = pytest.importorskip("torch")
+    import mibspec
+
+    cell = tmp_path / "submission" / CELL
+    cell.mkdir(parents=True)
+    rotation, _ = torch.linalg.qr(torch.randn(768, 8, generator=torch.Generator().manual_seed(3)))
+    info = {
+        "featurizer_class": "SubspaceFeaturizerModule",
+        "inverse_featurizer_class": "SubspaceInverseFeaturizerModule",
+        "n_features": 8,
+        "additional_config": {"rotation_matrix": rotation.contiguous()},
+    }
+    for suffix in ("_featurizer", "_inverse_featurizer"):
+        torch.save({"model_info": info, "state_dict": {}}, cell / f"{UNITS[0]}{suffix}")
+    (cell / f"{UNITS[0]}_indices").write_text("null", encoding="utf-8")
+    imported = import_mib_cv_submission(tmp_path / "submission", tmp_path / "out")
+    assert imported.findings == []
+    featurizers = [p for p in imported.written if p.suffix == ".json"]
+    results = _results(tmp_path, {f"[[AtomicModelUnit(id='{UNITS[0]}')]]": 1.0})
+    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
+    assert joined.findings == []
+    [report] = joined.written
+    verified = mibspec.verify(report, recompute=False)
+    errors = {(f.code, f.pointer) for f in verified.findings if f.severity.value == "error"}
+    assert ("V105", "/claims/variables/0/units/0/featurizer") in errors
+    [width] = [f for f in verified.findings if f.pointer == "/claims/variables/0/units/0/featurizer"]
+    assert "reads 768 values, the location holds 64" in width.message
+    assert not verified.valid

@@ -33,7 +33,7 @@ def _marker(declaration: Declared) -> Option | Argument:
         return Argument(help=declaration.help, metavar=declaration.metavar)
     return Option(
         *declaration.flags,
-        help=declaration.help,
+        help=declaration.cli_help or declaration.help,
         metavar=declaration.metavar,
         min=declaration.min,
         choices=declaration.choices,

@@ -44,6 +44,7 @@ from mibspec.core.claims import ClaimRow, claim_catalogue
 from mibspec.core.comparisons import Comparison, Recomputation, produced_before, recompute_tolerance
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.rounding import claim_rounding
 from mibspec.core.spec import install_hint
 from mibspec.core.tracks import TRACKS
@@ -238,8 +239,9 @@ def _work_finding(ctx: RuleContext, work_function: str) -> Finding | None:
     """R125 when the work the report declares is over the limits (:mod:`mibspec.core.work`)."""
     module_name, function = work_function.split(":")
     estimate: Any = getattr(importlib.import_module(module_name), function)
+    context: RecomputeContext = ctx
     try:
-        works = list(estimate(ctx))
+        works = list(estimate(context))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
         return None  # a declaration the estimate cannot read: the recomputer says what is wrong
     over = over_limits(works, ctx.options.limits)
@@ -300,12 +302,13 @@ def run_recompute(ctx: RuleContext, progress: Progress = NULL_PROGRESS) -> Recom
 def _run_recomputer(ctx: RuleContext, recompute: Any, progress: Progress) -> RecomputeOutcome:
     """Run ``recompute`` under the time limit; its comparisons checked against the claim
     catalogue, widened by the claims' rounding, and the claims it did not reach (R130)."""
+    context: RecomputeContext = ctx  # what the recomputer reads (mypy checks that it is one)
     limit = ctx.options.limits.max_recompute_seconds
     limit = math.inf if limit is None else limit
     deadline = _Deadline(progress, limit)
     try:
         with _timer(deadline):
-            result: Recomputation = recompute(ctx, deadline if math.isfinite(limit) else progress)
+            result: Recomputation = recompute(context, deadline if math.isfinite(limit) else progress)
     except RecomputeTimeLimitError as exc:
         produced = produced_before(exc)
         finding = ctx.finding(

@@ -20,6 +20,7 @@ builds ``mibspec verify`` from it before anything heavier is imported).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
@@ -79,6 +80,7 @@ class Declared:
         expands: for a field holding a record of limits: the record's fields the command line
             gives as options of their own, each declared here.
         positional: the command line takes it as its arguments, not as an option.
+        cli_help: the command line's help when its flag reads otherwise (``--no-recompute``).
     """
 
     help: str
@@ -92,6 +94,7 @@ class Declared:
     cli_type: Any = None
     expands: tuple[tuple[str, Declared], ...] = ()
     positional: bool = False
+    cli_help: str | None = None
 
 
 def _declared(declaration: Declared) -> dict[str, Declared]:
@@ -167,7 +170,8 @@ class VerificationRequest:
         default=True,
         metadata=_declared(
             Declared(
-                help="Skip recomputing claims from the model and artifacts.",
+                help="Recompute claims from the model and artifacts (needs the recompute extra).",
+                cli_help="Skip recomputing claims from the model and artifacts.",
                 flags=("--no-recompute",),
                 cli_name="no_recompute",
                 negated=True,
@@ -182,7 +186,9 @@ class VerificationRequest:
     )
     limits: Limits = field(
         default=DEFAULT_LIMITS,
-        metadata=_declared(Declared(help="Parse and recomputation limits.", expands=_LIMIT_OPTIONS)),
+        metadata=_declared(
+            Declared(help="Parse and recomputation limits (a ``Limits``)", expands=_LIMIT_OPTIONS)
+        ),
     )
     model_roots: tuple[str | os.PathLike[str], ...] = field(
         default=(),
@@ -338,8 +344,10 @@ class VerificationRequest:
     )
 
 
+@functools.cache
 def declared() -> dict[str, tuple[Declared, Any, Any]]:
-    """Each field of :class:`VerificationRequest`: its declaration, type and default."""
+    """Each field of :class:`VerificationRequest`: its declaration, type and default (one
+    mapping, shared: not to be changed)."""
     hints = typing.get_type_hints(VerificationRequest)
     return {
         f.name: (f.metadata["declared"], hints[f.name], f.default)
@@ -379,7 +387,7 @@ def api_docs(indent: str) -> str:
         text = f"{name}: {fields[name][0].help}"
         if fields[name][0].expands:
             names = ", ".join(f"``{each}``" for each, _ in fields[name][0].expands)
-            text += f" (the command line gives {names} one option each)"
+            text += f"; the command line takes {names} as options of their own."
         entries.append(textwrap.fill(text, 88 - len(indent), subsequent_indent="    "))
     return textwrap.indent("\n".join(entries), indent).lstrip()
 
@@ -392,14 +400,13 @@ def request_from_keywords(
     Raises:
         TypeError: a keyword that :func:`mibspec.verify` does not take (as Python says it).
     """
-    allowed = set(api_keywords())
-    for name in keywords:
+    allowed, fields = set(api_keywords()), declared()
+    values = dict(keywords)
+    for name, value in keywords.items():
         if name not in allowed:
             raise TypeError(f"verify() got an unexpected keyword argument {name!r}")
-    values = dict(keywords)
-    for name in ("model_roots", "select", "ignore"):
-        if name in values:
-            values[name] = (values[name],) if isinstance(values[name], str) else tuple(values[name])
+        if isinstance(fields[name][2], tuple):  # several values: any iterable, one string a value
+            values[name] = (value,) if isinstance(value, str | os.PathLike) else tuple(value)
     return VerificationRequest(paths=tuple(paths), **values)
 
 

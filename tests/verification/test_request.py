@@ -31,8 +31,8 @@ from mibspec.verification.request import (
 
 REPO = Path(__file__).resolve().parents[2]
 REPORT = REPO / "examples" / "circuit-ioi" / "report.json"
-#: A document that is no report: verifying it with recomputation runs no model.
-DATASET = REPO / "examples" / "datasets" / "ioi" / "test.meta.json"
+#: A document that is no report (a circuit): verifying it with recomputation runs no model.
+CIRCUIT = REPO / "examples" / "circuit" / "circuit.json"
 
 #: The flags of ``mibspec verify`` as users know them (its --help since 0.1.0).
 VERIFY_FLAGS = {
@@ -187,18 +187,18 @@ def resolutions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_the_command_line_resolves_the_device_once(resolutions: list[str]) -> None:
-    done = CliRunner().invoke(_command(verify_command, "verify"), [str(DATASET), "--device", "auto"])
+    done = CliRunner().invoke(_command(verify_command, "verify"), [str(CIRCUIT), "--device", "auto"])
     assert done.exit_code == 0, done.output
     assert resolutions == ["auto"]
 
 
 def test_the_api_resolves_the_device_once(resolutions: list[str]) -> None:
-    assert mibspec.verify(DATASET, device="auto").valid
+    assert mibspec.verify(CIRCUIT, device="auto").valid
     assert resolutions == ["auto"]
 
 
 def test_without_recomputation_the_device_is_not_looked_for(resolutions: list[str]) -> None:
-    assert mibspec.verify(DATASET, recompute=False, device="cuda:3").valid
+    assert mibspec.verify(CIRCUIT, recompute=False, device="cuda:3").valid
     assert resolutions == []
 
 

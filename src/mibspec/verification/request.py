@@ -81,6 +81,7 @@ class Declared:
             gives as options of their own, each declared here.
         positional: the command line takes it as its arguments, not as an option.
         cli_help: the command line's help when its flag reads otherwise (``--no-recompute``).
+        more: what the API's documentation says besides the help.
     """
 
     help: str
@@ -95,6 +96,7 @@ class Declared:
     expands: tuple[tuple[str, Declared], ...] = ()
     positional: bool = False
     cli_help: str | None = None
+    more: str = ""
 
 
 def _declared(declaration: Declared) -> dict[str, Declared]:
@@ -220,6 +222,9 @@ class VerificationRequest:
                 "with commas.",
                 flags=("--select",),
                 metavar="<code>",
+                more="Filtered rules-stage codes do not fail the rules stage (like a profile's "
+                "``off``); findings of the other stages are only dropped from the result, and a "
+                "stage that failed still fails its document (see ``resolve_codes``).",
                 cli_type=list[str] | None,
             )
         ),
@@ -231,6 +236,7 @@ class VerificationRequest:
                 help="Do not report these codes, code prefixes or symbols; repeat or separate with commas.",
                 flags=("--ignore",),
                 metavar="<code>",
+                more="As for ``select``.",
                 cli_type=list[str] | None,
             )
         ),
@@ -266,6 +272,8 @@ class VerificationRequest:
                 help="Where the model computes; auto: CUDA if present, else MPS, else the CPU.",
                 flags=("--device",),
                 metavar="<cpu|cuda|cuda:N|mps|auto>",
+                more="Resolved once, when recomputation runs, to one present on this machine "
+                "(``cpu``, ``cuda:N`` or ``mps``); without it, only checked for its form.",
             )
         ),
     )
@@ -277,6 +285,8 @@ class VerificationRequest:
                 "chosen from free memory, halved on out-of-memory.",
                 flags=("--batch-size",),
                 metavar="<n|auto>",
+                more='A positive integer or ``"auto"``; results depend on it by '
+                "floating-point reassociation at most (engine.md ME-10).",
                 cli_type=str | None,
             )
         ),
@@ -309,6 +319,7 @@ class VerificationRequest:
                 "device, inode and times are unchanged, instead of hashing the bytes read (faster; "
                 "trusts the file system, and says so with R111).",
                 flags=("--trust-hash-cache",),
+                more="Off by default (``mibspec.reference_impl.recompute._hash_cache`` says what it trusts).",
             )
         ),
     )
@@ -384,7 +395,7 @@ def api_docs(indent: str) -> str:
     fields = declared()
     entries = []
     for name in api_keywords():
-        text = f"{name}: {fields[name][0].help}"
+        text = " ".join(filter(None, (f"{name}: {fields[name][0].help}", fields[name][0].more)))
         if fields[name][0].expands:
             names = ", ".join(f"``{each}``" for each, _ in fields[name][0].expands)
             text += f"; the command line takes {names} as options of their own."

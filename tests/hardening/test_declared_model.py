@@ -296,6 +296,7 @@ def test_the_built_model_is_compared_with_the_declaration_and_the_config() -> No
         ModelMismatchError,
         UnusableInputError,
         check_built_model,
+        error_findings,
     )
 
     config, tensors = _tiny_gpt2_state()
@@ -309,17 +310,21 @@ def test_the_built_model_is_compared_with_the_declaration_and_the_config() -> No
         "vocab_size": config["vocab_size"],
         "parallel_attn_mlp": False,
     }
-    recorded: list[Any] = []
-    ctx = SimpleNamespace(recompute_findings=recorded, finding=lambda code, pointer, **kw: (code, pointer))
     declaration = {"architecture": "GPT2LMHeadModel", "config": {"n_layers": 6, "d_model": 32}}
     with pytest.raises(ModelMismatchError) as caught:
-        check_built_model(ctx, declaration, config, weights, "tiny-gpt2")
+        check_built_model(declaration, config, weights, "tiny-gpt2")
     assert (caught.value.code, caught.value.pointer) == ("R109", "/model/config/n_layers")
     assert f"has {config['n_layer']}" in caught.value.detail
-    assert recorded == [("R109", "/model/config/d_model")]
+    # the other mismatch travels with the first, and is reported before it
+    assert [(e.code, e.pointer) for e in caught.value.also] == [("R109", "/model/config/d_model")]
+    ctx = SimpleNamespace(finding=lambda code, pointer, **kw: (code, pointer))
+    assert error_findings(ctx, caught.value) == [  # type: ignore[arg-type]  # the member it reads
+        ("R109", "/model/config/d_model"),
+        ("R109", "/model/config/n_layers"),
+    ]
     # a config that does not describe the built weights (as a reader missing an alias would)
     with pytest.raises(UnusableInputError) as refused:
-        check_built_model(ctx, {}, {**config, "n_layer": 2}, weights, "tiny-gpt2")
+        check_built_model({}, {**config, "n_layer": 2}, weights, "tiny-gpt2")
     assert refused.value.pointer == "/model"
     assert f"n_layers 2 in config.json, {config['n_layer']} built" in refused.value.detail
 

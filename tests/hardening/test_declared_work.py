@@ -139,7 +139,7 @@ def test_the_example_study_is_within_the_default_limits_and_its_estimate_is_belo
     data = json.loads(PLANTED.read_text(encoding="utf-8"))
     data["claims"]["scaling"] = data["claims"]["scaling"][3:4]
     data["claims"]["scaling"][0]["n_heads"] = 100
-    items = work.causal_bench(SimpleNamespace(data=data, options=SimpleNamespace(device="cpu")))
+    items = work.causal_bench(SimpleNamespace(data=data, device="cpu"))  # type: ignore[arg-type]
     assert over_limits(items, Limits()) is None
     estimate = sum(item.seconds for item in items)
     from mibspec.reference_impl.behaviour.localization import PAPER_PROCEDURES, identify

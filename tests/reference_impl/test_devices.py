@@ -536,17 +536,18 @@ def test_a_16_bit_report_keeps_its_declared_batch_size(
 ) -> None:
     from types import SimpleNamespace
 
+    from mibspec.core.comparisons import Recomputation
     from mibspec.reference_impl.recompute._inputs import batch_plan
 
-    findings: list[tuple[str, str]] = []
     ctx = SimpleNamespace(
         data={"model": {"dtype": dtype}, "settings": {"batch_size": 8}},
-        options=SimpleNamespace(batch_size=requested, device="cpu"),
-        recompute_findings=findings,
+        batch_size=requested,
+        device="cpu",
         finding=lambda code, pointer, detail: (code, pointer),
     )
-    assert batch_plan(ctx, 8, 1, 100) == planned
-    assert findings == ([("R114", "/settings/batch_size")] if kept else [])
+    out = Recomputation()
+    assert batch_plan(ctx, 8, 1, 100, out) == planned  # type: ignore[arg-type]  # the members it reads
+    assert out.findings == ([("R114", "/settings/batch_size")] if kept else [])
 
 
 @pytest.mark.slow

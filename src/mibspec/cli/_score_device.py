@@ -1,11 +1,18 @@
 """``--device`` and ``--batch-size`` of the ``score`` commands: checked before anything runs;
-a malformed value or an absent device is a usage error."""
+a malformed value or an absent device is a usage error. ``--device`` is spelled and helped as
+``mibspec verify`` declares it (:class:`~mibspec.verification.request.VerificationRequest`)."""
 
 from __future__ import annotations
 
-from mibspec.cli._support import DeviceOption, usage_error
+from typing import Annotated
+
+from mibspec.cli._request import option_of
+from mibspec.cli._support import usage_error
 
 __all__ = ["DeviceOption", "batch_size_or_exit", "device_or_exit"]
+
+#: ``--device`` of ``verify-submission`` and of every ``score`` command (checked by the command).
+DeviceOption = Annotated[str, option_of("device")]
 
 
 def device_or_exit(device: str) -> str:

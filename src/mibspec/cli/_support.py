@@ -26,7 +26,6 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "IMPORT_CHECKS_ONLY",
-    "DeviceOption",
     "FollowLinksOption",
     "OutputFormat",
     "check_outputs_or_exit",
@@ -50,17 +49,6 @@ class OutputFormat(str, enum.Enum):
 
     text = "text"
     json = "json"
-
-
-#: ``--device`` of ``verify`` and of every ``score`` command (checked by the command).
-DeviceOption = Annotated[
-    str,
-    Option(
-        "--device",
-        metavar="<cpu|cuda|cuda:N|mps|auto>",
-        help="Where the model computes; auto: CUDA if present, else MPS, else the CPU.",
-    ),
-]
 
 
 #: ``--follow-output-links`` of every command that writes: outputs are not written through

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 import click
 
 from mibspec.cli._options import Argument, Option
+from mibspec.cli._request import option_of
+from mibspec.cli._score_device import DeviceOption
 from mibspec.cli._support import (
     EXIT_FINDINGS,
     EXIT_OK,
-    DeviceOption,
     FollowLinksOption,
     OutputFormat,
     check_outputs_or_exit,
@@ -30,7 +31,6 @@ from mibspec.cli.imports import (
     RevisionOption,
     SplitOption,
 )
-from mibspec.cli.verify import _BatchSize, _ModelRoot
 from mibspec.core.display import visible
 
 if TYPE_CHECKING:
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["verify_submission_command"]
 
 _FormatOption = Annotated[OutputFormat, Option("--format", "-f", help="Output format.")]
+# Options shared with `mibspec verify`, declared by its request (tests/cli keeps the types in step).
+_ModelRoot = Annotated[list[Path] | None, option_of("model_roots")]
+_BatchSize = Annotated[str | None, option_of("batch_size")]
 _Source = Annotated[
     Path,
     Argument(

@@ -8,8 +8,9 @@ the model's dtype). Both pass a claim when ``|claimed − recomputed| ≤ abs + 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "Comparison",
     "Recomputation",
     "first_difference",
+    "produced_before",
     "recompute_tolerance",
     "tolerance",
     "within",
@@ -100,11 +102,47 @@ class Comparison:
 
 @dataclass
 class Recomputation:
-    """What a recomputer returns: a comparison per claimed number it recomputed, and
-    findings for what it could not recompute (R104 with the pointer at fault)."""
+    """Everything a recomputer produces, returned to the recompute stage.
+
+    Attributes:
+        comparisons: one per claimed number it recomputed.
+        findings: what it could not recompute (R104 with the pointer at fault), and what it
+            reports besides (R106 unpinned model files, R111 cached digests, R114 a batch
+            size kept), in the order they arose.
+        model_files: the model files it used (``ModelFile``: name, resolved path, SHA-256
+            and size of the bytes used, whether the digest came from the file-hash cache),
+            for the receipt.
+    """
 
     comparisons: list[Comparison] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    model_files: list[Any] = field(default_factory=list)
+
+    def extend(self, other: Recomputation) -> None:
+        """Add what ``other`` produced after what this one holds."""
+        self.comparisons.extend(other.comparisons)
+        self.findings.extend(other.findings)
+        self.model_files.extend(other.model_files)
+
+    @contextlib.contextmanager
+    def until_stopped(self) -> Iterator[Recomputation]:
+        """Run a recomputation producing into this one; when it is stopped from outside (the
+        stage's time limit, out of memory), the exception that stops it carries what was
+        produced so far (:func:`produced_before`), so that it is still reported."""
+        try:
+            yield self
+        except BaseException as exc:
+            vars(exc).setdefault(_PRODUCED, self)
+            raise
+
+
+_PRODUCED = "mibspec_recomputation"
+
+
+def produced_before(exc: BaseException) -> Recomputation:
+    """What a recomputation stopped by ``exc`` had produced (empty when it said nothing)."""
+    produced = vars(exc).get(_PRODUCED)
+    return produced if isinstance(produced, Recomputation) else Recomputation()
 
 
 def first_difference(a: Any, b: Any, rel_tol: float, pointer: str = "") -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from mibspec.core.comparisons import Comparison
 from mibspec.core.findings import Finding, Severity
 from mibspec.core.progress import Progress
+from mibspec.core.recompute_context import RECOMPUTE_NOT_REQUESTED
 from mibspec.core.spec import SPEC_VERSION
 from mibspec.core.strict_json import DEFAULT_LIMITS, Limits, ParsedDocument, load_json_file
 from mibspec.core.version import __version__
@@ -41,10 +42,6 @@ class StageStatus(str, enum.Enum):
     FAILED = "failed"
     SKIPPED = "skipped"
     NOT_RUN = "not_run"
-
-
-#: The recompute stage's detail when the caller asked for no recomputation.
-RECOMPUTE_NOT_REQUESTED = "not requested"
 
 
 @dataclass(frozen=True)
@@ -200,7 +197,12 @@ class VerificationResult:
 
 
 class RuleContext:
-    """What a rule sees: the document, where it lives, the profile, and a finding factory."""
+    """What a rule sees: the document, where it lives, the profile, and a finding factory.
+
+    It is also what the recompute stage hands a recomputer, which reads it as a
+    :class:`mibspec.core.recompute_context.RecomputeContext` (the run's limits, model roots,
+    device, batch size and session are read from its options) and writes nothing into it.
+    """
 
     def __init__(
         self,
@@ -227,14 +229,29 @@ class RuleContext:
         self.artifacts: dict[str, dict[str, Any]] = {}
         #: Artifact ids whose file failed an integrity check (later rules skip them).
         self.broken_artifacts: set[str] = set()
-        #: Filled by recomputation: the model files it used (``ModelFile``: resolved path,
-        #: SHA-256 and size of the bytes used), listed by the receipt.
-        self.model_files: list[Any] = []
-        #: Findings recomputation reports besides its result (R106), even when it fails later.
-        self.recompute_findings: list[Finding] = []
         #: Documents this one references, read by its rules (``rules._referenced``), by
         #: (artifact id, kind).
         self.referenced: dict[tuple[Any, str], Any] = {}
+
+    @property
+    def limits(self) -> Limits:
+        return self.options.limits
+
+    @property
+    def model_roots(self) -> tuple[Path, ...]:
+        return self.options.model_roots
+
+    @property
+    def device(self) -> str:
+        return self.options.device
+
+    @property
+    def batch_size(self) -> int | str | None:
+        return self.options.batch_size
+
+    @property
+    def session(self) -> object | None:
+        return self.options.session
 
     def finding(
         self,

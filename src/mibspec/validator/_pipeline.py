@@ -215,11 +215,11 @@ class _Runner:
         elif rule_errors:
             result.set_stage(Stage.RECOMPUTE, StageStatus.NOT_RUN, "the rules stage failed")
         else:
-            status, detail, findings, comparisons = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
-            result.findings.extend(f for f in findings if not _suppressed(ctx.profile, f.code))
-            result.comparisons = list(comparisons)
-            result.model_files = list(ctx.model_files)
-            result.set_stage(Stage.RECOMPUTE, status, detail)
+            outcome = run_recompute(ctx, self.options.progress or NULL_PROGRESS)
+            result.findings.extend(f for f in outcome.findings if not _suppressed(ctx.profile, f.code))
+            result.comparisons = list(outcome.comparisons)
+            result.model_files = list(outcome.model_files)
+            result.set_stage(Stage.RECOMPUTE, outcome.status, outcome.detail)
 
     def _unrecomputable(self, result: DocumentResult, ctx: RuleContext) -> list[Finding]:
         """R112 (a warning) for each declaration, read from the report alone, without which

@@ -2,15 +2,19 @@
 
 Each track names its recomputer in the track registry (``mibspec.core.tracks``),
 imported only when the stage runs so that validation never imports torch. A recomputer is a function
-``recompute(ctx: RuleContext, progress: Progress) -> Recomputation`` (the last two from
-:mod:`mibspec.core`): it loads what the report declares, recomputes every claim it can
-and returns
+``recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation`` (all three from
+:mod:`mibspec.core`; the context is the document's :class:`RuleContext`, which the recomputer
+only reads): it loads what the report declares, recomputes every claim it can and returns
 
 * the comparisons — one per claimed number: where the claim is, what it is, the
   claimed value, the recomputed value and the tolerance (:class:`Comparison`);
   :func:`mismatch_findings` turns the ones outside tolerance into R103 findings;
 * findings for what could not be recomputed (R104 with the reason and the pointer
-  of the declaration at fault).
+  of the declaration at fault), and what it says besides (R106, R111, R114);
+* the model files it used, for the receipt.
+
+A recomputation stopped by the stage (its time limit, out of memory) still reports what it
+had produced (:func:`mibspec.core.comparisons.produced_before`).
 
 The claim catalogue (``mibspec.core.claims``) says which claims recomputation checks: every
 comparison a recomputer returns must be at a claim whose row is marked ``recomputed``, with
@@ -34,12 +38,13 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from mibspec.core.claims import ClaimRow, claim_catalogue
-from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
+from mibspec.core.comparisons import Comparison, Recomputation, produced_before, recompute_tolerance
 from mibspec.core.findings import Finding
 from mibspec.core.progress import NULL_PROGRESS, Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.rounding import claim_rounding
 from mibspec.core.spec import install_hint
 from mibspec.core.tracks import TRACKS
@@ -49,6 +54,7 @@ from ._catalogue import InternalError
 from ._context import RuleContext, StageStatus
 
 __all__ = [
+    "RecomputeOutcome",
     "catalogued",
     "mismatch_findings",
     "recompute_gaps",
@@ -233,8 +239,9 @@ def _work_finding(ctx: RuleContext, work_function: str) -> Finding | None:
     """R125 when the work the report declares is over the limits (:mod:`mibspec.core.work`)."""
     module_name, function = work_function.split(":")
     estimate: Any = getattr(importlib.import_module(module_name), function)
+    context: RecomputeContext = ctx
     try:
-        works = list(estimate(ctx))
+        works = list(estimate(context))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError):
         return None  # a declaration the estimate cannot read: the recomputer says what is wrong
     over = over_limits(works, ctx.options.limits)
@@ -248,9 +255,18 @@ def _work_finding(ctx: RuleContext, work_function: str) -> Finding | None:
     )
 
 
-def run_recompute(
-    ctx: RuleContext, progress: Progress = NULL_PROGRESS
-) -> tuple[StageStatus, str | None, list[Finding], list[Comparison]]:
+class RecomputeOutcome(NamedTuple):
+    """The recompute stage's status and detail, its findings and comparisons, and the model
+    files the recomputation used (for the receipt)."""
+
+    status: StageStatus
+    detail: str | None
+    findings: list[Finding]
+    comparisons: list[Comparison]
+    model_files: list[Any]
+
+
+def run_recompute(ctx: RuleContext, progress: Progress = NULL_PROGRESS) -> RecomputeOutcome:
     track = ctx.data["track"]
     entry = TRACKS.get(track)
     if entry is None:
@@ -260,7 +276,9 @@ def run_recompute(
             detail=f"recomputation of {track} reports is not available in this version; "
             "the claims were checked for consistency only",
         )
-        return StageStatus.SKIPPED, f"not available for the {track} track", [finding], []
+        return RecomputeOutcome(
+            StageStatus.SKIPPED, f"not available for the {track} track", [finding], [], []
+        )
     target, needs = entry.recomputer, entry.recompute_needs
     missing = [name for name in needs if importlib.util.find_spec(name) is None]
     if missing:
@@ -270,53 +288,64 @@ def run_recompute(
             detail=f"recomputation needs {', '.join(missing)}: {install_hint('recompute')}, "
             "or pass --no-recompute to check the report without it",
         )
-        return StageStatus.FAILED, "the recompute extra is not installed", [finding], []
+        return RecomputeOutcome(StageStatus.FAILED, "the recompute extra is not installed", [finding], [], [])
     too_much = _work_finding(ctx, entry.work)
     if too_much is not None:
-        return StageStatus.FAILED, "the declared work is over the limits", [too_much], []
+        return RecomputeOutcome(
+            StageStatus.FAILED, "the declared work is over the limits", [too_much], [], []
+        )
     module_name, function = target.split(":")
     recompute: Any = getattr(importlib.import_module(module_name), function)
+    return _run_recomputer(ctx, recompute, progress)
+
+
+def _run_recomputer(ctx: RuleContext, recompute: Any, progress: Progress) -> RecomputeOutcome:
+    """Run ``recompute`` under the time limit; its comparisons checked against the claim
+    catalogue, widened by the claims' rounding, and the claims it did not reach (R130)."""
+    context: RecomputeContext = ctx  # what the recomputer reads (mypy checks that it is one)
     limit = ctx.options.limits.max_recompute_seconds
     limit = math.inf if limit is None else limit
     deadline = _Deadline(progress, limit)
     try:
         with _timer(deadline):
-            result: Recomputation = recompute(ctx, deadline if math.isfinite(limit) else progress)
+            result: Recomputation = recompute(context, deadline if math.isfinite(limit) else progress)
     except RecomputeTimeLimitError as exc:
+        produced = produced_before(exc)
         finding = ctx.finding(
             "R105",
             "",
             detail=f"recomputation stopped after its time limit of {limit:g} s, during: {exc}; "
             "no claim was checked",
         )
-        return (
-            StageStatus.FAILED,
-            f"time limit of {limit:g} s reached",
-            [*ctx.recompute_findings, finding],
-            [],
+        detail = f"time limit of {limit:g} s reached"
+        return RecomputeOutcome(
+            StageStatus.FAILED, detail, [*produced.findings, finding], [], produced.model_files
         )
     except MemoryError as exc:  # an array the declared work needs (10**9 permutations) cannot exist
+        produced = produced_before(exc)
         finding = ctx.finding(
             "R104",
             "",
             detail="the work the report declares does not fit in this machine's memory "
             f"({str(exc) or 'out of memory'}); no claim was checked",
         )
-        return StageStatus.FAILED, "out of memory", [*ctx.recompute_findings, finding], []
+        findings = [*produced.findings, finding]
+        return RecomputeOutcome(StageStatus.FAILED, "out of memory", findings, [], produced.model_files)
     comparisons = with_rounding(ctx, catalogued(ctx, result.comparisons))
     mismatches = mismatch_findings(ctx, comparisons)
-    others = list(ctx.recompute_findings) + list(result.findings)
+    others = list(result.findings)
     # A recomputation that ran to its end compared every claim it recomputes; one that
     # stopped (R104) compared none, and says why.
     stopped = any(f.severity.value == "error" for f in others)
     missed = [] if stopped else unrecomputed_findings(ctx, comparisons)
     findings = others + mismatches + missed
     failed = any(f.severity.value == "error" for f in findings)
-    return (
-        (StageStatus.FAILED if failed else StageStatus.PASSED),
+    return RecomputeOutcome(
+        StageStatus.FAILED if failed else StageStatus.PASSED,
         _summary(result, others, mismatches, missed),
         findings,
         comparisons,
+        list(result.model_files),
     )
 
 

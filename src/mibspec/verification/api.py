@@ -1,10 +1,9 @@
 """The Python API behind the command line: verify documents, collect report paths, resolve
-rule codes and devices, hash the schema bundle."""
+rule codes, hash the schema bundle."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,16 +11,16 @@ from typing import Any
 
 from mibspec.core.spec import SPEC_VERSION, spec_dir
 from mibspec.core.version import __version__
-from mibspec.validator import (
-    DEFAULT_LIMITS,
-    RECOMPUTE_NOT_REQUESTED,
-    Limits,
-    VerificationResult,
-    VerifyOptions,
-    verify_paths,
+from mibspec.validator import VerificationResult, VerifyOptions, verify_paths
+from mibspec.verification.request import (
+    CheckedRequest,
+    api_docs,
+    api_signature,
+    check_request,
+    request_from_keywords,
 )
 
-__all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "run_device", "schema_bundle_hash", "verify"]
+__all__ = ["SPEC_VERSION", "collect_paths", "resolve_codes", "schema_bundle_hash", "verify", "verify_checked"]
 
 REPORT_PATTERNS = ("report.json", "*.report.json")
 
@@ -47,104 +46,60 @@ def collect_paths(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     return found
 
 
-def verify(
-    *paths: str | os.PathLike[str],
-    recompute: bool = True,
-    skipped_because: str = RECOMPUTE_NOT_REQUESTED,
-    profile: str | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-    model_roots: Iterable[str | os.PathLike[str]] = (),
-    progress: Any = None,
-    select: Iterable[str] = (),
-    ignore: Iterable[str] = (),
-    jobs: int = 1,
-    device: str = "cpu",
-    batch_size: int | str | None = None,
-    executor: str = "process",
-    address: str | None = None,
-    trust_hash_cache: bool = False,
-) -> VerificationResult:
+def verify(*paths: str | os.PathLike[str], **options: Any) -> VerificationResult:
     """Verify documents (and every document they reference), as ``mibspec verify`` does.
 
-    Args:
-        paths: document files, or folders searched for ``report.json`` / ``*.report.json``.
-        recompute: recompute claims from the declared artifacts (needs the ``recompute`` extra).
-        skipped_because: without ``recompute``, why the recompute stage was skipped, as its
-            detail says (default "not requested").
-        profile: check under this profile instead of the one each report declares.
-        limits: parse limits per document.
-        model_roots: extra folders in which local model paths are looked up.
-        progress: an object with ``start(description, total)`` and ``advance(steps=1)``
-            that the recompute stage reports to (default: none; unused when ``jobs > 1``).
-        select: report only findings whose code starts with one of these prefixes.
-        ignore: drop findings whose code starts with one of these prefixes. Filtered
-            rules-stage codes do not fail the rules stage (like a profile's ``off``);
-            findings of the other stages are only dropped from the result, and a stage
-            that failed still fails its document. See :func:`resolve_codes`.
-        jobs: verify the report files in this many worker processes. The result is the
-            same as with ``jobs=1``: documents in input order, each listed once.
-        device: where recomputation runs: ``cpu`` (default), ``cuda``, ``cuda:N``, ``mps``
-            or ``auto`` (CUDA if present, else MPS, else the CPU).
-        batch_size: examples per forward pass of recomputation: ``None`` (default: the
-            batch size each report declares), a positive integer, or ``"auto"`` (chosen
-            from the device's free memory and halved when it runs out of memory). Results
-            depend on it by floating-point reassociation at most (engine.md ME-10).
-        executor: ``process`` (``jobs`` processes on this machine) or ``ray`` (one Ray
-            task per group of reports; needs the ``ray`` extra).
-        address: the Ray cluster to join (``ray`` only; default: a local cluster).
-        trust_hash_cache: take unchanged model files' digests from the file-hash cache
-            instead of hashing the bytes read, each reported (R111); off by default
-            (``mibspec.reference_impl.recompute._hash_cache`` says what it trusts).
+    Its keywords are the fields of :class:`~mibspec.verification.request.VerificationRequest`
+    that the API takes (listed below, from their declarations), checked once by
+    :func:`~mibspec.verification.request.check_request`.
 
     Reports are verified in groups that share their forward passes (model, dtype,
     dataset, counterfactual, ablation, ...): each group loads its model once and computes
     each batch's clean and ablation runs once (see :mod:`mibspec.verification.grouping`); the result
-    is the same as verifying each report alone.
+    is the same as verifying each report alone. With ``jobs`` above 1 the result is the same as
+    with one: documents in input order, each listed once.
+
+    Args:
+        paths: document files, or folders searched for ``report.json`` / ``*.report.json``.
+        {keywords}
 
     Returns:
         The verification result; ``result.valid`` is the verdict.
 
     Raises:
         FileNotFoundError: a path does not exist (a usage error, not a finding).
-        ValueError: ``jobs`` is below 1, an unknown executor, an address without the
-            ``ray`` executor, a code prefix matches no catalogue code, a malformed
-            ``batch_size``, or a device that is malformed or not present (``DeviceError``,
-            a ``ValueError``).
+        TypeError: a keyword ``verify`` does not take.
+        RequestError: a ``ValueError`` naming the keyword: ``jobs`` below 1, an unknown
+            executor, an address without the ``ray`` executor, the ``ray`` executor without
+            the ``ray`` extra, a malformed ``batch_size``, a device that is malformed or not
+            present, a code prefix that matches no catalogue code.
     """
-    device, batch_size = _checked_run(jobs, device, batch_size, recompute, executor, address)
+    return verify_checked(check_request(request_from_keywords(paths, options)))
+
+
+verify.__signature__ = api_signature()  # type: ignore[attr-defined]  # the declared keywords
+verify.__doc__ = (verify.__doc__ or "").replace("{keywords}", api_docs(" " * 8))
+
+
+def verify_checked(checked: CheckedRequest) -> VerificationResult:
+    """Verify as a checked request says (its device already resolved: it is not resolved again)."""
+    request = checked.request
     options = VerifyOptions(
-        recompute=recompute,
-        skipped_because=skipped_because,
-        profile=profile,
-        limits=limits,
-        model_roots=tuple(Path(root) for root in model_roots),
-        progress=progress if jobs == 1 else None,
-        select=resolve_codes(select, "select"),
-        ignore=resolve_codes(ignore, "ignore"),
-        device=device,
-        batch_size=batch_size,
-        trust_hash_cache=trust_hash_cache,
+        recompute=request.recompute,
+        skipped_because=request.skipped_because,
+        profile=request.profile,
+        limits=request.limits,
+        model_roots=tuple(Path(root) for root in request.model_roots),
+        progress=request.progress if request.jobs == 1 else None,
+        select=checked.select,
+        ignore=checked.ignore,
+        device=checked.device,
+        batch_size=checked.batch_size,
+        trust_hash_cache=request.trust_hash_cache,
     )
-    result = _verify_files(collect_paths(paths), options, jobs, executor, address, progress)
+    files = list(checked.files)
+    result = _verify_files(files, options, request.jobs, request.executor, request.address, request.progress)
     return _drop_unreported(result, options)
-
-
-def _checked_run(
-    jobs: int, device: str, batch_size: int | str | None, recompute: bool, executor: str, address: str | None
-) -> tuple[str, int | str | None]:
-    """Check how :func:`verify` is to run (in the order its Raises lists); the device and batch
-    size it runs with."""
-    if jobs < 1:
-        raise ValueError(f"jobs: expected an integer >= 1, got {jobs!r}")
-    device, batch_size = run_device(device, batch_size, recompute)
-    if executor != "process":  # the default is known without loading the grouping module
-        from mibspec.verification.grouping import EXECUTORS
-
-        if executor not in EXECUTORS:
-            raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if address is not None and executor != "ray":
-        raise ValueError("address: only the ray executor joins a cluster")
-    return device, batch_size
 
 
 def _verify_files(
@@ -168,26 +123,6 @@ def _drop_unreported(result: VerificationResult, options: VerifyOptions) -> Veri
         for doc in result.documents:
             doc.findings = [f for f in doc.findings if options.reports(f.code)]
     return result
-
-
-def run_device(
-    device: str, batch_size: int | str | None, recompute: bool = True
-) -> tuple[str, int | str | None]:
-    """The device and batch size a run uses, checked: the device resolved when recomputation
-    runs (and torch is installed: without it the recompute stage says so, R101), else only
-    checked for its form.
-
-    Raises:
-        ValueError: a malformed batch size; ``DeviceError`` (a ``ValueError``): a malformed
-            device, or one that is not present.
-    """
-    from mibspec.reference_impl.devices import parse_batch_size, parse_device, resolve_device
-
-    size = None if batch_size is None else parse_batch_size(batch_size)
-    name = parse_device(device)
-    if recompute and importlib.util.find_spec("torch") is not None:
-        name = resolve_device(name)
-    return name, size
 
 
 def resolve_codes(codes: Iterable[str], argument: str = "codes") -> tuple[str, ...]:

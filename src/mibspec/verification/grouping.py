@@ -55,13 +55,13 @@ from mibspec.validator import (
     record_internal_error,
     verify_paths,
 )
+from mibspec.verification.request import EXECUTORS
 from mibspec.verification.versions import note_imported, watched_imports
 
 __all__ = ["EXECUTORS", "RAY_MAX_RETRIES", "group_key", "plan_units", "task_gpus", "verify_many"]
 
 #: How many times a Ray task whose worker died is run again before its reports fail.
 RAY_MAX_RETRIES = 2
-EXECUTORS = ("process", "ray")
 #: Without recomputation, each unit takes one share in this many per worker of the reports
 #: left: long runs first, single reports last, so the processes end together while there
 #: are few units (each costs one message), and a unit lost with its worker is a small part.

@@ -40,6 +40,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
+from mibspec.core.comparisons import Recomputation
+from mibspec.core.findings import Finding
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.strict_json import (
     DEFAULT_LIMITS,
     JsonLinesError,
@@ -48,6 +51,7 @@ from mibspec.core.strict_json import (
 )
 
 from ._hash_cache import ChunkReader, FileGrewError, FileHashCache
+from ._session import RecomputeSession
 
 __all__ = [
     "ModelFile",
@@ -61,11 +65,13 @@ __all__ = [
     "check_tokens",
     "dtype_narrowing",
     "encode_function",
+    "error_findings",
     "load_referenced_document",
     "local_tokenizer",
     "open_model",
     "read_rows",
     "resolve_model",
+    "session_of",
     "stored_dtype",
 ]
 
@@ -99,11 +105,26 @@ class ModelTooLargeInputError(UnusableInputError):
 
 class ModelMismatchError(UnusableInputError):
     """The declared model is not the loaded one (R108 architecture, R109 dimensions, R110
-    vocabulary): nothing is recomputed on it, so no claim is reported as reproduced."""
+    vocabulary): nothing is recomputed on it, so no claim is reported as reproduced.
 
-    def __init__(self, code: str, pointer: str, detail: str) -> None:
+    ``also`` holds the other mismatches found with it, each reported before it."""
+
+    def __init__(self, code: str, pointer: str, detail: str, also: Sequence[ModelMismatchError] = ()) -> None:
         super().__init__(pointer, detail)
         self.code = code
+        self.also = tuple(also)
+
+
+def error_findings(ctx: RecomputeContext, exc: UnusableInputError) -> list[Finding]:
+    """The findings a recomputation stopped by ``exc`` reports: the other mismatches found
+    with it (:class:`ModelMismatchError`), then ``exc`` itself."""
+    others = exc.also if isinstance(exc, ModelMismatchError) else ()
+    return [ctx.finding(e.code, e.pointer, detail=e.detail) for e in (*others, exc)]
+
+
+def session_of(ctx: RecomputeContext) -> RecomputeSession | None:
+    """The session the run's reports share, if any."""
+    return ctx.session if isinstance(ctx.session, RecomputeSession) else None
 
 
 #: Each field of a model declaration compared with the loaded config.json, and its code.
@@ -119,12 +140,12 @@ _DECLARED_FIELDS = {
 
 
 def check_declared_model(
-    ctx: Any, declaration: dict[str, Any], config: dict[str, Any], where: str, pointer: str = "/model"
+    declaration: dict[str, Any], config: dict[str, Any], where: str, pointer: str = "/model"
 ) -> None:
     """Compare the declared architecture, dimensions and vocabulary with the loaded config.
 
-    Every mismatch is a finding at the declared field (R108–R110); the first is raised, the
-    others are recorded on ``ctx`` first, so that all of them are reported.
+    Every mismatch is a finding at the declared field (R108–R110); the first is raised with
+    the others in its ``also``, so that all of them are reported.
 
     Raises:
         ModelMismatchError: the declaration differs from the config in any field it states.
@@ -136,11 +157,10 @@ def check_declared_model(
         loaded = config_summary(config)
     except ValueError as exc:
         raise UnusableInputError(pointer, str(exc)) from exc
-    _compare_declared(ctx, declaration, loaded, f"the config.json of {where} gives", pointer)
+    _compare_declared(declaration, loaded, f"the config.json of {where} gives", pointer)
 
 
 def check_built_model(
-    ctx: Any,
     declaration: dict[str, Any],
     config: dict[str, Any],
     weights: Any,
@@ -161,7 +181,7 @@ def check_built_model(
         loaded = config_summary(config)
     except ValueError as exc:
         raise UnusableInputError(pointer, str(exc)) from exc
-    _compare_declared(ctx, declaration, built, f"the model built from the files of {where} has", pointer)
+    _compare_declared(declaration, built, f"the model built from the files of {where} has", pointer)
     differ = [
         f"{key} {loaded[key]!r} in config.json, {built[key]!r} built"
         for key in built
@@ -175,9 +195,7 @@ def check_built_model(
         )
 
 
-def _compare_declared(
-    ctx: Any, declaration: dict[str, Any], loaded: dict[str, Any], origin: str, pointer: str
-) -> None:
+def _compare_declared(declaration: dict[str, Any], loaded: dict[str, Any], origin: str, pointer: str) -> None:
     """R108–R110 for each declared field that differs from ``loaded``; the first is raised."""
     declared = {"architecture": declaration.get("architecture"), **(declaration.get("config") or {})}
     problems = []
@@ -191,8 +209,8 @@ def _compare_declared(
         )
         problems.append(ModelMismatchError(code, at, detail))
     if problems:
-        ctx.recompute_findings.extend(ctx.finding(p.code, p.pointer, detail=p.detail) for p in problems[1:])
-        raise problems[0]
+        first = problems[0]
+        raise ModelMismatchError(first.code, first.pointer, first.detail, also=problems[1:])
 
 
 @dataclass(frozen=True)
@@ -482,10 +500,14 @@ def _size_error(pointer: str, exc: Exception) -> UnusableInputError:
     return UnusableInputError(pointer, str(exc))
 
 
-def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> tuple[ModelSource, Any]:
-    """Find, read, hash, check and build the report's model; record the files used on ``ctx``.
+def open_model(
+    ctx: RecomputeContext, progress: Any, dtype: str, out: Recomputation, pointer: str = "/model"
+) -> tuple[ModelSource, Any]:
+    """Find, read, hash, check and build the report's model; the files used, and what is to be
+    said of them (R106, R111), go into the recomputation ``out``, before the model is checked
+    as built (so that they are reported even when it fails that check).
 
-    The model is built in the declared ``dtype`` on the run's device (``ctx.options.device``).
+    The model is built in the declared ``dtype`` on the run's device (``ctx.device``).
 
     Returns:
         The source (with the tokenizer's bytes) and the engine weights.
@@ -495,20 +517,20 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     """
     declaration = ctx.data["model"]
     declared: dict[str, str] = dict(declaration.get("files") or {})
-    vet = _config_vetter(dtype, ctx.options.limits.max_model_bytes, pointer)
-    source = resolve_model(declaration, ctx.folder, ctx.options.model_roots, pointer)
+    vet = _config_vetter(dtype, ctx.limits.max_model_bytes, pointer)
+    source = resolve_model(declaration, ctx.folder, tuple(ctx.model_roots), pointer)
     if not source.local:
         source = _hub_snapshot(source, pointer, vet)
-    session = getattr(ctx.options, "session", None)
+    session = session_of(ctx)
     # the file-hash cache only when the run trusts it (--trust-hash-cache)
     reader = _Reader(source, declared, pointer, progress, None if session is None else session.hashes)
     config_path = reader.locate(_CONFIG)
     config_size = config_path.stat().st_size
-    if config_size > ctx.options.limits.max_bytes:
+    if config_size > ctx.limits.max_bytes:
         raise UnusableInputError(pointer, f"config.json holds {config_size} bytes, over the document limit")
     progress.start(f"reading the config of {source.display}", config_size)
     config = vet(bytes(reader.read(_CONFIG, config_path, config_size)))
-    check_declared_model(ctx, declaration, config, source.display, pointer)
+    check_declared_model(declaration, config, source.display, pointer)
     files = _model_files(ctx, reader, source, declared, pointer, config_size)
     check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer)
     check_declared_dtype(
@@ -528,21 +550,17 @@ def open_model(ctx: Any, progress: Any, dtype: str, pointer: str = "/model") -> 
     )
     reused = None if session is None else _reused_model(session, model_key, reader, files)
     if reused is not None:
-        ctx.model_files.extend(reader.used)
-        _unpinned_finding(ctx, files.read, declared, source, pointer)
-        _cached_finding(ctx, reader.used, declared, source, pointer)
+        out.extend(_files_used(ctx, reader.used, files.read, declared, source, pointer))
         tokenizer, weights = reused
-        check_built_model(ctx, declaration, config, weights, source.display, pointer)
+        check_built_model(declaration, config, weights, source.display, pointer)
         return _opened(source, tokenizer, config), weights
     mark = len(reader.used)
     blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
     digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
-    ctx.model_files.extend(reader.used)
-    _unpinned_finding(ctx, files.read, declared, source, pointer)
-    _cached_finding(ctx, reader.used, declared, source, pointer)
+    out.extend(_files_used(ctx, reader.used, files.read, declared, source, pointer))
     tokenizer = bytes(blobs.pop(_TOKENIZER))
     weights = _build_model(ctx, progress, source, config, blobs, dtype, pointer)
-    check_built_model(ctx, declaration, config, weights, source.display, pointer)
+    check_built_model(declaration, config, weights, source.display, pointer)
     if session is not None:
         session.keep_model(model_key, digests, (tokenizer, weights))
     return _opened(source, tokenizer, config), weights
@@ -593,7 +611,7 @@ def dtype_narrowing(
 
 
 def check_declared_dtype(
-    ctx: Any, declaration: dict[str, Any], dtype: str, weight_paths: Sequence[Path], pointer: str
+    ctx: RecomputeContext, declaration: dict[str, Any], dtype: str, weight_paths: Sequence[Path], pointer: str
 ) -> None:
     """R113 at ``pointer``/dtype when the declared dtype narrows the stored weights in a way
     the profile does not accept (:func:`dtype_narrowing`).
@@ -676,17 +694,22 @@ class _ModelFiles:
 
 
 def _model_files(
-    ctx: Any, reader: _Reader, source: ModelSource, declared: dict[str, str], pointer: str, config_size: int
+    ctx: RecomputeContext,
+    reader: _Reader,
+    source: ModelSource,
+    declared: dict[str, str],
+    pointer: str,
+    config_size: int,
 ) -> _ModelFiles:
     """The weight files (from the index when the weights are sharded), the tokenizer and the
     pinned extras, located; R107 when they hold more than ``--max-model-bytes``."""
-    max_bytes = ctx.options.limits.max_model_bytes
+    max_bytes = ctx.limits.max_model_bytes
     if (Path(source.location) / _WEIGHTS).is_file() or not (Path(source.location) / _INDEX).is_file():
         weight_names, index = [_WEIGHTS], None
     else:
         index_path = reader.locate(_INDEX)
         index_size = index_path.stat().st_size
-        if index_size > ctx.options.limits.max_bytes:
+        if index_size > ctx.limits.max_bytes:
             raise UnusableInputError(pointer, f"{_INDEX} holds {index_size} bytes, over the document limit")
         index = bytes(reader.read(_INDEX, index_path, index_size))
         try:
@@ -711,7 +734,7 @@ def _model_files(
     return _ModelFiles(names, read, extra, paths, sizes)
 
 
-def _reused_model(session: Any, model_key: Any, reader: _Reader, files: _ModelFiles) -> Any:
+def _reused_model(session: RecomputeSession, model_key: Any, reader: _Reader, files: _ModelFiles) -> Any:
     """The ``(tokenizer, weights)`` the session built from files with the same digests, else
     ``None`` (the files hashed for the check then dropped from ``reader.used``)."""
     if not session.has_model(model_key):
@@ -726,7 +749,7 @@ def _reused_model(session: Any, model_key: Any, reader: _Reader, files: _ModelFi
 
 
 def _build_model(
-    ctx: Any,
+    ctx: RecomputeContext,
     progress: Any,
     source: ModelSource,
     config: dict[str, Any],
@@ -745,7 +768,7 @@ def _build_model(
             dtype=dtype,
             source=source.location,
             revision=source.revision,
-            device=getattr(ctx.options, "device", "cpu"),
+            device=ctx.device,
         )
     except Exception as exc:  # loading is the model's business; any failure is a finding
         raise UnusableInputError(pointer, f"cannot load {source.display}: {exc}") from exc
@@ -766,15 +789,23 @@ def _opened(source: ModelSource, tokenizer: bytes, config: dict[str, Any]) -> Mo
     )
 
 
-def _unpinned_finding(
-    ctx: Any, read: set[str], declared: dict[str, str], source: ModelSource, pointer: str
-) -> None:
-    """R106 for the files used but not pinned in ``model.files``."""
+def _files_used(
+    ctx: RecomputeContext,
+    used: list[ModelFile],
+    read: set[str],
+    declared: dict[str, str],
+    source: ModelSource,
+    pointer: str,
+) -> Recomputation:
+    """The model files used, for the receipt; R106 for those used but not pinned in
+    ``model.files``, R111 (info) naming those whose digest the file-hash cache gave
+    (``--trust-hash-cache``)."""
+    findings = []
     unpinned = sorted(read - set(declared))
     if unpinned and (source.revision is None or declared):
         # a folder's files are pinned by their hashes only; a hub revision pins them unless
         # the report pins some files and not others
-        ctx.recompute_findings.append(
+        findings.append(
             ctx.finding(
                 "R106",
                 f"{pointer}/files" if declared else pointer,
@@ -782,16 +813,10 @@ def _unpinned_finding(
                 files=", ".join(unpinned),
             )
         )
-
-
-def _cached_finding(
-    ctx: Any, used: list[ModelFile], declared: dict[str, str], source: ModelSource, pointer: str
-) -> None:
-    """R111 (info) naming the files whose digest the file-hash cache gave (``--trust-hash-cache``)."""
     cached = [f.name for f in used if f.cached]
     if cached:
         pinned = any(name in declared for name in cached)
-        ctx.recompute_findings.append(
+        findings.append(
             ctx.finding(
                 "R111",
                 f"{pointer}/files" if pinned else pointer,
@@ -799,6 +824,7 @@ def _cached_finding(
                 files=", ".join(cached),
             )
         )
+    return Recomputation(findings=findings, model_files=list(used))
 
 
 def config_start_token(config: dict[str, Any]) -> int | None:
@@ -814,7 +840,7 @@ def config_start_token(config: dict[str, Any]) -> int | None:
 
 
 def load_referenced_document(
-    ctx: Any, artifact_id: str, pointer: str, kind: str
+    ctx: RecomputeContext, artifact_id: str, pointer: str, kind: str
 ) -> tuple[dict[str, Any], Path]:
     """The JSON document behind an artifact of the report, and its folder.
 
@@ -910,21 +936,24 @@ def check_tokens(model: Any, ids: Sequence[int], pointer: str, what: str, *, gen
 
 
 def batch_plan(
-    ctx: Any, declared: int, per_example: int | Callable[[], int], n_examples: int
+    ctx: RecomputeContext,
+    declared: int,
+    per_example: int | Callable[[], int],
+    n_examples: int,
+    out: Recomputation,
 ) -> tuple[int, bool]:
     """The batch size recomputation starts with, and whether it halves it on out-of-memory.
 
-    ``ctx.options.batch_size``: ``None`` keeps the report's ``declared`` batch size, an
+    ``ctx.batch_size``: ``None`` keeps the report's ``declared`` batch size, an
     integer replaces it, ``"auto"`` chooses from the device's free memory and the estimate
     ``per_example`` (bytes, or a function computing them, called only then; see
     :func:`~mibspec.reference_impl.devices.auto_batch_size`) and halves on out-of-memory.
     Batch sizes change recomputed values by reassociation inside matrix products at most
-    (engine.md ME-10).
+    (engine.md ME-10). A 16-bit model keeps its declared batch size, said by R114 in ``out``.
     """
     from ..devices import AUTO, plan_batch
 
-    options = ctx.options
-    requested = getattr(options, "batch_size", None)
+    requested = ctx.batch_size
     dtype = (ctx.data.get("model") or {}).get("dtype", "float32")
     if dtype in _SIXTEEN_BITS and requested is not None and requested != declared:
         # In 16 bits a batch size changes values beyond the tolerance (ME-10): the declared one
@@ -934,6 +963,7 @@ def batch_plan(
             f"the report's model computes in {dtype}, where the batch size changes recomputed values beyond "
             f"the tolerance, so its batch size {declared} was used, not --batch-size {requested}"
         )
-        ctx.recompute_findings.append(ctx.finding("R114", pointer, detail=detail))
+        out.findings.append(ctx.finding("R114", pointer, detail=detail))
         return int(declared), requested == AUTO
-    return plan_batch(requested, getattr(options, "device", "cpu"), declared, per_example, n_examples)
+    size = AUTO if requested == AUTO else requested if isinstance(requested, int) else None
+    return plan_batch(size, ctx.device, declared, per_example, n_examples)

@@ -2,7 +2,7 @@
 last model built and the unpatched runs of the last batches.
 
 A session lives as long as one batch of reports (one group, see ``mibspec.verification.grouping``) and
-is reached by recomputers as ``ctx.options.session``. Everything it returns is keyed by
+is reached by recomputers as ``ctx.session``. Everything it returns is keyed by
 content, so a report's result does not depend on which reports were verified before it:
 
 * the file-hash cache (:class:`~._hash_cache.FileHashCache`, on disk), only when the run

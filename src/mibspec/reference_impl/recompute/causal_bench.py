@@ -33,6 +33,7 @@ from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolera
 from mibspec.core.conventions import effective_settings
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.metrics import causal_bench as cb
 from mibspec.reference_impl.threads import one_thread
 
@@ -48,7 +49,7 @@ from ..behaviour.study import (
     scenario_composite,
     set_metrics,
 )
-from ._inputs import UnusableInputError
+from ._inputs import UnusableInputError, error_findings
 
 __all__ = ["recompute"]
 
@@ -57,11 +58,14 @@ _METRIC_KEYS = ("F", "C", "M", "S", "COS", "composite", "precision", "recall", "
 _BEHAVIOUR_KEYS = frozenset({"F", "C", "COS", "composite"})
 
 
-def recompute(ctx: Any, progress: Progress) -> Recomputation:
-    try:
-        return _recompute(ctx, progress)
-    except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
+def recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation:
+    """The report's claims recomputed: its comparisons, findings and the model files used."""
+    with Recomputation().until_stopped() as out:
+        try:
+            out.extend(_recompute(ctx, progress, out))
+        except UnusableInputError as exc:
+            out.findings.extend(error_findings(ctx, exc))
+    return out
 
 
 class _Comparisons:
@@ -97,7 +101,8 @@ class _Comparisons:
         self.items.append(Comparison(pointer, quantity, 0.0, float(len(differ)), 0.0, 0.0))
 
 
-def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) -> Recomputation:
+    """The comparisons; what opening a transformer's model produces goes into ``out``."""
     # The p-value convention is the report's, else its profile's (a binding profile's always).
     report = {**ctx.data, "settings": effective_settings(ctx.profile, ctx.data)}
     behaviour = report["behaviour"]
@@ -120,7 +125,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     dtype = (report.get("model") or {}).get("dtype", "float32")
     checks = _Comparisons(recompute_tolerance(ctx.profile, dtype), exact)
     with one_thread():
-        source = _transformer_source(ctx, progress)
+        source = _transformer_source(ctx, progress, out)
         if "n_examples" in report["task"]:
             rows = source.source.n_examples  # type: ignore[attr-defined]
             claimed = float(report["task"]["n_examples"])
@@ -161,8 +166,7 @@ def _planted_source(report: Mapping[str, Any]) -> PlantedSource:
         raise UnusableInputError("/behaviour", f"the planted model cannot be built: {exc}") from exc
 
 
-def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
-
+def _transformer_source(ctx: RecomputeContext, progress: Progress, out: Recomputation) -> BehaviourSource:
     from ..behaviour.transformer import TransformerBehaviour
     from ._inputs import encode_function, load_referenced_document, open_model, read_rows
     from .circuit import tokenize_pairs
@@ -174,7 +178,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
     if gaps:
         raise UnusableInputError(*gaps[0])
     dtype = report["model"].get("dtype", "float32")
-    source, model = open_model(ctx, progress, dtype)
+    source, model = open_model(ctx, progress, dtype, out)
     universe = list(component_universe(model.n_layers, model.n_heads))
     if report["universe"] != universe:
         raise UnusableInputError(
@@ -186,7 +190,7 @@ def _transformer_source(ctx: Any, progress: Progress) -> BehaviourSource:
     dataset, folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, folder, "/task/dataset", ctx.options.limits)
+    rows = read_rows(dataset, folder, "/task/dataset", ctx.limits)
     tokens = tokenize_pairs(rows, task["counterfactual_type"], encode, "/task/dataset", model=model)
     try:
         behaviour_model = TransformerBehaviour(

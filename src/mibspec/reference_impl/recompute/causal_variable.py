@@ -34,6 +34,7 @@ from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolera
 from mibspec.core.conventions import convention
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.progress import Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.metrics.causal_models import interchange_output, ioi_logit_names, ioi_target
 from mibspec.metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
@@ -46,6 +47,7 @@ from ._inputs import (
     UnusableInputError,
     batch_plan,
     check_tokens,
+    error_findings,
     load_referenced_document,
     local_tokenizer,
     open_model,
@@ -519,17 +521,20 @@ class Evaluator:
 # --------------------------------------------------------------------------- recompute stage
 
 
-def recompute(ctx: Any, progress: Progress) -> Recomputation:
+def recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation:
+    """The report's claims recomputed: its comparisons, findings and the model files used."""
     missing = missing_declarations(ctx.data)
     if missing:
         return Recomputation(
             findings=[ctx.finding("R104", pointer, detail=detail) for pointer, detail in missing]
         )
-    try:
-        with one_thread():
-            return _recompute(ctx, progress)
-    except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
+    with Recomputation().until_stopped() as out:
+        try:
+            with one_thread():
+                out.extend(_recompute(ctx, progress, out))
+        except UnusableInputError as exc:
+            out.findings.extend(error_findings(ctx, exc))
+    return out
 
 
 def _settings(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -584,7 +589,9 @@ def check_rows(rows: Sequence[Any], cf_types: Sequence[str], pointer: str = "/ta
                 )
 
 
-def _causal_model(ctx: Any, settings: Mapping[str, Any], dataset: Mapping[str, Any], folder: Path) -> Any:
+def _causal_model(
+    ctx: RecomputeContext, settings: Mapping[str, Any], dataset: Mapping[str, Any], folder: Path
+) -> Any:
     if settings.get("causal_model"):
         doc, _ = load_referenced_document(
             ctx, settings["causal_model"], "/settings/causal_model", "causal_model"
@@ -633,20 +640,20 @@ def aggregate_units(
     return aggregate_scores(table, better=better)
 
 
-def _recompute(ctx: Any, progress: Progress) -> Recomputation:
-
+def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) -> Recomputation:
+    """The comparisons; what opening the model and planning batches produce goes into ``out``."""
     report, profile = ctx.data, ctx.profile
     settings = _settings(report)
     claims, task = report["claims"], report["task"]
     dtype = report["model"].get("dtype", "float32")
     abs_tol, rel_tol = recompute_tolerance(profile, dtype)
 
-    source, model = open_model(ctx, progress, dtype)
+    source, model = open_model(ctx, progress, dtype, out)
     codec = TextCodec(source)
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
+    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.limits)
     causal_model = _causal_model(ctx, settings, dataset, dataset_folder)
     evaluator = Evaluator(
         model,
@@ -662,6 +669,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
         evaluator.batch_size,
         lambda: example_bytes(model, max(len(evaluator.tokens(r, "base")[0]) for r in range(len(rows)))),
         len(rows),
+        out,
     )
     cf_types = sorted({cf for v in claims["variables"] for u in v["units"] for cf in u["scores"]})
     for cf in cf_types:
@@ -719,7 +727,7 @@ class _ComparisonList:
 
 
 def _score_units(
-    ctx: Any,
+    ctx: RecomputeContext,
     model: Any,
     evaluator: Evaluator,
     base: str,

@@ -33,6 +33,7 @@ import numpy as np
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
 from mibspec.core.conventions import convention
 from mibspec.core.progress import Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.metrics.circuit import cmd, cpr, faithfulness
 
@@ -41,9 +42,11 @@ from ._inputs import (
     batch_plan,
     check_tokens,
     encode_function,
+    error_findings,
     load_referenced_document,
     open_model,
     read_rows,
+    session_of,
 )
 from ._rebuilt import RebuiltCircuits
 from .declarations import counterfactual_type_choice, recompute_gaps
@@ -301,23 +304,27 @@ def _check_settings(report: dict[str, Any], profile: Any) -> None:
         raise UnusableInputError(*gaps[0])
 
 
-def recompute(ctx: Any, progress: Progress) -> Recomputation:
-    try:
-        return _recompute(ctx, progress)
-    except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
+def recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation:
+    """The report's claims recomputed: its comparisons, findings and the model files used."""
+    with Recomputation().until_stopped() as out:
+        try:
+            out.extend(_recompute(ctx, progress, out))
+        except UnusableInputError as exc:
+            out.findings.extend(error_findings(ctx, exc))
+    return out
 
 
-def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) -> Recomputation:
+    """The comparisons; what opening the model and planning batches produce goes into ``out``."""
     report, profile = ctx.data, ctx.profile
     _check_settings(report, profile)
     dtype = report["model"].get("dtype", "float32")
     tolerances = recompute_tolerance(profile, dtype)
 
-    source, model = open_model(ctx, progress, dtype)
+    source, model = open_model(ctx, progress, dtype, out)
     tensors = _tokenized_dataset(ctx, source, model)
     circuits, where, neurons, n_edges = _model_circuits(ctx, model)
-    result = _evaluate(ctx, progress, model, tensors, circuits, len(where), neurons)
+    result = _evaluate(ctx, progress, model, tensors, (circuits, len(where), neurons), out)
     try:
         m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
     except ValueError as exc:
@@ -336,7 +343,7 @@ def _recompute(ctx: Any, progress: Progress) -> Recomputation:
     return Recomputation(comparisons=comparisons)
 
 
-def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _tokenized_dataset(ctx: RecomputeContext, source: Any, model: Any) -> tuple[Any, Any, Any, Any, Any]:
     """The dataset's pairs as ``(ids, cids, mask, correct, counter)``, checked against the model."""
     report, profile = ctx.data, ctx.profile
     settings, task = report["settings"], report["task"]
@@ -344,7 +351,7 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
     dataset, dataset_folder = load_referenced_document(
         ctx, task["dataset"], "/task/dataset", "counterfactual_dataset"
     )
-    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.options.limits)
+    rows = read_rows(dataset, dataset_folder, "/task/dataset", ctx.limits)
     start = None
     if start_token_choice(settings, profile) == "prepend":
         start = source.start_token
@@ -361,7 +368,9 @@ def _tokenized_dataset(ctx: Any, source: Any, model: Any) -> tuple[Any, Any, Any
     )
 
 
-def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None, int]:
+def _model_circuits(
+    ctx: RecomputeContext, model: Any
+) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray | None, int]:
     """The claimed circuits over the model's graph: ``_circuits``'s circuits, points and neurons,
     and the edge total of the universe built from the model (K-8)."""
     # the engine imports torch: loaded only when a circuit report is recomputed
@@ -385,25 +394,27 @@ def _model_circuits(ctx: Any, model: Any) -> tuple[np.ndarray, list[tuple[int, i
 
 
 def _evaluate(
-    ctx: Any,
+    ctx: RecomputeContext,
     progress: Progress,
     model: Any,
     tensors: tuple[Any, ...],
-    circuits: Any,
-    n_circuits: int,
-    neurons: Any,
+    claimed: tuple[Any, int, Any],
+    out: Recomputation,
 ) -> Any:
-    """Every circuit evaluated on the whole dataset, the batch halved on running out of memory."""
+    """Every circuit evaluated on the whole dataset, the batch halved on running out of memory.
+
+    ``claimed``: the circuits, how many there are, and their neurons (or ``None``)."""
     # torch-backed modules: loaded only when a circuit report is recomputed
     from mibspec.reference_impl.devices import example_bytes, with_oom_backoff
     from mibspec.reference_impl.engine import activation_batch, evaluate_circuits
 
     settings = ctx.data["settings"]
+    circuits, n_circuits, neurons = claimed
     ids, cids, mask, correct, counter = tensors
     n = ids.shape[0]
     per_example = example_bytes(model, ids.shape[1])
-    batch, halve = batch_plan(ctx, int(settings.get("batch_size") or 20), per_example, n)
-    if not isinstance(getattr(ctx.options, "batch_size", None), int) and model.dtype.itemsize > 2:
+    batch, halve = batch_plan(ctx, int(settings.get("batch_size") or 20), per_example, n, out)
+    if not isinstance(ctx.batch_size, int) and model.dtype.itemsize > 2:
         # unless a batch size is given, a batch's activations stay within the engine's share
         # of the weight bytes (engine.md ME-9); in float32 and wider batch sizes change values
         # far inside every tolerance (ME-10), 16-bit reports keep the batch they declare
@@ -415,7 +426,7 @@ def _evaluate(
         progress.advance(done - reported)
         reported = done
 
-    session = getattr(ctx.options, "session", None)
+    session = session_of(ctx)
 
     def run(size: int) -> Any:
         nonlocal reported

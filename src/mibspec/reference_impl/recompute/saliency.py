@@ -35,10 +35,11 @@ import numpy as np
 
 from mibspec.core.comparisons import Comparison, Recomputation, recompute_tolerance
 from mibspec.core.progress import Progress
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.reference_impl.threads import one_thread
 
-from ._inputs import UnusableInputError, check_declared_dtype, load_referenced_document
+from ._inputs import UnusableInputError, check_declared_dtype, error_findings, load_referenced_document
 
 if TYPE_CHECKING:  # the vision module imports torch, which this module loads only when it runs
     from mibspec.reference_impl.vision import CurveSettings, DominanceResult, DominantImages, ShapleySettings
@@ -46,12 +47,13 @@ if TYPE_CHECKING:  # the vision module imports torch, which this module loads on
 __all__ = ["recompute"]
 
 
-def recompute(ctx: Any, progress: Progress) -> Recomputation:
+def recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation:
+    """The report's claims recomputed: its comparisons, or the finding that stopped it."""
     try:
         with one_thread():
             return _recompute(ctx, progress)
     except UnusableInputError as exc:
-        return Recomputation(findings=[ctx.finding(exc.code, exc.pointer, detail=exc.detail)])
+        return Recomputation(findings=error_findings(ctx, exc))
 
 
 # --------------------------------------------------------------------------- inputs
@@ -70,7 +72,7 @@ def _read(path: Path, media_type: str, name: str | None, pointer: str, what: str
         raise UnusableInputError(pointer, f"cannot read {what} from {path.name!r}: {exc}") from exc
 
 
-def _report_tensor(ctx: Any, ref: dict[str, Any], pointer: str, what: str) -> np.ndarray:
+def _report_tensor(ctx: RecomputeContext, ref: dict[str, Any], pointer: str, what: str) -> np.ndarray:
     """A tensor the report declares (maps, ground truth), read from its artifact."""
     artifact_id = ref["artifact"]
     entry = ctx.artifacts.get(artifact_id)
@@ -87,7 +89,7 @@ def _dataset_tensor(doc: dict[str, Any], folder: Path, field: str) -> np.ndarray
     return _read(folder / entry["path"], entry["media_type"], ref.get("tensor"), "/task/dataset", field)
 
 
-def _dataset(ctx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+def _dataset(ctx: RecomputeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """Clean and perturbed images (N, C, H, W), labels (N,) and each class's patch mask."""
     from mibspec.reference_impl.vision import class_patch_masks
 
@@ -137,7 +139,7 @@ def _patch_side(perturbation: dict[str, Any], n_classes: int, height: int, width
     return side
 
 
-def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
+def _model(ctx: RecomputeContext, image_shape: tuple[int, ...]) -> Any:
     from mibspec.reference_impl.vision import ARCHITECTURES, load_registry_model, read_weights
 
     model = ctx.data["model"]
@@ -166,7 +168,7 @@ def _model(ctx: Any, image_shape: tuple[int, ...]) -> Any:
             weights,
             image_shape,
             dtype=dtype,
-            device=getattr(ctx.options, "device", "cpu"),
+            device=ctx.device,
         )
     except ValueError as exc:
         raise UnusableInputError("/model/weights", str(exc)) from exc
@@ -224,7 +226,7 @@ def _comparison(pointer: str, quantity: str, claimed: Any, value: float, toleran
     )
 
 
-def _recompute(ctx: Any, progress: Progress) -> Recomputation:
+def _recompute(ctx: RecomputeContext, progress: Progress) -> Recomputation:
     from mibspec.reference_impl.vision import ShapleySettings, dominant_images, evaluate_dominance
 
     report, profile = ctx.data, ctx.profile
@@ -298,7 +300,11 @@ def _dominance_comparisons(
 
 
 def _ground_truth(
-    ctx: Any, images: DominantImages, shapley: ShapleySettings, tolerance: Tolerance, progress: Progress
+    ctx: RecomputeContext,
+    images: DominantImages,
+    shapley: ShapleySettings,
+    tolerance: Tolerance,
+    progress: Progress,
 ) -> tuple[Comparison, np.ndarray]:
     """The declared ground truth against the recomputed one, and the ground truth to rank.
 
@@ -365,7 +371,11 @@ class _MethodScoring:
 
 
 def _method_comparisons(
-    ctx: Any, m: int, method: dict[str, Any], scoring: _MethodScoring, tolerances: tuple[Tolerance, Tolerance]
+    ctx: RecomputeContext,
+    m: int,
+    method: dict[str, Any],
+    scoring: _MethodScoring,
+    tolerances: tuple[Tolerance, Tolerance],
 ) -> list[Comparison]:
     """Method ``m``'s claimed scores and curve areas against those of its declared maps."""
     from mibspec.reference_impl.vision import dominant_curves, map_scores
@@ -407,7 +417,9 @@ def _method_comparisons(
     return found
 
 
-def _method_maps(ctx: Any, method: dict[str, Any], pointer: str, shape: tuple[int, ...]) -> np.ndarray:
+def _method_maps(
+    ctx: RecomputeContext, method: dict[str, Any], pointer: str, shape: tuple[int, ...]
+) -> np.ndarray:
     """A method's declared maps as float64, checked to be finite and of the ground truth's shape."""
     maps = _report_tensor(ctx, method["maps"], f"{pointer}/maps", "the maps").astype(np.float64)
     if maps.shape != shape:

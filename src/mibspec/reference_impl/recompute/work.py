@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.work import CALLS_PER_SECOND, ELEMENTS_PER_SECOND, MULTIPLY_ADDS_PER_SECOND, Work
 
 __all__ = [
@@ -119,7 +120,7 @@ def planted_study(
     return items
 
 
-def causal_bench(ctx: Any) -> list[Work]:
+def causal_bench(ctx: RecomputeContext) -> list[Work]:
     """CAUSAL-BENCH: the planted model (or the transformer's universe, each evaluation a
     forward pass over the dataset's rows), every method's procedure with its seed runs, the
     COS of every claimed set, the threshold-sensitivity points, the convergence tests and
@@ -195,7 +196,7 @@ def _procedure_kind(methods: Iterable[Mapping[str, Any]], name: Any) -> str | No
 # --------------------------------------------------------------------------- model tracks
 
 
-def _dataset_rows(ctx: Any, artifact_id: Any) -> int | None:
+def _dataset_rows(ctx: RecomputeContext, artifact_id: Any) -> int | None:
     """The rows the counterfactual dataset behind ``artifact_id`` declares (its JSON Lines
     artifact's ``rows``), or ``None`` when they cannot be read here."""
     from ._inputs import UnusableInputError, load_referenced_document
@@ -221,12 +222,11 @@ def _model_multiply_adds(model: Any) -> float:
     return 0.0
 
 
-def _multiply_adds_per_second(ctx: Any) -> float:
-    device = str(getattr(ctx.options, "device", "cpu"))
-    return MULTIPLY_ADDS_PER_SECOND["cpu" if device == "cpu" else "accelerator"]
+def _multiply_adds_per_second(ctx: RecomputeContext) -> float:
+    return MULTIPLY_ADDS_PER_SECOND["cpu" if ctx.device == "cpu" else "accelerator"]
 
 
-def _forward_passes(ctx: Any, count: float, pointer: str, what: str) -> Work:
+def _forward_passes(ctx: RecomputeContext, count: float, pointer: str, what: str) -> Work:
     """``count`` forward passes of one example of at least one token, each a Python step in
     its batch at the least."""
     per_example = _model_multiply_adds(ctx.data.get("model"))
@@ -234,7 +234,7 @@ def _forward_passes(ctx: Any, count: float, pointer: str, what: str) -> Work:
     return Work(pointer, what, seconds)
 
 
-def circuit(ctx: Any) -> list[Work]:
+def circuit(ctx: RecomputeContext) -> list[Work]:
     """Circuit track: the full model, the empty circuit and one circuit per curve point,
     each on every row of the dataset, base and counterfactual."""
     report = ctx.data
@@ -249,7 +249,7 @@ def circuit(ctx: Any) -> list[Work]:
     ]
 
 
-def causal_variable(ctx: Any) -> list[Work]:
+def causal_variable(ctx: RecomputeContext) -> list[Work]:
     """Causal-variable track: every (unit, counterfactual set) score is an interchange
     intervention on every row (a counterfactual run and an intervened base run)."""
     report = ctx.data
@@ -267,7 +267,7 @@ def causal_variable(ctx: Any) -> list[Work]:
 # --------------------------------------------------------------------------- saliency
 
 
-def saliency(ctx: Any) -> list[Work]:
+def saliency(ctx: RecomputeContext) -> list[Work]:
     """Saliency track: the Shapley ground truth of at least one dominant image (MS-9,
     MS-10). A sampled estimate runs ``trials`` trials of ``permutations`` permutations over
     the D players of the patch, each permutation ``D + 1`` model evaluations of an image,

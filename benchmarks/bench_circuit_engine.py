@@ -32,6 +32,13 @@ share: the circuits that agree on every edge into layers ≤ L (per L), the reac
 evaluations against the distinct ones (a node whose inputs agree in two circuits), and the
 reachable nodes in units of one pass through the layers.
 
+Last, the floor (``floor:`` rows): two plain passes through the layers plus every distinct
+reachable-node evaluation at its cost in the plain pass, each piece timed in this run; then
+the same with the fewest row additions that form the distinct slot inputs (min of a slot's
+in-circuit and out-of-circuit edges from recomputed sources), each value priced at the
+cheaper of a row addition and a multiply-add of the output projection, both timed in this
+run. Goal: engine / floor ≤ 1.15.
+
 Run: ``python benchmarks/bench_circuit_engine.py [--examples 100] [--public one-point] [--scores eap]``
 (``--json OUT`` also writes the figures).
 """

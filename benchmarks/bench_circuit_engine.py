@@ -37,7 +37,10 @@ reachable-node evaluation at its cost in the plain pass, each piece timed in thi
 the same with the fewest row additions that form the distinct slot inputs (min of a slot's
 in-circuit and out-of-circuit edges from recomputed sources), each value priced at the
 cheaper of a row addition and a multiply-add of the output projection, both timed in this
-run. Goal: engine / floor ≤ 1.15.
+run. Goal: engine / floor ≤ 1.15. Measured at e33877a on 2 shared cores, ``--threads 1
+--public skip`` (load average 6–17): engine / floor 1.40 (random, 12 layers), 1.36 (EAP,
+12), 1.65 (random, 24, ``--examples 40``), 1.50 (EAP, 24, ``--examples 40``); with the
+slot-input additions 1.35, 1.32, 1.55, 1.43.
 
 Run: ``python benchmarks/bench_circuit_engine.py [--examples 100] [--public one-point] [--scores eap]``
 (``--json OUT`` also writes the figures).

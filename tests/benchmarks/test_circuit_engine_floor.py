@@ -1,0 +1,76 @@
+"""``benchmarks/bench_circuit_engine.py``: the fewest additions that form a slot input, the
+count the floor's slot-input part is priced from, against a loop over named edges."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from mibspec.metrics.graph import GraphConfig, GraphUniverse
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    path = REPO / "benchmarks" / "bench_circuit_engine.py"
+    spec = importlib.util.spec_from_file_location("bench_circuit_engine", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_circuit_engine"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+
+
+def _slow(universe: GraphUniverse, circuit: np.ndarray, reach: np.ndarray, slot: str) -> int:
+    """min(in-circuit edges from reached sources, reached sources without an edge) into
+    ``slot``, by walking the universe's edge names."""
+    inside = outside = 0
+    for name in universe.edge_names():
+        source, target = name.split("->")
+        if target != slot:
+            continue
+        f = universe.forward_index(source)
+        if not reach[f]:
+            continue
+        if circuit[f, universe.backward_index(slot)]:
+            inside += 1
+        else:
+            outside += 1
+    return 0 if inside == 0 else min(inside, outside)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("density", [0.1, 0.5, 0.9])
+def test_fewest_adds_match_a_loop_over_named_edges(seed: int, density: float) -> None:
+    universe = GraphUniverse(GraphConfig(n_layers=3, n_heads=2, parallel_attn_mlp=False, d_model=8))
+    rng = np.random.default_rng(seed)
+    circuit = universe.prune(universe.edge_mask & (rng.random(universe.edge_mask.shape) < density))
+    reach = universe.reachable_from_input(circuit)
+    slots = ["a1.h0<q>", "a1.h1<k>", "a2.h0<v>", "m1", "m2", "logits"]
+    index = np.array([universe.backward_index(s) for s in slots])
+    live = circuit & reach[:, None]
+    fewest, other_form = bench._fewest_adds(live[:, index], reach, np.asarray(universe.slot_n_sources)[index])
+    want = [_slow(universe, circuit, reach, s) for s in slots]
+    assert fewest.tolist() == want
+    # the second form is taken exactly when some slot has fewer edges outside than inside
+    inside = live[:, index].sum(axis=0)
+    readable = np.array([reach[: universe.slot_n_sources[i]].sum() for i in index])
+    assert other_form == bool(((inside > 0) & (readable - inside < inside)).any())
+
+
+def test_no_edge_into_a_slot_needs_no_addition() -> None:
+    universe = GraphUniverse(GraphConfig(n_layers=2, n_heads=2, parallel_attn_mlp=False, d_model=8))
+    reach = np.ones(universe.n_forward, dtype=np.bool_)
+    empty = np.zeros((universe.n_forward, 3), dtype=np.bool_)
+    fewest, other_form = bench._fewest_adds(empty, reach, np.array([3, 4, universe.n_forward]))
+    assert fewest.tolist() == [0, 0, 0]
+    assert other_form is False

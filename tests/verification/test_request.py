@@ -90,6 +90,28 @@ def test_every_field_is_declared_with_help() -> None:
         assert declaration.where, name
 
 
+#: The validator's run options that no user gives: what several reports share, and following
+#: artifact references (always on for ``verify``; off only for the spec tools' own checks).
+_VALIDATOR_ONLY = {"session", "follow_references"}
+
+
+def test_the_validators_run_options_are_declared_request_fields() -> None:
+    # VerifyOptions sits in the layer below the request and cannot import it; this keeps the two
+    # in step: an option the validator takes from users must be a declared request field, with
+    # the same default, and verify_checked must pass it on.
+    from mibspec.validator import VerifyOptions
+
+    request_fields = {f.name: f for f in dataclasses.fields(VerificationRequest)}
+    source = inspect.getsource(__import__("mibspec.verification.api", fromlist=["x"]).verify_checked)
+    for option in dataclasses.fields(VerifyOptions):
+        if option.name in _VALIDATOR_ONLY:
+            continue
+        assert option.name in request_fields, option.name
+        assert f"{option.name}=" in source, option.name
+        if option.name not in {"device", "model_roots"}:  # resolved / converted by checking
+            assert request_fields[option.name].default == option.default, option.name
+
+
 def test_the_verify_command_takes_exactly_the_declared_fields() -> None:
     command = _command(verify_command, "verify")
     assert [param.name for param in command.params] == _expected_cli_names()

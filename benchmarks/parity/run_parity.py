@@ -18,15 +18,21 @@ counterfactuals and circuits as mibspec, and every quantity is compared under th
   config's (the one difference, SPEC.md PR-5).
 
 The other circuit tasks (MCQA, ARC easy and challenge, arithmetic addition and subtraction)
-run on ``tiny-gpt2-bpe``, a random GPT-2 with a byte-level BPE tokenizer trained on the
-tasks' texts (``mibspec.parity.task_model_dir``): rows are generated in the layout of MIB's
-released files, the public side reads them with its own loader, mibspec imports them with
-``mibspec import mib-dataset`` and scores a report on them (``mibspec.parity.task_report``).
+run on one random model per family with a tokenizer of that family's scheme trained on the
+tasks' texts (``mibspec.parity.TASK_MODELS``: ``tiny-gpt2-bpe``, ``tiny-llama-bpe``,
+``tiny-qwen2-bpe``, ``tiny-gemma2-sp``): rows are generated in the layout of MIB's released
+files, the public side reads them with its own loader, mibspec imports them with ``mibspec
+import mib-dataset`` and scores a report on them (``mibspec.parity.task_report``; under
+``mib-2025`` where the family's tokenizer splits the space off a number).
+
+``gpt2-small-shape`` (IOI only): a random GPT-2 of GPT-2 small's shape on the first
+``SHAPE_ROWS`` IOI rows, comparing logits, the report's circuits, MIB's curves and EAP-IG
+scores (node, neuron and mean-ablation runs left out for time; the matrix says so).
 
 Usage (from the repository root, mibspec's own environment active)::
 
     python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
-        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2] [--tasks ioi mcqa ...]
+        [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2 gpt2-small-shape] [--tasks ioi mcqa ...]
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -53,11 +59,15 @@ sys.path.insert(0, str(ROOT / "src"))
 from mibspec.parity import (  # noqa: E402
     PUBLIC_TASKS,
     RANDOM_MODELS,
+    SHAPE_ROWS,
+    TASK_MODELS,
+    WIDE_MODELS,
     CircuitInputs,
     PeerUnavailableError,
     circuit_parity,
     circuit_report,
     find_peers,
+    first_rows,
     load_circuit_inputs,
     peer_python,
     random_model_dir,
@@ -69,7 +79,11 @@ from mibspec.parity import (  # noqa: E402
 PROFILES = ("mib-2025", "default")
 TASKS = ("logits", "circuits_patching", "curve", "circuits_mean", "nodes", "neurons", "EAP", "EAP-IG-inputs")
 MODELS = ROOT / "examples" / "models"
-ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2")
+ALL_MODELS = ("tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-gemma2", *WIDE_MODELS)
+FAMILIES = {"tiny-gpt2": "gpt2", "tiny-llama": "llama", "tiny-qwen2": "qwen2", "tiny-gemma2": "gemma2"}
+#: What the GPT-2-small-shaped run compares, and what it leaves out.
+SHAPE_TASKS = ("logits", "circuits_patching", "curve", "EAP-IG-inputs")
+SHAPE_LEFT_OUT = "not run at this width (time on 2 shared cores): node, neuron and mean-ablation curves, EAP"
 ALL_TASKS = ("ioi", *PUBLIC_TASKS)
 #: Rows per non-IOI task (the IOI reports keep their 160).
 TASK_ROWS = 40
@@ -92,6 +106,10 @@ def model_report(model: str, folder: Path) -> Path | None:
     if model in RANDOM_MODELS:
         model_dir = random_model_dir(model, folder / "models", MODELS / "tiny-gpt2")
         return scored_report(model_dir, folder, report_method(RANDOM_MODELS[model][0]))
+    if model in WIDE_MODELS:
+        model_dir = random_model_dir(model, folder / "models", MODELS / "tiny-gpt2")
+        dataset = first_rows(ROOT / "examples" / "circuit-ioi" / "dataset.json", SHAPE_ROWS, folder / model)
+        return circuit_report(model_dir, dataset, folder, "eap-ig")
     return None
 
 
@@ -122,8 +140,10 @@ def summarise(
             a, r, p = groups.setdefault(row["group"], {}).get(profile, (0.0, 0.0, True))
             rel = row["rel_diff"] if row["rel_diff"] is not None else math.inf
             # relative differences of values below the absolute tolerance say nothing
-            rel = rel if abs(row["public"]) > 1e-5 or row["group"].endswith("scores") else 0.0
-            groups[row["group"]][profile] = (max(a, row["abs_diff"]), max(r, rel), p and row["promised"])
+            public = row["public"] if row["public"] is not None else math.inf
+            rel = rel if abs(public) > 1e-5 or row["group"].endswith("scores") else 0.0
+            diff = row["abs_diff"] if row["abs_diff"] is not None else math.inf  # undefined on a side
+            groups[row["group"]][profile] = (max(a, diff), max(r, rel), p and row["promised"])
     return list(groups.items())
 
 
@@ -154,24 +174,52 @@ def _figures(results: dict, failed: int) -> list[dict]:
     return figures
 
 
+def _verdicts(rows: list[dict]) -> dict[str, str]:
+    """Per quantity group: "yes" when every promised value agrees, "NO" when one differs,
+    "named difference" when the profile promises none."""
+    out: dict[str, str] = {}
+    for row in rows:
+        before = out.get(row["group"], "named difference")
+        if row["promised"]:
+            before = "NO" if before == "NO" or not row["ok"] else "yes"
+        out[row["group"]] = before
+    return out
+
+
 def _matrix(results: dict) -> dict | None:
-    """Architecture × task × quantity under ``mib-2025``: per quantity group and comparison,
-    the largest relative difference of the values it promises, or "not promised"."""
-    entries = {
-        name: entry for name, entry in results["models"].items() if entry.get("layer_order") == "public"
-    }
-    if len(entries) < 2:
+    """Architecture × task × quantity: per comparison and quantity group, the largest absolute
+    and relative difference under ``mib-2025``, whether it promises the group and whether
+    every promised value agrees, and the largest absolute difference under ``default``; the
+    quantities a comparison leaves out, with the reason, as "not run"."""
+    if not results["models"]:
         return None
-    columns, cells = ["quantity"], {}
-    for name, entry in entries.items():
-        columns.append(f"{entry.get('architecture', name)} · {entry.get('task', 'ioi')}")
-        for group, per in summarise({"mib-2025": entry["rows"]["mib-2025"]}):
-            _, r, p = per["mib-2025"]
-            cells.setdefault(group, {})[name] = _fmt(r) if p else "not promised"
-    rows = [[group, *(per.get(name, "—") for name in entries)] for group, per in cells.items()]
+    rows = []
+    for name, entry in results["models"].items():
+        label = f"{entry.get('architecture', name)} · {entry.get('task', 'ioi')}"
+        if entry.get("layer_order", "public") != "public":
+            label += ", public side in the config's layer order"
+        label += f" (`{entry.get('model', name)}`, {entry['n_rows']} rows)"
+        verdicts = _verdicts(entry["rows"]["mib-2025"])
+        for group, per in summarise(entry["rows"]):
+            a, r, p = per["mib-2025"]
+            da, _, dp = per.get("default", (math.nan, math.nan, False))
+            cells = [label, group, _fmt(a), _fmt(r), "yes" if p else "no", verdicts.get(group, "—")]
+            rows.append([*cells, _fmt(da), "yes" if dp else "no"])
+        for reason in entry.get("left_out", []):
+            rows.append([label, reason.split(":")[0], "not run", "", "", reason.split(": ", 1)[-1], "", ""])
     return {
-        "title": "**architecture × task** (`mib-2025`: largest relative difference of promised values)",
-        "columns": columns,
+        "title": "**architecture × task × quantity** (largest differences; `agrees`: every value "
+        "`mib-2025` promises within its float32 tolerance)",
+        "columns": [
+            "architecture · task",
+            "quantity",
+            "mib-2025: max abs",
+            "max rel",
+            "promised",
+            "agrees",
+            "default: max abs",
+            "promised",
+        ],
         "rows": rows,
     }
 
@@ -183,6 +231,8 @@ def _tables(results: dict) -> list[dict]:
     if matrix is not None:
         tables.append(matrix)
     for model, entry in results["models"].items():
+        if entry.get("task", "ioi") != "ioi":  # the matrix holds both profiles' differences
+            continue
         rows = []
         for group, per in summarise(entry["rows"]):
             cells = [group]
@@ -218,7 +268,12 @@ def _tables(results: dict) -> list[dict]:
 
 
 def _compare_model(
-    inputs: CircuitInputs, report: Path, peers: Path, python: Path, layer_order: str
+    inputs: CircuitInputs,
+    report: Path,
+    peers: Path,
+    python: Path,
+    layer_order: str,
+    tasks: tuple[str, ...] = TASKS,
 ) -> tuple[dict, int]:
     """One model's comparison (its results entry) and the number of promised values that differ.
 
@@ -226,13 +281,15 @@ def _compare_model(
     attention as the config says, isolating TransformerLens's layer order (SPEC.md PR-5).
     """
     t0 = time.perf_counter()
-    public, by_profile = circuit_parity(inputs, peers, python, PROFILES, TASKS, layer_order=layer_order)
+    public, by_profile = circuit_parity(inputs, peers, python, PROFILES, tasks, layer_order=layer_order)
     entry: dict = {
         "report": str(report.relative_to(ROOT)) if report.is_relative_to(ROOT) else "written by the harness",
         "task": inputs.task,
         "architecture": inputs.family,
         "n_rows": len(inputs.rows),
         "layer_order": layer_order,
+        "model": inputs.model_dir.name,
+        "left_out": _left_out(inputs, tasks),
         "public_attn_types": public.get("attn_types"),
         "public_seconds": public["wall_seconds"],
         "public_timings": public["timings"],
@@ -250,11 +307,25 @@ def _compare_model(
     return entry, failed
 
 
-def _compare_task(task: str, folder: Path, peers: Path, python: Path) -> tuple[dict, int]:
-    """One non-IOI task on tiny-gpt2-bpe: rows generated in the released layout, imported,
-    scored by EAP-IG and compared (the public side reads the released rows itself)."""
-    model_dir = task_model_dir(folder / "models")
-    report = task_report(task, model_dir, folder, n_rows=TASK_ROWS)
+def _left_out(inputs: CircuitInputs, tasks: tuple[str, ...]) -> list[str]:
+    """What this comparison does not compare, and why."""
+    left = []
+    if inputs.family == "gemma2":
+        left.append("EAP and EAP-IG edge scores: mibspec's attribution refuses post-attention norms (ME-4)")
+    if tasks == SHAPE_TASKS:
+        left.append(SHAPE_LEFT_OUT)
+    return left
+
+
+def _compare_task(task: str, family: str, folder: Path, peers: Path, python: Path) -> tuple[dict, int]:
+    """One non-IOI task on ``family``'s task model: rows generated in the released layout,
+    imported, scored (EAP-IG; Gemma-2 random) and compared (the public side reads the released
+    rows itself). Reports are written under ``default`` on GPT-2's tokenizer, else under
+    ``mib-2025`` (``mibspec.parity.task_report``)."""
+    model_dir = task_model_dir(folder / "models", family)
+    profile = "default" if family == "gpt2" else "mib-2025"
+    method = report_method(family)
+    report = task_report(task, model_dir, folder, n_rows=TASK_ROWS, method=method, profile=profile)
     inputs = load_circuit_inputs(report, [folder / "models"])
     return _compare_model(inputs, report, peers, python, "public")
 
@@ -328,19 +399,22 @@ def main(argv: list[str] | None = None) -> int:
     }
     failed = 0
     with tempfile.TemporaryDirectory(prefix="mibspec-parity-") as tmp:
-        for task in [t for t in args.tasks if t != "ioi"]:
-            entry, bad = _compare_task(task, Path(tmp), peers, python)
-            failed += bad
-            results["models"][f"tiny-gpt2-bpe, {task}"] = entry
+        for model in [m for m in args.models if m in FAMILIES]:
+            family = FAMILIES[model]
+            for task in [t for t in args.tasks if t != "ioi"]:
+                entry, bad = _compare_task(task, family, Path(tmp), peers, python)
+                failed += bad
+                results["models"][f"{TASK_MODELS[family][0]}, {task}"] = entry
         for model in args.models if "ioi" in args.tasks else ():
             report = model_report(model, Path(tmp))
             if report is None:
                 parser.error(f"no report for model {model!r}")
             inputs = load_circuit_inputs(report, [MODELS, Path(tmp) / "models"])
             orders = ("public", "config") if inputs.family == "gemma2" else ("public",)
+            tasks = SHAPE_TASKS if model in WIDE_MODELS else TASKS
             for order in orders:
                 name = model if order == "public" else f"{model}, public side in the config's layer order"
-                entry, bad = _compare_model(inputs, report, peers, python, order)
+                entry, bad = _compare_model(inputs, report, peers, python, order, tasks)
                 failed += bad
                 results["models"][name] = entry
     failed += _compare_causal(args, results)

@@ -52,6 +52,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
@@ -157,8 +158,9 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _figures(results: dict, failed: int) -> list[dict]:
-    """The run's summary figures: time per model and the promised values that differ."""
+def _figures(results: dict, failed: int, not_run: int = 0) -> list[dict]:
+    """The run's summary figures: time per model, the promised values that differ and the
+    comparisons that could not run."""
     figures: list[dict] = [
         {
             "name": f"{model}: {entry['n_rows']} rows, wall (public side included)",
@@ -171,6 +173,7 @@ def _figures(results: dict, failed: int) -> list[dict]:
         if key in results:
             figures.append({"name": f"{label} (pyvene), wall", "value": results[key]["seconds"], "unit": "s"})
     figures.append({"name": "promised values that differ", "value": failed, "goal": "0", "met": failed == 0})
+    figures.append({"name": "comparisons not run", "value": not_run, "goal": "0", "met": not_run == 0})
     return figures
 
 
@@ -199,6 +202,9 @@ def _matrix(results: dict) -> dict | None:
         if entry.get("layer_order", "public") != "public":
             label += ", public side in the config's layer order"
         label += f" (`{entry.get('model', name)}`, {entry['n_rows']} rows)"
+        if entry.get("status") == "not run":
+            rows.append([label, "every quantity", "not run", "", "", entry["reason"], "", ""])
+            continue
         verdicts = _verdicts(entry["rows"]["mib-2025"])
         for group, per in summarise(entry["rows"]):
             a, r, p = per["mib-2025"]
@@ -231,8 +237,8 @@ def _tables(results: dict) -> list[dict]:
     if matrix is not None:
         tables.append(matrix)
     for model, entry in results["models"].items():
-        if entry.get("task", "ioi") != "ioi":  # the matrix holds both profiles' differences
-            continue
+        if entry.get("task", "ioi") != "ioi" or entry.get("status") == "not run":
+            continue  # the matrix holds both profiles' differences, and what did not run
         rows = []
         for group, per in summarise(entry["rows"]):
             cells = [group]
@@ -330,6 +336,51 @@ def _compare_task(task: str, family: str, folder: Path, peers: Path, python: Pat
     return _compare_model(inputs, report, peers, python, "public")
 
 
+def _compare_ioi(model: str, folder: Path, peers: Path, python: Path) -> list[tuple[str, dict, int]]:
+    """IOI on ``model`` (Gemma-2 twice: as the public code builds it and in the config's order)."""
+    report = model_report(model, folder)
+    if report is None:
+        raise ValueError(f"no report for model {model!r}")
+    inputs = load_circuit_inputs(report, [MODELS, folder / "models"])
+    orders = ("public", "config") if inputs.family == "gemma2" else ("public",)
+    tasks = SHAPE_TASKS if model in WIDE_MODELS else TASKS
+    out = []
+    for order in orders:
+        name = model if order == "public" else f"{model}, public side in the config's layer order"
+        out.append((name, *_compare_model(inputs, report, peers, python, order, tasks)))
+    return out
+
+
+def _run(results: dict, name: str, family: str, task: str, compare: Any, *args: Any) -> int:
+    """Run ``compare(*args)`` into ``results["models"]`` and return its promised values that
+    differ; a comparison that cannot run here is entered as "not run" with the reason."""
+    t0 = time.perf_counter()
+    try:
+        done = compare(*args)
+    except (PeerUnavailableError, ValueError, RuntimeError, OSError, MemoryError) as exc:
+        reason = (
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+        )
+        print(f"{name}: not run ({reason})", flush=True)
+        results["models"][name] = {
+            "status": "not run",
+            "reason": reason,
+            "architecture": family,
+            "task": task,
+            "model": name.split(",")[0],
+            "n_rows": 0,
+            "rows": {profile: [] for profile in PROFILES},
+            "seconds": time.perf_counter() - t0,
+        }
+        return 0
+    failed = 0
+    for item in [done] if isinstance(done, tuple) else done:
+        key, entry, bad = (name, *item) if len(item) == 2 else item  # a task's (entry, failed)
+        results["models"][key] = entry
+        failed += bad
+    return failed
+
+
 def _compare_causal(args: argparse.Namespace, results: dict) -> int:
     """pyvene against mibspec on the report's units and on a featurizer of every declared
     type (``results["causal"]``, ``results["causal_featurizers"]``); the promised values
@@ -402,29 +453,22 @@ def main(argv: list[str] | None = None) -> int:
         for model in [m for m in args.models if m in FAMILIES]:
             family = FAMILIES[model]
             for task in [t for t in args.tasks if t != "ioi"]:
-                entry, bad = _compare_task(task, family, Path(tmp), peers, python)
-                failed += bad
-                results["models"][f"{TASK_MODELS[family][0]}, {task}"] = entry
+                name = f"{TASK_MODELS[family][0]}, {task}"
+                failed += _run(
+                    results, name, family, task, _compare_task, task, family, Path(tmp), peers, python
+                )
         for model in args.models if "ioi" in args.tasks else ():
-            report = model_report(model, Path(tmp))
-            if report is None:
-                parser.error(f"no report for model {model!r}")
-            inputs = load_circuit_inputs(report, [MODELS, Path(tmp) / "models"])
-            orders = ("public", "config") if inputs.family == "gemma2" else ("public",)
-            tasks = SHAPE_TASKS if model in WIDE_MODELS else TASKS
-            for order in orders:
-                name = model if order == "public" else f"{model}, public side in the config's layer order"
-                entry, bad = _compare_model(inputs, report, peers, python, order, tasks)
-                failed += bad
-                results["models"][name] = entry
+            family = FAMILIES.get(model) or WIDE_MODELS[model][0]
+            failed += _run(results, model, family, "ioi", _compare_ioi, model, Path(tmp), peers, python)
     failed += _compare_causal(args, results)
     results["seconds"] = time.perf_counter() - started
-    results.update(status="ok", figures=_figures(results, failed), tables=_tables(results))
+    not_run = sum(1 for entry in results["models"].values() if entry.get("status") == "not run")
+    results.update(status="ok", figures=_figures(results, failed, not_run), tables=_tables(results))
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"\nparity run at {results['commit']}, {results['seconds']:.0f} s")
     print(markdown(results))
-    return 1 if failed else 0
+    return 1 if failed or not_run else 0
 
 
 if __name__ == "__main__":

@@ -328,9 +328,9 @@ def _left_out(inputs: CircuitInputs, tasks: tuple[str, ...]) -> list[str]:
     left = []
     if inputs.family == "gemma2":
         left.append("EAP and EAP-IG edge scores: mibspec's attribution refuses post-attention norms (ME-4)")
-    if tasks == SHAPE_TASKS:
+    if inputs.model_dir.name in WIDE_MODELS:
         left.append(SHAPE_LEFT_OUT)
-    if tasks == TASK_TASKS:
+    elif inputs.task != "ioi":
         left.append(TASK_LEFT_OUT)
     return left
 

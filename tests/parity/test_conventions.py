@@ -255,6 +255,51 @@ def test_a_parity_row_agrees_within_the_profiles_tolerance() -> None:
     assert ParityRow("x", 0.0, 1e-9, False, 1e-5, 1e-5).as_dict()["rel_diff"] is None
 
 
+def _rows(public_means: tuple[float, float], our_means: tuple[float, float]):  # type: ignore[no-untyped-def]
+    from mibspec.parity._circuit import _Rows
+
+    rows = _Rows(1e-5, 1e-5, prepend=True)
+    rows.means = (public_means, our_means)
+    return rows
+
+
+def test_f_keeps_its_plain_tolerance_when_the_means_agree_whatever_the_denominator() -> None:
+    # m(N) − m(∅) = 1e-3: the old propagation of the means' tolerance allowed |Δf| up to
+    # about 1e-5·(1 + |f| + |1 − f|)·10 / 1e-3 ≈ 0.3 here; equal means leave f's own tolerance
+    rows = _rows((10.001, 10.0), (10.001, 10.0))
+    assert rows.f_tolerance(0.5, 0.5, 10.0005, 10.0005) == pytest.approx(1e-5)
+    rows.add_f("f(0.1) signed, report circuit", 0.5, 0.5 + 2e-5, True, m_public=10.0005, m_ours=10.0005)
+    mean_row, f_row = rows.rows
+    assert (mean_row.quantity, mean_row.group) == (
+        "mean m, k=0.1 signed, report circuit",
+        "m(k): each circuit's mean metric",
+    )
+    assert mean_row.ok  # the circuit's mean agrees
+    assert not f_row.ok  # f moved by 2e-5 > 1e-5 + 1e-5·0.5 with nothing in the means explaining it
+
+
+def test_f_widens_by_the_measured_difference_of_the_means_over_the_denominator() -> None:
+    # closed form: (|Δm| + |1 − f|·|Δm(∅)| + |f|·|Δm(N)|) / |m(N) − m(∅)|, public denominator
+    rows = _rows((2.0, 1.0), (2.0 + 4e-6, 1.0 - 2e-6))
+    f = 0.25
+    expected = 1e-5 + (3e-6 + 0.75 * 2e-6 + 0.25 * 4e-6) / 1.0
+    assert rows.f_tolerance(f, 0.26, 1.25, 1.25 + 3e-6) == pytest.approx(expected, rel=1e-9)
+    # without the circuit's means, each side's is rebuilt from its f, m(N) and m(∅)
+    rebuilt = (1.0 - 2e-6) + 0.25 * (1.0 + 6e-6)
+    assert rows.f_tolerance(f, 0.25) == pytest.approx(1e-5 + (abs(1.25 - rebuilt) + 1.5e-6 + 1e-6), rel=1e-9)
+
+
+def test_an_f_row_without_means_has_the_profiles_tolerance() -> None:
+    from mibspec.parity._circuit import _Rows
+
+    rows = _Rows(1e-5, 1e-5, prepend=True)
+    rows.add_f("f(0.5) signed, neuron circuit", 0.4, 0.4 + 1.3e-5, True)
+    [row] = rows.rows
+    assert row.ok
+    assert row.abs_tol == 1e-5
+    assert not _rows((1.0, 1.0), (1.0, 1.0)).f_tolerance(0.5, 0.5) < float("inf")  # undefined f
+
+
 @pytest.mark.recompute
 @pytest.mark.slow
 def test_the_producer_writes_under_mib_2025_and_verify_recomputes_it(tmp_path: Path) -> None:

@@ -68,3 +68,32 @@ def test_default_reads_the_answer_after_its_space(
     assert answers.mibspec == 20  # every row: " A" is not "A", " 52" is not "52"
     assert not rows["m(N)"].promised
     assert rows["m(N)"].abs_diff > 1e-3
+
+
+#: One task per family beyond GPT-2 (the full matrix is benchmarks/parity/run_parity.py's).
+FAMILY_TASKS = (("llama", "mcqa"), ("qwen2", "arithmetic_subtraction"), ("gemma2", "arc_easy"))
+
+
+@pytest.mark.parametrize(("family", "task"), FAMILY_TASKS)
+def test_mib_2025_reproduces_the_public_code_on_each_familys_tokenizer(
+    family: str, task: str, root: Path, public_code: tuple[Path, Path]
+) -> None:
+    """The family's task model (its tokenizer scheme on the labels), the public loader on the
+    released rows, and neuron-level curves on an RMS-norm model, under ``mib-2025``."""
+    from mibspec.parity import circuit_parity, load_circuit_inputs, report_method, task_model_dir, task_report
+
+    peers, python = public_code
+    model = task_model_dir(root / "models", family)
+    report = task_report(
+        task, model, root / family, n_rows=12, method=report_method(family), profile="mib-2025"
+    )
+    inputs = load_circuit_inputs(report, [root / "models"])
+    _, by_profile = circuit_parity(
+        inputs, peers, python, ("mib-2025",), ("logits", "circuits_patching", "curve", "neurons")
+    )
+    rows = {row.quantity: row for row in by_profile["mib-2025"]}
+    promised = {row.group for row in rows.values() if row.promised}
+    assert {"m(N)", "m(∅)", "CPR", "CMD", "m(k): each circuit's mean metric", "neuron-level CPR"} <= promised
+    assert rows["answer ids unlike the public loader's"].mibspec == 0
+    assert rows["rows the loader keeps"].public == rows["rows the loader keeps"].mibspec == 12
+    assert [row.quantity for row in rows.values() if row.promised and not row.ok] == []

@@ -112,6 +112,43 @@ def test_generated_rows_pass_the_public_filter_and_patch_aligned(task: str, bpe_
             assert f"\n{label}. {row['choices']['text'][row['answerKey']]}\n" in row["prompt"]
 
 
+@pytest.mark.recompute
+@pytest.mark.parametrize(
+    ("family", "pieces"),
+    [
+        ("gpt2", {"A": ["A"], " A": ["ĠA"], "52": ["52"], " 52": ["Ġ52"]}),
+        ("llama", {"A": ["A"], " A": ["ĠA"], "52": ["52"], " 52": ["Ġ", "52"]}),
+        ("qwen2", {"A": ["A"], " A": ["ĠA"], "52": ["5", "2"], " 52": ["Ġ", "5", "2"]}),
+        ("gemma2", {"A": ["A"], " A": ["▁A"], "52": ["5", "2"], " 52": ["▁", "5", "2"]}),
+    ],
+)
+def test_each_familys_task_tokenizer_splits_labels_as_the_family_does(
+    family: str, pieces: dict[str, list[str]], tmp_path: Path
+) -> None:
+    """GPT-2 keeps a space with the number after it; Llama-3 splits it off and keeps up to three
+    digits together; Qwen2 and Gemma write one digit a piece (their published tokenizers)."""
+    pytest.importorskip("torch")
+    from tokenizers import Tokenizer
+
+    from mibspec.parity import PUBLIC_TASKS, TASK_MODELS, task_model_dir, task_rows
+
+    folder = task_model_dir(tmp_path, family)
+    assert folder.name == TASK_MODELS[family][0]
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    assert {text: tokenizer.encode(text, add_special_tokens=False).tokens for text in pieces} == pieces
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    for task in PUBLIC_TASKS:
+        rows = task_rows(task, 8, encode)
+        for row in rows:  # the public loader's one-token labels, with one-digit sums where digits split
+            label = str(row["label"]) if "label" in row else row["choices"]["label"][row["answerKey"]]
+            assert len(encode(label)) == 1
+            if "label" in row:
+                assert row["num_digit"] == (1 if len(pieces["52"]) == 2 else 2)
+
+
 @pytest.mark.parametrize(
     ("hub_id", "task", "row", "answer"),
     [

@@ -11,7 +11,16 @@ from ._circuit import (
     peer_job,
     public_model_difference,
 )
-from ._models import ATTRIBUTION_TASKS, RANDOM_MODELS, circuit_report, random_model_dir, report_method
+from ._models import (
+    ATTRIBUTION_TASKS,
+    RANDOM_MODELS,
+    SHAPE_ROWS,
+    WIDE_MODELS,
+    circuit_report,
+    first_rows,
+    random_model_dir,
+    report_method,
+)
 from ._peer import (
     PEER_ENV_DIR_ENV,
     PEER_PYTHON_ENV,
@@ -25,7 +34,7 @@ from ._peer import (
     run_peer,
 )
 from ._released import PUBLIC_ANSWER_TOKEN, public_task_name
-from ._tasks import PUBLIC_TASKS, TASK_MODEL, TaskSpec, task_model_dir, task_report, task_rows
+from ._tasks import PUBLIC_TASKS, TASK_MODEL, TASK_MODELS, TaskSpec, task_model_dir, task_report, task_rows
 
 __all__ = [
     "ATTRIBUTION_TASKS",
@@ -36,7 +45,10 @@ __all__ = [
     "PUBLIC_ANSWER_TOKEN",
     "PUBLIC_TASKS",
     "RANDOM_MODELS",
+    "SHAPE_ROWS",
     "TASK_MODEL",
+    "TASK_MODELS",
+    "WIDE_MODELS",
     "CircuitInputs",
     "ParityRow",
     "PeerUnavailableError",
@@ -47,6 +59,7 @@ __all__ = [
     "compare_circuit",
     "default_env_dir",
     "find_peers",
+    "first_rows",
     "load_circuit_inputs",
     "mibspec_side",
     "peer_job",

@@ -12,6 +12,14 @@ is decided per quantity from the conventions that quantity depends on (SPEC.md �
   ``ig_points``;
 * mean ablation and the sizes the public code records after its top-n selection (edge and
   neuron level): never (named convention differences).
+
+A faithfulness f(k) = (m(k) − m(∅)) / (m(N) − m(∅)) is compared through its parts: the three
+mean metrics it divides are each compared in absolute terms under the float32 tolerance of a
+mean (``m(N)``, ``m(∅)`` and one ``mean m`` row per circuit), and the f row itself is held to
+f's own float32 tolerance widened by the first-order effect of the *measured* differences of
+those means (:meth:`_Rows.f_tolerance`). A small denominator widens an f row only as far as
+the means it divides actually differ — means that agree exactly leave f its plain tolerance —
+and the means' own rows fail whenever they differ beyond theirs.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from mibspec.core.profiles import load_profile
 from mibspec.core.sidecars import load_tensor, tensor_infos
 from mibspec.core.strict_json import read_json_lines
 
-from ._neurons import neuron_job, neuron_rows, neuron_side
+from ._neurons import area, faithfulness_or_nan, neuron_job, neuron_rows, neuron_side
 from ._released import (
     PUBLIC_ANSWER_TOKEN,
     hub_column,
@@ -115,11 +123,14 @@ class ParityRow:
         return self.abs_diff <= self.abs_tol * (1 if self.scale is None else 0) + self.rel_tol * base
 
     def as_dict(self) -> dict[str, Any]:
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
         return {
             "quantity": self.quantity,
-            "public": self.public,
-            "mibspec": self.mibspec,
-            "abs_diff": self.abs_diff,
+            "public": finite(self.public),
+            "mibspec": finite(self.mibspec),
+            "abs_diff": finite(self.abs_diff),
             "rel_diff": self.rel_diff if math.isfinite(self.rel_diff) else None,
             "promised": self.promised,
             "ok": self.ok,
@@ -129,6 +140,7 @@ class ParityRow:
 
 
 _GROUPS = (
+    ("mean m, ", "m(k): each circuit's mean metric"),
     ("neuron-level CPR", "neuron-level CPR"),
     ("neuron-level CMD", "neuron-level CMD"),
     ("neuron size", "neuron circuit sizes, recorded"),
@@ -373,7 +385,6 @@ def _circuits_side(
 ) -> dict[str, Any]:
     """m(N), m(∅), f and the weighted size of each of the report's circuits under ``ablation``."""
     from mibspec.reference_impl.engine import evaluate_circuits
-    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
 
     ids, cids, mask, correct, counter = examples
     result = evaluate_circuits(
@@ -387,7 +398,7 @@ def _circuits_side(
         ablation=ablation,
         batch_size=inputs.batch_size,
     )
-    m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    m_full, m_empty, values = faithfulness_or_nan(result, profile)
     return {
         "m_full": m_full,
         "m_empty": m_empty,
@@ -404,7 +415,6 @@ def _nodes_side(
     from mibspec.core.conventions import convention
     from mibspec.reference_impl.engine import evaluate_circuits
     from mibspec.reference_impl.recompute import NodeLevelCircuits
-    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
 
     circuits = NodeLevelCircuits(universe, _node_scores(universe, inputs.scores), None, "/claims/circuit")
     rounding = convention(profile, inputs.report, "edge_count_rounding").value
@@ -414,7 +424,7 @@ def _nodes_side(
     edges = np.stack([circuits.circuit(k, ranking, rounding) for ranking, k in points])
     ids, cids, mask, correct, counter = examples
     result = evaluate_circuits(model, ids, cids, mask, correct, counter, edges, batch_size=inputs.batch_size)
-    m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    m_full, m_empty, values = faithfulness_or_nan(result, profile)
     return {
         "m_full": m_full,
         "m_empty": m_empty,
@@ -476,10 +486,10 @@ def compare_circuit(
         p, m = peer["circuits_patching"], ours["circuits_patching"]
         rows.add("m(N)", p["m_full"], m["m_full"], rows.promise)
         rows.add("m(∅)", p["m_empty"], m["m_empty"], rows.promise)
-        rows.means = (p["m_full"], p["m_empty"])
+        rows.means = ((p["m_full"], p["m_empty"]), (m["m_full"], m["m_empty"]))
         for i, (ranking, k) in enumerate(inputs.points):
             f = _f(p["m"][i], p["m_full"], p["m_empty"])
-            rows.add_f(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise)
+            rows.add_f(f"f({k:g}) {ranking}, report circuit", f, m["f"][i], rows.promise, m_public=p["m"][i])
     if "curves" in peer and "circuits_patching" in ours:
         _curve_rows(rows, inputs, peer["curves"], ours["circuits_patching"], profile)
     if "circuits_mean" in peer and "circuits_mean" in ours:
@@ -492,14 +502,22 @@ def compare_circuit(
     if "nodes" in peer and "nodes" in ours:
         p, m = peer["nodes"], ours["nodes"]
         rows.add("m(∅), node circuit", p["m_empty"], m["m_empty"], rows.promise)
-        patching_means, rows.means = rows.means, (p["m_full"], p["m_empty"])
+        patching_means, rows.means = rows.means, ((p["m_full"], p["m_empty"]), (m["m_full"], m["m_empty"]))
         for ranking in ("signed", "absolute"):
             for k, pm, mf in zip(_grid(inputs.report), p["m"][ranking], m["f"][ranking], strict=True):
                 f = _f(pm, p["m_full"], p["m_empty"])
-                rows.add_f(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise)
+                rows.add_f(f"f({k:g}) {ranking}, node circuit", f, mf, rows.promise, m_public=pm)
         rows.means = patching_means
     if "neurons" in peer and "neurons" in ours:
-        neuron_rows(rows, _grid(inputs.report), peer["neurons"], ours["neurons"], profile)
+        # the public neuron curve divides by the m(N), m(∅) its other evaluations computed
+        public_means = next((peer[key] for key in ("circuits_patching", "nodes") if key in peer), None)
+        n = ours["neurons"]
+        rows.means = (
+            ((public_means["m_full"], public_means["m_empty"]), (n["m_full"], n["m_empty"]))
+            if public_means is not None
+            else None
+        )
+        neuron_rows(rows, _grid(inputs.report), peer["neurons"], n, profile)
     _attribution_rows(rows, peer, ours, profile)
     return rows.rows
 
@@ -525,7 +543,8 @@ class _Rows:
         code computes the same model."""
         return self.prepend and self.answers_match and self.model_difference is None
 
-    means: tuple[float, float] | None = None  # the public m(N) and m(∅) that f divides by
+    #: the m(N) and m(∅) that f divides by: the public code's and mibspec's
+    means: tuple[tuple[float, float], tuple[float, float]] | None = None
 
     def add(
         self, name: str, public: float, mine: float, promised: bool, note: str = "", abs_tol: float = 0.0
@@ -535,32 +554,64 @@ class _Rows:
         tol = max(self.abs_, abs_tol)
         self.rows.append(ParityRow(name, float(public), float(mine), promised, tol, self.rel, note=note))
 
-    def f_tolerance(self, f: float) -> float:
-        """The tolerance of a faithfulness f = (m − m(∅)) / (m(N) − m(∅)) whose three means
-        agree within the float32 tolerance: first-order propagation,
-        tol(m)·(1 + |f| + |1 − f|) / |m(N) − m(∅)| — a small denominator amplifies the
-        means' rounding, not a convention."""
+    def f_tolerance(
+        self, f: float, f_ours: float, m_public: float | None = None, m_ours: float | None = None
+    ) -> float:
+        """The absolute part of the tolerance of a faithfulness f = (m − m(∅)) / (m(N) − m(∅))
+        whose public value is ``f`` and mibspec's ``f_ours`` (its relative part is the
+        profile's): the profile's absolute tolerance plus the first-order effect on f of the
+        measured differences of the three means, (|Δm| + |1 − f|·|Δm(∅)| + |f|·|Δm(N)|) /
+        |m(N) − m(∅)|. Each of those means is compared in its own row under the float32
+        tolerance of a mean; this term keeps their (checked) differences from being counted
+        twice, so it grows with 1/|m(N) − m(∅)| only as far as the means actually differ.
+        ``m_public``, ``m_ours``: the circuit's mean metric on each side, else rebuilt from f
+        and that side's m(N), m(∅)."""
         if self.means is None:
-            return 0.0
-        full, empty = self.means
-        denominator = abs(full - empty)
+            return self.abs_
+        (full_p, empty_p), (full_o, empty_o) = self.means
+        denominator = abs(full_p - empty_p)
         if denominator == 0:
             return math.inf
-        m = empty + f * (full - empty)
-        tol_m = self.abs_ + self.rel * max(abs(m), abs(full), abs(empty))
-        return tol_m * (1 + abs(f) + abs(1 - f)) / denominator
+        d_m = abs(_mean_of(f, self.means[0], m_public) - _mean_of(f_ours, self.means[1], m_ours))
+        spread = d_m + abs(1 - f) * abs(empty_p - empty_o) + abs(f) * abs(full_p - full_o)
+        return self.abs_ + spread / denominator
 
-    def add_f(self, name: str, public: float, mine: float, promised: bool) -> None:
-        """A faithfulness row, under :meth:`f_tolerance`."""
-        self.add(name, public, mine, promised, abs_tol=self.f_tolerance(float(public)))
+    def add_f(
+        self,
+        name: str,
+        public: float,
+        mine: float,
+        promised: bool,
+        note: str = "",
+        *,
+        m_public: float | None = None,
+        m_ours: float | None = None,
+    ) -> None:
+        """A faithfulness row ``f(k) <label>`` under :meth:`f_tolerance` and, when the means are
+        known, the row of the circuit's mean metric it divides (``mean m, k=<k> <label>``),
+        compared in absolute terms under the float32 tolerance of a mean."""
+        if self.means is not None:
+            k, label = name[2 : name.index(")")], name[name.index(")") + 2 :]
+            mp = _mean_of(float(public), self.means[0], m_public)
+            mo = _mean_of(float(mine), self.means[1], m_ours)
+            self.add(f"mean m, k={k} {label}", mp, mo, promised, note)
+        tol = self.f_tolerance(float(public), float(mine), m_public, m_ours)
+        self.add(name, public, mine, promised, note, abs_tol=tol)
+
+
+def _mean_of(f: float, means: tuple[float, float], given: float | None) -> float:
+    """A circuit's mean metric: ``given``, else m(∅) + f·(m(N) − m(∅)) — both sides compute f
+    from it in float64, so this recovers it to float64 rounding."""
+    if given is not None:
+        return float(given)
+    full, empty = means
+    return empty + f * (full - empty)
 
 
 def _curve_rows(
     rows: _Rows, inputs: CircuitInputs, curves: dict[str, Any], patching: dict[str, Any], profile: Any
 ) -> None:
     """MIB's top-n curves against mibspec's report circuits: f(k), CPR, CMD and the sizes."""
-    from mibspec.metrics.circuit import cmd, cpr
-
     grid = _grid(inputs.report)
     by_ranking: dict[str, list[float]] = {"signed": [], "absolute": []}
     for (ranking, _), value in zip(inputs.points, patching["f"], strict=True):
@@ -572,12 +623,13 @@ def _curve_rows(
         for k, pf, mf in zip(grid, curves[ranking]["faithfulness"], by_ranking[ranking], strict=True):
             rows.add_f(f"f({k:g}) {ranking}, MIB top-n", pf, mf, rows.promise)
     # an area's trapezoid weights sum to at most 1: its tolerance is its points' largest
-    for name, key, ranking, area in (
-        ("CPR (signed)", "area_under", "signed", cpr(grid, by_ranking["signed"])),
-        ("CMD (absolute)", "area_from_1", "absolute", cmd(grid, by_ranking["absolute"])),
+    for name, key, ranking, value in (
+        ("CPR (signed)", "area_under", "signed", area("cpr", grid, by_ranking["signed"])),
+        ("CMD (absolute)", "area_from_1", "absolute", area("cmd", grid, by_ranking["absolute"])),
     ):
-        widest = max(rows.f_tolerance(f) for f in curves[ranking]["faithfulness"])
-        rows.add(name, curves[ranking][key], area, rows.promise, abs_tol=widest)
+        pairs = zip(curves[ranking]["faithfulness"], by_ranking[ranking], strict=True)
+        widest = max(rows.f_tolerance(pf, mf) for pf, mf in pairs)
+        rows.add(name, curves[ranking][key], value, rows.promise, abs_tol=widest)
     sizes = dict(zip(inputs.points, patching["sizes"], strict=True))
     for ranking in ("signed", "absolute"):
         for k, recorded in zip(grid, curves[ranking]["recorded_sizes"], strict=True):

@@ -13,7 +13,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ATTRIBUTION_TASKS", "RANDOM_MODELS", "circuit_report", "random_model_dir", "report_method"]
+__all__ = [
+    "ATTRIBUTION_TASKS",
+    "RANDOM_MODELS",
+    "SHAPE_ROWS",
+    "WIDE_MODELS",
+    "circuit_report",
+    "first_rows",
+    "random_model_dir",
+    "report_method",
+]
 
 RANDOM_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     # biases on q/k/v (always, in Qwen2), tied embeddings, grouped-query attention (2 heads
@@ -49,6 +58,15 @@ RANDOM_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
 }
+#: A random GPT-2 of GPT-2 small's shape (12 layers, 12 heads, d_model 768, 32,491 edges),
+#: with the shipped tiny tokenizer's vocabulary: the accumulation of patched inputs over
+#: 158 source nodes at real width, on a few IOI rows (:data:`SHAPE_ROWS`).
+WIDE_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gpt2-small-shape": ("gpt2", {"n_layers": 12, "n_heads": 12, "d_model": 768, "seed": 7}),
+}
+#: IOI rows the GPT-2-small-shaped run evaluates (the public evaluator costs about half a
+#: second per row and circuit at that width on one core).
+SHAPE_ROWS = 8
 #: The parity tasks that compare edge scores (mibspec's attribution against the public one).
 ATTRIBUTION_TASKS = ("EAP", "EAP-IG-inputs")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
@@ -57,11 +75,11 @@ _EOS, _PAD = 2, 0
 
 
 def random_model_dir(name: str, root: Path, tokenizer_dir: Path) -> Path:
-    """Write the tiny random model ``name`` (:data:`RANDOM_MODELS`) to ``root / name`` with
+    """Write the random model ``name`` (:data:`RANDOM_MODELS`, :data:`WIDE_MODELS`) to ``root / name`` with
     the tokenizer files of ``tokenizer_dir`` (the shipped ``tiny-gpt2``'s) and return it."""
     from mibspec.reference_impl.engine import random_model
 
-    family, shape = RANDOM_MODELS[name]
+    family, shape = {**RANDOM_MODELS, **WIDE_MODELS}[name]
     folder = random_model(
         family,
         Path(root) / name,
@@ -99,3 +117,23 @@ def circuit_report(model_dir: Path, dataset: Path, folder: Path, method: str = "
         )
     )
     return Path(run.report)
+
+
+def first_rows(dataset: Path, n_rows: int, folder: Path) -> Path:
+    """A copy of the dataset document ``dataset`` under ``folder`` holding its first ``n_rows``
+    rows (its rows artifact rewritten with their hash, size and count)."""
+    import hashlib
+    import json
+
+    doc = json.loads(Path(dataset).read_text(encoding="utf-8"))
+    entry = doc["artifacts"][0]
+    lines = (Path(dataset).parent / entry["path"]).read_bytes().splitlines(keepends=True)[:n_rows]
+    data = b"".join(lines)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / entry["path"]).write_bytes(data)
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), rows=len(lines))
+    for step in doc.get("filters", []):
+        step["kept"], step["dropped"] = len(lines), 0
+    out = Path(folder) / Path(dataset).name
+    out.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return out

@@ -16,6 +16,7 @@ leaves them in.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,12 +24,44 @@ import numpy as np
 if TYPE_CHECKING:
     from mibspec.metrics.circuit import Ranking
 
-__all__ = ["neuron_job", "neuron_rows", "neuron_side", "parity_neuron_scores", "public_neuron_size"]
+__all__ = [
+    "area",
+    "faithfulness_or_nan",
+    "neuron_job",
+    "neuron_rows",
+    "neuron_side",
+    "parity_neuron_scores",
+    "public_neuron_size",
+]
 
 #: Seed of the neuron scores both sides are given.
 NEURON_SEED = 2025
 #: Scattered neurons (besides the whole ``input`` node) left unscored.
 N_UNSCORED = 5
+
+
+def faithfulness_or_nan(result: Any, profile: Any) -> tuple[float, float, list[float]]:
+    """m(N), m(∅) and each circuit's f from an ``evaluate_circuits`` result, as recomputation
+    computes them; f is NaN when its denominator is degenerate (recomputation refuses such a
+    report, R-rules; here it happens under a profile that reads another answer token than the
+    public code, e.g. the same first token for both answers, and is a named difference)."""
+    from mibspec.metrics.circuit import DegenerateDenominatorError
+    from mibspec.reference_impl.recompute.circuit import circuit_faithfulness
+
+    try:
+        return circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    except DegenerateDenominatorError:
+        n = int(result.circuits.shape[0])
+        return float(result.clean.mean()), float(result.empty.mean()), [math.nan] * n
+
+
+def area(kind: str, grid: list[float], values: list[float]) -> float:
+    """CPR (``kind="cpr"``) or CMD of a curve; NaN when a point is."""
+    from mibspec.metrics.circuit import cmd, cpr
+
+    if not all(math.isfinite(v) for v in values):
+        return math.nan
+    return cpr(grid, values) if kind == "cpr" else cmd(grid, values)
 
 
 def parity_neuron_scores(n_forward: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +98,7 @@ def neuron_side(
     from mibspec.metrics.graph import recorded_size
     from mibspec.reference_impl.engine import evaluate_circuits
     from mibspec.reference_impl.recompute import RebuiltCircuits
-    from mibspec.reference_impl.recompute.circuit import centre_neurons, circuit_faithfulness
+    from mibspec.reference_impl.recompute.circuit import centre_neurons
 
     scores, scored = parity_neuron_scores(universe.n_forward, int(universe.cfg.d_model))
     rounding = convention(profile, report, "edge_count_rounding").value
@@ -89,7 +122,7 @@ def neuron_side(
         centre_neurons=centre,
         batch_size=batch,
     )
-    m_full, m_empty, values = circuit_faithfulness(result, profile["faithfulness_min_denominator"])
+    m_full, m_empty, values = faithfulness_or_nan(result, profile)
     sizes = [
         recorded_size(universe, e, universe.neuron_fraction(n), profile["recorded_size"])
         for e, n in zip(edges, masks, strict=True)
@@ -121,8 +154,6 @@ def neuron_rows(
 ) -> None:
     """The neuron-level rows: f(k), CPR, CMD (promised as edge-level values are, when the
     neuron coordinates are the public code's) and the recorded sizes (a named difference)."""
-    from mibspec.metrics.circuit import cmd, cpr
-
     promised = rows.promise and ours["public_coordinates"]
     coordinates = "" if ours["public_coordinates"] else "neuron coordinates: the model's own, not centred"
     values = {ranking: list(ours[ranking]["f"]) for ranking in ("signed", "absolute")}
@@ -131,10 +162,29 @@ def neuron_rows(
             curve[-1] = 1.0
     for ranking in ("signed", "absolute"):
         for k, pf, mf in zip(grid, peer[ranking]["faithfulness"], values[ranking], strict=True):
-            rows.add(f"f({k:g}) {ranking}, neuron circuit", pf, mf, promised, coordinates)
-    signed, absolute = cpr(grid, values["signed"]), cmd(grid, values["absolute"])
-    rows.add("neuron-level CPR (signed)", peer["signed"]["area_under"], signed, promised, coordinates)
-    rows.add("neuron-level CMD (absolute)", peer["absolute"]["area_from_1"], absolute, promised, coordinates)
+            rows.add_f(f"f({k:g}) {ranking}, neuron circuit", pf, mf, promised, coordinates)
+    signed, absolute = area("cpr", grid, values["signed"]), area("cmd", grid, values["absolute"])
+    # an area's trapezoid weights sum to at most 1: its tolerance is its points' widest
+    widest = {
+        r: max(rows.f_tolerance(pf, mf) for pf, mf in zip(peer[r]["faithfulness"], values[r], strict=True))
+        for r in ("signed", "absolute")
+    }
+    rows.add(
+        "neuron-level CPR (signed)",
+        peer["signed"]["area_under"],
+        signed,
+        promised,
+        coordinates,
+        widest["signed"],
+    )
+    rows.add(
+        "neuron-level CMD (absolute)",
+        peer["absolute"]["area_from_1"],
+        absolute,
+        promised,
+        coordinates,
+        widest["absolute"],
+    )
     note = (
         "named difference (PR-5): the public top-n counts every slot of a kept node's row, non-edges included"
     )

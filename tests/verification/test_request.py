@@ -112,6 +112,13 @@ def test_the_validators_run_options_are_declared_request_fields() -> None:
             assert request_fields[option.name].default == option.default, option.name
 
 
+def test_the_declared_output_formats_are_the_reporters() -> None:
+    from mibspec.verification.output_formats import REPORTERS
+    from mibspec.verification.request import OUTPUT_FORMATS
+
+    assert tuple(REPORTERS) == OUTPUT_FORMATS
+
+
 def test_the_verify_command_takes_exactly_the_declared_fields() -> None:
     command = _command(verify_command, "verify")
     assert [param.name for param in command.params] == _expected_cli_names()

@@ -13,8 +13,9 @@ the paths expanded to report files, the outputs checked. A bad value raises
 :class:`RequestError` (a ``ValueError`` naming the field; the command line shows it as a
 usage error naming the flag), a missing path ``FileNotFoundError``.
 
-This module imports only the standard library and :mod:`mibspec.core` (the command line
-builds ``mibspec verify`` from it before anything heavier is imported).
+This module imports only the standard library, :mod:`mibspec.core` and the device names of
+:mod:`mibspec.reference_impl.devices` (which import no torch): the command line builds
+``mibspec verify`` from it before anything heavier is imported.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ __all__ = [
     "request_from_keywords",
 ]
 
-#: ``output_format``: the reporters of :mod:`mibspec.verification.output_formats`.
+#: ``output_format``: the reporters of :mod:`mibspec.verification.output_formats` (named here so
+#: that building the command does not import them; a test keeps the two equal).
 OUTPUT_FORMATS = ("text", "json", "github", "sarif", "junit")
 #: ``executor``: where grouped verification runs (:mod:`mibspec.verification.grouping`).
 EXECUTORS = ("process", "ray")

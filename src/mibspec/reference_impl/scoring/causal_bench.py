@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
 from mibspec.documents import CausalBenchReport, document_bytes
@@ -52,7 +50,7 @@ from ..behaviour.study import (
 )
 from ..recompute.circuit import tokenize_pairs
 from .circuit import ModelAndDataset, _model_ref, dataset_artifact, dataset_files, open_model_and_dataset
-from .folder import OutputFolder, created_timestamp
+from .folder import OutputFolder, score_provenance
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -652,18 +650,5 @@ def _report(
 
 
 def _provenance(*, torch: bool) -> dict[str, Any]:
-    import platform
-
-    from mibspec.core.version import __version__
-
-    libraries = {"numpy": np.__version__, "python": platform.python_version()}
-    if torch:
-        from importlib.metadata import version
-
-        libraries |= {"torch": version("torch"), "transformers": version("transformers")}
-    return {
-        "tool": {"name": "mibspec", "version": __version__},
-        "created": created_timestamp(),
-        "libraries": dict(sorted(libraries.items())),
-        "command": "mibspec score causal-bench",
-    }
+    libraries = ("numpy", "python", "torch", "transformers") if torch else ("numpy", "python")
+    return score_provenance("mibspec score causal-bench", libraries)

@@ -42,7 +42,7 @@ from mibspec.metrics.circuit import DEFAULT_GRID, cmd, cpr, edges_at, rank_edges
 
 from ..recompute import ModelSource, config_start_token, encode_function
 from ..recompute.circuit import answer_token_choice, circuit_faithfulness, tokenize_pairs
-from .folder import OutputFolder, artifact_entry, created_timestamp
+from .folder import OutputFolder, artifact_entry, created_timestamp, score_provenance
 
 __all__ = [
     "METHODS",
@@ -691,22 +691,4 @@ def _model_ref(model_dir: Path, model: Any, dtype: str = "float32") -> dict[str,
 
 
 def _provenance(created: str) -> dict[str, Any]:
-    import platform
-
-    import numpy
-    import torch
-    import transformers
-
-    from mibspec.core.version import __version__
-
-    return {
-        "tool": {"name": "mibspec", "version": __version__},
-        "created": created,
-        "libraries": {
-            "numpy": numpy.__version__,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "python": platform.python_version(),
-        },
-        "command": "mibspec score circuit",
-    }
+    return score_provenance("mibspec score circuit", ("numpy", "torch", "transformers", "python"), created)

@@ -22,7 +22,14 @@ from mibspec.core.outputs import Inputs, write_atomic
 from mibspec.core.sidecars import safetensors_bytes
 from mibspec.documents import json_file_bytes
 
-__all__ = ["OutputFolder", "artifact_entry", "created_timestamp", "json_bytes", "npy_bytes"]
+__all__ = [
+    "OutputFolder",
+    "artifact_entry",
+    "created_timestamp",
+    "json_bytes",
+    "npy_bytes",
+    "score_provenance",
+]
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -72,6 +79,25 @@ def created_timestamp() -> str:
         dt.datetime.fromtimestamp(epoch, tz=utc) if epoch is not None else dt.datetime.now(tz=utc)
     ).replace(microsecond=0)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def score_provenance(command: str, libraries: Iterable[str], created: str | None = None) -> dict[str, Any]:
+    """The ``provenance`` of a report a ``mibspec score`` command writes: this tool's version,
+    the creation time (``created``, else now), the installed versions of ``libraries`` in the
+    order given (``python``: the interpreter's) and the command."""
+    import platform
+    from importlib.metadata import version
+
+    from mibspec.core.version import __version__
+
+    return {
+        "tool": {"name": "mibspec", "version": __version__},
+        "created": created_timestamp() if created is None else created,
+        "libraries": {
+            name: platform.python_version() if name == "python" else version(name) for name in libraries
+        },
+        "command": command,
+    }
 
 
 class OutputFolder:

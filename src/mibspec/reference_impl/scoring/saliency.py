@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,7 +42,7 @@ from mibspec.documents.common import Artifact, Citation, Method, Provenance, Reg
 from mibspec.documents.report import SaliencyClaims, SaliencySettings, TaskRef
 from mibspec.metrics.saliency import WIOU_KS, WIOU_WEIGHTS
 
-from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes
+from .folder import OutputFolder, artifact_entry, created_timestamp, json_bytes, score_provenance
 
 if TYPE_CHECKING:  # torch (and the vision module, which imports it) loads only when a run starts
     import torch
@@ -194,22 +193,7 @@ def _read_dataset(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 def _provenance(created: str) -> dict[str, Any]:
-    import captum
-    import torch
-
-    from mibspec.core.version import __version__
-
-    return {
-        "tool": {"name": "mibspec", "version": __version__},
-        "created": created,
-        "libraries": {
-            "numpy": np.__version__,
-            "torch": torch.__version__,
-            "captum": captum.__version__,
-            "python": platform.python_version(),
-        },
-        "command": "mibspec score saliency",
-    }
+    return score_provenance("mibspec score saliency", ("numpy", "torch", "captum", "python"), created)
 
 
 def _tensor_ref(name: str, array: np.ndarray, artifact: str = "tensors") -> dict[str, Any]:

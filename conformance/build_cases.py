@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the conformance cases of spec 1.1 under ``conformance/v1/``.
+"""Write the conformance cases of spec 1.2 under ``conformance/v1/``.
 
 The cases are defined in the package ``builders`` beside this script, one module per
 document kind (report cases: one module per track); this script is its command line.

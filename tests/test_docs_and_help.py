@@ -157,7 +157,7 @@ def test_schema_list_names_every_kind_file_and_id(mibspec_cli: CliRun) -> None:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    assert header == f"spec 1.1: {len(files)} schemas, bundle sha256 {digest.hexdigest()}"
+    assert header == f"spec 1.2: {len(files)} schemas, bundle sha256 {digest.hexdigest()}"
     assert [row.split() for row in rows] == [
         [path.name.removesuffix(".schema.json"), path.name, json.loads(path.read_bytes())["$id"]]
         for path in files

@@ -170,20 +170,25 @@ def das_featurizer(
     input_dim: int = 768,
     n_features: int = 1,
     seed: int = 0,
+    heads: list[int] | None = None,
 ) -> Json:
-    """A DAS (subspace) featurizer on the residual stream: f = x·Rᵀ, R with orthonormal rows."""
+    """A DAS (subspace) featurizer on the residual stream (or on ``heads`` of the layer's
+    attention): f = x·Rᵀ, R with orthonormal rows."""
     folder.safetensors(sidecar, {"rotation": orthonormal_rows(n_features, input_dim, seed)})
+    where = f"heads {heads} of layer {layer}" if heads else f"the residual stream after layer {layer}"
+    location: Json = {
+        "layer": layer,
+        "component": "attention_heads" if heads else "residual_post",
+        "position": position or {"rule": "last"},
+    }
+    if heads:
+        location["heads"] = heads
     doc: Json = document(
         "featurizer",
         {
-            "description": f"Distributed alignment search: a {n_features}-dimensional subspace of the "
-            f"residual stream after layer {layer}.",
+            "description": f"Distributed alignment search: a {n_features}-dimensional subspace of {where}.",
             "type": "subspace",
-            "location": {
-                "layer": layer,
-                "component": "residual_post",
-                "position": position or {"rule": "last"},
-            },
+            "location": location,
             "input_dim": input_dim,
             "n_features": n_features,
             "feature_indices": list(range(n_features)),

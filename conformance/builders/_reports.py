@@ -268,6 +268,50 @@ def causal_variable_report(folder: Folder) -> Json:
     )
 
 
+#: (layer, head) of each site of the joint IOI unit, its location first (MV-10)
+JOINT_HEADS = ((7, 3), (7, 9), (8, 6))
+
+
+@fresh
+def joint_heads_report(folder: Folder) -> Json:
+    """GPT-2 small on IOI as MIB evaluates it: one unit of three heads of two layers at every
+    token, each head with its own DAS featurizer (spec 1.2, MV-10)."""
+    doc = causal_variable_report(folder)
+    artifacts = [a for a in doc["artifacts"] if a["kind"] != "featurizer"]
+    sites = []
+    for seed, (layer, head) in enumerate(JOINT_HEADS):
+        stem = f"das_l{layer}_h{head}"
+        das_featurizer(
+            folder,
+            layer=layer,
+            heads=[head],
+            position={"rule": "all"},
+            name=f"{stem}.json",
+            sidecar=f"{stem}.safetensors",
+            input_dim=64,
+            seed=seed,
+        )
+        ident = f"das-l{layer}-h{head}"
+        artifacts.append(
+            folder.artifact(ident, "featurizer", f"{stem}.json", "application/json", kind="featurizer")
+        )
+        sites.append({"layer": layer, "component": "attention_heads", "heads": [head], "featurizer": ident})
+    first = sites[0]
+    unit = {
+        "id": "AttentionHead(Layer:7,Head:3,Token:all)+AttentionHead(Layer:7,Head:9,Token:all)"
+        "+AttentionHead(Layer:8,Head:6,Token:all)",
+        "location": {**{k: first[k] for k in ("layer", "component", "heads")}, "position": {"rule": "all"}},
+        "featurizer": first["featurizer"],
+        "joint_sites": sites[1:],
+        "scores": {"io_s1_flip": 1.284, "io_s2_flip": 1.517},
+        "n_examples": {"io_s1_flip": 3, "io_s2_flip": 2},
+    }
+    doc["title"] = "DAS on three IOI heads of GPT-2 small, intervened on together"
+    doc["claims"] = {"variables": [variable_claim("output_position", "mse", "lower", [unit])]}
+    doc["artifacts"] = artifacts
+    return document("report", doc)
+
+
 MCQA_IIA = {
     12: {"symbol": 0.25, "answer_position": 0.5},
     16: {"symbol": 0.75, "answer_position": 0.5},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._common import Folder, Json, case, read_json, rehash, save
-from ._reports import causal_variable_report, mcqa_report, variable_claim
+from ._reports import causal_variable_report, joint_heads_report, mcqa_report, variable_claim
 
 
 @case(
@@ -330,4 +330,47 @@ def causal_variable_rounding_declared(folder: Folder) -> None:
         variable["per_layer"] = {layer: round(value, 2) for layer, value in variable["per_layer"].items()}
         variable["average"], variable["best"] = round(variable["average"], 2), round(variable["best"], 2)
         variable["rounding"] = {"decimals": 2}
+    save(folder, doc)
+
+
+# --------------------------------------------------------------------------- joint units (spec 1.2)
+
+
+@case(
+    "report",
+    "CV-8 MV-10 CV-3",
+    "MIB's IOI unit: three attention heads of layers 7 and 8 at every token, intervened on together, "
+    "each with its own featurizer; the unit counts under layer 7.",
+)
+def causal_variable_joint_heads(folder: Folder) -> None:
+    save(folder, joint_heads_report(folder))
+
+
+@case(
+    "report",
+    "CV-8",
+    "A joint unit whose second site writes the location's head again and whose third sits below "
+    "the location's layer.",
+    ("V113", "/claims/variables/0/units/0/joint_sites/0"),
+    ("V113", "/claims/variables/0/units/0/joint_sites/1/layer"),
+    ("V105", "/claims/variables/0/units/0/joint_sites/0"),
+    ("V105", "/claims/variables/0/units/0/joint_sites/1"),
+)
+def causal_variable_joint_sites_overlap(folder: Folder) -> None:
+    doc = joint_heads_report(folder)
+    sites = doc["claims"]["variables"][0]["units"][0]["joint_sites"]
+    sites[0]["heads"] = [3]  # the location's head; its featurizer reads head 9 (V105)
+    sites[1]["layer"] = 6  # its featurizer reads layer 8 (V105)
+    save(folder, doc)
+
+
+@case(
+    "report",
+    "S-6 CV-8",
+    "A spec 1.1 report with a joint unit: joint_sites is new in 1.2.",
+    ("S112", "/claims/variables/0/units/0/joint_sites"),
+)
+def causal_variable_joint_sites_in_1_1(folder: Folder) -> None:
+    doc = joint_heads_report(folder)
+    doc["spec_version"] = "1.1"
     save(folder, doc)

@@ -3,7 +3,7 @@ interpretability benchmark results.
 
 >>> import mibspec
 >>> mibspec.SPEC_VERSION
-'1.1'
+'1.2'
 """
 
 import os as _os

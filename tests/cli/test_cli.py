@@ -47,7 +47,7 @@ def _tree_digest(folder: Path) -> dict[str, str]:
 def test_version(mibspec_cli: CliRun) -> None:
     result = mibspec_cli("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == f"mibspec {mibspec.__version__} (spec 1.1)"
+    assert result.stdout.strip() == f"mibspec {mibspec.__version__} (spec 1.2)"
     assert mibspec.__version__ == version("mibspec")
 
 
@@ -59,7 +59,7 @@ def test_valid_report_exits_zero_with_json_contract(mibspec_cli: CliRun) -> None
     output = json.loads(result.stdout)
     jsonschema.Draft202012Validator(_output_schema()).validate(output)
     assert output["valid"] is True
-    assert output["spec_version"] == "1.1"
+    assert output["spec_version"] == "1.2"
     first = output["documents"][0]
     assert first["path"] == str(document)
     assert first["kind"] == "report"
@@ -158,9 +158,9 @@ def test_rules_lists_the_whole_catalogue(mibspec_cli: CliRun) -> None:
 
 def test_schema_list_show_export(mibspec_cli: CliRun, tmp_path: Path) -> None:
     listed = mibspec_cli("schema", "list")
-    assert "urn:mibspec:schema:report:1.1" in listed.stdout
+    assert "urn:mibspec:schema:report:1.2" in listed.stdout
     shown = mibspec_cli("schema", "show", "circuit")
-    assert json.loads(shown.stdout)["$id"] == "urn:mibspec:schema:circuit:1.1"
+    assert json.loads(shown.stdout)["$id"] == "urn:mibspec:schema:circuit:1.2"
     assert mibspec_cli("schema", "export", str(tmp_path / "out")).returncode == 0
     for path in (spec_dir() / "schemas").glob("*.schema.json"):
         assert (tmp_path / "out" / path.name).read_bytes() == path.read_bytes()
@@ -172,7 +172,7 @@ def test_cite_names_version_and_schema_bundle_hash(mibspec_cli: CliRun) -> None:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     bibtex = mibspec_cli("cite")
     assert bibtex.returncode == 0
-    assert bibtex.stdout.startswith("@misc{mibspec_1_1,")
+    assert bibtex.stdout.startswith("@misc{mibspec_1_2,")
     assert f"sha256:{digest.hexdigest()}" in bibtex.stdout
     assert digest.hexdigest() in mibspec_cli("cite", "--format", "cff").stdout
 

@@ -512,5 +512,5 @@ def test_migrate_refuses_an_output_link(mibspec_cli: CliRun, tmp_path: Path) -> 
     assert outside.read_text(encoding="utf-8") == "precious"
     asked = mibspec_cli("migrate", str(source), "-o", str(link), "--follow-output-links")
     assert asked.returncode == 0, asked.stderr
-    assert json.loads(outside.read_text(encoding="utf-8"))["spec_version"] == "1.1"
+    assert json.loads(outside.read_text(encoding="utf-8"))["spec_version"] == "1.2"
     assert link.is_symlink()

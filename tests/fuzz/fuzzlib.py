@@ -169,24 +169,29 @@ class SchemaSampler:
         for _ in range(8):
             if not pending:
                 break
-            conditionals: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+            # key -> [(the values a branch applies to, its then)]; a branch of an ``enum`` applies
+            # to several values (a spec version and the later ones)
+            conditionals: dict[str, list[tuple[list[Any], dict[str, Any]]]] = {}
             for part in pending:
                 if "if" in part:
                     for key, condition in part["if"].get("properties", {}).items():
-                        if "const" in condition:
-                            conditionals.setdefault(key, []).append(
-                                (condition["const"], part.get("then", {}))
-                            )
+                        values = [condition["const"]] if "const" in condition else condition.get("enum")
+                        if values:
+                            conditionals.setdefault(key, []).append((values, part.get("then", {})))
                 else:
                     base = self._merge(base, {k: v for k, v in part.items() if k != "allOf"})
                     pending_parts = part.get("allOf", ())
-                    conditionals.setdefault("", []).extend((None, p) for p in pending_parts)
+                    conditionals.setdefault("", []).extend(([], p) for p in pending_parts)
             pending = [then for _, then in conditionals.pop("", [])]
             for key, branches in conditionals.items():
-                value, then = self.rng.choice(branches)
+                choices = list(dict.fromkeys(v for values, _ in branches for v in values))
+                value = self.rng.choice(choices) if key not in forced else forced[key]
                 forced[key] = value
-                base = self._merge(base, {k: v for k, v in self._resolve(then).items() if k != "allOf"})
-                pending += list(self._resolve(then).get("allOf", ()))
+                for values, then in branches:
+                    if value in values:
+                        resolved = self._resolve(then)
+                        base = self._merge(base, {k: v for k, v in resolved.items() if k != "allOf"})
+                        pending += list(resolved.get("allOf", ()))
             pending += list(base.pop("allOf", ()))
         for key in ("anyOf", "oneOf"):
             if key in base:
@@ -299,8 +304,10 @@ def sample_document(kind: str, rng: random.Random) -> dict[str, Any]:
     document = SchemaSampler(load_schema(kind), rng).sample()
     if not isinstance(document, dict):  # pragma: no cover - every kind's schema is an object
         document = {}
-    if document.get("spec_version") not in ("1.0", "1.1"):  # the drawn version decides the branch
-        document["spec_version"] = "1.1"
+    if document.get("spec_version") not in ("1.0", "1.1", "1.2"):  # the drawn version decides the branch
+        document["spec_version"] = "1.2"
+    if '"joint_sites"' in json.dumps(document):  # a 1.2 property: the document is 1.2
+        document["spec_version"] = "1.2"
     document["kind"] = kind
     return document
 

@@ -189,7 +189,7 @@ class SurfaceFuzzer:
                     result = mibspec.verify(report, limits=limits)
             for doc in result.internal_errors:
                 outcome.problems.append(f"internal error: {doc.internal_error}")
-            outcome.problems += fuzzlib.check_outcome(result, catalogue("1.1"), recompute=surface != "page")
+            outcome.problems += fuzzlib.check_outcome(result, catalogue("1.2"), recompute=surface != "page")
             outcome.codes = tuple(sorted({f.code for f in result.findings}))
         except fuzzlib.InputTimeoutError:
             outcome.problems.append(f"hang: over {self.seconds} s")

@@ -36,7 +36,7 @@ def test_schema_passes_the_2020_12_metaschema(name: str) -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
     # The v1 folder holds the schemas of the latest 1.x version, which also accept 1.0 documents.
-    assert schema["$id"] == f"urn:mibspec:schema:{name}:1.1"
+    assert schema["$id"] == f"urn:mibspec:schema:{name}:1.2"
 
 
 @pytest.mark.parametrize("name", schema_names())

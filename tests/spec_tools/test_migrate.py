@@ -1,6 +1,6 @@
 """``mibspec migrate``: the step registry, atomic writes, and the command line.
 
-The published step 1.0 → 1.1 is tested on the bundled examples written the 1.0 way. The
+The published steps 1.0 → 1.1 → 1.2 are tested on the bundled examples written the 1.0 way. The
 chaining mechanism is exercised with toy steps built here, in front of it: a 0.9 → 1.0 step
 (in a "0.9" circuit report the grid was called ``k_grid``) and a 0.8 → 0.9 step before it.
 No fake spec version is shipped.
@@ -58,11 +58,11 @@ def _drop_legacy_note(doc: dict[str, Any]) -> dict[str, Any]:
 
 TOY = MigrationStep("0.9", "1.0", _rename_k_grid, "settings.k_grid is now settings.grid")
 EARLIER = MigrationStep("0.8", "0.9", _drop_legacy_note, "legacy_note is dropped")
-PUBLISHED = REGISTRY.steps[0]  # 1.0 → 1.1
+PUBLISHED = tuple(REGISTRY.steps)  # 1.0 → 1.1 → 1.2
 
 
 def _toy_chain() -> MigrationRegistry:
-    """The toy step in front of the published ones: 0.9 → 1.0 → 1.1."""
+    """The toy step in front of the published ones: 0.9 → 1.0 → 1.1 → 1.2."""
     return MigrationRegistry([TOY, *REGISTRY.steps])
 
 
@@ -84,22 +84,22 @@ def test_toy_step_turns_a_09_document_into_the_current_document() -> None:
     before = copy.deepcopy(old)
     result = migrate_document(old, registry=_toy_chain())
     assert result.document == current
-    assert result.steps == (TOY, PUBLISHED)
+    assert result.steps == (TOY, *PUBLISHED)
     assert result.from_version == "0.9"
-    assert result.to_version == mibspec.SPEC_VERSION == "1.1"
+    assert result.to_version == mibspec.SPEC_VERSION == "1.2"
     assert old == before  # the input is never modified, although the step mutates its argument
 
 
 def test_steps_are_chained_in_order() -> None:
-    registry = MigrationRegistry([PUBLISHED, TOY, EARLIER])  # registration order does not matter
-    assert [s.from_version for s in registry.steps] == ["0.8", "0.9", "1.0"]
+    registry = MigrationRegistry([*PUBLISHED, TOY, EARLIER])  # registration order does not matter
+    assert [s.from_version for s in registry.steps] == ["0.8", "0.9", "1.0", "1.1"]
     old = _as_09(_example()) | {"spec_version": "0.8", "legacy_note": "x"}
     result = migrate_document(old, registry=registry)
-    assert result.steps == (EARLIER, TOY, PUBLISHED)
+    assert result.steps == (EARLIER, TOY, *PUBLISHED)
     assert result.document == _example()
     assert migrate_document(old, "0.9", registry=registry).steps == (EARLIER,)
     assert registry.path("0.8", "1.0") == [EARLIER, TOY]
-    assert registry.versions() == {"0.8", "0.9", "1.0", "1.1"}
+    assert registry.versions() == {"0.8", "0.9", "1.0", "1.1", "1.2"}
 
 
 def test_already_current_document_takes_no_step() -> None:
@@ -111,9 +111,9 @@ def test_already_current_document_takes_no_step() -> None:
 
 def test_no_path_and_broken_steps_are_errors() -> None:
     registry = _toy_chain()
-    with pytest.raises(MigrationError, match=re.escape("no migration from spec 0.7 to spec 1.1")):
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 0.7 to spec 1.2")):
         migrate_document({"spec_version": "0.7"}, registry=registry)
-    with pytest.raises(MigrationError, match=re.escape("no migration from spec 1.1 to spec 0.9")):
+    with pytest.raises(MigrationError, match=re.escape("no migration from spec 1.2 to spec 0.9")):
         migrate_document(_example(), "0.9", registry=registry)  # no downgrades
     with pytest.raises(MigrationError, match="spec_version"):
         migrate_document({"kind": "report"}, registry=registry)
@@ -126,13 +126,13 @@ def test_registry_rejects_backward_and_ambiguous_steps() -> None:
     with pytest.raises(ValueError, match="to_version must be later"):
         MigrationStep("1.0", "0.9", _rename_k_grid, "backwards")
     with pytest.raises(ValueError, match="already migrates"):
-        MigrationRegistry([TOY, MigrationStep("0.9", "1.1", _rename_k_grid, "a second way out of 0.9")])
+        MigrationRegistry([TOY, MigrationStep("0.9", "1.2", _rename_k_grid, "a second way out of 0.9")])
     with pytest.raises(ValueError, match=re.escape("MAJOR.MINOR")):
         version_key("1")
 
 
 def test_published_registry_leads_from_10_to_the_current_version() -> None:
-    assert [(s.from_version, s.to_version) for s in REGISTRY.steps] == [("1.0", "1.1")]
+    assert [(s.from_version, s.to_version) for s in REGISTRY.steps] == [("1.0", "1.1"), ("1.1", "1.2")]
     assert migrate_document(_example()).already_current
 
 
@@ -149,7 +149,7 @@ def test_migrated_file_verifies_and_the_input_is_kept(tmp_path: Path) -> None:
     before = source.read_bytes()
     destination = source.parent / "report.v1.json"
     result = migrate_file(source, destination, registry=_toy_chain())
-    assert result.steps == (TOY, PUBLISHED)
+    assert result.steps == (TOY, *PUBLISHED)
     assert source.read_bytes() == before
     assert json.loads(destination.read_text(encoding="utf-8")) == _example()
     verified = mibspec.verify(destination, recompute=False)
@@ -233,13 +233,13 @@ def test_unreadable_documents_carry_findings(tmp_path: Path) -> None:
 def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
     result = mibspec_cli("migrate", str(EXAMPLE), "-o", str(tmp_path / "out.json"))
     assert result.returncode == 0
-    assert "already at spec 1.1" in result.stdout
+    assert "already at spec 1.2" in result.stdout
     assert "nothing written" in result.stdout
     assert not (tmp_path / "out.json").exists()
     old = _old_file(tmp_path)
     result = mibspec_cli("migrate", str(old), "-o", str(tmp_path / "out.json"))
     assert result.returncode == 2
-    assert "no migration from spec 0.9 to spec 1.1" in result.stderr
+    assert "no migration from spec 0.9 to spec 1.2" in result.stderr
     assert mibspec_cli("migrate", str(old)).returncode == 2  # neither -o nor --in-place
     assert mibspec_cli("migrate", str(old), "-o", str(old)).returncode == 2
     assert mibspec_cli("migrate", str(old), "-o", str(tmp_path / "x.json"), "--in-place").returncode == 2
@@ -253,7 +253,7 @@ def test_cli(tmp_path: Path, mibspec_cli: CliRun) -> None:
 
 
 def _as_10(doc: dict[str, Any]) -> dict[str, Any]:
-    """A bundled 1.1 document written the 1.0 way (built by hand, independently of the step):
+    """A bundled 1.2 document written the 1.0 way (built by hand, independently of the step):
     version 1.0, a causal-variable variable's ``best`` called ``highest`` in its place."""
     old = copy.deepcopy(doc)
     old["spec_version"] = "1.0"
@@ -266,17 +266,17 @@ def _as_10(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("track", list(TRACKS))
-def test_published_step_turns_each_10_example_into_the_11_example(tmp_path: Path, track: str) -> None:
+def test_published_steps_turn_each_10_example_into_the_current_example(tmp_path: Path, track: str) -> None:
     current = json.loads((REPO / "examples" / track / "report.json").read_text(encoding="utf-8"))
     old = _as_10(current)
     assert '"rounding"' not in json.dumps(old)  # a 1.0 document: nothing of 1.1 but the name
     before = copy.deepcopy(old)
     result = migrate_document(old)
-    assert result.steps == (PUBLISHED,)
+    assert result.steps == PUBLISHED
     assert result.document == current
     assert json.dumps(result.document) == json.dumps(current)  # same key order: best where highest was
     assert old == before
-    # The 1.0 document stays valid as 1.0, beside the 1.1 documents it references.
+    # The 1.0 document stays valid as 1.0, beside the 1.2 documents it references.
     folder = tmp_path / track
     shutil.copytree(REPO / "examples" / track, folder)
     (folder / "report.json").write_text(json.dumps(old, indent=2), encoding="utf-8")
@@ -339,19 +339,19 @@ def test_kept_invalid_the_output_carries_the_findings_and_does_not_verify(
     tmp_path: Path, mibspec_cli: CliRun
 ) -> None:
     source = _invalid_10_report(tmp_path)
-    destination = source.parent / "report.v11.json"
+    destination = source.parent / "report.v12.json"
     result = mibspec_cli("migrate", str(source), "-o", str(destination), "--keep-invalid")
     assert result.returncode == 1
     assert "S112" in result.stdout
     migrated = json.loads(destination.read_text(encoding="utf-8"))
-    assert migrated["spec_version"] == "1.1"
+    assert migrated["spec_version"] == "1.2"
     record = migrated["extensions"]["mibspec:migration"]
-    assert (record["from"], record["to"]) == ("1.0", "1.1")
+    assert (record["from"], record["to"]) == ("1.0", "1.2")
     assert [(f["code"], f["pointer"]) for f in record["input_findings"]] == [("S112", "/rounding")]
     verified = mibspec.verify(destination, recompute=False)
     found = {(f.code, f.pointer) for f in verified.findings}
     assert ("C127", "/extensions/mibspec:migration") in found
-    # 1.1 refuses the rounding itself too: coarser than the profile accepts, claims not printed to it
+    # 1.2 refuses the rounding itself too: coarser than the profile accepts, claims not printed to it
     assert {code for code, _ in found} == {"C127", "C130", "C131"}
 
 

@@ -487,13 +487,13 @@ def test_cite_agrees_with_the_citation_file(mibspec_cli: CliRun) -> None:
     )
     citation = yaml.safe_load(cff.stdout)
     bundle = _bundle_hash()
-    assert citation["identifiers"][0]["value"] == f"mibspec-spec-1.1-schema-bundle-sha256:{bundle}"
-    assert citation["title"].endswith("specification 1.1")
+    assert citation["identifiers"][0]["value"] == f"mibspec-spec-1.2-schema-bundle-sha256:{bundle}"
+    assert citation["title"].endswith("specification 1.2")
     import mibspec
 
     assert citation["version"] == mibspec.__version__
     bibtex = mibspec_cli("cite").stdout
-    assert "version = {1.1}" in bibtex
+    assert "version = {1.2}" in bibtex
     assert f"sha256:{bundle}" in bibtex
     assert citation["title"].removeprefix("mibspec") in bibtex
     text = mibspec_cli("cite", "--format", "text").stdout

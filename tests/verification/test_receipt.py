@@ -84,7 +84,7 @@ def test_receipt_pins_every_file_the_verification_read(
         "dataset.jsonl": "artifact",
     }
     assert pinned["circuit.safetensors"]["document"] == str(example / "circuit.json")
-    assert receipt["spec"] == {"version": "1.1", "schema_bundle_sha256": _bundle_hash()}
+    assert receipt["spec"] == {"version": "1.2", "schema_bundle_sha256": _bundle_hash()}
     import mibspec
 
     assert receipt["tool"] == {"name": "mibspec", "version": mibspec.__version__}

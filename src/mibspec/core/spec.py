@@ -19,14 +19,14 @@ __all__ = [
 ]
 
 #: The spec version this implementation writes.
-SPEC_VERSION = "1.1"
+SPEC_VERSION = "1.2"
 #: The ``extensions`` key in which ``mibspec migrate --keep-invalid`` records the findings of a
 #: document that did not verify before it was migrated (SPEC.md S-7); a document carrying
 #: them is not conformant (C127).
 MIGRATION_EXTENSION = "mibspec:migration"
 
 #: Spec versions this implementation validates, mapped to their folder under ``spec/``.
-KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1", "1.1": "v1"}
+KNOWN_SPEC_VERSIONS: dict[str, str] = {"1.0": "v1", "1.1": "v1", "1.2": "v1"}
 
 #: The document kinds of the spec (the ``kind`` of every document), in the spec's order.
 KINDS = (

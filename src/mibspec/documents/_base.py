@@ -15,13 +15,30 @@ from pydantic_core import core_schema
 
 from mibspec.core.spec import SPEC_VERSION
 
-__all__ = ["CURRENT_VERSION", "SPEC_VERSION", "TAGS", "Closed", "SchemaGenerator", "SpecVersion", "schema_id"]
+__all__ = [
+    "CURRENT_VERSION",
+    "SPEC_VERSION",
+    "TAGS",
+    "Closed",
+    "SchemaGenerator",
+    "SpecVersion",
+    "schema_id",
+    "versions_from",
+]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-#: The spec versions a document may declare: 1.1 and the 1.0 it extends (same schema folder).
-SpecVersion = Literal["1.0", "1.1"]
+#: The spec versions a document may declare: 1.2 and the 1.1 and 1.0 it extends (same schema folder).
+SpecVersion = Literal["1.0", "1.1", "1.2"]
 assert SPEC_VERSION in get_args(SpecVersion)
+
+
+def versions_from(version: str) -> tuple[str, ...]:
+    """The spec versions a document may declare from ``version`` on (``"1.1"``: 1.1 and 1.2)."""
+    known: tuple[str, ...] = get_args(SpecVersion)
+    return known[known.index(version) :]
+
+
 #: The version a document built from a model declares.
 CURRENT_VERSION = cast(SpecVersion, SPEC_VERSION)
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from ._base import CURRENT_VERSION, Closed, SpecVersion
+from ._base import CURRENT_VERSION, Closed, SpecVersion, versions_from
 from .common import (
     Artifact,
     ArtifactRef,
@@ -386,6 +386,8 @@ class Leaderboard(Closed):
 Leaderboard.model_config["json_schema_extra"] = {
     "allOf": [
         version_branch("1.0", [closed_at(("tables", "*"), ["metric", "rows"])]),
-        version_branch("1.1", [closed_at(("tables", "*"), ["metric", "profile", "rows"], ["profile"])]),
+        version_branch(
+            versions_from("1.1"), [closed_at(("tables", "*"), ["metric", "profile", "rows"], ["profile"])]
+        ),
     ]
 }

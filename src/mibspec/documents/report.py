@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mibspec.core.tracks import TRACKS
 
-from ._base import CURRENT_VERSION, Closed, SpecVersion
+from ._base import CURRENT_VERSION, Closed, SpecVersion, versions_from
 from .common import (
     Artifact,
     ArtifactRef,
@@ -210,6 +210,19 @@ class CausalVariableSettings(Closed):
     causal_model: CausalModelRef | None = None
 
 
+class JointSite(Closed):
+    """A further site a joint unit intervenes on, at the unit's token position (MV-10)."""
+
+    layer: NonNegInt
+    component: Literal["residual_post", "residual_pre", "attention_heads", "mlp_output"]
+    heads: list[NonNegInt] | None = Field(default=None, description="for `attention_heads` only")
+    featurizer: FeaturizerRef | None = Field(
+        default=None,
+        description="this site's featurizer (its location is this site at the unit's position); absent "
+        "only where the source did not record it",
+    )
+
+
 class UnitScore(Closed):
     id: str = Field(min_length=1, description="stable name of the model unit")
     location: Location
@@ -217,6 +230,13 @@ class UnitScore(Closed):
         default=None,
         description="absent only where the source did not record it (imported results); recomputation "
         "then reports what is missing",
+    )
+    joint_sites: list[JointSite] | None = Field(
+        default=None,
+        min_length=1,
+        description="spec 1.2: further sites intervened on in the same forward pass as `location`, each "
+        "with its own featurizer, at the same token position (MIB's IOI unit of heads across layers); "
+        "`location` is the site of lowest layer and gives the unit's layer (MV-10)",
     )
     scores: dict[str, float] = Field(
         min_length=1, description="score per counterfactual dataset (IIA or MSE)"
@@ -628,8 +648,8 @@ def _fields(model: type[BaseModel], *without: str) -> list[str]:
 
 
 def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
-    """Spec 1.0: no ``rounding`` anywhere, a variable's best score is ``highest``; spec 1.1:
-    it is ``best``."""
+    """Spec 1.0: no ``rounding`` anywhere, a variable's best score is ``highest``; from spec 1.1
+    it is ``best``; before spec 1.2 a causal-variable unit has no ``joint_sites``."""
     v10 = [closed_at((), _fields(report, "rounding"))]
     v11 = []
     for path, model in _PUBLISHED_ORDER.get(report) or rounded_objects(report):
@@ -638,10 +658,16 @@ def _version_rules(report: type[BaseModel]) -> list[dict[str, Any]]:
             v11.append(closed_at(path, _fields(model, "highest"), ["best"]))
         else:
             v10.append(closed_at(path, _fields(model, "rounding")))
+    before_12 = []
+    if report is CausalVariableReport:
+        units = ("claims", "variables", "*", "units", "*")
+        before_12.append(
+            version_branch(["1.0", "1.1"], [closed_at(units, _fields(UnitScore, "joint_sites"))])
+        )
     rules = [version_branch("1.0", v10)]
     if v11:
-        rules.append(version_branch("1.1", v11))
-    return rules
+        rules.append(version_branch(versions_from("1.1"), v11))
+    return rules + before_12
 
 
 for _report in report_models(TRACKS):

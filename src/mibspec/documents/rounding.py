@@ -57,9 +57,10 @@ def closed_at(path: tuple[str, ...], properties: list[str], required: Sequence[s
     return leaf
 
 
-def version_branch(version: str, schemas: list[dict[str, Any]]) -> dict[str, Any]:
-    """``if spec_version is version then every schema of schemas``."""
+def version_branch(version: str | Sequence[str], schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """``if spec_version is version (one of the versions) then every schema of schemas``."""
+    test = {"const": version} if isinstance(version, str) else {"enum": list(version)}
     return {
-        "if": {"properties": {"spec_version": {"const": version}}, "required": ["spec_version"]},
+        "if": {"properties": {"spec_version": test}, "required": ["spec_version"]},
         "then": {"allOf": schemas} if len(schemas) > 1 else schemas[0],
     }

@@ -5,7 +5,7 @@ A migration is a chain of steps, each a pure function from a document of spec ve
 input is never modified). A :class:`MigrationRegistry` holds the steps in order, at
 most one leaving each version, each going to a later version, so the path between two
 versions is unique. :data:`REGISTRY` is the registry of the spec's published versions:
-1.0 → 1.1 (:func:`migrate_1_0_to_1_1`).
+1.0 → 1.1 (:func:`migrate_1_0_to_1_1`) and 1.1 → 1.2 (:func:`migrate_1_1_to_1_2`).
 
 Files are written atomically (a temporary file in the destination's folder, then
 ``os.replace``), and the input file is replaced only when asked (``in_place=True``).
@@ -205,6 +205,14 @@ def migrate_1_0_to_1_1(document: Document) -> Document:
     return migrated
 
 
+def migrate_1_1_to_1_2(document: Document) -> Document:
+    """Spec 1.1 → 1.2: the version only. What 1.2 adds (a causal-variable unit's ``joint_sites``)
+    is optional, and a 1.1 document cannot hold it."""
+    migrated = dict(document)
+    migrated["spec_version"] = "1.2"
+    return migrated
+
+
 #: The migrations between the spec's published versions.
 REGISTRY = MigrationRegistry(
     [
@@ -213,7 +221,13 @@ REGISTRY = MigrationRegistry(
             "1.1",
             migrate_1_0_to_1_1,
             "declared rounding (optional); a causal-variable variable's `highest` becomes `best`",
-        )
+        ),
+        MigrationStep(
+            "1.1",
+            "1.2",
+            migrate_1_1_to_1_2,
+            "joint causal-variable units (optional `joint_sites`); nothing else changes",
+        ),
     ]
 )
 

@@ -28,6 +28,7 @@ from ._evaluate import (
 )
 from ._forward import ForwardOutput, run_model
 from ._intervene import (
+    JointWrite,
     Site,
     TorchFeaturizer,
     check_site,
@@ -68,6 +69,7 @@ __all__ = [
     "ActivationCache",
     "CircuitMetrics",
     "ForwardOutput",
+    "JointWrite",
     "LayerWeights",
     "ModelSize",
     "ModelTooLargeError",

@@ -14,8 +14,9 @@ featurizer location without its token position:
 at every site: it can record a site's tensor and replace it. :class:`TorchFeaturizer` is
 the torch twin of ``reference_impl.featurizers.NumpyFeaturizer``. :func:`intervened_logits`
 runs base prompts with the features of given source vectors written at one position per
-prompt (or at several, such as every token), and :func:`greedy_tokens` extends that to
-several generated tokens.
+prompt (or at several, such as every token), at one site or at several together (a joint
+unit, :class:`JointWrite`), and :func:`greedy_tokens` extends that to several generated
+tokens.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ._weights import ModelWeights
 
 __all__ = [
     "COMPONENTS",
+    "JointWrite",
     "Site",
     "TorchFeaturizer",
     "forward_sites",
@@ -261,6 +263,32 @@ def _position_edit(
     return edit
 
 
+@dataclass(frozen=True)
+class JointWrite:
+    """A further site of a joint intervention (MV-10): its featurizer and its source vectors,
+    written at the same positions and rows as the intervention's first site."""
+
+    site: Site
+    featurizer: TorchFeaturizer
+    sources: torch.Tensor
+
+
+def _edits(
+    site: Site,
+    edit: Edit,
+    joint: Sequence[JointWrite],
+    positions: torch.Tensor,
+    rows: torch.Tensor | None,
+) -> dict[Site, Edit]:
+    """The edits of one intervention: ``edit`` at ``site`` and each joint write at its own."""
+    edits = {site: edit}
+    for write in joint:
+        if write.site in edits:
+            raise ValueError(f"site {write.site} is written twice in one intervention")
+        edits[write.site] = _position_edit(write.featurizer, positions, write.sources, rows=rows)
+    return edits
+
+
 def intervened_logits(
     model: ModelWeights,
     ids: torch.Tensor,
@@ -272,6 +300,7 @@ def intervened_logits(
     *,
     soft_mask: torch.Tensor | None = None,
     rows: torch.Tensor | None = None,
+    joint: Sequence[JointWrite] = (),
 ) -> torch.Tensor:
     """Last-position logits ``(N, V)`` of base prompts under one interchange per prompt, or
     under any number per prompt when ``rows`` is given.
@@ -287,9 +316,11 @@ def intervened_logits(
         rows: optional ``(M,)`` base row of each entry; then ``positions`` is ``(M,)`` and
             ``sources`` ``(M, D)``: entry i is written at token ``positions[i]`` of prompt
             ``rows[i]`` (several positions of one prompt, e.g. the ``all`` rule).
+        joint: further sites written in the same pass at the same positions and rows (a
+            joint unit, MV-10), each with its own featurizer and ``(M, D_site)`` sources.
     """
     edit = _position_edit(featurizer, positions, sources, soft_mask, rows)
-    logits, _ = forward_sites(model, ids, mask, edits={site: edit})
+    logits, _ = forward_sites(model, ids, mask, edits=_edits(site, edit, joint, positions, rows))
     return logits
 
 
@@ -304,16 +335,20 @@ def greedy_tokens(
     sources: torch.Tensor | None = None,
     featurizer: TorchFeaturizer | None = None,
     rows: torch.Tensor | None = None,
+    joint: Sequence[JointWrite] = (),
 ) -> torch.Tensor:
     """``(N, n_tokens)`` greedy continuation (argmax, lowest id on ties), intervened if a site
-    is given (``rows`` as in :func:`intervened_logits`). The intervention rewrites the same
-    prompt positions at every step; generated tokens are appended after each row's last
-    prompt token."""
+    is given (``rows`` and ``joint`` as in :func:`intervened_logits`). The intervention
+    rewrites the same prompt positions at every step; generated tokens are appended after
+    each row's last prompt token."""
     edits: dict[Site, Edit] = {}
     if site is not None:
         if positions is None or sources is None or featurizer is None:
             raise ValueError("site: positions, sources and featurizer are needed with a site")
-        edits[site] = _position_edit(featurizer, positions, sources, rows=rows)
+        edit = _position_edit(featurizer, positions, sources, rows=rows)
+        edits = _edits(site, edit, joint, positions, rows)
+    elif joint:
+        raise ValueError("joint: further sites need a first site")
     ids, mask = ids.to(model.device), mask.to(model.device)
     N = ids.shape[0]
     lengths = mask.long().sum(1)

@@ -416,8 +416,10 @@ class Evaluator:
         cf_types: Sequence[str],
         pointer: str,
         progress: Callable[[], None] | None = None,
+        joint: Sequence[tuple[Mapping[str, Any], Any]] = (),
     ) -> UnitResult:
-        """IIA (or MSE) of one unit per counterfactual set (MV-1, MV-3).
+        """IIA (or MSE) of one unit per counterfactual set (MV-1, MV-3); ``joint``: the further
+        sites of a joint unit (MV-10), each ``(site without position, featurizer)``.
 
         Raises:
             UnusableInputError: a position cannot be resolved, a row is unusable, or no pair
@@ -425,9 +427,11 @@ class Evaluator:
         """
         import torch
 
-        from ..engine import Site
+        from ..engine import JointWrite, Site
 
         site = Site.from_location(location)
+        joint_sites = [(Site.from_location(where), feat) for where, feat in joint]
+        self.register_sites([site, *(s for s, _ in joint_sites)])
         result = UnitResult()
         for cf_type in cf_types:
             pairs = self.pairs(
@@ -438,6 +442,7 @@ class Evaluator:
                     f"{pointer}/scores", f"no example of {cf_type!r} is kept for {variable!r} (MV-1)"
                 )
             sources = self._source_vectors(site, cf_type, pairs)
+            joint_sources = [self._source_vectors(s, cf_type, pairs) for s, _ in joint_sites]
             hits: list[bool] = []
             diffs: list[float] = []
             taken = 0
@@ -447,9 +452,13 @@ class Evaluator:
                 flat = [(i, at) for i, p in enumerate(chunk) for at in p.base_pos]
                 rows = torch.tensor([i for i, _ in flat], dtype=torch.long, device=ids.device)
                 positions = torch.tensor([at for _, at in flat], dtype=torch.long, device=ids.device)
-                src = sources[taken : taken + len(flat)]
+                span = slice(taken, taken + len(flat))
                 taken += len(flat)
-                where = (positions, src, rows)
+                writes = [
+                    JointWrite(s, feat, vectors[span])
+                    for (s, feat), vectors in zip(joint_sites, joint_sources, strict=True)
+                ]
+                where = (positions, sources[span], rows, writes)
                 if metric == "mse":
                     diffs += self._logit_differences(chunk, ids, mask, site, where, featurizer)
                 else:
@@ -469,14 +478,17 @@ class Evaluator:
     ) -> list[float]:
         """Per intervened pair, logit(IO) − logit(S) of the base prompt's names (the MSE's inputs).
 
-        ``where``: the base positions, source vectors and base rows of every write."""
+        ``where``: the base positions, source vectors and base rows of every write, and the
+        joint unit's further writes."""
         import torch
 
         from ..engine import intervened_logits
 
-        positions, src, rows = where
+        positions, src, rows, writes = where
         with torch.no_grad():
-            logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer, rows=rows)
+            logits = intervened_logits(
+                self.model, ids, mask, site, positions, src, featurizer, rows=rows, joint=writes
+            )
         diffs = []
         for p, row_logits in zip(chunk, wide(logits), strict=True):
             io, s = ioi_logit_names(self.prompt(p.row, "base"))
@@ -493,12 +505,14 @@ class Evaluator:
 
         from ..engine import greedy_tokens, intervened_logits
 
-        positions, src, rows = where
+        positions, src, rows, writes = where
         answers = [self.answer_ids(str(p.expected), p.row) for p in chunk]
         n = max(len(a) for a in answers)
         if n == 1:
             with torch.no_grad():
-                logits = intervened_logits(self.model, ids, mask, site, positions, src, featurizer, rows=rows)
+                logits = intervened_logits(
+                    self.model, ids, mask, site, positions, src, featurizer, rows=rows, joint=writes
+                )
             generated = logits.argmax(-1, keepdim=True).tolist()
         else:
             generated = greedy_tokens(
@@ -511,6 +525,7 @@ class Evaluator:
                 sources=src,
                 featurizer=featurizer,
                 rows=rows,
+                joint=writes,
             ).tolist()
         return [
             _check_answer(self.checker, gen, answer, str(p.expected), self.codec)
@@ -678,7 +693,15 @@ def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) ->
     from ..engine import Site
 
     evaluator.register_sites(
-        sorted({Site.from_location(u["location"]) for v in claims["variables"] for u in v["units"]}, key=repr)
+        sorted(
+            {
+                Site.from_location(where)
+                for v in claims["variables"]
+                for u in v["units"]
+                for where in (u["location"], *(u.get("joint_sites") or []))
+            },
+            key=repr,
+        )
     )
     check_rows(rows, cf_types)
     evaluator.check_inputs(cf_types)
@@ -739,21 +762,29 @@ def _score_units(
     """Score a variable's units, compare each claimed score and kept-pair count, and return
     ``(unit id, layer, scores)`` per unit for :func:`aggregate_units`."""
     scored = []
+
+    def featurizer(ident: str, pointer: str) -> Any:
+        if ident not in featurizers:
+            doc, folder = load_referenced_document(ctx, ident, pointer, "featurizer")
+            weights = read_featurizer_weights(doc, folder, pointer)
+            featurizers[ident] = build_featurizer(model, doc, weights, pointer)
+        return featurizers[ident]
+
     for u, unit in enumerate(variable["units"]):
         pointer = f"{base}/units/{u}"
-        ident = unit["featurizer"]
-        if ident not in featurizers:
-            doc, folder = load_referenced_document(ctx, ident, f"{pointer}/featurizer", "featurizer")
-            weights = read_featurizer_weights(doc, folder, f"{pointer}/featurizer")
-            featurizers[ident] = build_featurizer(model, doc, weights, f"{pointer}/featurizer")
+        joint = [
+            (site, featurizer(site["featurizer"], f"{pointer}/joint_sites/{j}/featurizer"))
+            for j, site in enumerate(unit.get("joint_sites") or [])
+        ]
         result = evaluator.score_unit(
             variable["name"],
             variable["metric"],
             unit["location"],
-            featurizers[ident],
+            featurizer(unit["featurizer"], f"{pointer}/featurizer"),
             list(unit["scores"]),
             pointer,
             progress=lambda: progress.advance(),
+            joint=joint,
         )
         what = "IIA" if variable["metric"] == "iia" else "MSE"
         for cf, claimed in unit["scores"].items():

@@ -53,6 +53,12 @@ def dataset_gap(task: Mapping[str, Any], what: str = "counterfactual dataset") -
     )
 
 
+def _lacks_featurizer(unit: Mapping[str, Any]) -> bool:
+    """Whether a unit's location or one of its joint sites (MV-10) has no featurizer."""
+    sites = [unit, *(unit.get("joint_sites") or [])]
+    return any(site.get("featurizer") is None for site in sites)
+
+
 def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:
     """``(pointer, detail)`` for every declaration recomputation needs and the report lacks.
 
@@ -68,13 +74,13 @@ def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:
     for v, variable in enumerate(report["claims"]["variables"]):
         base = f"/claims/variables/{v}/units"
         units = variable["units"]
-        bare = [u for u, unit in enumerate(units) if unit.get("featurizer") is None]
+        bare = [u for u, unit in enumerate(units) if _lacks_featurizer(unit)]
         if bare:
             missing.append(
                 (
                     f"{base}/{bare[0]}",
                     f"{len(bare)} of {len(units)} units of {variable['name']!r} declare no featurizer "
-                    f"(first: unit {units[bare[0]]['id']!r})",
+                    f"for every site (first: unit {units[bare[0]]['id']!r})",
                 )
             )
         named = [u for u, unit in enumerate(units) if unit["location"]["position"].get("rule") == "named"]

@@ -316,7 +316,7 @@ def _filled_location(ctx: RuleContext, location: dict[str, Any]) -> dict[str, An
     return {key: value for key, value in filled.items() if value is not None}
 
 
-@rule("causal-variable-declarations", track="causal_variable", codes=("V104", "V105", "V108", "V109"))
+@rule("causal-variable-declarations", track="causal_variable", codes=("V104", "V105", "V108", "V109", "V113"))
 def causal_variable_declarations(doc: dict[str, Any], ctx: RuleContext) -> Iterator[Finding]:
     """Units are declared completely and sit inside the model where their featurizer reads;
     variables and counterfactual sets are the dataset's; the metric fits the causal model; the
@@ -392,34 +392,58 @@ def causal_variable_recomputable(doc: dict[str, Any], ctx: RuleContext) -> Itera
 def _unit_location(
     ctx: RuleContext, unit: dict[str, Any], pointer: str, config: dict[str, Any]
 ) -> Iterator[Finding]:
+    """V104, V105 and V113 of a unit: its location and every joint site (MV-10) declared
+    completely, inside the model, where its featurizer reads; the sites of a joint unit apart."""
     location = unit["location"]
     # A unit without a featurizer (imported results) is declared by its location alone: an
     # ``all`` position that also sets an index is checked here, not only in featurizers.
     for at, detail in _location_problems(location):
         yield ctx.finding("V104", f"{pointer}/location{at}", detail=detail)
-    if config:
-        n_layers, n_heads, d_model = config["n_layers"], config["n_heads"], config["d_model"]
-        if location["layer"] >= n_layers:
-            yield ctx.finding(
-                "V105",
-                f"{pointer}/location/layer",
-                detail=f"layer {location['layer']} of a {n_layers}-layer model",
-            )
-        for h, head in enumerate(location.get("heads") or []):
-            if head >= n_heads:
-                yield ctx.finding(
-                    "V105", f"{pointer}/location/heads/{h}", detail=f"head {head} of a {n_heads}-head model"
-                )
-    if unit.get("featurizer") is None:
+    yield from _site_in_model(ctx, location, f"{pointer}/location", config)
+    yield from _site_featurizer(ctx, unit.get("featurizer"), location, pointer, "/location", config)
+    sites = unit.get("joint_sites") or []
+    for j, site in enumerate(sites):
+        at = f"{pointer}/joint_sites/{j}"
+        placed = {key: site[key] for key in ("layer", "component", "heads") if site.get(key) is not None}
+        placed["position"] = location["position"]
+        for below, detail in _location_problems(placed):
+            if not below.startswith("/position"):  # the unit's position is reported once, above
+                yield ctx.finding("V104", f"{at}{below}", detail=detail)
+        yield from _site_in_model(ctx, placed, at, config)
+        yield from _site_featurizer(ctx, site.get("featurizer"), placed, at, "", config)
+    yield from _joint_sites_apart(ctx, location, sites, pointer)
+
+
+def _site_in_model(
+    ctx: RuleContext, location: dict[str, Any], pointer: str, config: dict[str, Any]
+) -> Iterator[Finding]:
+    if not config:
+        return
+    n_layers, n_heads = config["n_layers"], config["n_heads"]
+    if location["layer"] >= n_layers:
+        yield ctx.finding(
+            "V105", f"{pointer}/layer", detail=f"layer {location['layer']} of a {n_layers}-layer model"
+        )
+    for h, head in enumerate(location.get("heads") or []):
+        if head >= n_heads:
+            yield ctx.finding("V105", f"{pointer}/heads/{h}", detail=f"head {head} of a {n_heads}-head model")
+
+
+def _site_featurizer(
+    ctx: RuleContext, ident: Any, location: dict[str, Any], pointer: str, at: str, config: dict[str, Any]
+) -> Iterator[Finding]:
+    """A site's featurizer reads where the site is (V105 at ``pointer + at``) and as many
+    values as the site holds (V105 at its ``featurizer``)."""
+    if ident is None:
         return  # imported results do not record featurizers; recomputation reports it (R104)
-    featurizer = _document(ctx, unit["featurizer"], "featurizer")
+    featurizer = _document(ctx, ident, "featurizer")
     if featurizer is None:
         return
     if _filled_location(ctx, featurizer["location"]) != _filled_location(ctx, location):
         yield ctx.finding(
             "V105",
-            f"{pointer}/location",
-            detail=f"the unit's location differs from its featurizer's ({unit['featurizer']})",
+            f"{pointer}{at}",
+            detail=f"the {'unit' if at else 'joint site'}'s location differs from its featurizer's ({ident})",
         )
     if config:
         n_heads, d_model = config["n_heads"], config["d_model"]
@@ -432,9 +456,44 @@ def _unit_location(
             yield ctx.finding(
                 "V105",
                 f"{pointer}/featurizer",
-                detail=f"featurizer {unit['featurizer']} reads {featurizer['input_dim']} values, "
+                detail=f"featurizer {ident} reads {featurizer['input_dim']} values, "
                 f"the location holds {expected} ({what})",
             )
+
+
+def _joint_sites_apart(
+    ctx: RuleContext, location: dict[str, Any], sites: list[dict[str, Any]], pointer: str
+) -> Iterator[Finding]:
+    """V113: a joint unit's location is a site of its lowest layer (the layer it counts
+    under, MV-4), and no two of its sites write the same values."""
+    seen = [(f"{pointer}/location", location)]
+    for j, site in enumerate(sites):
+        at = f"{pointer}/joint_sites/{j}"
+        if site["layer"] < location["layer"]:
+            yield ctx.finding(
+                "V113",
+                f"{at}/layer",
+                detail=f"a joint site at layer {site['layer']}, below the unit's location (layer "
+                f"{location['layer']}): the location is the site of lowest layer, the layer the unit "
+                "counts under",
+            )
+        for other_at, other in seen:
+            shared = _overlap(site, other)
+            if shared:
+                yield ctx.finding("V113", at, detail=f"writes {shared}, which {other_at} writes too")
+                break
+        seen.append((at, site))
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """What two sites both write ("" when nothing): one layer and component, and for
+    attention heads a head of both lists."""
+    if a["layer"] != b["layer"] or a["component"] != b["component"]:
+        return ""
+    if a["component"] != "attention_heads":
+        return f"{a['component']} of layer {a['layer']}"
+    common = sorted(set(a.get("heads") or []) & set(b.get("heads") or []))
+    return f"head(s) {common} of layer {a['layer']}" if common else ""
 
 
 @rule("unit-example-counts", track="causal_variable", codes=("D105",))

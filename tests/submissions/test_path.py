@@ -682,3 +682,38 @@ def test_a_rotation_of_the_residual_width_at_a_head_is_r104_at_its_featurizer(
             "/claims/variables/0/units/1/featurizer",
         ): "the featurizer reads 64 values, the site holds 16"
     }
+
+
+@pytest.mark.slow
+@pytest.mark.recompute
+def test_the_device_is_resolved_once_from_the_command_to_the_verification(
+    submission: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command resolves ``--device`` before importing anything; the verification of the
+    written reports takes that device as it is and does not look for it again."""
+    from click.testing import CliRunner
+
+    from mibspec.cli._options import build_command
+    from mibspec.cli.verify_submission import verify_submission_command
+    from mibspec.reference_impl import devices
+
+    folder, cache = submission
+    calls: list[str] = []
+    resolve = devices.resolve_device
+
+    def counted(name: object) -> str:
+        calls.append(str(name))
+        return resolve(name)
+
+    monkeypatch.setattr(devices, "resolve_device", counted)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))  # read by the library at its import
+    command = build_command(verify_submission_command, "verify-submission")
+    args = [str(folder), "-o", str(tmp_path / "out"), *_ARGS, "--device", "auto"]
+    done = CliRunner().invoke(command, args)
+    assert done.exit_code == 0, done.output
+    assert "agrees" in done.output
+    assert calls == ["auto"]

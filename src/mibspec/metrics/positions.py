@@ -54,7 +54,9 @@ def position_problems(position: Mapping[str, Any]) -> list[tuple[str, str]]:
     ``all`` that also names an ``index``). Empty when the position is completely declared.
 
     >>> position_problems({"rule": "all", "index": 3})
-    [('/index', "'index' does not apply to rule 'all' (it belongs to 'index')")]
+    [('/index', "'index' does not apply to rule 'all' (it belongs to rule 'index')")]
+    >>> position_problems({"rule": "last", "token": " Mary"})[0][1]
+    "'token' does not apply to rule 'last' (it belongs to rules 'first_occurrence', 'last_occurrence')"
     """
     rule_name = position.get("rule")
     problems = []
@@ -62,10 +64,13 @@ def position_problems(position: Mapping[str, Any]) -> list[tuple[str, str]]:
     if wanted is not None and position.get(wanted) in (None, ""):
         problems.append(("", f"rule {rule_name!r} needs {wanted!r}"))
     for key in ("index", "token", "slot", "occurrence", "name"):
-        owner = "slot" if key == "occurrence" else key
         if key != wanted and position.get(key) is not None and not (key == "occurrence" and wanted == "slot"):
+            owners = [
+                rule for rule, needs in _NEEDS.items() if needs == ("slot" if key == "occurrence" else key)
+            ]
+            named = f"rule {owners[0]!r}" if len(owners) == 1 else "rules " + ", ".join(map(repr, owners))
             problems.append(
-                (f"/{key}", f"{key!r} does not apply to rule {rule_name!r} (it belongs to {owner!r})")
+                (f"/{key}", f"{key!r} does not apply to rule {rule_name!r} (it belongs to {named})")
             )
     if rule_name != "slot" and "match" in position:
         problems.append(("/match", f"'match' does not apply to rule {rule_name!r}"))

@@ -44,7 +44,8 @@ from mibspec.importers.mib_causal_results import CAUSAL_MODELS
 from mibspec.importers.mib_dataset import released_files
 from mibspec.importers.mib_submission import pinned_model_files
 from mibspec.validator import Finding, VerificationResult, catalogue, make_finding
-from mibspec.verification.api import verify
+from mibspec.verification.api import verify_checked
+from mibspec.verification.request import CheckedRequest, VerificationRequest
 
 __all__ = [
     "DEFAULT_SPLIT",
@@ -88,6 +89,9 @@ class SubmissionRequest:
     results: tuple[Path, ...] = ()
     positions: Path | None = None
     model_roots: tuple[Path, ...] = ()
+    #: the device recomputation runs on, already resolved (``mibspec.reference_impl.devices``
+    #: ``resolve_device``: the command line resolves it before importing anything) and the
+    #: batch size, parsed: the verification takes them as they are
     device: str = "cpu"
     batch_size: int | str | None = None
 
@@ -154,14 +158,20 @@ def verify_submission(request: SubmissionRequest, progress: Any = None) -> Submi
 
 
 def _verified(request: SubmissionRequest, outcome: SubmissionOutcome, progress: Any) -> SubmissionOutcome:
-    """``outcome`` with its reports verified with recomputation, as the request asks."""
-    outcome.verification = verify(
-        *outcome.reports,
+    """``outcome`` with its reports verified with recomputation, as the request asks: on the
+    request's device as resolved by its caller (not looked for again), the reports just
+    written as the files."""
+    asked = VerificationRequest(
+        paths=tuple(outcome.reports),
         recompute=True,
-        model_roots=_roots(request),
+        model_roots=tuple(_roots(request)),
         progress=progress,
         device=request.device,
         batch_size=request.batch_size,
+    )
+    files = tuple(str(path) for path in outcome.reports)
+    outcome.verification = verify_checked(
+        CheckedRequest(asked, files, request.device, request.batch_size, (), ())
     )
     return outcome
 
@@ -467,6 +477,7 @@ def _dataset_snapshot(repo_id: str, revision: str, outcome: SubmissionOutcome) -
                 revision=revision,
                 local_files_only=True,
                 allow_patterns=_DATASET_PATTERNS,
+                cache_dir=cache_root(),  # the folder the findings name, read from the environment now
             )
         )
     except Exception:  # not in the cache (the library's errors vary by version)
@@ -484,7 +495,11 @@ def _dataset_snapshot(repo_id: str, revision: str, outcome: SubmissionOutcome) -
     try:
         return Path(
             snapshot_download(
-                repo_id, repo_type="dataset", revision=revision, allow_patterns=_DATASET_PATTERNS
+                repo_id,
+                repo_type="dataset",
+                revision=revision,
+                allow_patterns=_DATASET_PATTERNS,
+                cache_dir=cache_root(),
             )
         )
     except Exception as exc:  # a network or hub failure is a finding

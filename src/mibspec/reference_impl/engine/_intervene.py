@@ -12,8 +12,9 @@ featurizer location without its token position:
 
 :func:`forward_sites` is the engine's forward (same operations as ``_forward``) with a hook
 at every site: it can record a site's tensor and replace it. :class:`TorchFeaturizer` is
-the torch twin of ``reference_impl.featurizers.NumpyFeaturizer``. :func:`intervened_logits`
-runs base prompts with the features of given source vectors written at one position per
+the torch twin, on the model's device, of ``mibspec.metrics.featurizers.NumpyFeaturizer``
+(the float64 formulas of MV-7, which the tests hold it to). :func:`intervened_logits` runs
+base prompts with the features of given source vectors written at one position per
 prompt (or at several, such as every token), at one site or at several together (a joint
 unit, :class:`JointWrite`), and :func:`greedy_tokens` extends that to several generated
 tokens.
@@ -165,7 +166,7 @@ def forward_sites(
 
 
 class TorchFeaturizer:
-    """A featurizer document's feature map in torch (formulas: ``reference_impl.featurizers``).
+    """A featurizer document's feature map in torch (formulas: ``mibspec.metrics.featurizers``).
 
     Weights are converted to the given dtype (and moved to ``device`` when one is given);
     :meth:`interchange` is differentiable in them, so training code can pass tensors that

@@ -240,12 +240,17 @@ def causal_variable_report(folder: Folder) -> Json:
         )
         token = "last_token" if where == "last" else "s2_token"
         units.append(residual_unit(layer, position, token, ident, scores, {"io_s1_flip": 3, "io_s2_flip": 2}))
+    return _ioi_report("DAS alignment of the IOI output-position variable in GPT-2 small", units, artifacts)
+
+
+def _ioi_report(title: str, units: list[Json], artifacts: list[Json]) -> Json:
+    """The IOI report of GPT-2 small holding ``units`` of the output-position variable."""
     return document(
         "report",
         {
             "track": "causal_variable",
             "profile": "default",
-            "title": "DAS alignment of the IOI output-position variable in GPT-2 small",
+            "title": title,
             "method": {
                 "name": "DAS",
                 "version": "1.0",
@@ -276,8 +281,7 @@ JOINT_HEADS = ((7, 3), (7, 9), (8, 6))
 def joint_heads_report(folder: Folder) -> Json:
     """GPT-2 small on IOI as MIB evaluates it: one unit of three heads of two layers at every
     token, each head with its own DAS featurizer (spec 1.2, MV-10)."""
-    doc = causal_variable_report(folder)
-    artifacts = [a for a in doc["artifacts"] if a["kind"] != "featurizer"]
+    artifacts = dataset_and_causal_model(folder, "ioi")
     sites = []
     for seed, (layer, head) in enumerate(JOINT_HEADS):
         stem = f"das_l{layer}_h{head}"
@@ -306,10 +310,7 @@ def joint_heads_report(folder: Folder) -> Json:
         "scores": {"io_s1_flip": 1.284, "io_s2_flip": 1.517},
         "n_examples": {"io_s1_flip": 3, "io_s2_flip": 2},
     }
-    doc["title"] = "DAS on three IOI heads of GPT-2 small, intervened on together"
-    doc["claims"] = {"variables": [variable_claim("output_position", "mse", "lower", [unit])]}
-    doc["artifacts"] = artifacts
-    return document("report", doc)
+    return _ioi_report("DAS on three IOI heads of GPT-2 small, intervened on together", [unit], artifacts)
 
 
 MCQA_IIA = {

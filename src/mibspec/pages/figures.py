@@ -488,12 +488,18 @@ def _position_label(position: dict[str, Any]) -> str:
     return label
 
 
-def _row_label(location: dict[str, Any], several_components: bool) -> str:
+def _row_label(unit: dict[str, Any], several_components: bool) -> str:
+    """A unit's row: its position (and component), its heads, and how many further sites a
+    joint unit intervenes on with them (MV-10)."""
+    location = unit["location"]
     label = _position_label(location["position"])
     if several_components:
         label = f"{location['component']} @ {label}"
     if location.get("heads"):
         label += f" h{','.join(str(h) for h in location['heads'])}"
+    joint = len(unit.get("joint_sites") or [])
+    if joint:
+        label += f" +{joint} joint site{'s' if joint > 1 else ''}"
     return label
 
 
@@ -506,7 +512,7 @@ def _layer_position(report: dict[str, Any], image_format: ImageFormat) -> Figure
         lower = variable["metric"] == "mse"
         cells: dict[tuple[str, int], float] = {}
         for unit in units:
-            key = (_row_label(unit["location"], len(components) > 1), int(unit["location"]["layer"]))
+            key = (_row_label(unit, len(components) > 1), int(unit["location"]["layer"]))
             scores = [float(v) for v in unit["scores"].values()]
             _plottable(scores, f"unit {unit.get('id')!r}'s scores")
             value = float(np.mean(scores))

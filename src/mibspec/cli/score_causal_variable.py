@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import click
+from click.core import ParameterSource
 
 from mibspec.cli._options import Option
 from mibspec.cli._support import FollowLinksOption
@@ -59,6 +60,17 @@ _PositionOption = Annotated[
 _HeadOption = Annotated[
     list[int] | None, Option("--head", metavar="<int>", help="Head for attention_heads (repeatable).")
 ]
+_JointHeadOption = Annotated[
+    list[str] | None,
+    Option(
+        "--joint-head",
+        metavar="<layer:head>",
+        help="An attention head of one joint unit (repeatable, at least two; e.g. --joint-head 7:3 "
+        "--joint-head 8:6): the heads are written in one forward pass, each through its own "
+        "featurizer, one unit per position and variable, counted under the lowest head's layer; "
+        "instead of --layer and --head; full_vector only (MIB's IOI --heads_list).",
+    ),
+]
 _CounterfactualOption = Annotated[
     list[str] | None,
     Option(
@@ -84,6 +96,7 @@ def score_causal_variable_command(
     position: _PositionOption = None,
     component: Annotated[Component, Option(help="Site at each layer.")] = Component.residual_post,
     head: _HeadOption = None,
+    joint_head: _JointHeadOption = None,
     counterfactual: _CounterfactualOption = None,
     n_features: Annotated[int, Option(help="DAS subspace dimension.", min=1)] = 4,
     steps: Annotated[int, Option(help="Training steps (DAS, masks, SAE).", min=1)] = 150,
@@ -109,9 +122,15 @@ def score_causal_variable_command(
     on = device_or_exit(device)
     require_paths(((model, "model folder"), (dataset, "dataset document")))
     out_dir = check_output_folder(out_dir, (model, dataset), follow_output_links)
+    if (
+        joint_head
+        and click.get_current_context().get_parameter_source("component") is ParameterSource.DEFAULT
+    ):
+        component = Component.attention_heads  # the sites of a joint unit are heads
     with producing("scoring needs", "recompute") as progress:
         from mibspec.reference_impl.scoring.causal_variable import (
             CausalVariableOptions,
+            parse_joint_head,
             run_causal_variable,
         )
 
@@ -125,6 +144,7 @@ def score_causal_variable_command(
             positions=position or None,
             component=component.value,
             heads=head or None,
+            joint_heads=[parse_joint_head(text) for text in joint_head] if joint_head else None,
             counterfactuals=counterfactual or None,
             n_features=n_features,
             steps=steps,

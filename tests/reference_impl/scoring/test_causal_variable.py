@@ -149,3 +149,67 @@ def test_trained_methods_are_refused_at_every_token_before_training(method: str,
             positions=["last", "all"],
         )
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- joint units of heads
+
+
+def test_joint_heads_are_read_as_layer_colon_head() -> None:
+    from mibspec.reference_impl.scoring.causal_variable import parse_joint_head
+
+    assert parse_joint_head("7:3") == (7, 3)
+    assert parse_joint_head("0:10") == (0, 10)
+    for bad in ("7", "7,3", "7:", ":3", "-1:3", "7:3:1", "7.3"):
+        with pytest.raises(ValueError, match=r"LAYER:HEAD"):
+            parse_joint_head(bad)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"method": "das"}, r"DAS featurizers are trained one site at a time.*--method full_vector"),
+        ({"method": "sae"}, r"DBM\+SAE featurizers are trained one site at a time"),
+        ({"component": "residual_post"}, r"attention heads; component is 'residual_post'"),
+        ({"layers": [1]}, r"leave out layers and heads"),
+        ({"heads": [0]}, r"leave out layers and heads"),
+        ({"joint_heads": [(1, 0)]}, r"at least two distinct"),
+        ({"joint_heads": [(1, 0), (1, 0)]}, r"at least two distinct"),
+    ],
+)
+def test_joint_units_the_run_cannot_score_are_refused_before_loading(
+    settings: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    """A joint unit's featurizers would have to be trained together through one pass: only the
+    full vector scores joint units, and the run stops before any model or dataset is read."""
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
+
+    options: dict[str, Any] = {
+        "method": "full_vector",
+        "component": "attention_heads",
+        "joint_heads": [(1, 0), (3, 1)],
+        "positions": ["last"],
+        **settings,
+    }
+    with pytest.raises(ValueError, match=message):
+        # neither path exists: a refusal that read them would fail otherwise
+        score_causal_variable(
+            tmp_path / "no-model", tmp_path / "no-dataset.json", tmp_path / "out", **options
+        )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_joint_head_outside_the_model_is_named(tmp_path: Path) -> None:
+    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
+
+    with pytest.raises(ValueError, match=r"joint_heads: \(1, 4\): site: heads must lie in \[0, 4\)"):
+        score_causal_variable(
+            MODELS / "tiny-gpt2",
+            REPO / "examples" / "datasets" / "ioi" / "test.meta.json",
+            tmp_path / "out",
+            method="full_vector",
+            component="attention_heads",
+            joint_heads=[(1, 0), (1, 4)],
+            positions=["all"],
+        )
+    assert not (tmp_path / "out").exists()

@@ -12,10 +12,13 @@ What ``mibspec score causal-variable`` runs. Methods (MIB §4, App. G):
 
 Featurizers are trained on the task's train split (generated with the reference generator
 and the declared seed, filtered to equal token lengths under the model's tokenizer) and
-scored on the given dataset. The written folder holds ``report.json``, ``dataset.json`` +
-``dataset.jsonl``, ``causal_model.json`` and one featurizer document + safetensors file
-per unit; the numbers come from the evaluator the recompute stage uses, run on the stored
-float32 weights, so that ``mibspec verify`` reproduces them.
+scored on the given dataset. A joint unit (``joint_heads``, MV-10) writes several attention
+heads in one forward pass, each head with its own full-vector featurizer, as MIB's IOI
+baselines score their ``--heads_list``. The written folder holds ``report.json``,
+``dataset.json`` + ``dataset.jsonl``, ``causal_model.json`` and one featurizer document +
+safetensors file per unit (per site of a joint unit); the numbers come from the evaluator
+the recompute stage uses, run on the stored float32 weights, so that ``mibspec verify``
+reproduces them.
 """
 
 from __future__ import annotations
@@ -33,7 +36,13 @@ from mibspec.core.progress import Progress, start_task
 from mibspec.documents import CausalVariableReport, document_bytes, dump
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
 from mibspec.documents.kinds import CounterfactualDataset, Featurizer, Location, TensorRef
-from mibspec.documents.report import CausalVariableClaims, CausalVariableSettings, TaskRef, VariableClaims
+from mibspec.documents.report import (
+    CausalVariableClaims,
+    CausalVariableSettings,
+    JointSite,
+    TaskRef,
+    VariableClaims,
+)
 from mibspec.metrics.causal_models import (
     TASK_MECHANISMS,
     causal_model_document,
@@ -68,6 +77,7 @@ __all__ = [
     "TrainedFeaturizer",
     "build_report",
     "compute_causal_variable",
+    "parse_joint_head",
     "parse_position",
     "prepare_causal_variable",
     "run_causal_variable",
@@ -166,6 +176,19 @@ def parse_position(spec: str) -> dict[str, Any]:
     )
 
 
+def parse_joint_head(spec: str) -> tuple[int, int]:
+    """A ``(layer, head)`` site of a joint unit from ``LAYER:HEAD`` (``7:3``).
+
+    Raises:
+        ValueError: another form (naming it).
+    """
+    layer_text, sep, head_text = spec.partition(":")
+    layer, head = parse_int(layer_text), parse_int(head_text)
+    if not sep or layer is None or head is None:
+        raise ValueError(f"joint_heads: expected LAYER:HEAD with two non-negative integers, got {spec!r}")
+    return layer, head
+
+
 def _unit_id(location: dict[str, Any], spec: str) -> str:
     heads = location.get("heads")
     head_text = f",Heads-{'+'.join(str(h) for h in heads)}" if heads else ""
@@ -217,6 +240,9 @@ class CausalVariableOptions:
         layers: layers to try (default: all).
         positions: token positions (``parse_position`` forms; default per task).
         component, heads: the site at each layer.
+        joint_heads: ``(layer, head)`` pairs scored together as one joint unit per position
+            and variable (MV-10), each head a site with its own featurizer; instead of
+            ``layers`` and ``heads``, with ``component`` ``attention_heads``, full vector only.
         counterfactuals: counterfactual sets to score on (default: every set with a kept pair).
         n_features: DAS subspace dimension.
         steps, learning_rate, sparsity: training of DAS and DBM masks (and the SAE's steps).
@@ -241,6 +267,7 @@ class CausalVariableOptions:
     positions: Sequence[str] | None = None
     component: str = "residual_post"
     heads: Sequence[int] | None = None
+    joint_heads: Sequence[tuple[int, int]] | None = None
     counterfactuals: Sequence[str] | None = None
     n_features: int = 4
     steps: int = 150
@@ -279,19 +306,47 @@ class CausalVariableOptions:
                 "prompt, not at position 'all'; score 'all' units with --method full_vector, or import "
                 "featurizers trained elsewhere with mibspec import mib-submission"
             )
+        if self.joint_heads is not None:
+            self._check_joint_heads()
         try:
             return str(load_profile(self.profile)["checker"])
         except KeyError as exc:
             raise ValueError(f"profile: unknown profile {self.profile!r}") from exc
 
+    def _check_joint_heads(self) -> None:
+        """Refuse a joint unit the run cannot score, before anything is loaded."""
+        pairs = list(self.joint_heads or ())
+        if self.method != "full_vector":
+            # Each trainer learns one site's featurizer from interventions at that site alone;
+            # a joint unit's featurizers would have to be trained together, through one pass.
+            raise ValueError(
+                f"joint_heads: {METHODS[self.method]['name']} featurizers are trained one site at a "
+                "time, and training the sites of a joint unit together is not implemented; score "
+                "joint units with --method full_vector"
+            )
+        if self.component != "attention_heads":
+            raise ValueError(
+                f"joint_heads: the sites of a joint unit are attention heads; component is {self.component!r}"
+            )
+        if self.layers is not None or self.heads is not None:
+            raise ValueError(
+                "joint_heads: each pair gives its site's layer and head; leave out layers and heads"
+            )
+        if len(set(pairs)) != len(pairs) or len(pairs) < 2:
+            raise ValueError(
+                f"joint_heads: a joint unit needs at least two distinct (layer, head) pairs, got {pairs}"
+            )
+
 
 @dataclass(frozen=True)
 class _Unit:
-    """A site to train a featurizer at: its position text, its location and its engine site."""
+    """A site to train a featurizer at: its position text, its location and its engine site;
+    for a joint unit, its further sites at the same position (MV-10)."""
 
     spec: str
     location: dict[str, Any]
     site: Any
+    joint: tuple[_Unit, ...] = ()
 
 
 @dataclass
@@ -410,7 +465,10 @@ def prepare_causal_variable(options: CausalVariableOptions) -> CausalVariableSet
         raise ValueError(f"dataset_path: the task {task!r} has no built-in causal model")
     rows = _strict_rows(rows_bytes)
     variables = _chosen(options.variables, dataset.variables, "variables", "a variable")
-    layers = list(range(model.n_layers)) if options.layers is None else list(options.layers)
+    if options.joint_heads is not None:
+        layers = sorted({layer for layer, _ in options.joint_heads})
+    else:
+        layers = list(range(model.n_layers)) if options.layers is None else list(options.layers)
     position_specs = list(options.positions or DEFAULT_POSITIONS.get(task, ("last",)))
     units = _units(options, model, layers, position_specs)
     counterfactuals = list(options.counterfactuals or dataset.counterfactual_types)
@@ -448,6 +506,10 @@ def _units(
     from ..engine import Site, check_site
 
     parsed_positions = [(spec, parse_position(spec)) for spec in position_specs]
+    if options.joint_heads is not None:
+        return [
+            _joint_unit(model, options.joint_heads, spec, position) for spec, position in parsed_positions
+        ]
     units = []
     for layer in layers:
         for spec, position in parsed_positions:
@@ -458,6 +520,24 @@ def _units(
             check_site(model, site)
             units.append(_Unit(spec, location, site))
     return units
+
+
+def _joint_unit(model: Any, pairs: Sequence[tuple[int, int]], spec: str, position: dict[str, Any]) -> _Unit:
+    """One joint unit of attention heads at a position: the site of lowest (layer, head) is its
+    location (the layer it counts under, MV-10), the others its further sites."""
+    from ..engine import Site, check_site
+
+    sites = []
+    for layer, head in sorted(pairs):
+        location = {"layer": layer, "component": "attention_heads", "position": position, "heads": [head]}
+        site = Site.from_location(location)
+        try:
+            check_site(model, site)
+        except ValueError as exc:
+            raise ValueError(f"joint_heads: ({layer}, {head}): {exc}") from exc
+        sites.append(_Unit(spec, location, site))
+    first, *further = sites
+    return _Unit(spec, first.location, first.site, tuple(further))
 
 
 def _evaluators(options: CausalVariableOptions, setup: CausalVariableSetup, codec: TextCodec) -> None:
@@ -480,7 +560,7 @@ def _evaluators(options: CausalVariableOptions, setup: CausalVariableSetup, code
     test_eval = Evaluator(setup.model, codec, setup.rows, causal_doc, checker=setup.checker, batch_size=batch)
     setup.metric = "mse" if TASK_MECHANISMS[task] == "ioi_linear" else "iia"
     for evaluator in (train_eval, test_eval):
-        evaluator.register_sites([unit.site for unit in setup.units])
+        evaluator.register_sites([site.site for unit in setup.units for site in (unit, *unit.joint)])
         evaluator.prefilter(setup.counterfactuals)
     setup.train_eval, setup.test_eval, setup.causal_doc = train_eval, test_eval, causal_doc
     probe = {"rule": "last"}
@@ -517,9 +597,14 @@ def compute_causal_variable(
         for l_index, unit in enumerate(setup.units):
             unit_seed = options.seed * 1_000_003 + v_index * 10_007 + l_index
             generator = torch.Generator().manual_seed(unit_seed)
-            trained = _train_unit(options, setup, name, unit, generator)
-            on_featurizer(trained)
-            units.append(_score_unit(setup, trained))
+            # a joint unit: one featurizer per site, each named by its head (full vector only)
+            trained = [
+                _train_unit(options, setup, name, site, generator, joint=bool(unit.joint))
+                for site in (unit, *unit.joint)
+            ]
+            for each in trained:
+                on_featurizer(each)
+            units.append(_score_unit(setup, trained[0], trained[1:]))
             finished += 1
             done(finished)
         aggregate = aggregate_units(((u["id"], u["location"]["layer"], u["scores"]) for u in units), better)
@@ -538,34 +623,61 @@ def compute_causal_variable(
 
 
 def _train_unit(
-    options: CausalVariableOptions, setup: CausalVariableSetup, variable: str, unit: _Unit, generator: Any
+    options: CausalVariableOptions,
+    setup: CausalVariableSetup,
+    variable: str,
+    unit: _Unit,
+    generator: Any,
+    *,
+    joint: bool = False,
 ) -> TrainedFeaturizer:
+    """A unit's featurizer; ``joint``: a site of a joint unit, whose file names its head."""
     from ..engine import site_dim
 
-    stem = f"{options.method}_{variable}_l{unit.location['layer']}_{_slug(unit.spec)}".lower()
+    where = f"l{unit.location['layer']}" + (f"_h{unit.location['heads'][0]}" if joint else "")
+    stem = f"{options.method}_{variable}_{where}_{_slug(unit.spec)}".lower()
     doc, tensors = _featurizer(options, setup, variable, unit, site_dim(setup.model, unit.site), generator)
     return TrainedFeaturizer(variable, unit, stem, stem.replace("_", "-"), doc, tensors)
 
 
-def _score_unit(setup: CausalVariableSetup, trained: TrainedFeaturizer) -> dict[str, Any]:
-    """The claim's entry for a trained unit, scored on the test rows."""
+def _score_unit(
+    setup: CausalVariableSetup, trained: TrainedFeaturizer, further: Sequence[TrainedFeaturizer] = ()
+) -> dict[str, Any]:
+    """The claim's entry for a trained unit, scored on the test rows; ``further``: the
+    featurizers of a joint unit's further sites, written in the same pass (MV-10)."""
     from ..recompute import UnusableInputError
 
     name, location = trained.variable, trained.unit.location
+    sites = [
+        JointSite(
+            layer=each.unit.location["layer"],
+            component=each.unit.location["component"],
+            heads=each.unit.location.get("heads"),
+            featurizer=each.ident,
+        )
+        for each in further
+    ]
+
+    def torch_featurizer(each: TrainedFeaturizer) -> Any:
+        return build_featurizer(setup.model, dump(each.document), each.tensors, "featurizer")
+
     try:
-        featurizer = build_featurizer(setup.model, dump(trained.document), trained.tensors, "featurizer")
+        joint = [(dump(site), torch_featurizer(each)) for site, each in zip(sites, further, strict=True)]
         result = setup.test_eval.score_unit(
-            name, setup.metric, location, featurizer, setup.sets[name], "unit"
+            name, setup.metric, location, torch_featurizer(trained), setup.sets[name], "unit", joint=joint
         )
     except UnusableInputError as exc:
         raise ValueError(f"dataset_path: {exc.detail}") from exc
-    return {
-        "id": _unit_id(location, trained.unit.spec),
+    entry: dict[str, Any] = {
+        "id": "+".join(_unit_id(each.unit.location, each.unit.spec) for each in (trained, *further)),
         "location": location,
         "featurizer": trained.ident,
         "scores": result.scores,
         "n_examples": result.n_examples,
     }
+    if sites:
+        entry["joint_sites"] = sites
+    return entry
 
 
 # --------------------------------------------------------------------------- documents and writing
@@ -655,7 +767,9 @@ def _method_block(options: CausalVariableOptions, setup: CausalVariableSetup) ->
         "component": options.component,
         "train_split_rows": len(setup.train),
     }
-    if options.component == "attention_heads":
+    if options.joint_heads is not None:
+        hyper["joint_heads"] = [[layer, head] for layer, head in sorted(options.joint_heads)]
+    elif options.component == "attention_heads":
         hyper["heads"] = list(options.heads or [])
     if method == "das":
         hyper |= {"n_features": options.n_features, "steps": steps, "learning_rate": learning_rate}

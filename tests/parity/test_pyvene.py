@@ -2,8 +2,9 @@
 
 Skipped, saying why, when ``$MIBSPEC_PYVENE_PYTHON`` names no Python that imports pyvene
 (build one as docs/coming-from-mib.md says). Each side runs the same featurizers, rows,
-counterfactuals and token positions on the same tiny GPT-2; every case is checked to change
-the output, so that agreeing logits are not two untouched forward passes.
+counterfactuals and token positions on the same tiny GPT-2 (joint units: also tiny Llama);
+every case is checked to change the output, so that agreeing logits are not two untouched
+forward passes.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def test_joint_units_agree_with_pyvene_on_gpt2_and_llama(pyvene: Path) -> None:
             assert row.mibspec > 1e-2, row.quantity
     assert [row.quantity for row in rows if not row.ok] == []
     covered = " ".join(row.quantity for row in rows)
-    assert "L1 h0 + L1 h2 + L2 h1 [all]" in covered and "L1 residual_post + L2 h3 [last]" in covered
+    assert "L1 h0 + L1 h2 + L2 h1 [all]" in covered
+    assert "L1 residual_post + L2 h3 [last]" in covered
 
 
 def _joint_logits(model: Any, rows: list[dict[str, Any]], codec: Any, chained: bool) -> Any:
@@ -95,7 +97,13 @@ def _joint_logits(model: Any, rows: list[dict[str, Any]], codec: Any, chained: b
     import torch
 
     from mibspec.parity._causal import _pad, joint_units
-    from mibspec.reference_impl.engine import JointWrite, Site, TorchFeaturizer, forward_sites, intervened_logits
+    from mibspec.reference_impl.engine import (
+        JointWrite,
+        Site,
+        TorchFeaturizer,
+        forward_sites,
+        intervened_logits,
+    )
 
     (_, (first, second)) = joint_units(64, 16)[1]
     base_ids, base_mask = (torch.tensor(a) for a in _pad([codec.encode(r["base"]["prompt"]) for r in rows]))

@@ -1,7 +1,7 @@
 """Causal-variable parity: featurizers interchanged through pyvene and through mibspec's
 engine, on the same model, rows, counterfactuals and token positions.
 
-Two sources of cases:
+Three sources of cases:
 
 * :func:`compare_causal`: every unit of a causal-variable report whose location pyvene can
   address (the residual stream entering or leaving a layer, an MLP's output, one attention
@@ -10,7 +10,12 @@ Two sources of cases:
 * :func:`compare_featurizers`: a seeded set of declared featurizers of every type (identity,
   subspace, rotation, PCA centred and uncentred, SAE with ReLU, JumpReLU and top-k) at
   residual, MLP and attention-head sites, at the last token, a template slot, a fixed index
-  and every token (``all``, MIB's IOI units), on a report's model and dataset.
+  and every token (``all``, MIB's IOI units), on a report's model and dataset;
+* :func:`compare_joint`: seeded joint units (MV-10, :func:`joint_units`), several sites
+  each with its own featurizer written in one forward pass, on tiny GPT-2 and tiny Llama
+  with a report's dataset: pyvene gets one intervention per site, all in one group (one
+  unintervened counterfactual run feeds every site), mibspec ``intervened_logits(...,
+  joint=...)``.
 
 Both sides intervene on every row: the counterfactual's vectors are read at its resolved
 positions and their selected features written at the base's (pyvene's ``block_input``,
@@ -439,7 +444,13 @@ def _our_logits(
     written at the base positions ``at[0]`` in one pass (MV-10 for a joint case)."""
     import torch
 
-    from mibspec.reference_impl.engine import JointWrite, Site, TorchFeaturizer, forward_sites, intervened_logits
+    from mibspec.reference_impl.engine import (
+        JointWrite,
+        Site,
+        TorchFeaturizer,
+        forward_sites,
+        intervened_logits,
+    )
 
     base_at, source_at = at
     sites = [Site.from_location(case.location), *(Site.from_location(w.location) for w in case.joint)]
@@ -495,7 +506,9 @@ def _prepare_case(
     return case, ours, expected, valid, job
 
 
-def _site_job(location: dict[str, Any], doc: dict[str, Any], weights: dict[str, np.ndarray]) -> dict[str, Any]:
+def _site_job(
+    location: dict[str, Any], doc: dict[str, Any], weights: dict[str, np.ndarray]
+) -> dict[str, Any]:
     """One site as the driver reads it: pyvene's layer, component and head, and its featurizer."""
     return {
         "layer": int(location["layer"]),

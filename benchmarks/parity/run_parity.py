@@ -99,7 +99,11 @@ TASK_LEFT_OUT = (
     "2 shared cores; all compared on every IOI model)"
 )
 IOI_REPORT = ROOT / "examples" / "causal-variable-ioi" / "report.json"
-CAUSAL_ENTRIES = {"causal": "causal variable", "causal_featurizers": "causal variable, every featurizer type"}
+CAUSAL_ENTRIES = {
+    "causal": "causal variable",
+    "causal_featurizers": "causal variable, every featurizer type",
+    "causal_joint": "causal variable, joint units (several sites in one pass)",
+}
 
 
 def scored_report(model_dir: Path, folder: Path, method: str = "eap-ig") -> Path:
@@ -415,10 +419,17 @@ def _run(results: dict, name: str, family: str, task: str, compare: Any, *args: 
 
 
 def _compare_causal(args: argparse.Namespace, results: dict) -> int:
-    """pyvene against mibspec on the report's units and on a featurizer of every declared
-    type (``results["causal"]``, ``results["causal_featurizers"]``); the promised values
+    """pyvene against mibspec on the report's units, on a featurizer of every declared type
+    and on joint units on tiny GPT-2 and tiny Llama (``results["causal"]``,
+    ``results["causal_featurizers"]``, ``results["causal_joint"]``); the promised values
     that differ."""
-    from mibspec.parity._causal import PYVENE_PYTHON_ENV, compare_causal, compare_featurizers, pyvene_python
+    from mibspec.parity._causal import (
+        PYVENE_PYTHON_ENV,
+        compare_causal,
+        compare_featurizers,
+        compare_joint,
+        pyvene_python,
+    )
 
     pyvene = pyvene_python()
     if pyvene is None:
@@ -428,6 +439,7 @@ def _compare_causal(args: argparse.Namespace, results: dict) -> int:
     runs = {
         "causal": (compare_causal, args.causal_report),
         "causal_featurizers": (compare_featurizers, IOI_REPORT),
+        "causal_joint": (compare_joint, IOI_REPORT),
     }
     for key, (compare, report) in runs.items():
         t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Causal-variable parity: featurizers interchanged through pyvene and through mibspec's
 engine, on the same model, rows, counterfactuals and token positions.
 
-Two sources of cases:
+Three sources of cases:
 
 * :func:`compare_causal`: every unit of a causal-variable report whose location pyvene can
   address (the residual stream entering or leaving a layer, an MLP's output, one attention
@@ -10,7 +10,12 @@ Two sources of cases:
 * :func:`compare_featurizers`: a seeded set of declared featurizers of every type (identity,
   subspace, rotation, PCA centred and uncentred, SAE with ReLU, JumpReLU and top-k) at
   residual, MLP and attention-head sites, at the last token, a template slot, a fixed index
-  and every token (``all``, MIB's IOI units), on a report's model and dataset.
+  and every token (``all``, MIB's IOI units), on a report's model and dataset;
+* :func:`compare_joint`: seeded joint units (MV-10, :func:`joint_units`), several sites
+  each with its own featurizer written in one forward pass, on tiny GPT-2 and tiny Llama
+  with a report's dataset: pyvene gets one intervention per site, all in one group (one
+  unintervened counterfactual run feeds every site), mibspec ``intervened_logits(...,
+  joint=...)``.
 
 Both sides intervene on every row: the counterfactual's vectors are read at its resolved
 positions and their selected features written at the base's (pyvene's ``block_input``,
@@ -41,6 +46,8 @@ __all__ = [
     "PYVENE_REQUIREMENTS",
     "compare_causal",
     "compare_featurizers",
+    "compare_joint",
+    "joint_units",
     "pyvene_python",
 ]
 
@@ -68,9 +75,19 @@ def pyvene_python() -> Path | None:
     return Path(value) if probe.returncode == 0 else None
 
 
+@dataclass(frozen=True)
+class _Write:
+    """A further site of a joint unit (MV-10): its location and featurizer."""
+
+    location: dict[str, Any]
+    doc: dict[str, Any]
+    weights: dict[str, np.ndarray]
+
+
 @dataclass
 class _Case:
-    """One featurizer at one location, intervened with one counterfactual set."""
+    """One featurizer at one location, intervened with one counterfactual set; with ``joint``
+    further sites written in the same pass at the same positions (a joint unit, MV-10)."""
 
     unit: str
     variable: str
@@ -78,6 +95,7 @@ class _Case:
     location: dict[str, Any]
     doc: dict[str, Any]
     weights: dict[str, np.ndarray]
+    joint: tuple[_Write, ...] = ()
 
 
 def _addressable(location: dict[str, Any]) -> bool:
@@ -143,6 +161,70 @@ def compare_featurizers(
         for cf in cfs
     ]
     return _compare(model_dir, rows, cases, python, rel_tol)
+
+
+#: the models the joint cases run on, each with the IOI report's dataset (one tokenizer)
+JOINT_MODELS = ("tiny-gpt2", "tiny-llama")
+
+
+def compare_joint(
+    report_path: Path,
+    model_roots: list[Path],
+    python: Path,
+    rel_tol: float = 1e-5,
+    seed: int = 0,
+    models: tuple[str, ...] = JOINT_MODELS,
+) -> list[ParityRow]:
+    """Rows comparing pyvene and mibspec on the :func:`joint_units` (MV-10) on each model of
+    ``models`` (found under ``model_roots``), with the dataset of ``report_path`` (its first
+    variable and counterfactual sets); each row's group names its model."""
+    report, _, rows = _report_inputs(Path(report_path))
+    variable = report["claims"]["variables"][0]
+    cfs = list(variable["units"][0]["scores"])[:2]
+    out: list[ParityRow] = []
+    for name in models:
+        model_dir = _find_model({"model": {"path": name}}, Path(report_path).parent, model_roots)
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        d_model = int(config.get("n_embd") or config["hidden_size"])
+        n_heads = int(config.get("n_head") or config["num_attention_heads"])
+        cases = [
+            _Case(unit, variable["name"], cf, first.location, first.doc, first.weights, tuple(rest))
+            for unit, (first, *rest) in joint_units(d_model, d_model // n_heads, seed)
+            for cf in cfs
+        ]
+        for row in _compare(model_dir, rows, cases, python, rel_tol):
+            row.quantity = f"{name}: {row.quantity}"
+            row.group = f"joint units, {name}: {row.group}"
+            out.append(row)
+    return out
+
+
+def joint_units(d_model: int, d_head: int, seed: int = 0) -> list[tuple[str, list[_Write]]]:
+    """``(name, sites)`` of seeded joint units (MV-10), every site with its own subspace
+    featurizer: three attention heads on two layers at every token (two heads of layer 1 as
+    separate sites, then one of layer 2: MIB's IOI units), and a residual-stream site with a
+    later attention head at the last token."""
+    rng = np.random.default_rng(seed)
+
+    def subspace(location: dict[str, Any], n: int, indices: list[int]) -> _Write:
+        width = _dim(location, d_model, d_head)
+        doc = {"type": "subspace", "n_features": n, "feature_indices": indices, "input_dim": width}
+        return _Write(location, doc, {"rotation": _orthonormal_rows(rng, n, width)})
+
+    every, last = {"rule": "all"}, {"rule": "last"}
+    heads = [
+        subspace(_at(1, "attention_heads", every, 0), 4, [0, 2]),
+        subspace(_at(1, "attention_heads", every, 2), 4, [1, 3]),
+        subspace(_at(2, "attention_heads", every, 1), 4, [0, 1, 2]),
+    ]
+    stream = [
+        subspace(_at(1, "residual_post", last), 12, [0, 1, 4, 5, 7, 8, 9, 11]),
+        subspace(_at(2, "attention_heads", last, 3), 8, [0, 2, 4, 6]),
+    ]
+    return [
+        ("joint: L1 h0 + L1 h2 + L2 h1 [all]", heads),
+        ("joint: L1 residual_post + L2 h3 [last]", stream),
+    ]
 
 
 def _orthonormal_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -350,63 +432,94 @@ def _aligned_positions(
     return keep, sources, base_at, source_at
 
 
+def _our_logits(
+    inputs: _Inputs,
+    case: _Case,
+    base: tuple[np.ndarray, np.ndarray],
+    source: tuple[np.ndarray, np.ndarray],
+    at: tuple[list[tuple[int, ...]], list[tuple[int, ...]]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """mibspec's side of one case: the counterfactuals' plain last logits and the intervened
+    base logits. Every site's sources are read from one unintervened counterfactual run and
+    written at the base positions ``at[0]`` in one pass (MV-10 for a joint case)."""
+    import torch
+
+    from mibspec.reference_impl.engine import (
+        JointWrite,
+        Site,
+        TorchFeaturizer,
+        forward_sites,
+        intervened_logits,
+    )
+
+    base_at, source_at = at
+    sites = [Site.from_location(case.location), *(Site.from_location(w.location) for w in case.joint)]
+    with torch.no_grad():
+        plain_src, recorded = forward_sites(
+            inputs.model, torch.tensor(source[0]), torch.tensor(source[1]), record=sites
+        )
+        read = [torch.cat([recorded[s][j, list(p)] for j, p in enumerate(source_at)]) for s in sites]
+        joint = [
+            JointWrite(s, TorchFeaturizer(w.doc, w.weights), vectors)
+            for s, w, vectors in zip(sites[1:], case.joint, read[1:], strict=True)
+        ]
+        ours = intervened_logits(
+            inputs.model,
+            torch.tensor(base[0]),
+            torch.tensor(base[1]),
+            sites[0],
+            torch.tensor([p for ps in base_at for p in ps]),
+            read[0],
+            TorchFeaturizer(case.doc, case.weights),
+            rows=torch.tensor([j for j, ps in enumerate(base_at) for _ in ps]),
+            joint=joint,
+        ).numpy()
+    return plain_src.numpy(), ours
+
+
 def _prepare_case(
     inputs: _Inputs, case: _Case
 ) -> tuple[_Case, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """mibspec's intervened logits for one case, the expected tokens, the rows where both
     prompts are answered right, and pyvene's job for the same intervention."""
-    import torch
-
-    from mibspec.reference_impl.engine import Site, TorchFeaturizer, forward_sites, intervened_logits
-
     keep, sources, base_at, source_at = _aligned_positions(inputs, case)
     if not keep:
         raise ValueError(f"{case.unit} / {case.cf}: no row has a counterfactual whose positions align")
     src_ids, src_mask = _pad([s[0] for s in sources])
     b_ids, b_mask = _pad([inputs.base[i][0] for i in keep])
-    site = Site.from_location(case.location)
-    featurizer = TorchFeaturizer(case.doc, case.weights)
-    with torch.no_grad():
-        plain_src, recorded = forward_sites(
-            inputs.model, torch.tensor(src_ids), torch.tensor(src_mask), record=[site]
-        )
-        vectors = torch.cat([recorded[site][j, list(at)] for j, at in enumerate(source_at)])
-        rows = torch.tensor([j for j, at in enumerate(base_at) for _ in at])
-        positions = torch.tensor([p for at in base_at for p in at])
-        ours = intervened_logits(
-            inputs.model,
-            torch.tensor(b_ids),
-            torch.tensor(b_mask),
-            site,
-            positions,
-            vectors,
-            featurizer,
-            rows=rows,
-        ).numpy()
+    plain_src, ours = _our_logits(inputs, case, (b_ids, b_mask), (src_ids, src_mask), (base_at, source_at))
     encode, rows_kept = inputs.codec.encode, [inputs.rows[i] for i in keep]
     cf_answer = np.array([encode(r["counterfactuals"][case.cf]["answer"])[0] for r in rows_kept])
     expected = np.array([encode(r["interventions"][case.cf][case.variable])[0] for r in rows_kept])
-    valid = inputs.base_right[keep] & (plain_src.argmax(-1).numpy() == cf_answer)
-    job = {
-        "layer": int(case.location["layer"]),
-        "component": PYVENE_COMPONENTS[case.location["component"]],
-        "head": (case.location.get("heads") or [None])[0],
-        "featurizer": _featurizer_job(case),
+    valid = inputs.base_right[keep] & (plain_src.argmax(-1) == cf_answer)
+    job = _site_job(case.location, case.doc, case.weights) | {
+        "joint": [_site_job(w.location, w.doc, w.weights) for w in case.joint],
         "base": b_ids.tolist(),
         "base_mask": b_mask.tolist(),
         "source": src_ids.tolist(),
         "source_mask": src_mask.tolist(),
-        "base_positions": [list(at) for at in base_at],
-        "source_positions": [list(at) for at in source_at],
+        "base_positions": [list(p) for p in base_at],
+        "source_positions": [list(p) for p in source_at],
         "last": (b_mask.sum(1) - 1).tolist(),
         "rows": keep,
     }
     return case, ours, expected, valid, job
 
 
-def _featurizer_job(case: _Case) -> dict[str, Any]:
+def _site_job(
+    location: dict[str, Any], doc: dict[str, Any], weights: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """One site as the driver reads it: pyvene's layer, component and head, and its featurizer."""
+    return {
+        "layer": int(location["layer"]),
+        "component": PYVENE_COMPONENTS[location["component"]],
+        "head": (location.get("heads") or [None])[0],
+        "featurizer": _featurizer_job(doc, weights),
+    }
+
+
+def _featurizer_job(doc: dict[str, Any], weights: dict[str, np.ndarray]) -> dict[str, Any]:
     """The featurizer as the driver reads it: its type, options and weights as lists."""
-    doc = case.doc
     return {
         "type": doc["type"],
         "n_features": int(doc["n_features"]),
@@ -415,7 +528,7 @@ def _featurizer_job(case: _Case) -> dict[str, Any]:
         "centred": doc.get("pca_centring") == "centred",
         "activation": doc.get("sae_activation"),
         "k": doc.get("sae_k"),
-        "weights": {name: np.asarray(w, dtype=np.float32).tolist() for name, w in case.weights.items()},
+        "weights": {name: np.asarray(w, dtype=np.float32).tolist() for name, w in weights.items()},
     }
 
 

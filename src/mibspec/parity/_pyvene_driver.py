@@ -6,14 +6,21 @@ Executed as a script by the Python of an environment with pyvene, torch and tran
 
     python _pyvene_driver.py JOB_FOLDER
 
-Job fields: ``model_dir`` (a GPT-2 folder), ``batch_size`` and ``cases``, each with
+Job fields: ``model_dir`` (a GPT-2 or Llama folder), ``batch_size`` and ``cases``, each with
 ``layer``, ``component`` (pyvene's: ``block_input``, ``block_output``, ``mlp_output``, or
 ``head_attention_value_output`` with ``head``, addressed as ``h.pos`` units),
 ``featurizer`` (``type``, ``n_features``, ``indices``, ``add_error``, ``centred``,
 ``activation``, ``k`` and ``weights`` as nested lists), ``base`` / ``source`` (``(N, T)``
 right-padded ids), ``base_mask`` / ``source_mask``, ``base_positions`` /
 ``source_positions`` (per row, the positions written and read: one, or every token) and
-``last`` (per row, the base's last token); case i is written as ``logits_<i>``.
+``last`` (per row, the base's last token), and ``joint``: further sites (``layer``,
+``component``, ``head``, ``featurizer``) of a joint unit, written at the same positions;
+case i is written as ``logits_<i>``.
+
+A case's sites are one pyvene intervention each, all in one group (``group_key`` 0, as
+MIB's experiments group the model units of one intervention): pyvene reads every site's
+source vectors from one unintervened run of the counterfactual, then runs the base once
+with every site's hook set, each hook interchanging as the pass reaches it.
 
 The intervention pyvene applies at each addressed vector is the one MIB's featurizers
 define: ``(f, e) = F(base)``, ``f_s = F(source)``, the selected features of ``f`` replaced
@@ -98,9 +105,51 @@ def _intervention(pv: Any, torch: Any, spec: dict[str, Any], width: int) -> Any:
     return FeatureInterchange(embed_dim=width)
 
 
+def _sites(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The case's sites: its first and each joint site (all written at the same positions)."""
+    return [job, *job.get("joint", [])]
+
+
+def _width(model: Any, site: dict[str, Any]) -> int:
+    config = model.config
+    if site["head"] is None:
+        return int(config.hidden_size)
+    return int(config.hidden_size) // int(config.num_attention_heads)
+
+
+def _intervenable(pv: Any, torch: Any, model: Any, job: dict[str, Any], count: int) -> Any:
+    """One intervenable model with an intervention per site, all in one group: one source
+    input, read at every site in one run, and every site written in one base pass."""
+    representations = [
+        pv.RepresentationConfig(
+            layer=int(site["layer"]),
+            component=site["component"],
+            unit="h.pos" if site["head"] is not None else "pos",
+            max_number_of_units=count,
+            intervention=_intervention(pv, torch, site["featurizer"], _width(model, site)),
+            group_key=0,
+        )
+        for site in _sites(job)
+    ]
+    intervenable = pv.IntervenableModel(pv.IntervenableConfig(representations=representations), model)
+    intervenable.disable_model_gradients()
+    return intervenable
+
+
+def _locations(job: dict[str, Any], rows: list[int]) -> dict[str, Any]:
+    """``sources->base`` unit locations: per site, the positions read and written per row
+    (``h.pos`` sites: the head, then the positions)."""
+    src = [job["source_positions"][r] for r in rows]
+    dst = [job["base_positions"][r] for r in rows]
+    read, write = [], []
+    for site in _sites(job):
+        head = site["head"]
+        read.append([[[head] for _ in rows], src] if head is not None else src)
+        write.append([[[head] for _ in rows], dst] if head is not None else dst)
+    return {"sources->base": (read, write)}
+
+
 def _case(pv: Any, torch: Any, model: Any, job: dict[str, Any], size: int) -> Any:
-    head = job["head"]
-    width = model.config.n_embd // model.config.n_head if head is not None else model.config.n_embd
     groups: dict[int, list[int]] = {}
     for row, positions in enumerate(job["base_positions"]):
         groups.setdefault(len(positions), []).append(row)
@@ -108,32 +157,14 @@ def _case(pv: Any, torch: Any, model: Any, job: dict[str, Any], size: int) -> An
     base_mask, source_mask = torch.tensor(job["base_mask"]), torch.tensor(job["source_mask"])
     out = torch.zeros((base.shape[0], model.config.vocab_size), dtype=torch.float32)
     for count, members in sorted(groups.items()):
-        config = pv.IntervenableConfig(
-            representations=[
-                pv.RepresentationConfig(
-                    layer=int(job["layer"]),
-                    component=job["component"],
-                    unit="h.pos" if head is not None else "pos",
-                    max_number_of_units=count,
-                    intervention=_intervention(pv, torch, job["featurizer"], width),
-                )
-            ]
-        )
-        intervenable = pv.IntervenableModel(config, model)
-        intervenable.disable_model_gradients()
+        intervenable = _intervenable(pv, torch, model, job, count)
         for start in range(0, len(members), size):
             rows = members[start : start + size]
-            src = [job["source_positions"][r] for r in rows]
-            dst = [job["base_positions"][r] for r in rows]
-            if head is not None:
-                locations = ([[[[head] for _ in rows], src]], [[[[head] for _ in rows], dst]])
-            else:
-                locations = ([src], [dst])
             with torch.no_grad():
                 _, counterfactual = intervenable(
                     {"input_ids": base[rows], "attention_mask": base_mask[rows]},
                     [{"input_ids": source[rows], "attention_mask": source_mask[rows]}],
-                    unit_locations={"sources->base": locations},
+                    unit_locations=_locations(job, rows),
                 )
             last = torch.tensor([job["last"][r] for r in rows])
             out[rows] = counterfactual.logits[torch.arange(len(rows)), last].to(torch.float32)

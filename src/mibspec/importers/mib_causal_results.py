@@ -36,7 +36,6 @@ description says which it reports).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any
 
 from mibspec.core.folders import safe_name
 from mibspec.core.integers import parse_int
-from mibspec.core.mib_causal import MIB_POSITION_RULES, UNIT_COMPONENTS, parse_unit_id
+from mibspec.core.mib_causal import MIB_POSITION_RULES, UNIT_COMPONENTS, parse_unit_id, result_key_units
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
@@ -107,7 +106,6 @@ def hub_id(model: str) -> str:
     return CAUSAL_MODELS[model][0] if model in CAUSAL_MODELS else model
 
 
-_ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
 #: Position names read as rules: the last token, and MIB's (IOI's ``all``, every token).
 _POSITION_RULES = {"last_token": {"rule": "last"}, "last": {"rule": "last"}, **MIB_POSITION_RULES}
 _RESERVED = {"metadata", "feature_indices"}
@@ -325,7 +323,7 @@ def _placement(key: str, metadata: Any, pointer: str, config: Mapping[str, int])
     layers is a joint unit of one site per model unit, whatever ``metadata`` names: MIB's
     names the first listed head's layer only.
     """
-    atoms = _ATOMIC.findall(key) or [key]
+    atoms = result_key_units(key)
     parsed = []
     for atom in atoms:
         found = parse_unit_id(atom)

@@ -116,7 +116,9 @@ def test_the_imported_joint_unit_verifies_with_only_what_results_lack(tmp_path: 
 def test_metadata_changes_nothing_in_a_joint_unit(tmp_path: Path, metadata: dict[str, Any]) -> None:
     key = _key(HEADS)
     [reference] = import_mib_causal_results(_file(tmp_path / "a", key), tmp_path / "a" / "out").written
-    [changed] = import_mib_causal_results(_file(tmp_path / "b", key, metadata), tmp_path / "b" / "out").written
+    [changed] = import_mib_causal_results(
+        _file(tmp_path / "b", key, metadata), tmp_path / "b" / "out"
+    ).written
     assert _units(changed) == _units(reference)
     left = json.loads(reference.read_text(encoding="utf-8"))["claims"]
     right = json.loads(changed.read_text(encoding="utf-8"))["claims"]
@@ -199,6 +201,8 @@ def test_a_head_listed_twice_is_v113_after_import(tmp_path: Path) -> None:
     assert unit["joint_sites"][0] == {"layer": 7, "component": "attention_heads", "heads": [3]}
     verified = mibspec.verify(path, recompute=False)
     v113 = [f for f in verified.findings if f.code == "V113"]
-    assert [(f.pointer, f.severity.value) for f in v113] == [("/claims/variables/0/units/0/joint_sites/0", "error")]
+    assert [(f.pointer, f.severity.value) for f in v113] == [
+        ("/claims/variables/0/units/0/joint_sites/0", "error")
+    ]
     assert "/claims/variables/0/units/0/location writes too" in v113[0].message
     assert not verified.valid

@@ -37,7 +37,13 @@ def _key(heads: tuple[tuple[int, int], ...]) -> str:
 
 
 def _resolve(name: str) -> ResultsModel:
-    block = {"source": "hub", "id": "gpt2", "revision": "0" * 40, "architecture": "GPT2LMHeadModel", "config": GPT2}
+    block = {
+        "source": "hub",
+        "id": "gpt2",
+        "revision": "0" * 40,
+        "architecture": "GPT2LMHeadModel",
+        "config": GPT2,
+    }
     return ResultsModel(block=block, config=GPT2, names=frozenset({name}))
 
 
@@ -59,7 +65,8 @@ def _results(tmp_path: Path, key: str) -> Path:
         "model_name": "GPT2LMHeadModel",
         "task_name": "ioi_task",
         "dataset": {
-            cf: {"model_unit": {key: {**entry, "output_token": {"average_score": v}}}} for cf, v in SCORE.items()
+            cf: {"model_unit": {key: {**entry, "output_token": {"average_score": v}}}}
+            for cf, v in SCORE.items()
         },
     }
     path = tmp_path / "ioi_output_token.json"

@@ -120,8 +120,8 @@ def result_key_units(key: str) -> list[str]:
     a bare unit id).
 
     Example:
-        >>> result_key_units("[[AtomicModelUnit(id='MLP(Layer:1,Token:all)'), AtomicModelUnit(id='MLP(Layer:2,Token:all)')]]")
-        ['MLP(Layer:1,Token:all)', 'MLP(Layer:2,Token:all)']
+        >>> result_key_units("[[AtomicModelUnit(id='MLP(Layer:1)'), AtomicModelUnit(id='MLP(Layer:2)')]]")
+        ['MLP(Layer:1)', 'MLP(Layer:2)']
     """
     return _ATOMIC.findall(key) or [key]
 

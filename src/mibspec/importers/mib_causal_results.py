@@ -28,9 +28,9 @@ submitted heads as one such unit) is one joint unit (spec 1.2, CV-8): one site p
 (one head each), the lowest (layer, head) its location and the others its ``joint_sites`` in
 that order, whatever its ``metadata`` says (MIB's names the first listed head's layer only).
 Heads of one layer scored together stay one location listing them, as in spec 1.1. A unit
-joining several positions or components is refused (I101). IOI is scored by squared error, lower is better: the best of an IOI
-variable is the minimum over layers (the public aggregator takes the maximum; the report's
-description says which it reports).
+joining several positions or components is refused (I101). IOI is scored by squared error,
+lower is better: the best of an IOI variable is the minimum over layers (the public aggregator
+takes the maximum; the report's description says which it reports).
 """
 
 from __future__ import annotations
@@ -364,8 +364,7 @@ def _joint(
                 "I101",
                 pointer,
                 detail=f"unit {_cut(key, 120)} joins model units of several layers; each of them must "
-                f"name its {', '.join(needed).lower()} ({kind}({', '.join(f'{k}={v}' for k, v in params.items())}) "
-                "does not)",
+                f"name its {', '.join(needed).lower()} ({kind}({_cut(','.join(params))}) does not)",
             )
         site: dict[str, Any] = {
             "layer": _layer(key, params["Layer"], pointer, config),

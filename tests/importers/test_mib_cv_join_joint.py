@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import mibspec
 from mibspec.importers import import_mib_cv_submission
 from mibspec.importers.mib_causal_results import CAUSAL_MODELS
@@ -146,3 +148,61 @@ def test_a_head_listed_twice_is_v113_after_the_join(tmp_path: Path) -> None:
     verified = mibspec.verify(path, recompute=False)
     errors = [(f.code, f.pointer) for f in verified.findings if f.severity.value == "error"]
     assert errors == [("V113", "/claims/variables/0/units/0/joint_sites/0")]
+
+
+@pytest.mark.recompute
+def test_verify_submission_recomputes_a_joint_unit_at_every_site(tmp_path: Path) -> None:
+    """MIB's layout on the shipped tiny GPT-2 (2 layers, 4 heads of 16 values): three DAS heads
+    of both layers scored as one unit, its claimed squared error far off. ``verify-submission``
+    joins each head's featurizer and recomputes the unit: the claim is R103 at its score, and
+    nothing is missing for recomputation (no V110, no R104)."""
+    torch = pytest.importorskip("torch")
+    from mibspec.submissions import SubmissionRequest, verify_submission
+
+    heads = ((1, 2), (0, 1), (0, 3))
+    cell = tmp_path / "submission" / CELL
+    cell.mkdir(parents=True)
+    generator = torch.Generator().manual_seed(5)
+    for head in heads:
+        rotation, _ = torch.linalg.qr(torch.randn(16, 2, generator=generator))
+        info = {
+            "featurizer_class": "SubspaceFeaturizerModule",
+            "inverse_featurizer_class": "SubspaceInverseFeaturizerModule",
+            "n_features": 2,
+            "additional_config": {"rotation_matrix": rotation.contiguous()},
+        }
+        for suffix in ("_featurizer", "_inverse_featurizer"):
+            torch.save({"model_info": info, "state_dict": {}}, cell / f"{_unit(*head)}{suffix}")
+        (cell / f"{_unit(*head)}_indices").write_text("null", encoding="utf-8")
+    key = _key(heads)
+    payload = json.loads(_results(tmp_path, key).read_text(encoding="utf-8"))
+    payload["model_name"] = "tiny-gpt2"
+    for block in payload["dataset"].values():
+        block["model_unit"][key]["output_token"]["average_score"] = 1.0e6
+        block["model_unit"][key]["metadata"] = {"layer": 1, "head": 2, "position": "all"}
+    results = tmp_path / "ioi_output_token.json"
+    results.write_text(json.dumps(payload), encoding="utf-8")
+    request = SubmissionRequest(
+        submission=tmp_path / "submission",
+        out_dir=tmp_path / "out",
+        dataset=str(DATASET),
+        architecture="GPT2LMHeadModel",
+        model_roots=(REPO / "examples" / "models",),
+        results=(results,),
+    )
+    outcome = verify_submission(request)
+    assert outcome.findings == []
+    assert outcome.verification is not None
+    [report_path] = outcome.reports
+    [unit] = json.loads(report_path.read_text(encoding="utf-8"))["claims"]["variables"][0]["units"]
+    assert (unit["location"]["layer"], unit["location"]["heads"]) == (0, [1])
+    assert [(s["layer"], s["heads"]) for s in unit["joint_sites"]] == [(0, [3]), (1, [2])]
+    [document] = [d for d in outcome.verification.documents if d.path == str(report_path)]
+    codes = {(f.code, f.pointer) for f in document.findings}
+    pointer = "/claims/variables/0/units/0/scores/io_s1_flip"
+    assert ("R103", pointer) in codes, codes
+    assert not {code for code, _ in codes} & {"R104", "V110", "V105", "V113"}, codes
+    [comparison] = [c for c in document.comparisons if c.pointer == pointer]
+    assert comparison.claimed == 1.0e6
+    assert 0.0 <= comparison.recomputed < 1.0e6  # a squared error, recomputed
+    assert not outcome.valid

@@ -86,11 +86,12 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ExportResult
     mib-submission`` verifies them first): featurizer documents and weights are read as
     declared, from the report's folder only (a link out of it is I127). A report's task, model
     architecture and variables name the folders (made safe as an import makes them); each
-    unit's featurizer becomes the three unit files, named after the unit id. A unit without a
-    featurizer, a featurizer type other than ``subspace`` or ``identity``, a location the
-    layout cannot name, or a unit id that cannot name a file is refused (I125), two units
-    written under one name are I126, and then nothing is written. ``written`` lists the
-    files written.
+    unit's featurizer, and each joint site's, becomes the three unit files, named after the
+    unit id (once, when several units use it), and each report variable's unit scores become
+    MIB's result file in its folder. A unit or joint site without a featurizer, a featurizer
+    type other than ``subspace`` or ``identity``, a location the layout cannot name, or a unit
+    id that cannot name a file is refused (I125), two units written under one name are I126,
+    and then nothing is written. ``written`` lists the files written.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).

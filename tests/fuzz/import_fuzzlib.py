@@ -769,9 +769,10 @@ def _case_causal_results(ctx: _Context) -> Callable[[Path], Any]:
     if ctx.rng.random() < 0.3:
         layer = ctx.rng.choice(["²", "9" * 5000, "٣", "-1", "1_0", "3.0"])
         units = seed["dataset"]["random_test"]["model_unit"]
-        units[f"[[AtomicModelUnit(id='AttentionHead(Layer-{layer},Head-{layer},Token-x)')]]"] = {
-            "ones_carry": {"average_score": 0.5}
-        }
+        atom = f"AtomicModelUnit(id='AttentionHead(Layer-{layer},Head-{layer},Token-x)')"
+        if ctx.rng.random() < 0.5:  # a joint unit across layers (MIB's IOI unit), one site hostile
+            atom = f"AtomicModelUnit(id='AttentionHead(Layer-1,Head-0,Token-x)'), {atom}"
+        units[f"[[{atom}]]"] = {"ones_carry": {"average_score": 0.5}}
         seed[ctx.rng.choice(["task_name", "method_name"])] = ctx.rng.choice(HOSTILE_NAMES) or "x"
     path = _json_case(ctx, seed, "results.json")
     options = _report_options(ctx)

@@ -435,25 +435,6 @@ def test_token_all_imports_as_the_rule_all(tmp_path: Path, separator: str) -> No
     assert (variable["average"], variable["best"]) == (1.125, 0.625)
 
 
-def test_a_unit_joining_heads_of_several_layers_is_refused_at_its_key(tmp_path: Path) -> None:
-    """MIB's IOI evaluation scores all submitted heads as one unit; its metadata names the first
-    head's layer only. Read by the metadata, the other layers' heads would be filed under the
-    first layer: the unit is refused instead, located in the file, and nothing is written."""
-    key = _key((7, 3), (8, 6), (9, 6))
-    source = _ioi_file(tmp_path, {key: 0.75})
-    result = import_mib_causal_results(source, tmp_path / "out")
-    [finding] = result.findings
-    assert finding.code == "I101"
-    assert finding.pointer == f"/dataset/s1_io_flip_test/model_unit/{key}"
-    assert finding.line is not None
-    assert finding.column is not None
-    assert key[:30] in source.read_text(encoding="utf-8").splitlines()[finding.line - 1]
-    assert "layers '7, 8, 9'" in finding.message
-    assert "cannot be imported" in finding.message
-    assert not result.written
-    assert not (tmp_path / "out").exists()
-
-
 def test_a_unit_joining_two_positions_is_refused(tmp_path: Path) -> None:
     key = (
         "[[AtomicModelUnit(id='ResidualStream(Layer:4,Token:all)'), "

@@ -80,22 +80,6 @@ def test_units_at_every_token_join_their_featurizers(tmp_path: Path) -> None:
     assert (variable["per_layer"], variable["best"]) == ({"7": 1.0}, 1.0)  # MSE: the lower
 
 
-def test_a_joint_unit_of_several_heads_says_why_it_has_no_featurizer(tmp_path: Path) -> None:
-    """MIB's IOI evaluation scores the submitted heads as one unit; the submission holds one
-    featurizer per head. No report is written, and the finding says it is the joining."""
-    featurizers = _featurizers(tmp_path)
-    key = "[[" + ", ".join(f"AtomicModelUnit(id='{unit}')" for unit in UNITS) + "]]"
-    results = _results(tmp_path, {key: 0.5})
-    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
-    [finding] = joined.findings
-    assert (finding.code, finding.pointer) == ("I112", f"/dataset/io_s1_flip_test/model_unit/{key}")
-    assert finding.line is not None
-    assert "MIB's IOI evaluation scores all the submitted heads as one" in finding.message
-    assert "joint units are not joined" in finding.message
-    assert not joined.written
-    assert not (tmp_path / "out" / CELL / "report.json").exists()
-
-
 def test_a_head_unit_at_every_token_whose_rotation_reads_the_residual_width_is_v105(tmp_path: Path) -> None:
     """A DAS file for ``AttentionHead(Layer:7,Head:3,Token:all)`` whose rotation has d_model
     (768) rows, not the head's 64: it imports as written (the rotation gives the width), and the

@@ -334,7 +334,8 @@ def test_exporting_the_bundled_report_gives_the_public_layout(tmp_path: Path) ->
     exported = export_mib_cv_submission([EXAMPLE / "report.json"], tmp_path / "exported")
     assert exported.findings == []
     names = sorted(p.name for p in (tmp_path / "exported" / CELL).iterdir())
-    assert len(names) == 24
+    assert len(names) == 25  # three files per unit, and the variable's result file (method DAS)
+    assert [n for n in names if n.endswith(".json")] == ["ones_carryarithmeticGPT2LMHeadModelDASresults.json"]
     assert "ResidualStream(Layer:2,Token:slot_operand_2)_inverse_featurizer" in names
     checkpoint = torch.load(
         tmp_path / "exported" / CELL / "ResidualStream(Layer:2,Token:slot_operand_2)_featurizer",

@@ -94,8 +94,9 @@ def export_mib_submission_command(
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Write reports as a MIB submission folder of their track: circuit reports as one
-    <task>_<model> folder each, causal-variable reports as their featurizers' unit files
-    (token positions as declared rules, token_positions.json, never as code)."""
+    <task>_<model> folder each, causal-variable reports as their featurizers' unit files and
+    MIB's result file of their unit scores (token positions as declared rules,
+    token_positions.json, never as code)."""
     from mibspec.core.outputs import OutputPathError
     from mibspec.exporters import ExportError, export_mib_submission
 

@@ -150,8 +150,9 @@ COMMANDS: tuple[Command | Group, ...] = (
         "export mib-submission",
         f"{_CLI}.exports:export_mib_submission_command",
         "Write reports as a MIB submission folder of their track: circuit reports as one "
-        "<task>_<model> folder each, causal-variable reports as their featurizers' unit files "
-        "(token positions as declared rules, token_positions.json, never as code).",
+        "<task>_<model> folder each, causal-variable reports as their featurizers' unit files and "
+        "MIB's result file of their unit scores (token positions as declared rules, "
+        "token_positions.json, never as code).",
     ),
     Group("conformance", "Run the conformance suite."),
     Command(

@@ -23,6 +23,8 @@ __all__ = [
     "UNIT_RECORD",
     "mib_cell",
     "parse_unit_id",
+    "result_key",
+    "result_key_units",
 ]
 
 #: MIB's task folder names → (mibspec task, variables of the task).
@@ -108,3 +110,28 @@ def parse_unit_id(unit_id: str) -> tuple[str, dict[str, str]] | None:
         if found is not None:
             params[found["name"]] = found["value"]
     return match["kind"], params
+
+
+_ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
+
+
+def result_key_units(key: str) -> list[str]:
+    """The model-unit ids a result file's key lists, in its order (the key itself when it is
+    a bare unit id).
+
+    Example:
+        >>> result_key_units("[[AtomicModelUnit(id='MLP(Layer:1)'), AtomicModelUnit(id='MLP(Layer:2)')]]")
+        ['MLP(Layer:1)', 'MLP(Layer:2)']
+    """
+    return _ATOMIC.findall(key) or [key]
+
+
+def result_key(unit_ids: list[str]) -> str:
+    """The key a result file scores the model units ``unit_ids`` under, together as one unit,
+    as the public code writes it (the text of the list of their lists).
+
+    Example:
+        >>> result_key(["MLP(Layer:1,Token:all)"])
+        "[[AtomicModelUnit(id='MLP(Layer:1,Token:all)')]]"
+    """
+    return "[[" + ", ".join(f"AtomicModelUnit(id='{unit}')" for unit in unit_ids) + "]]"

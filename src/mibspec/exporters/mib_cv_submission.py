@@ -6,7 +6,11 @@ the unit's id. The two ``.pt`` files hold plain tensors (``model_info`` with the
 state dict left empty, as its keys are the internals of the submitter's modules), the indices
 are JSON, the declared position rules go to ``token_positions.json`` (the public evaluator
 needs a token-position function, which mibspec does not write as code) and a listing of what
-was written to ``mibspec_submission.json``. Every file is planned before the first is written.
+was written to ``mibspec_submission.json``. A report's unit scores are written back as MIB's
+result file, in its variable's folder (where the public evaluator saves it): one key per unit
+listing its model units, a joint unit's (spec 1.2, MV-10) location first and then its joint
+sites in order, each site's featurizer written as its own unit files, as MIB's IOI evaluation
+loads one featurizer per head. Every file is planned before the first is written.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from mibspec.core.mib_causal import (
     UNIT_RECORD,
     mib_cell,
     parse_unit_id,
+    result_key,
 )
 from mibspec.core.outputs import Inputs
 from mibspec.core.version import __version__
@@ -81,11 +86,12 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ExportResult
     mib-submission`` verifies them first): featurizer documents and weights are read as
     declared, from the report's folder only (a link out of it is I127). A report's task, model
     architecture and variables name the folders (made safe as an import makes them); each
-    unit's featurizer becomes the three unit files, named after the unit id. A unit without a
-    featurizer, a featurizer type other than ``subspace`` or ``identity``, a location the
-    layout cannot name, or a unit id that cannot name a file is refused (I125), two units
-    written under one name are I126, and then nothing is written. ``written`` lists the
-    files written.
+    unit's featurizer, and each joint site's, becomes the three unit files, named after the
+    unit id (once, when several units use it), and each report variable's unit scores become
+    MIB's result file in its folder. A unit or joint site without a featurizer, a featurizer
+    type other than ``subspace`` or ``identity``, a location the layout cannot name, or a unit
+    id that cannot name a file is refused (I125), two units written under one name are I126,
+    and then nothing is written. ``written`` lists the files written.
 
     Raises:
         mibspec.core.outputs.OutputPathError: a file to be written is an input (or a link to one).
@@ -114,6 +120,7 @@ def export_mib_cv_submission(reports: list[Path], out_dir: Path) -> ExportResult
             "mib-submission DIR --positions token_positions.json` reads this folder back."
         ),
         "units": export.listing,
+        "results": export.results,
     }
     listing = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode()
     export.plan.add(LISTING_FILE, listing, source="the listing of the export")
@@ -134,6 +141,9 @@ class _Export:
     positions: dict[str, dict[str, Any]]
     listing: list[dict[str, Any]]
     reads: list[Path]
+    results: list[str] = field(default_factory=list)  # the result files, relative paths
+    #: (folder, unit id) → (featurizer document, position name) of the unit files planned
+    units: dict[tuple[str, str], tuple[Path, str]] = field(default_factory=dict)
 
 
 def _read_inside(folder: Path, path: str, pointer: str) -> Path:
@@ -185,30 +195,97 @@ def _export_report(source: Path, export: _Export) -> None:
     artifacts = {a["id"]: a for a in document.get("artifacts", [])}
     for v, variable in enumerate(document["claims"]["variables"]):
         cell = f"{folder}_{model}_{variable['name']}"
+        units: dict[str, Any] = {}
         for u, unit in enumerate(variable["units"]):
-            pointer = f"/claims/variables/{v}/units/{u}/featurizer"
-            entry = artifacts.get(unit.get("featurizer"))
-            if entry is None:
-                raise _UnitError("I125", pointer, "a unit without a featurizer has no MIB files")
-            doc_path = _read_inside(source.parent, entry["path"], pointer)
-            doc = load_json_file(doc_path, Limits()).data
-            if not isinstance(doc, dict) or doc.get("kind") != "featurizer":
-                raise _UnitError("I125", pointer, f"{entry['path']} is not a featurizer document")
-            imported = _imported(doc, "folder", cell)
-            if imported != cell:
-                raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
-            _export_featurizer(export, doc_path, doc, cell, pointer, name)
+            pointer = f"/claims/variables/{v}/units/{u}"
+            sites = [(f"{pointer}/featurizer", unit.get("featurizer"))] + [
+                (f"{pointer}/joint_sites/{j}/featurizer", site.get("featurizer"))
+                for j, site in enumerate(unit.get("joint_sites") or [])
+            ]
+            ids = []
+            for at, ident in sites:
+                doc_path, doc = _site_document(source, artifacts, ident, at, cell)
+                ids.append(_export_featurizer(export, doc_path, doc, cell, at, name))
+            units[result_key([unit_id for unit_id, _ in ids])] = _result_entry(unit, ids[0][1])
+        _plan_results(export, document, folder, model, variable["name"], units, name)
+
+
+def _site_document(
+    source: Path, artifacts: dict[str, Any], ident: Any, pointer: str, cell: str
+) -> tuple[Path, dict[str, Any]]:
+    """The featurizer document a unit's site names, read from the report's folder."""
+    entry = artifacts.get(ident)
+    if entry is None:
+        raise _UnitError("I125", pointer, "a unit without a featurizer has no MIB files")
+    doc_path = _read_inside(source.parent, entry["path"], pointer)
+    doc = load_json_file(doc_path, Limits()).data
+    if not isinstance(doc, dict) or doc.get("kind") != "featurizer":
+        raise _UnitError("I125", pointer, f"{entry['path']} is not a featurizer document")
+    imported = _imported(doc, "folder", cell)
+    if imported != cell:
+        raise _UnitError("I125", pointer, f"the featurizer was imported for {imported}, not {cell}")
+    return doc_path, doc
+
+
+def _result_entry(unit: dict[str, Any], position: str) -> dict[str, Any]:
+    """A unit's entry of a result file, per counterfactual set: the location's layer (and head)
+    and position in ``metadata``, as the public code names the first listed model unit's."""
+    location = unit["location"]
+    metadata: dict[str, Any] = {"layer": location["layer"], "position": position}
+    if location.get("heads"):
+        metadata["head"] = location["heads"][0]
+    return {"metadata": metadata, "scores": unit["scores"]}
+
+
+def _plan_results(
+    export: _Export,
+    document: dict[str, Any],
+    folder: str,
+    model: str,
+    variable: str,
+    units: dict[str, Any],
+    source: str,
+) -> None:
+    """Plan a variable's result file in its folder, named as the public evaluator names it
+    (variable, task, model and method, then ``results.json``); counterfactual sets carry the
+    report's split as the public files do (``<type>_<split>``)."""
+    split = document["task"].get("split")
+    dataset: dict[str, Any] = {}
+    for key, entry in units.items():
+        for cf, score in entry["scores"].items():
+            block = dataset.setdefault(f"{cf}_{split}" if split else cf, {"model_unit": {}})
+            block["model_unit"][key] = {"metadata": entry["metadata"], variable: {"average_score": score}}
+    method = document["method"]["name"]
+    payload = {
+        "method_name": method,
+        "model_name": model,
+        "task_name": folder,
+        "target_variables": variable,
+        "dataset": dataset,
+    }
+    cell = safe_name(f"{folder}_{model}_{variable}")
+    relative = f"{cell}/{safe_name(f'{variable}{folder}{model}{method}results')}.json"
+    try:
+        export.plan.add(relative, (json.dumps(payload, indent=2) + "\n").encode(), source=source)
+    except NameClashError as exc:
+        raise _UnitError("I126", "/claims/variables", str(exc)) from None
+    export.results.append(relative)
 
 
 def _export_featurizer(
     export: _Export, doc_path: Path, doc: dict[str, Any], cell: str, pointer: str, source: str
-) -> None:
-    """Plan the three unit files of one featurizer document."""
+) -> tuple[str, str]:
+    """Plan the three unit files of one featurizer document (once, when several units use it);
+    its unit id and position name."""
     import io
 
     import torch
 
     unit_id, position_name = _unit_id(doc, pointer)
+    planned = export.units.get((cell, unit_id))
+    if planned is not None and planned[0] == doc_path.resolve():
+        return unit_id, position_name
+    export.units[(cell, unit_id)] = (doc_path.resolve(), position_name)
     export.reads.append(doc_path)
     export.reads.extend(_read_inside(doc_path.parent, a["path"], pointer) for a in doc.get("artifacts", []))
     rule = doc["location"]["position"]
@@ -254,6 +331,7 @@ def _export_featurizer(
     except NameClashError as exc:
         raise _UnitError("I126", pointer, str(exc)) from None
     export.listing.append({"folder": cell, "unit": unit_id, "position": position_name, "source": source})
+    return unit_id, position_name
 
 
 def _unit_id(doc: dict[str, Any], pointer: str) -> tuple[str, str]:

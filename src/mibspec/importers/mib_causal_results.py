@@ -23,17 +23,19 @@ Conventions pinned here (SPEC.md CV-7, MV-8): ``ResidualStream`` units are the r
 stream leaving their layer (``residual_post``), ``AttentionHead`` units the listed heads'
 outputs, ``MLP`` units the MLP output; the position ``last_token`` is the rule ``last``,
 IOI's ``all`` the rule ``all`` (every token), any other position name is ``named``. A unit
-joining model units of several layers or positions (MIB's IOI evaluation scores all the
-submitted heads as one such unit) has no location and is refused (I101), whatever its
-``metadata`` says. IOI is scored by squared error, lower is better: the best of an IOI
-variable is the minimum over layers (the public aggregator takes the maximum; the report's
-description says which it reports).
+joining model units of several layers at one position (MIB's IOI evaluation scores all the
+submitted heads as one such unit) is one joint unit (spec 1.2, CV-8): one site per model unit
+(one head each), the lowest (layer, head) its location and the others its ``joint_sites`` in
+that order, whatever its ``metadata`` says (MIB's names the first listed head's layer only).
+Heads of one layer scored together stay one location listing them, as in spec 1.1. A unit
+joining several positions or components is refused (I101). IOI is scored by squared error,
+lower is better: the best of an IOI variable is the minimum over layers (the public aggregator
+takes the maximum; the report's description says which it reports).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +43,7 @@ from typing import Any
 
 from mibspec.core.folders import safe_name
 from mibspec.core.integers import parse_int
-from mibspec.core.mib_causal import MIB_POSITION_RULES, UNIT_COMPONENTS, parse_unit_id
+from mibspec.core.mib_causal import MIB_POSITION_RULES, UNIT_COMPONENTS, parse_unit_id, result_key_units
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
 from mibspec.documents import CausalVariableReport
@@ -50,6 +52,7 @@ from mibspec.documents.kinds import Location
 from mibspec.documents.report import (
     CausalVariableClaims,
     CausalVariableSettings,
+    JointSite,
     TaskRef,
     UnitScore,
     VariableClaims,
@@ -103,7 +106,6 @@ def hub_id(model: str) -> str:
     return CAUSAL_MODELS[model][0] if model in CAUSAL_MODELS else model
 
 
-_ATOMIC = re.compile(r"AtomicModelUnit\(id='([^']*)'\)")
 #: Position names read as rules: the last token, and MIB's (IOI's ``all``, every token).
 _POSITION_RULES = {"last_token": {"rule": "last"}, "last": {"rule": "last"}, **MIB_POSITION_RULES}
 _RESERVED = {"metadata", "feature_indices"}
@@ -132,7 +134,8 @@ def _text(data: dict[str, Any], key: str) -> str:
 @dataclass(frozen=True)
 class CausalResults:
     """A MIB causal-variable result file, read: its names and its unit scores regrouped as
-    variable → unit key → ``{"location": ..., "scores": {counterfactual set: value}}``."""
+    variable → unit key → ``{"location": ..., "scores": {counterfactual set: value}}``, with
+    ``"joint_sites"`` (layer, component, heads) for a unit across layers."""
 
     method: str
     model_name: str
@@ -209,7 +212,8 @@ def _reports(data: Any, source: Path) -> Iterator[tuple[str, CausalVariableRepor
 
 def _unit_scores(dataset: dict[str, Any], config: Mapping[str, int]) -> dict[str, dict[str, dict[str, Any]]]:
     """The file's scores regrouped: variable → unit key → {"location": ..., "scores":
-    {counterfactual: value}}; each unit's location is the same in every counterfactual set."""
+    {counterfactual: value}} (and "joint_sites" for a joint unit); each unit is placed the same
+    in every counterfactual set."""
     variables: dict[str, dict[str, dict[str, Any]]] = {}
     for cf, block in dataset.items():
         pointer = f"/dataset/{escape_pointer_token(cf)}"
@@ -222,7 +226,7 @@ def _unit_scores(dataset: dict[str, Any], config: Mapping[str, int]) -> dict[str
             upointer = f"{pointer}/model_unit/{escape_pointer_token(key)}"
             if not isinstance(entry, dict):
                 raise _MalformedError("I101", upointer, detail="a model unit's results must be an object")
-            location = _location(key, entry.get("metadata"), upointer, config)
+            placed = _placement(key, entry.get("metadata"), upointer, config)
             scored = False
             for name, result in entry.items():
                 if name in _RESERVED or not isinstance(result, dict) or "average_score" not in result:
@@ -234,8 +238,8 @@ def _unit_scores(dataset: dict[str, Any], config: Mapping[str, int]) -> dict[str
                         f"{upointer}/{escape_pointer_token(name)}/average_score",
                         detail="a score is a finite number",
                     )
-                unit = variables.setdefault(name, {}).setdefault(key, {"location": location, "scores": {}})
-                if unit["location"] != location:
+                unit = variables.setdefault(name, {}).setdefault(key, {**placed, "scores": {}})
+                if {k: v for k, v in unit.items() if k != "scores"} != placed:
                     raise _MalformedError(
                         "I101",
                         f"{upointer}/metadata",
@@ -258,8 +262,9 @@ def variable_claims(
 ) -> VariableClaims:
     """One variable's claims: its units' scores (by layer, then id) and the leaderboard's
     aggregates of them (per layer, Average, best). ``units`` maps a unit id to its
-    ``location`` and ``scores`` (as :class:`CausalResults` holds them); ``featurizers``, where
-    known, maps a unit id to the artifact id of its featurizer.
+    ``location``, ``scores`` and, for a joint unit, ``joint_sites`` (as :class:`CausalResults`
+    holds them; a site may name its ``featurizer`` artifact); ``featurizers``, where known, maps
+    a unit id to the artifact id of its location's featurizer.
 
     Raises:
         _MalformedError: a unit is scored on some counterfactual sets only (I101).
@@ -296,6 +301,9 @@ def _unit_score(key: str, unit: Mapping[str, Any], featurizer: str | None) -> Un
         location=Location.model_validate(unit["location"]),
         scores=dict(sorted(unit["scores"].items())),
     )
+    if unit.get("joint_sites"):
+        sites = [JointSite.model_validate(site) for site in unit["joint_sites"]]
+        score = score.model_copy(update={"joint_sites": sites})
     return score if featurizer is None else score.model_copy(update={"featurizer": featurizer})
 
 
@@ -305,37 +313,111 @@ def _cut(text: str, width: int = 40) -> str:
     return shown if len(shown) <= width else shown[: width - 1] + "…"
 
 
-def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) -> dict[str, Any]:
-    """A ``Location`` from a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
-    Token-last_token)')]]``, with the layer and position of ``metadata`` taking precedence."""
-    atoms = _ATOMIC.findall(key) or [key]
-    kinds, layers, heads, positions = set(), set(), [], set()
+def _placement(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) -> dict[str, Any]:
+    """Where a unit key such as ``[[AtomicModelUnit(id='AttentionHead(Layer-3,Head-5,
+    Token-last_token)')]]`` intervenes: ``{"location": ...}``, and ``"joint_sites"`` when the key
+    joins model units of several layers (CV-7, CV-8).
+
+    A unit of one layer takes the layer and position of ``metadata`` where given (heads of one
+    layer scored together stay one location listing them, as in spec 1.1). A unit across
+    layers is a joint unit of one site per model unit, whatever ``metadata`` names: MIB's
+    names the first listed head's layer only.
+    """
+    atoms = result_key_units(key)
+    parsed = []
     for atom in atoms:
-        parsed = parse_unit_id(atom)
-        if parsed is None or parsed[0] not in UNIT_COMPONENTS:
+        found = parse_unit_id(atom)
+        if found is None or found[0] not in UNIT_COMPONENTS:
             raise _MalformedError(
                 "I101",
                 pointer,
                 detail=f"unit {_cut(atom, 120)} is not one of "
                 f"{', '.join(f'{k}(...)' for k in UNIT_COMPONENTS)}",
             )
-        kind, params = parsed
-        kinds.add(kind)
-        if "Layer" in params:
-            layers.add(params["Layer"])
-        if "Head" in params:
-            heads.append(params["Head"])
-        if "Token" in params:
-            positions.add(params["Token"])
-    if len(layers) > 1 or len(positions) > 1:
-        # metadata names the first atom's layer only: it must not hide the others
+        parsed.append(found)
+    kinds = {kind for kind, _ in parsed}
+    layers = {params["Layer"] for _, params in parsed if "Layer" in params}
+    positions = {params["Token"] for _, params in parsed if "Token" in params}
+    if len(positions) > 1 or (len(layers) > 1 and len(kinds) > 1):
         raise _MalformedError(
             "I101",
             pointer,
             detail=f"unit {_cut(key, 120)} joins model units of layers {_cut(', '.join(sorted(layers)))} "
-            f"at positions {_cut(', '.join(sorted(positions)))}; a location holds one layer and one "
-            "position, so a joint unit across layers or positions cannot be imported",
+            f"at positions {_cut(', '.join(sorted(positions)))} ({', '.join(sorted(kinds))}); a joint "
+            "unit is imported only of model units of one component at one position",
         )
+    if len(layers) > 1:
+        return _joint(key, parsed, pointer, config)
+    return {"location": _location(key, parsed, metadata, pointer, config)}
+
+
+def _joint(
+    key: str, atoms: list[tuple[str, dict[str, str]]], pointer: str, config: Mapping[str, int]
+) -> dict[str, Any]:
+    """A unit across layers: one site per model unit (one head each), sorted by layer and head;
+    the first is the location, the others its joint sites (MV-10)."""
+    sites = []
+    for kind, params in atoms:
+        needed = ("Layer", "Token", "Head") if kind == "AttentionHead" else ("Layer", "Token")
+        if any(name not in params for name in needed):
+            raise _MalformedError(
+                "I101",
+                pointer,
+                detail=f"unit {_cut(key, 120)} joins model units of several layers; each of them must "
+                f"name its {', '.join(needed).lower()} ({kind}({_cut(','.join(params))}) does not)",
+            )
+        site: dict[str, Any] = {
+            "layer": _layer(key, params["Layer"], pointer, config),
+            "component": UNIT_COMPONENTS[kind],
+        }
+        if kind == "AttentionHead":
+            site["heads"] = _heads(key, [params["Head"]], pointer, config)
+        sites.append(site)
+    sites.sort(key=lambda s: (s["layer"], s.get("heads") or []))
+    [position] = {params["Token"] for _, params in atoms}
+    location = {**sites[0], "position": _position_rule(position)}
+    return {"location": location, "joint_sites": sites[1:]}
+
+
+def _layer(key: str, text: str, pointer: str, config: Mapping[str, int]) -> int:
+    layer = parse_int(text)
+    if layer is None or layer >= config["n_layers"]:
+        raise _MalformedError(
+            "I101", pointer, detail=f"unit {_cut(key, 120)}: layer {_cut(text)} is not in the model"
+        )
+    return layer
+
+
+def _heads(key: str, heads: list[str], pointer: str, config: Mapping[str, int]) -> list[int]:
+    numbers = [parse_int(h) for h in heads]
+    in_model = [h for h in numbers if h is not None and h < config["n_heads"]]
+    if not heads or len(in_model) != len(heads):
+        raise _MalformedError(
+            "I101",
+            pointer,
+            detail=f"unit {_cut(key, 120)}: heads {_cut(', '.join(heads))} are not in the model",
+        )
+    return in_model
+
+
+def _position_rule(position: str) -> dict[str, Any]:
+    rule = _POSITION_RULES.get(position)
+    return dict(rule) if rule is not None else {"rule": "named", "name": position}
+
+
+def _location(
+    key: str,
+    atoms: list[tuple[str, dict[str, str]]],
+    metadata: Any,
+    pointer: str,
+    config: Mapping[str, int],
+) -> dict[str, Any]:
+    """The ``Location`` of a unit of one layer, with the layer and position of ``metadata``
+    taking precedence."""
+    kinds = {kind for kind, _ in atoms}
+    layers = {params["Layer"] for _, params in atoms if "Layer" in params}
+    positions = {params["Token"] for _, params in atoms if "Token" in params}
+    heads = [params["Head"] for _, params in atoms if "Head" in params]
     meta = metadata if isinstance(metadata, dict) else {}
     if meta.get("layer") is not None:
         layers = {str(meta["layer"])}
@@ -351,22 +433,11 @@ def _location(key: str, metadata: Any, pointer: str, config: Mapping[str, int]) 
             "a location holds one",
         )
     [kind], [layer_text], [position] = kinds, layers, positions
-    layer = parse_int(layer_text)
-    if layer is None or layer >= config["n_layers"]:
-        raise _MalformedError(
-            "I101", pointer, detail=f"unit {_cut(key, 120)}: layer {_cut(layer_text)} is not in the model"
-        )
-    location: dict[str, Any] = {"layer": layer, "component": UNIT_COMPONENTS[kind]}
+    location: dict[str, Any] = {
+        "layer": _layer(key, layer_text, pointer, config),
+        "component": UNIT_COMPONENTS[kind],
+    }
     if kind == "AttentionHead":
-        numbers = [parse_int(h) for h in heads]
-        in_model = [h for h in numbers if h is not None and h < config["n_heads"]]
-        if not heads or len(in_model) != len(heads):
-            raise _MalformedError(
-                "I101",
-                pointer,
-                detail=f"unit {_cut(key, 120)}: heads {_cut(', '.join(heads))} are not in the model",
-            )
-        location["heads"] = in_model
-    rule = _POSITION_RULES.get(position)
-    location["position"] = dict(rule) if rule is not None else {"rule": "named", "name": position}
+        location["heads"] = _heads(key, heads, pointer, config)
+    location["position"] = _position_rule(position)
     return location

@@ -5,11 +5,15 @@ A result file (:mod:`.mib_causal_results`) scores model units by their ids; the 
 documents imported from the submission (:mod:`.mib_cv_submission`) record the folder and unit
 id they came from. A unit is joined with the featurizer of the same task, model, variable and
 unit id (``Layer``, ``Head`` and ``Token`` compared, in either spelling the public code
-writes); the featurizer's declared location wins over the one the id implies. Each report is
-written beside its folder's featurizer documents, with a copy of the dataset document and a
-causal model document, all referenced as artifacts with their SHA-256.
+writes); the featurizer's declared location wins over the one the id implies. A key listing
+several model units (MIB's IOI evaluation scores all the submitted heads as one) is one joint
+unit (spec 1.2, MV-10) joined with the featurizer of each: the site of lowest (layer, heads) is
+its location, the others its ``joint_sites`` in that order, each naming its featurizer. Each
+report is written beside its folder's featurizer documents, with a copy of the dataset document
+and a causal model document, all referenced as artifacts with their SHA-256.
 
-A unit scored without a featurizer, a variable without a folder, a counterfactual set the
+A unit scored without a featurizer (for a joint unit, without the featurizer of one of its
+model units), a variable without a folder, a counterfactual set the
 dataset does not have, and a folder scored twice are I112: the claim could not be recomputed,
 so nothing is written. A featurizer no result file scores claims nothing; it is named in a note.
 """
@@ -26,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mibspec.core.folders import NameClashError, OutputPlan, safe_name
-from mibspec.core.mib_causal import MIB_TASKS, UNIT_RECORD, mib_cell, parse_unit_id
+from mibspec.core.mib_causal import MIB_TASKS, UNIT_RECORD, mib_cell, parse_unit_id, result_key_units
 from mibspec.core.outputs import Inputs
 from mibspec.core.pointers import escape_pointer_token
 from mibspec.core.version import __version__
@@ -47,7 +51,7 @@ _TASKS = {task for task, _ in MIB_TASKS.values()}
 _SHOWN = 12
 _JOINT = (
     ". A unit joining several model units (MIB's IOI evaluation scores all the submitted heads as one) "
-    "is no single featurizer's: each featurizer file is one head's, and joint units are not joined"
+    "is joined with the featurizer of each of them, one per head: every one must be in the folder"
 )
 
 
@@ -103,8 +107,8 @@ class _Scored:
     source: Path
     results: CausalResults
     model: ResultsModel
-    units: dict[str, dict[str, Any]]  # unit key → location (the featurizer's) and scores
-    featurizers: dict[str, _Unit]  # unit key → featurizer
+    units: dict[str, dict[str, Any]]  # unit key → location (the featurizer's), joint sites, scores
+    featurizers: dict[str, list[_Unit]]  # unit key → the featurizer of each site, location first
 
 
 def join_mib_cv_results(
@@ -160,7 +164,7 @@ def join_mib_cv_results(
 
 def _unscored(cells: dict[str, _Cell], joined: list[_Scored]) -> list[str]:
     """A note per folder with featurizers no result file scores (they claim nothing)."""
-    used = {id(u) for scored in joined for u in scored.featurizers.values()}
+    used = {id(u) for scored in joined for sites in scored.featurizers.values() for u in sites}
     notes = []
     for cell in cells.values():
         left = sorted(u.unit_id for u in cell.units.values() if id(u) not in used)
@@ -177,13 +181,15 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
+def _atom_keys(key: str) -> list[tuple[str, ...] | None]:
+    """The model units a result file's key ``[[AtomicModelUnit(id='...'), ...]]`` lists (or the
+    key itself, a bare unit id), each as :func:`_unit_key` compares it."""
+    return [_unit_key(atom) for atom in result_key_units(key)]
+
+
 def _unit_key(unit_id: str) -> tuple[str, ...] | None:
-    """A unit id compared by kind, layer, heads and token position, whatever its spelling;
-    a result file's key ``[[AtomicModelUnit(id='...')]]`` holds one unit id."""
-    inner = unit_id
-    if unit_id.startswith("[[AtomicModelUnit(id='") and unit_id.endswith("')]]"):
-        inner = unit_id[len("[[AtomicModelUnit(id='") : -len("')]]")]
-    parsed = parse_unit_id(inner)
+    """A unit id compared by kind, layer, heads and token position, whatever its spelling."""
+    parsed = parse_unit_id(unit_id)
     if parsed is None:
         return None
     kind, params = parsed
@@ -299,19 +305,23 @@ def _scored(
         _MalformedError: a unit without a featurizer, or a set the dataset does not have (I112).
     """
     units: dict[str, dict[str, Any]] = {}
-    featurizers: dict[str, _Unit] = {}
+    featurizers: dict[str, list[_Unit]] = {}
     missing: list[str] = []
     for key, unit in results.variables[variable].items():
-        normal = _unit_key(key)
-        featurizer = None if normal is None else cell.units.get(normal)
-        if featurizer is None:
+        found = [None if atom is None else cell.units.get(atom) for atom in _atom_keys(key)]
+        sites = [f for f in found if f is not None]
+        if len(sites) != len(found):
             missing.append(key)
             continue
         scores = {}
         for cf, value in unit["scores"].items():
             scores[_counterfactual(cf, types, split, f"/dataset/{escape_pointer_token(cf)}")] = value
-        units[key] = {"location": featurizer.location, "scores": scores}
-        featurizers[key] = featurizer
+        if len(sites) == 1:
+            units[key] = {"location": sites[0].location, "scores": scores}
+        else:  # a joint unit (MV-10): one featurizer per site, the lowest (layer, head) first
+            sites.sort(key=_site_order)
+            units[key] = {"location": sites[0].location, "joint_sites": [], "scores": scores}
+        featurizers[key] = sites
     if missing:
         first = next(iter(results.variables[variable][missing[0]]["scores"]))
         raise _MalformedError(
@@ -322,6 +332,11 @@ def _scored(
             + (_JOINT if any(key.count("AtomicModelUnit(") > 1 for key in missing) else ""),
         )
     return _Scored(cell, source, results, model, units, featurizers)
+
+
+def _site_order(unit: _Unit) -> tuple[int, list[int], str]:
+    location = unit.location
+    return location["layer"], location.get("heads") or [], location["component"]
 
 
 def _counterfactual(name: str, types: list[str], split: str | None, pointer: str) -> str:
@@ -386,13 +401,21 @@ def _plan_report(
         _json_artifact(DATASET_ID, "dataset", DATASET_FILE, copy.document, "counterfactual_dataset"),
         _json_artifact(_CAUSAL_MODEL_ID, "causal_model", model_file, causal_model, "causal_model"),
     ]
-    ids: dict[str, str] = {}
-    for key, unit in sorted(scored.featurizers.items()):
-        ident = _artifact_id(unit.path.stem, set(ids.values()))
-        ids[key] = ident
-        data = unit.path.read_bytes()
-        artifacts.append(_json_artifact(ident, "featurizer", unit.path.name, data, "featurizer"))
-    claims = variable_claims(cell.variable, scored.units, results.ioi, ids)
+    by_path: dict[Path, str] = {}  # one artifact per featurizer file, whichever units use it
+    for _, sites in sorted(scored.featurizers.items()):
+        for unit in sites:
+            if unit.path not in by_path:
+                ident = by_path[unit.path] = _artifact_id(unit.path.stem, set(by_path.values()))
+                data = unit.path.read_bytes()
+                artifacts.append(_json_artifact(ident, "featurizer", unit.path.name, data, "featurizer"))
+    ids = {key: by_path[sites[0].path] for key, sites in scored.featurizers.items()}
+    units = {
+        key: {**unit, "joint_sites": [_joint_site(s, by_path[s.path]) for s in scored.featurizers[key][1:]]}
+        if "joint_sites" in unit
+        else unit
+        for key, unit in scored.units.items()
+    }
+    claims = variable_claims(cell.variable, units, results.ioi, ids)
     report = CausalVariableReport(
         profile="mib-2025",
         title=f"{results.method} on {results.task} ({results.model_name}), {cell.variable}",
@@ -418,6 +441,12 @@ def _plan_report(
         ),
     )
     return plan.add(f"{folder}/report.json", document_bytes(report), source=where)
+
+
+def _joint_site(unit: _Unit, ident: str) -> dict[str, Any]:
+    """A joint site: where its featurizer reads (its position is the unit's) and that featurizer."""
+    site = {k: unit.location[k] for k in ("layer", "component", "heads") if unit.location.get(k) is not None}
+    return {**site, "featurizer": ident}
 
 
 def _artifact_id(stem: str, taken: set[str]) -> str:

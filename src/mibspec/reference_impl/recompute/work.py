@@ -15,6 +15,7 @@ refuses options whose study would be refused here).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -251,17 +252,39 @@ def circuit(ctx: RecomputeContext) -> list[Work]:
 
 def causal_variable(ctx: RecomputeContext) -> list[Work]:
     """Causal-variable track: every (unit, counterfactual set) score is an interchange
-    intervention on every row (a counterfactual run and an intervened base run)."""
+    intervention on every row (a counterfactual run and an intervened base run). The
+    counterfactual runs record every distinct site of the report's units (locations and
+    joint sites) on every row, at least one token of each: float32 values held at once."""
     report = ctx.data
     rows = _dataset_rows(ctx, report["task"].get("dataset"))
     if rows is None:
         return []
-    scores = sum(
-        len(unit["scores"]) for variable in report["claims"]["variables"] for unit in variable["units"]
+    units = [unit for variable in report["claims"]["variables"] for unit in variable["units"]]
+    scores = sum(len(unit["scores"]) for unit in units)
+    work = _forward_passes(
+        ctx, 2.0 * rows * scores, "/claims/variables", f"{scores} unit scores on {rows} rows"
     )
-    return [
-        _forward_passes(ctx, 2.0 * rows * scores, "/claims/variables", f"{scores} unit scores on {rows} rows")
-    ]
+    width = _recorded_width(report.get("model"), units)
+    if not width:
+        return [work]
+    what = f"{work.what}, recording {width} values per token at the units' sites"
+    return [dataclasses.replace(work, what=what, bytes=4.0 * rows * width)]
+
+
+def _recorded_width(model: Any, units: Sequence[Mapping[str, Any]]) -> int:
+    """The values per token the distinct sites of ``units`` hold together (d_model at a
+    residual or MLP site, d_model/n_heads per listed head), when the model's config is
+    declared; else 0."""
+    config = (model or {}).get("config") or {}
+    width, heads = config.get("d_model"), config.get("n_heads")
+    if not (isinstance(width, int) and isinstance(heads, int) and heads > 0):
+        return 0
+    sites = set()
+    for unit in units:
+        for site in (unit.get("location") or {}, *(unit.get("joint_sites") or [])):
+            listed = site.get("heads") if site.get("component") == "attention_heads" else None
+            sites.add((site.get("layer"), site.get("component"), tuple(listed or ())))
+    return sum(len(listed) * (width // heads) if listed else width for _, _, listed in sites)
 
 
 # --------------------------------------------------------------------------- saliency

@@ -32,7 +32,7 @@ def _score(mibspec_cli: CliRun, out: Path, *args: str) -> tuple[int, str]:
     ("args", "message"),
     [
         (("--joint-head", "1:0", "--joint-head", "3,1"), "expected LAYER:HEAD"),
-        (("--joint-head", "1:0", "--joint-head", "3:1"), "trained one site at a time"),  # DAS, the default
+        (("--joint-head", "1:0", "--joint-head", "3:1", "--layer", "1"), "leave out layers and heads"),
         (
             (
                 "--method",
@@ -63,7 +63,7 @@ def test_the_help_says_what_joint_heads_do(mibspec_cli: CliRun) -> None:
     text = " ".join(shown.stdout.split())
     assert "--joint-head <layer:head>" in text
     assert "one forward pass, each through its own featurizer" in text
-    assert "full_vector only" in text
+    assert "featurizers together, through that one pass" in text
 
 
 @pytest.mark.slow

@@ -54,7 +54,8 @@ _PositionOption = Annotated[
         "--position",
         metavar="<position>",
         help="Token position (repeatable): last, index:N, first:TEXT, lastocc:TEXT, slot:NAME[:K], "
-        "value:NAME[:K], all (every token; full_vector only). Default: per task.",
+        "value:NAME[:K], all (every token; trained methods learn from every token of each pair). "
+        "Default: per task.",
     ),
 ]
 _HeadOption = Annotated[
@@ -68,7 +69,8 @@ _JointHeadOption = Annotated[
         help="An attention head of one joint unit (repeatable, at least two; e.g. --joint-head 7:3 "
         "--joint-head 8:6): the heads are written in one forward pass, each through its own "
         "featurizer, one unit per position and variable, counted under the lowest head's layer; "
-        "instead of --layer and --head; full_vector only (MIB's IOI --heads_list).",
+        "instead of --layer and --head. Trained methods train the heads' featurizers together, "
+        "through that one pass (MIB's IOI --heads_list).",
     ),
 ]
 _CounterfactualOption = Annotated[

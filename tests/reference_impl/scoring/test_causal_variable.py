@@ -1,21 +1,26 @@
 """Every reference method writes a report that verifies with recomputation; the answer checkers.
 
 Independent anchors: the PCA components are compared with numpy's SVD of the standardised
-activations written out here; the substring rule with MIB's example ("1" matches "10"). Units
-at every token (MIB's IOI ``Token:all``) are the full vector's only.
+activations written out here; the substring rule with MIB's example ("1" matches "10"); the
+orthonormality of every written DAS rotation, to 1e-4, computed here. Units at every token
+(MIB's IOI ``Token:all``) and joint units of heads on two layers are trained by every method
+and verify; two runs of one seed write the same featurizer files, byte for byte.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 import mibspec
 from mibspec.reference_impl.scoring.causal_variable import parse_position
+
+if TYPE_CHECKING:
+    from conftest import SmallDataset
 
 pytestmark = pytest.mark.recompute
 pytest.importorskip("torch")
@@ -131,26 +136,6 @@ def test_all_is_a_position_of_its_own() -> None:
         parse_position("all:3")  # every token takes no parameter
 
 
-@pytest.mark.parametrize("method", ["das", "dbm", "pca", "sae"])
-def test_trained_methods_are_refused_at_every_token_before_training(method: str, tmp_path: Path) -> None:
-    """DAS and the masks learn from one position per prompt: at ``all`` the run stops before
-    anything is loaded, trained or written, saying which method scores such units."""
-    from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
-
-    with pytest.raises(ValueError, match=r"not at position 'all'.*--method full_vector"):
-        score_causal_variable(
-            REPO / "examples" / "models" / "tiny-gpt2",
-            REPO / "examples" / "datasets" / "ioi" / "test.meta.json",
-            tmp_path / "out",
-            method=method,
-            component="attention_heads",
-            heads=[0],
-            layers=[1],
-            positions=["last", "all"],
-        )
-    assert not (tmp_path / "out").exists()
-
-
 # --------------------------------------------------------------------------- joint units of heads
 
 
@@ -167,8 +152,6 @@ def test_joint_heads_are_read_as_layer_colon_head() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"method": "das"}, r"DAS featurizers are trained one site at a time.*--method full_vector"),
-        ({"method": "sae"}, r"DBM\+SAE featurizers are trained one site at a time"),
         ({"component": "residual_post"}, r"attention heads; component is 'residual_post'"),
         ({"layers": [1]}, r"leave out layers and heads"),
         ({"heads": [0]}, r"leave out layers and heads"),
@@ -179,8 +162,8 @@ def test_joint_heads_are_read_as_layer_colon_head() -> None:
 def test_joint_units_the_run_cannot_score_are_refused_before_loading(
     settings: dict[str, Any], message: str, tmp_path: Path
 ) -> None:
-    """A joint unit's featurizers would have to be trained together through one pass: only the
-    full vector scores joint units, and the run stops before any model or dataset is read."""
+    """A joint unit is two or more distinct heads, given instead of layers and heads: the run
+    stops before any model or dataset is read."""
     from mibspec.reference_impl.scoring.causal_variable import score_causal_variable
 
     options: dict[str, Any] = {
@@ -213,3 +196,102 @@ def test_a_joint_head_outside_the_model_is_named(tmp_path: Path) -> None:
             positions=["all"],
         )
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- trained at every token, jointly
+
+
+@pytest.fixture(scope="module")
+def ioi(tmp_path_factory: pytest.TempPathFactory, small_ioi_dataset: SmallDataset) -> Path:
+    return small_ioi_dataset(tmp_path_factory.mktemp("ioi"), 16)
+
+
+def _ioi(dataset: Path, out: Path, **options: Any) -> dict[str, Any]:
+    """A verified IOI report of units at every token (``_run``'s checks)."""
+    settings: dict[str, Any] = {
+        "layers": None,
+        "component": "attention_heads",
+        "positions": ["all"],
+        "variables": ["output_token"],
+        "counterfactuals": ["random_names", "io_s2_flip"],
+        "steps": 10,
+        **options,
+    }
+    return _run(dataset, out, **settings)
+
+
+def _site_documents(folder: Path, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The featurizer document of the unit's location, then of each joint site."""
+    unit = report["claims"]["variables"][0]["units"][0]
+    idents = [unit["featurizer"], *(site["featurizer"] for site in unit.get("joint_sites", []))]
+    paths = {a["id"]: a["path"] for a in report["artifacts"]}
+    return [json.loads((folder / paths[i]).read_text(encoding="utf-8")) for i in idents]
+
+
+def _rotations_are_orthonormal(folder: Path, report: dict[str, Any]) -> None:
+    """Each site's subspace rows are orthonormal to 1e-4, and its document, verified on its
+    own, raises no finding (V101 among them)."""
+    from safetensors.numpy import load_file
+
+    unit = report["claims"]["variables"][0]["units"][0]
+    paths = {a["id"]: a["path"] for a in report["artifacts"]}
+    for ident in [unit["featurizer"], *(site["featurizer"] for site in unit.get("joint_sites", []))]:
+        doc = json.loads((folder / paths[ident]).read_text(encoding="utf-8"))
+        assert (doc["type"], doc["n_features"], doc["location"]["position"]) == (
+            "subspace",
+            4,
+            {"rule": "all"},
+        )
+        rotation = load_file(str(folder / doc["artifacts"][0]["path"]))["rotation"].astype(np.float64)
+        assert float(np.abs(rotation @ rotation.T - np.eye(4)).max()) <= 1e-4
+        alone = mibspec.verify(folder / paths[ident])
+        assert alone.valid
+        assert not [f.code for d in alone.documents for f in d.findings]
+
+
+@pytest.mark.slow
+def test_das_at_every_token_of_one_head_verifies(ioi: Path, tmp_path: Path) -> None:
+    report = _ioi(ioi, tmp_path / "all", method="das", layers=[3], heads=[1])
+    [unit] = report["claims"]["variables"][0]["units"]
+    assert unit["location"]["position"] == {"rule": "all"}
+    assert "Token-all" in unit["id"]
+    _rotations_are_orthonormal(tmp_path / "all", report)
+
+
+@pytest.mark.slow
+def test_joint_das_over_heads_of_two_layers_verifies_and_one_seed_writes_the_same_files(
+    ioi: Path, tmp_path: Path
+) -> None:
+    """MIB's IOI DAS baseline: one rotation per head, trained together at every token."""
+    heads = [(3, 1), (1, 2), (1, 0)]
+    first = _ioi(ioi, tmp_path / "one", method="das", joint_heads=heads, seed=3)
+    [unit] = first["claims"]["variables"][0]["units"]
+    assert [(s["layer"], s["heads"]) for s in unit["joint_sites"]] == [(1, [2]), (3, [1])]
+    _rotations_are_orthonormal(tmp_path / "one", first)
+    second = _ioi(ioi, tmp_path / "two", method="das", joint_heads=heads, seed=3)
+    sidecars = sorted(p.name for p in (tmp_path / "one").glob("*.safetensors"))
+    assert len(sidecars) == 3
+    for name in sidecars:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert first["claims"] == second["claims"]
+    # another seed trains other rotations
+    other = _ioi(ioi, tmp_path / "other", method="das", joint_heads=heads, seed=4)
+    assert any(
+        (tmp_path / "one" / name).read_bytes() != (tmp_path / "other" / name).read_bytes()
+        for name in sidecars
+    )
+    assert other["claims"] != first["claims"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["dbm", "pca", "sae"])
+def test_masked_methods_train_joint_units_at_every_token(ioi: Path, tmp_path: Path, method: str) -> None:
+    """One mask per head, trained together; PCA and the SAE fitted on every token's activation
+    of each head on the train split's base prompts."""
+    report = _ioi(ioi, tmp_path / method, method=method, joint_heads=[(1, 0), (3, 1)])
+    docs = _site_documents(tmp_path / method, report)
+    assert [d["location"]["heads"] for d in docs] == [[0], [1]]
+    width = {"dbm": 16, "pca": 16, "sae": 64}[method]
+    for doc in docs:
+        assert doc["n_features"] == width
+        assert 1 <= len(doc["feature_indices"]) <= width

@@ -267,11 +267,13 @@ def _position_edit(
 @dataclass(frozen=True)
 class JointWrite:
     """A further site of a joint intervention (MV-10): its featurizer and its source vectors,
-    written at the same positions and rows as the intervention's first site."""
+    written at the same positions and rows as the intervention's first site; ``soft_mask``
+    as in :func:`intervened_logits`, for this site's features (mask training)."""
 
     site: Site
     featurizer: TorchFeaturizer
     sources: torch.Tensor
+    soft_mask: torch.Tensor | None = None
 
 
 def _edits(
@@ -286,7 +288,7 @@ def _edits(
     for write in joint:
         if write.site in edits:
             raise ValueError(f"site {write.site} is written twice in one intervention")
-        edits[write.site] = _position_edit(write.featurizer, positions, write.sources, rows=rows)
+        edits[write.site] = _position_edit(write.featurizer, positions, write.sources, write.soft_mask, rows)
     return edits
 
 

@@ -20,13 +20,14 @@ import torch
 from mibspec.metrics.causal_models import ioi_logit_names
 
 from ..devices import wide, wide_device
-from ..engine import Site, TorchFeaturizer, forward_sites, intervened_logits
+from ..engine import JointWrite, Site, TorchFeaturizer, forward_sites, intervened_logits
 
 __all__ = [
     "TrainingPairs",
     "collect_activations",
     "fit_pca",
     "fit_sae",
+    "intervention_loss",
     "train_das",
     "train_mask",
     "training_pairs",
@@ -35,16 +36,25 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TrainingPairs:
-    """Base prompts, positions, source vectors and what each intervention should produce."""
+    """Base prompts, the writes of each pair and what each intervention should produce.
+
+    A pair writes at one base token (a position rule naming one token) or at every token
+    (rule ``all``): pair i's writes are ``starts[i]:starts[i + 1]`` of ``positions`` (the
+    base token written) and ``sources`` (the counterfactual's vector at the first site, read
+    at the counterfactual's token of the same index); ``joint_sources`` hold the same writes'
+    vectors at the further sites of a joint unit (MV-10).
+    """
 
     ids: torch.Tensor
     mask: torch.Tensor
+    starts: torch.Tensor  # (N + 1,) on the CPU
     positions: torch.Tensor
     sources: torch.Tensor
     labels: torch.Tensor | None  # first token of the expected output (IIA)
     targets: torch.Tensor | None  # IOI target logit difference (MSE)
     io: torch.Tensor | None
     s: torch.Tensor | None
+    joint_sources: tuple[torch.Tensor, ...] = ()
 
     @property
     def size(self) -> int:
@@ -57,51 +67,65 @@ def training_pairs(
     metric: str,
     location: Mapping[str, Any],
     cf_types: Sequence[str],
+    joint: Sequence[Mapping[str, Any]] = (),
 ) -> TrainingPairs:
-    """Every kept (base, counterfactual) pair of the given sets, as tensors."""
+    """Every kept (base, counterfactual) pair of the given sets, as tensors; ``joint``: the
+    further sites of a joint unit (locations without their position), whose source vectors
+    are read at the same tokens.
+
+    The pairs are the evaluator's, so at rule ``all`` a pair whose base and counterfactual
+    differ in token count is refused as scoring refuses it (``UnusableInputError``); the
+    generated train split is filtered to equal token lengths, so none reaches training.
+    """
     site = Site.from_location(location)
+    further = [Site.from_location(where) for where in joint]
     rows: list[int] = []
+    counts: list[int] = []
     positions: list[int] = []
-    sources: list[torch.Tensor] = []
-    labels: list[int] = []
-    targets: list[float] = []
-    io: list[int] = []
-    s: list[int] = []
+    sources: list[list[torch.Tensor]] = [[] for _ in range(1 + len(further))]
+    answers: dict[str, list[Any]] = {"labels": [], "targets": [], "io": [], "s": []}
     for cf_type in cf_types:
         pairs = evaluator.pairs(variable, metric, cf_type, location["position"], "training pairs")
         if not pairs:
             continue
-        sources.append(evaluator._source_vectors(site, cf_type, pairs))
+        for each, vectors in zip((site, *further), sources, strict=True):
+            vectors.append(evaluator._source_vectors(each, cf_type, pairs))
         for p in pairs:
-            if len(p.base_pos) != 1:
-                raise ValueError(
-                    "location: featurizers are trained on one position per prompt, not rule 'all'"
-                )
             rows.append(p.row)
-            positions.append(p.base_pos[0])
-            if metric == "mse":
-                targets.append(float(p.target))
-                a, b = ioi_logit_names(evaluator.prompt(p.row, "base"))
-                io.append(evaluator.answer_ids(a, p.row)[0])
-                s.append(evaluator.answer_ids(b, p.row)[0])
-            else:
-                labels.append(evaluator.answer_ids(str(p.expected), p.row)[0])
+            counts.append(len(p.base_pos))
+            positions.extend(p.base_pos)
+            _answer(evaluator, metric, p, answers)
     if not rows:
         raise ValueError(f"variable: no training pair is kept for {variable!r}")
     ids, mask = evaluator._batch([(r, "base") for r in rows])
     on = ids.device
+    mse = metric == "mse"
     return TrainingPairs(
         ids=ids,
         mask=mask,
+        starts=torch.cumsum(torch.tensor([0, *counts], dtype=torch.long), 0),
         positions=torch.tensor(positions, dtype=torch.long, device=on),
-        sources=torch.cat(sources),
-        labels=torch.tensor(labels, dtype=torch.long, device=on) if metric != "mse" else None,
-        targets=torch.tensor(targets, dtype=torch.float64, device=wide_device(on))
-        if metric == "mse"
+        sources=torch.cat(sources[0]),
+        labels=None if mse else torch.tensor(answers["labels"], dtype=torch.long, device=on),
+        targets=torch.tensor(answers["targets"], dtype=torch.float64, device=wide_device(on))
+        if mse
         else None,
-        io=torch.tensor(io, dtype=torch.long, device=on) if metric == "mse" else None,
-        s=torch.tensor(s, dtype=torch.long, device=on) if metric == "mse" else None,
+        io=torch.tensor(answers["io"], dtype=torch.long, device=on) if mse else None,
+        s=torch.tensor(answers["s"], dtype=torch.long, device=on) if mse else None,
+        joint_sources=tuple(torch.cat(vectors) for vectors in sources[1:]),
     )
+
+
+def _answer(evaluator: Any, metric: str, pair: Any, answers: dict[str, list[Any]]) -> None:
+    """What a pair's intervention should produce: the IOI target and the base's two names'
+    first tokens (MSE), or the expected output's first token (IIA)."""
+    if metric == "mse":
+        answers["targets"].append(float(pair.target))
+        a, b = ioi_logit_names(evaluator.prompt(pair.row, "base"))
+        answers["io"].append(evaluator.answer_ids(a, pair.row)[0])
+        answers["s"].append(evaluator.answer_ids(b, pair.row)[0])
+    else:
+        answers["labels"].append(evaluator.answer_ids(str(pair.expected), pair.row)[0])
 
 
 def _loss(logits: torch.Tensor, data: TrainingPairs, index: torch.Tensor) -> torch.Tensor:
@@ -126,15 +150,63 @@ def _batches(
     return [index.to(device) for index in out[:steps]]
 
 
-def _slice(data: TrainingPairs, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _intervene(
+    model: Any,
+    sites: Sequence[Site],
+    data: TrainingPairs,
+    index: torch.Tensor,
+    featurizers: Sequence[TorchFeaturizer],
+    soft_masks: Sequence[torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Last-position logits of a minibatch of pairs, every write of each pair at every site
+    made in one pass (``rows`` of :func:`intervened_logits`; joint sites as ``JointWrite``)."""
     ids, mask = data.ids[index], data.mask[index]
     width = int(mask.sum(1).max())
-    return ids[:, :width], mask[:, :width]
+    ids, mask = ids[:, :width], mask[:, :width]
+    chosen = index.cpu()
+    starts = data.starts
+    take = torch.cat([torch.arange(int(starts[i]), int(starts[i + 1])) for i in chosen.tolist()])
+    rows = torch.repeat_interleave(torch.arange(chosen.shape[0]), starts[chosen + 1] - starts[chosen])
+    take, rows = take.to(data.positions.device), rows.to(data.positions.device)
+    masks: Sequence[torch.Tensor | None] = soft_masks if soft_masks is not None else [None] * len(sites)
+    joint = [
+        JointWrite(site, featurizer, vectors[take], soft)
+        for site, featurizer, vectors, soft in zip(
+            sites[1:], featurizers[1:], data.joint_sources, masks[1:], strict=True
+        )
+    ]
+    positions, sources = data.positions[take], data.sources[take]
+    first = featurizers[0]
+    return intervened_logits(
+        model, ids, mask, sites[0], positions, sources, first, soft_mask=masks[0], rows=rows, joint=joint
+    )
+
+
+def intervention_loss(
+    model: Any,
+    sites: Sequence[Site],
+    data: TrainingPairs,
+    featurizers: Sequence[TorchFeaturizer],
+    batch_size: int,
+) -> float:
+    """The training objective over every pair, without gradients: the mean per-pair loss
+    (cross-entropy or squared error) of the featurizers' interventions."""
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, data.size, batch_size):
+            index = torch.arange(start, min(data.size, start + batch_size), device=data.ids.device)
+            logits = _intervene(model, sites, data, index, featurizers)
+            total += float(_loss(logits, data, index)) * int(index.shape[0])
+    return total / data.size
+
+
+def _dims(data: TrainingPairs) -> list[int]:
+    return [int(vectors.shape[1]) for vectors in (data.sources, *data.joint_sources)]
 
 
 def train_das(
     model: Any,
-    site: Site,
+    sites: Sequence[Site],
     data: TrainingPairs,
     *,
     n_features: int,
@@ -142,78 +214,82 @@ def train_das(
     learning_rate: float,
     batch_size: int,
     generator: torch.Generator,
-) -> np.ndarray:
-    """A DAS subspace: rows R (n_features × d) orthonormal, learned by interchange training.
+) -> list[np.ndarray]:
+    """A DAS subspace per site: rows R (n_features × d) orthonormal, learned by interchange
+    training; the sites of a joint unit are trained together, each through its own rotation,
+    all written in one pass.
 
-    R is the transpose of the Q factor of a free d × n_features matrix (initialised from the
-    generator, entries N(0, 1/d)), so it stays orthonormal throughout; returns R in float32.
+    Each R is the transpose of the Q factor of a free d × n_features matrix (initialised from
+    the generator, site after site, entries N(0, 1/d)), so it stays orthonormal throughout;
+    returns the R of each site in float32 (with ``steps`` 0, the initial ones).
     """
-    d = data.sources.shape[1]
-    # a small initial scale lets Adam's fixed step size turn the subspace quickly
-    init = torch.randn((d, n_features), generator=generator, dtype=torch.float32) / float(np.sqrt(d))
-    free = init.to(data.sources.device).requires_grad_(True)
-    optimiser = torch.optim.Adam([free], lr=learning_rate)
     spec = {"type": "subspace", "n_features": n_features}
+    free = []
+    for d in _dims(data):
+        # a small initial scale lets Adam's fixed step size turn the subspace quickly
+        init = torch.randn((d, n_features), generator=generator, dtype=torch.float32) / float(np.sqrt(d))
+        free.append(init.to(data.sources.device).requires_grad_(True))
+    optimiser = torch.optim.Adam(free, lr=learning_rate)
     for index in _batches(data.size, batch_size, steps, generator, data.ids.device):
-        rotation = torch.linalg.qr(free).Q.T
-        featurizer = TorchFeaturizer(spec, {"rotation": rotation})
-        ids, mask = _slice(data, index)
-        logits = intervened_logits(
-            model, ids, mask, site, data.positions[index], data.sources[index], featurizer
-        )
-        loss = _loss(logits, data, index)
+        featurizers = [TorchFeaturizer(spec, {"rotation": torch.linalg.qr(each).Q.T}) for each in free]
+        loss = _loss(_intervene(model, sites, data, index, featurizers), data, index)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
     with torch.no_grad():
-        rotation = torch.linalg.qr(free.detach().cpu().double()).Q.T
-    return rotation.float().numpy()
+        rotations = [torch.linalg.qr(each.detach().cpu().double()).Q.T for each in free]
+    return [rotation.float().numpy() for rotation in rotations]
 
 
 def train_mask(
     model: Any,
-    site: Site,
+    sites: Sequence[Site],
     data: TrainingPairs,
-    featurizer: TorchFeaturizer,
+    featurizers: Sequence[TorchFeaturizer],
     *,
     steps: int,
     learning_rate: float,
     sparsity: float,
     batch_size: int,
     generator: torch.Generator,
-) -> list[int]:
-    """DBM: a binary mask over a featurizer's features, learned through a sigmoid relaxation.
+) -> list[list[int]]:
+    """DBM: a binary mask over each site's featurizer's features, learned through a sigmoid
+    relaxation; the masks of a joint unit's sites are trained together, in one pass.
 
     The soft mask σ(m) weights how much of each source feature replaces the base's; the loss is
-    the task loss plus ``sparsity · mean σ(m)``. The selected features are those with m > 0
-    (the single largest m when none is).
+    the task loss plus ``sparsity`` times the mean of σ(m) over every site's features. The
+    selected features of a site are those with m > 0 (its single largest m when none is).
     """
-    n = featurizer.n_features
-    logits_mask = torch.zeros(n, dtype=torch.float32, device=data.sources.device).requires_grad_(True)
-    optimiser = torch.optim.Adam([logits_mask], lr=learning_rate)
+    device = data.sources.device
+    logits_masks = [
+        torch.zeros(each.n_features, dtype=torch.float32, device=device).requires_grad_(True)
+        for each in featurizers
+    ]
+    optimiser = torch.optim.Adam(logits_masks, lr=learning_rate)
     for index in _batches(data.size, batch_size, steps, generator, data.ids.device):
-        soft = torch.sigmoid(logits_mask)
-        ids, mask = _slice(data, index)
-        logits = intervened_logits(
-            model, ids, mask, site, data.positions[index], data.sources[index], featurizer, soft_mask=soft
-        )
-        loss = _loss(logits, data, index) + sparsity * soft.mean()
+        soft = [torch.sigmoid(each) for each in logits_masks]
+        logits = _intervene(model, sites, data, index, featurizers, soft)
+        loss = _loss(logits, data, index) + sparsity * torch.cat(soft).mean()
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    values = logits_mask.detach()
-    chosen = [int(i) for i in torch.nonzero(values > 0).flatten()]
-    return chosen or [int(torch.argmax(values))]
+    chosen = []
+    for each in logits_masks:
+        values = each.detach()
+        picked = [int(i) for i in torch.nonzero(values > 0).flatten()]
+        chosen.append(picked or [int(torch.argmax(values))])
+    return chosen
 
 
 def collect_activations(
     evaluator: Any, location: Mapping[str, Any], prompts: Sequence[tuple[int, str]]
 ) -> np.ndarray:
-    """The site's vectors at the declared position of each prompt, float64 ``(M, D)``."""
-    from mibspec.metrics.positions import resolve_position
+    """The site's vectors at the declared position of each prompt (at each of its tokens for
+    rule ``all``), prompt after prompt, float64 ``(M, D)``."""
+    from mibspec.metrics.positions import resolve_positions
 
     site = Site.from_location(location)
-    out = []
+    out: list[np.ndarray] = []
     batch = evaluator.batch_size
     for start in range(0, len(prompts), batch):
         chunk = prompts[start : start + batch]
@@ -222,10 +298,10 @@ def collect_activations(
             _, recorded = forward_sites(evaluator.model, ids, mask, record=[site])
         for i, (row, which) in enumerate(chunk):
             tokens, offsets = evaluator.tokens(row, which)
-            pos = resolve_position(
+            at = resolve_positions(
                 location["position"], evaluator.prompt(row, which), tokens, offsets, evaluator.codec.encode
             )
-            out.append(recorded[site][i, pos].cpu().double().numpy())
+            out.extend(recorded[site][i, pos].cpu().double().numpy() for pos in at)
     return np.stack(out)
 
 

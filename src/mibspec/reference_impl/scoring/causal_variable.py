@@ -12,9 +12,13 @@ What ``mibspec score causal-variable`` runs. Methods (MIB §4, App. G):
 
 Featurizers are trained on the task's train split (generated with the reference generator
 and the declared seed, filtered to equal token lengths under the model's tokenizer) and
-scored on the given dataset. A joint unit (``joint_heads``, MV-10) writes several attention
-heads in one forward pass, each head with its own full-vector featurizer, as MIB's IOI
-baselines score their ``--heads_list``. The written folder holds ``report.json``,
+scored on the given dataset. At position ``all`` (MIB's IOI ``Token:all``) a training pair
+writes every base token, each from the counterfactual's same token, in one pass, as scoring
+does; PCA and the SAE are fitted on every token's activation. A joint unit
+(``joint_heads``, MV-10) writes several attention heads in one forward pass, each head with
+its own featurizer, as MIB's IOI baselines score their ``--heads_list``; the trained methods
+train the heads' featurizers together through that pass (one DAS rotation, or one mask, per
+head; PCA and the SAE fitted per head). The written folder holds ``report.json``,
 ``dataset.json`` + ``dataset.jsonl``, ``causal_model.json`` and one featurizer document +
 safetensors file per unit (per site of a joint unit); the numbers come from the evaluator
 the recompute stage uses, run on the stored float32 weights, so that ``mibspec verify``
@@ -241,8 +245,9 @@ class CausalVariableOptions:
         positions: token positions (``parse_position`` forms; default per task).
         component, heads: the site at each layer.
         joint_heads: ``(layer, head)`` pairs scored together as one joint unit per position
-            and variable (MV-10), each head a site with its own featurizer; instead of
-            ``layers`` and ``heads``, with ``component`` ``attention_heads``, full vector only.
+            and variable (MV-10), each head a site with its own featurizer, the sites'
+            featurizers trained together; instead of ``layers`` and ``heads``, with
+            ``component`` ``attention_heads``.
         counterfactuals: counterfactual sets to score on (default: every set with a kept pair).
         n_features: DAS subspace dimension.
         steps, learning_rate, sparsity: training of DAS and DBM masks (and the SAE's steps).
@@ -287,8 +292,8 @@ class CausalVariableOptions:
         """The answer checker of the options' profile, after checking the choices.
 
         Raises:
-            ValueError: an unknown method, PCA centring, IOI fit or profile (naming it), or a
-                trained method at position ``all``.
+            ValueError: an unknown method, PCA centring, IOI fit or profile (naming it), or
+                joint heads the run cannot score.
         """
         from mibspec.core.profiles import load_profile
 
@@ -298,14 +303,6 @@ class CausalVariableOptions:
             raise ValueError(f"pca_centring: expected centred or uncentred, got {self.pca_centring!r}")
         if self.ioi_fit not in ("paper", "rescaled"):
             raise ValueError(f"ioi_fit: expected paper or rescaled, got {self.ioi_fit!r}")
-        if self.method != "full_vector" and "all" in (self.positions or ()):
-            # DAS and the masks learn from one position per prompt; MIB trains its Token:all
-            # units in its own code, whose files import (mibspec import mib-submission).
-            raise ValueError(
-                f"positions: {METHODS[self.method]['name']} featurizers are trained at one token per "
-                "prompt, not at position 'all'; score 'all' units with --method full_vector, or import "
-                "featurizers trained elsewhere with mibspec import mib-submission"
-            )
         if self.joint_heads is not None:
             self._check_joint_heads()
         try:
@@ -316,14 +313,6 @@ class CausalVariableOptions:
     def _check_joint_heads(self) -> None:
         """Refuse a joint unit the run cannot score, before anything is loaded."""
         pairs = list(self.joint_heads or ())
-        if self.method != "full_vector":
-            # Each trainer learns one site's featurizer from interventions at that site alone;
-            # a joint unit's featurizers would have to be trained together, through one pass.
-            raise ValueError(
-                f"joint_heads: {METHODS[self.method]['name']} featurizers are trained one site at a "
-                "time, and training the sites of a joint unit together is not implemented; score "
-                "joint units with --method full_vector"
-            )
         if self.component != "attention_heads":
             raise ValueError(
                 f"joint_heads: the sites of a joint unit are attention heads; component is {self.component!r}"
@@ -597,11 +586,8 @@ def compute_causal_variable(
         for l_index, unit in enumerate(setup.units):
             unit_seed = options.seed * 1_000_003 + v_index * 10_007 + l_index
             generator = torch.Generator().manual_seed(unit_seed)
-            # a joint unit: one featurizer per site, each named by its head (full vector only)
-            trained = [
-                _train_unit(options, setup, name, site, generator, joint=bool(unit.joint))
-                for site in (unit, *unit.joint)
-            ]
+            # a joint unit: one featurizer per site, each named by its head, trained together
+            trained = _train_unit(options, setup, name, unit, generator)
             for each in trained:
                 on_featurizer(each)
             units.append(_score_unit(setup, trained[0], trained[1:]))
@@ -628,16 +614,17 @@ def _train_unit(
     variable: str,
     unit: _Unit,
     generator: Any,
-    *,
-    joint: bool = False,
-) -> TrainedFeaturizer:
-    """A unit's featurizer; ``joint``: a site of a joint unit, whose file names its head."""
-    from ..engine import site_dim
-
-    where = f"l{unit.location['layer']}" + (f"_h{unit.location['heads'][0]}" if joint else "")
-    stem = f"{options.method}_{variable}_{where}_{_slug(unit.spec)}".lower()
-    doc, tensors = _featurizer(options, setup, variable, unit, site_dim(setup.model, unit.site), generator)
-    return TrainedFeaturizer(variable, unit, stem, stem.replace("_", "-"), doc, tensors)
+) -> list[TrainedFeaturizer]:
+    """A unit's featurizer, or for a joint unit one per site (its location's first), each
+    file named by its head."""
+    sites = (unit, *unit.joint)
+    out = []
+    featurizers = _featurizers(options, setup, variable, unit, generator)
+    for site, (doc, tensors) in zip(sites, featurizers, strict=True):
+        where = f"l{site.location['layer']}" + (f"_h{site.location['heads'][0]}" if unit.joint else "")
+        stem = f"{options.method}_{variable}_{where}_{_slug(site.spec)}".lower()
+        out.append(TrainedFeaturizer(variable, site, stem, stem.replace("_", "-"), doc, tensors))
+    return out
 
 
 def _score_unit(
@@ -839,77 +826,106 @@ def _slug(spec: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in spec).strip("-")
 
 
-def _featurizer(
+def _featurizers(
     options: CausalVariableOptions,
     setup: CausalVariableSetup,
     variable: str,
     unit: _Unit,
-    d: int,
     generator: Any,
-) -> tuple[Featurizer, dict[str, np.ndarray]]:
-    """One featurizer document (without description, weights, artifacts, provenance) and its tensors."""
-    from ..engine import TorchFeaturizer
+) -> list[tuple[Featurizer, dict[str, np.ndarray]]]:
+    """The featurizer document (without description, weights, artifacts, provenance) and the
+    tensors of each site of a unit: its location, then a joint unit's further sites, trained
+    together on interventions that write every site in one pass (MV-10)."""
+    from ..engine import TorchFeaturizer, site_dim
 
-    method, location, evaluator = options.method, Location.model_validate(unit.location), setup.train_eval
+    method, evaluator = options.method, setup.train_eval
+    sites = (unit, *unit.joint)
+    shapes = [(Location.model_validate(site.location), site_dim(setup.model, site.site)) for site in sites]
     if method == "full_vector":
-        return Featurizer(
-            type="identity", location=location, input_dim=d, n_features=d, error="add_base_error"
-        ), {}
-    data = training_pairs(evaluator, variable, setup.metric, unit.location, setup.sets[variable])
+        return [(_identity(location, d), {}) for location, d in shapes]
+    data = training_pairs(
+        evaluator,
+        variable,
+        setup.metric,
+        unit.location,
+        setup.sets[variable],
+        joint=[site.location for site in unit.joint],
+    )
     common = {
         "steps": options.steps,
         "learning_rate": options.learning_rate,
         "batch_size": min(int(options.batch_size), 32),
         "generator": generator,
     }
+    engine_sites = [site.site for site in sites]
     if method == "das":
-        n_features = options.n_features
-        rotation = train_das(setup.model, unit.site, data, n_features=n_features, **common)
-        doc = Featurizer(
-            type="subspace",
+        n = options.n_features
+        rotations = train_das(setup.model, engine_sites, data, n_features=n, **common)
+        return [
+            (
+                Featurizer(
+                    type="subspace",
+                    location=location,
+                    input_dim=d,
+                    n_features=n,
+                    feature_indices=list(range(n)),
+                    error="add_base_error",
+                ),
+                {"rotation": rotation},
+            )
+            for (location, d), rotation in zip(shapes, rotations, strict=True)
+        ]
+    bases = [
+        _basis(options, setup, site.location, d, generator)
+        for site in sites
+        for d in [site_dim(setup.model, site.site)]
+    ]
+    featurizers = [TorchFeaturizer(dump(doc), tensors, device=setup.model.device) for doc, tensors in bases]
+    chosen = train_mask(setup.model, engine_sites, data, featurizers, sparsity=options.sparsity, **common)
+    return [
+        (doc.model_copy(update={"feature_indices": indices}), tensors)
+        for (doc, tensors), indices in zip(bases, chosen, strict=True)
+    ]
+
+
+def _identity(location: Location, d: int) -> Featurizer:
+    return Featurizer(type="identity", location=location, input_dim=d, n_features=d, error="add_base_error")
+
+
+def _basis(
+    options: CausalVariableOptions, setup: CausalVariableSetup, where: dict[str, Any], d: int, generator: Any
+) -> tuple[Featurizer, dict[str, np.ndarray]]:
+    """The document (without its mask) and tensors of a masked method's featurizer at a site:
+    the identity (DBM), or PCA or an SAE fitted on the train split's base activations there."""
+    location = Location.model_validate(where)
+    if options.method == "dbm":
+        return _identity(location, d), {}
+    tensors = _fit_basis(options, setup.train_eval, where, d, generator)
+    if options.method == "pca":
+        return Featurizer(
+            type="pca",
             location=location,
             input_dim=d,
-            n_features=n_features,
-            feature_indices=list(range(n_features)),
+            n_features=d,
+            # CausalVariableOptions has checked the value.
+            pca_centring=cast(Literal["centred", "uncentred"], options.pca_centring),
             error="add_base_error",
-        )
-        return doc, {"rotation": rotation}
-    tensors: dict[str, np.ndarray] = {}
-    if method == "dbm":
-        doc = Featurizer(
-            type="identity", location=location, input_dim=d, n_features=d, error="add_base_error"
-        )
-    else:
-        tensors = _fit_basis(options, evaluator, unit.location, d, generator)
-        if method == "pca":
-            doc = Featurizer(
-                type="pca",
-                location=location,
-                input_dim=d,
-                n_features=d,
-                # CausalVariableOptions has checked the value.
-                pca_centring=cast(Literal["centred", "uncentred"], options.pca_centring),
-                error="add_base_error",
-            )
-        else:
-            latents = options.sae_latents or 4 * d
-            doc = Featurizer(
-                type="sae",
-                location=location,
-                input_dim=d,
-                n_features=latents,
-                sae_activation="relu",
-                error="add_base_error",
-            )
-    featurizer = TorchFeaturizer(dump(doc), tensors, device=setup.model.device)
-    indices = train_mask(setup.model, unit.site, data, featurizer, sparsity=options.sparsity, **common)
-    return doc.model_copy(update={"feature_indices": indices}), tensors
+        ), tensors
+    return Featurizer(
+        type="sae",
+        location=location,
+        input_dim=d,
+        n_features=options.sae_latents or 4 * d,
+        sae_activation="relu",
+        error="add_base_error",
+    ), tensors
 
 
 def _fit_basis(
     options: CausalVariableOptions, evaluator: Evaluator, location: dict[str, Any], d: int, generator: Any
 ) -> dict[str, np.ndarray]:
-    """The PCA or SAE tensors fitted on the train split's base activations at ``location``."""
+    """The PCA or SAE tensors fitted on the train split's base activations at ``location``
+    (at every token of each base prompt for rule ``all``)."""
     prompts = [(r, "base") for r in range(len(evaluator.rows))]
     activations = collect_activations(evaluator, location, prompts)
     if options.method == "pca":

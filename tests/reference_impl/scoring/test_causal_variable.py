@@ -59,9 +59,16 @@ def _run(dataset: Path, out: Path, **options: Any) -> dict[str, Any]:
     assert result.valid, [str(f) for f in result.findings]
     report = result.documents[0]
     assert report.stages[mibspec.validator.Stage.RECOMPUTE][0].value == "passed"
-    assert report.comparisons
-    assert all(c.within for c in report.comparisons)
-    return json.loads(run.report.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(run.report.read_text(encoding="utf-8"))
+    # every claim compared: the row count, and per variable each unit's scores and kept-pair
+    # counts, each layer, Average and best
+    expected = 1 + sum(
+        2 + len(v["per_layer"]) + sum(len(u["scores"]) + len(u.get("n_examples") or {}) for u in v["units"])
+        for v in data["claims"]["variables"]
+    )
+    assert len(report.comparisons) == expected
+    assert all(c.claimed is not None and c.within for c in report.comparisons)
+    return data
 
 
 def _featurizer(folder: Path, report: dict[str, Any]) -> dict[str, Any]:

@@ -101,3 +101,35 @@ def test_score_circuit_on_the_cpu_with_an_automatic_batch(
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     # the size used is declared, here all six rows in one pass (a CPU has room for them)
     assert report["settings"]["batch_size"] == 6
+
+
+@pytest.mark.parametrize("command", ["circuit", "causal-variable"])
+def test_a_model_over_max_model_bytes_is_refused_before_it_is_loaded(  # type: ignore[no-untyped-def]
+    mibspec_cli, tmp_path: Path, command: str
+) -> None:
+    """The score commands take the bound verify applies: a model whose parameters are over it
+    is refused naming the option, and nothing is written."""
+    out = tmp_path / "out"
+    run = mibspec_cli(*SCORE_COMMANDS[command], "-o", str(out), "--max-model-bytes", "1000")
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "over the limit of 1000 bytes (--max-model-bytes)" in run.stderr
+    assert not (out / "report.json").exists()
+
+
+@pytest.mark.slow
+def test_a_raised_max_model_bytes_lets_a_model_over_the_default_through(  # type: ignore[no-untyped-def]
+    mibspec_cli, tmp_path: Path, small_ioi_dataset
+) -> None:
+    """The option is passed to the loader (the tiny model is 500 kB: a bound just above its
+    parameters loads it, one just below refuses it)."""
+    from mibspec.reference_impl.engine import model_size
+
+    config = json.loads((MODELS / "tiny-gpt2" / "config.json").read_text(encoding="utf-8"))
+    weight_bytes = model_size(config).parameters * 4
+    dataset = small_ioi_dataset(tmp_path, 4)
+    args = [a if not a.endswith("test.meta.json") else str(dataset) for a in CIRCUIT]
+    below = mibspec_cli(*args, "-o", str(tmp_path / "a"), "--max-model-bytes", str(weight_bytes - 1))
+    assert below.returncode == 2, below.stderr
+    above = mibspec_cli(*args, "-o", str(tmp_path / "b"), "--max-model-bytes", str(weight_bytes))
+    assert above.returncode == 0, above.stderr

@@ -6,13 +6,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from mibspec.cli._options import Option
 from mibspec.cli._request import option_of
 from mibspec.cli._support import usage_error
 
-__all__ = ["DeviceOption", "batch_size_or_exit", "device_or_exit"]
+__all__ = ["DeviceOption", "MaxModelBytesOption", "batch_size_or_exit", "device_or_exit"]
 
 #: ``--device`` of ``verify-submission`` and of every ``score`` command (checked by the command).
 DeviceOption = Annotated[str, option_of("device")]
+#: ``--max-model-bytes`` of the ``score`` commands that load a model folder: the bound
+#: ``verify`` applies to a recomputation, and so the size a report written here can be
+#: verified under with the same option.
+MaxModelBytesOption = Annotated[
+    int,
+    Option(
+        "--max-model-bytes",
+        help="Largest model the command loads, in bytes: its parameters in the dtype it computes in "
+        "(verify the report with the same --max-model-bytes).",
+        min=1,
+    ),
+]
 
 
 def device_or_exit(device: str) -> str:

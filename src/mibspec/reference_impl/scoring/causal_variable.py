@@ -37,6 +37,7 @@ import numpy as np
 from mibspec.core.integers import parse_int
 from mibspec.core.outputs import input_files
 from mibspec.core.progress import Progress, start_task
+from mibspec.core.strict_json import DEFAULT_LIMITS
 from mibspec.documents import CausalVariableReport, document_bytes, dump
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
 from mibspec.documents.kinds import CounterfactualDataset, Featurizer, Location, TensorRef
@@ -261,6 +262,8 @@ class CausalVariableOptions:
         profile: the report's profile; its checker is the report's.
         overwrite: replace a report already in ``out_dir``.
         device: where the model computes and featurizers train (``cpu``, ``cuda:N``, ``mps``).
+        max_model_bytes: the largest model loaded, its float32 parameters (as ``verify
+            --max-model-bytes`` bounds the recomputation).
     """
 
     model_dir: Path
@@ -287,6 +290,7 @@ class CausalVariableOptions:
     profile: str = "default"
     overwrite: bool = False
     device: str = "cpu"
+    max_model_bytes: int = DEFAULT_LIMITS.max_model_bytes
 
     def checker(self) -> str:
         """The answer checker of the options' profile, after checking the choices.
@@ -446,7 +450,7 @@ def prepare_causal_variable(options: CausalVariableOptions) -> CausalVariableSet
     from mibspec.reference_impl.engine import load_model
 
     checker = options.checker()
-    model = load_model(options.model_dir, device=options.device)
+    model = load_model(options.model_dir, device=options.device, max_bytes=options.max_model_bytes)
     codec = TextCodec(ModelSource(str(options.model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(options.dataset_path)
     task = dataset.task

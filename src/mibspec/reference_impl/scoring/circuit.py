@@ -26,7 +26,7 @@ from mibspec.core.outputs import input_files
 from mibspec.core.profiles import known_profiles, load_profile
 from mibspec.core.progress import Progress, start_task
 from mibspec.core.sidecars import safetensors_bytes
-from mibspec.core.strict_json import JsonLinesError, read_json_lines
+from mibspec.core.strict_json import DEFAULT_LIMITS, JsonLinesError, read_json_lines
 from mibspec.documents import CircuitReport, document_bytes
 from mibspec.documents.common import Artifact, Citation, Method, Provenance, Seed, model_ref
 from mibspec.documents.kinds import Circuit, CircuitEntry, CounterfactualDataset, GraphSpec, TensorRef
@@ -118,6 +118,8 @@ class CircuitOptions:
             ``ig_points`` and ``attribution_scale`` conventions are applied.
         dtype: the dtype the model computes in (``float32``, ``float16``, ``bfloat16``), which
             the report declares.
+        max_model_bytes: the largest model loaded, its parameters in ``dtype`` (as ``verify
+            --max-model-bytes`` bounds the recomputation).
     """
 
     model_dir: Path
@@ -134,6 +136,7 @@ class CircuitOptions:
     device: str = "cpu"
     profile: str = "default"
     dtype: str = "float32"
+    max_model_bytes: int = DEFAULT_LIMITS.max_model_bytes
 
     def check(self) -> None:
         """Raises ValueError for a method the producer does not know or a misplaced scores file."""
@@ -181,17 +184,22 @@ class ModelAndDataset:
 
 
 def open_model_and_dataset(
-    model_dir: Path, dataset_path: Path, counterfactual_type: str, device: str = "cpu", dtype: str = "float32"
+    model_dir: Path,
+    dataset_path: Path,
+    counterfactual_type: str,
+    device: str = "cpu",
+    dtype: str = "float32",
+    max_model_bytes: int = DEFAULT_LIMITS.max_model_bytes,
 ) -> ModelAndDataset:
-    """Load the model (onto ``device``, in ``dtype``) and its tokenizer, and read the dataset's
-    document and rows.
+    """Load the model (onto ``device``, in ``dtype``, refused over ``max_model_bytes``) and its
+    tokenizer, and read the dataset's document and rows.
 
     Raises:
         ValueError: the dataset is unusable or has no ``counterfactual_type`` counterfactuals.
     """
     from mibspec.reference_impl.engine import load_model  # torch: only when scoring
 
-    model = load_model(model_dir, dtype=dtype, device=device)
+    model = load_model(model_dir, dtype=dtype, device=device, max_bytes=max_model_bytes)
     encode = encode_function(ModelSource(str(model_dir), None, local=True))
     dataset, rows_bytes = _dataset_input(Path(dataset_path))
     if counterfactual_type not in dataset.counterfactual_types:
@@ -371,6 +379,7 @@ def compute_circuit(options: CircuitOptions, progress: Progress | None = None) -
         options.counterfactual_type,
         options.device,
         options.dtype,
+        options.max_model_bytes,
     )
     profile = load_profile(options.profile)
     start = _start_token(Path(options.model_dir)) if profile["start_token"] == "prepend" else None

@@ -1,4 +1,5 @@
-"""``mibspec parity circuit``: the public MIB code and mibspec side by side on a report."""
+"""``mibspec parity circuit``: the public MIB code and mibspec side by side on a report;
+``mibspec parity causal-variable``: pyvene and mibspec on a causal-variable report's units."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import click
 from mibspec.cli._options import Argument, Option
 from mibspec.cli._support import EXIT_FINDINGS, EXIT_OK, usage_error
 from mibspec.core.display import visible
+from mibspec.core.findings import Severity
 
 if TYPE_CHECKING:
-    from mibspec.parity import ParityRow
+    from mibspec.parity import CausalParity, ParityRow
 
 _METHOD_TASKS = {"EAP": "EAP", "EAP-IG (inputs)": "EAP-IG-inputs"}
 
@@ -34,9 +36,9 @@ def _tasks(report: dict[str, Any], everything: bool) -> list[str]:
     return tasks
 
 
-def _table(rows: list[Any], profile: str, peers: Path) -> str:
-    header = f"{'quantity':<40} {'public':>15} {'mibspec':>15} {'|Δ|':>9} {'rel':>9}  verdict"
-    lines = [f"profile {profile}; public code at {peers}", header, "-" * len(header)]
+def _table(rows: list[Any], title: str, public: str = "public") -> str:
+    header = f"{'quantity':<40} {public:>15} {'mibspec':>15} {'|Δ|':>9} {'rel':>9}  verdict"
+    lines = [title, header, "-" * len(header)]
     for row in rows:
         if row.promised:
             verdict = "agrees" if row.ok else "DIFFERS (promised)"
@@ -161,6 +163,88 @@ def _print_rows(
         }
         click.echo(json.dumps(document, indent=2, allow_nan=False, default=str))
     else:
-        click.echo(_table(rows, name, peers))
+        click.echo(_table(rows, f"profile {name}; public code at {peers}"))
         promised = sum(row.promised for row in rows)
         click.echo(f"{promised - len(failed)} of {promised} promised values agree")
+
+
+def parity_causal_variable_command(
+    report: Annotated[Path, Argument(help="A causal-variable report.")],
+    model_root: Annotated[
+        list[Path] | None,
+        Option(
+            "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
+        ),
+    ] = None,
+    pyvene_python: Annotated[
+        Path | None,
+        Option(help="Python of an environment with pyvene; default $MIBSPEC_PYVENE_PYTHON."),
+    ] = None,
+    output_format: Annotated[
+        ParityFormat, Option("--format", "-f", help="Output format.")
+    ] = ParityFormat.text,
+) -> None:
+    """Print pyvene's and mibspec's intervened values side by side per unit and counterfactual
+    set; exit 1 when a value differs beyond its float32 tolerance, 2 when the report does not
+    verify or pyvene or its environment is missing.
+
+    The report is verified first, without recomputation, and nothing it points to is read
+    unless it verifies. Each unit with a featurizer is intervened on through pyvene (in its own
+    environment) and through mibspec on the same model, rows, counterfactuals and positions,
+    a joint unit at all its sites in one pass; compared are the largest difference of the
+    intervened logits, the intervention's effect and the interchange-intervention accuracy.
+    Units pyvene cannot address (a position only known by name, a component without a pyvene
+    hook, an attention location of several heads) are listed as not compared."""
+    from mibspec.parity import causal_parity, pyvene_missing
+    from mibspec.parity import pyvene_python as find_pyvene
+
+    if not report.is_file():
+        usage_error(f"report {report} does not exist")
+    _verified_or_exit(report)
+    python = find_pyvene(pyvene_python)
+    if python is None:
+        usage_error(pyvene_missing(pyvene_python))
+    try:
+        result = causal_parity(report, model_root or [], python)
+    except (ValueError, KeyError, OSError) as exc:
+        usage_error(f"cannot compare {report}: {exc}")
+    failed = [row for row in result.rows if not row.ok]
+    _print_causal(result, failed, python, output_format)
+    raise click.exceptions.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _verified_or_exit(report: Path) -> None:
+    """A usage error (exit 2), listing the error-level findings, unless ``report`` and the
+    documents it references verify without recomputation: only then are its artifacts known
+    to lie inside its folder and to match their hashes."""
+    from mibspec.verification import verify
+
+    result = verify(report, recompute=False)
+    if result.valid:
+        return
+    for doc in result.documents:
+        for finding in doc.findings:
+            if finding.severity is Severity.ERROR:
+                click.echo(f"{visible(doc.path)}: {visible(str(finding))}", err=True)
+        if doc.internal_error is not None:
+            click.echo(f"{visible(doc.path)}: {visible(str(doc.internal_error))}", err=True)
+    usage_error(f"{report} does not verify (`mibspec verify {report}`); it is not compared")
+
+
+def _print_causal(
+    result: CausalParity, failed: list[ParityRow], python: Path, output_format: ParityFormat
+) -> None:
+    """The compared values and the units not compared, as a JSON document or as a table."""
+    if output_format is ParityFormat.json:
+        document = {
+            "pyvene": str(python),
+            "ok": not failed,
+            "rows": [row.as_dict() for row in result.rows],
+            "not_compared": [{"unit": unit, "reason": reason} for unit, reason in result.not_compared],
+        }
+        click.echo(json.dumps(document, indent=2, allow_nan=False, default=str))
+        return
+    click.echo(_table(result.rows, f"pyvene at {python}", public="pyvene"))
+    for unit, reason in result.not_compared:
+        click.echo(f"not compared: {visible(unit)}: {visible(reason)}")
+    click.echo(f"{len(result.rows) - len(failed)} of {len(result.rows)} values agree")

@@ -168,4 +168,11 @@ COMMANDS: tuple[Command | Group, ...] = (
         "profile promises to reproduce differs beyond its float32 tolerance, 2 when the public "
         "code or its environment is missing.",
     ),
+    Command(
+        "parity causal-variable",
+        f"{_CLI}.parity:parity_causal_variable_command",
+        "Print pyvene's and mibspec's intervened values side by side per unit and counterfactual "
+        "set; exit 1 when a value differs beyond its float32 tolerance, 2 when the report does not "
+        "verify or pyvene or its environment is missing.",
+    ),
 )

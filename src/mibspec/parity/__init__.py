@@ -1,6 +1,15 @@
 """Parity with the public MIB code: run it in its own environment on a mibspec report's
-inputs and compare, value by value (``mibspec parity circuit``, ``benchmarks/parity/``)."""
+inputs and compare, value by value (``mibspec parity circuit``; pyvene on a causal-variable
+report, ``mibspec parity causal-variable``; ``benchmarks/parity/``)."""
 
+from ._causal import (
+    PYVENE_PYTHON_ENV,
+    PYVENE_REQUIREMENTS,
+    CausalParity,
+    causal_parity,
+    pyvene_missing,
+    pyvene_python,
+)
 from ._circuit import (
     CircuitInputs,
     ParityRow,
@@ -44,16 +53,20 @@ __all__ = [
     "PEER_REQUIREMENTS",
     "PUBLIC_ANSWER_TOKEN",
     "PUBLIC_TASKS",
+    "PYVENE_PYTHON_ENV",
+    "PYVENE_REQUIREMENTS",
     "RANDOM_MODELS",
     "SHAPE_ROWS",
     "TASK_MODEL",
     "TASK_MODELS",
     "WIDE_MODELS",
+    "CausalParity",
     "CircuitInputs",
     "ParityRow",
     "PeerUnavailableError",
     "TaskSpec",
     "build_peer_env",
+    "causal_parity",
     "circuit_parity",
     "circuit_report",
     "compare_circuit",
@@ -66,6 +79,8 @@ __all__ = [
     "peer_python",
     "public_model_difference",
     "public_task_name",
+    "pyvene_missing",
+    "pyvene_python",
     "random_model_dir",
     "report_method",
     "run_peer",

@@ -3,10 +3,13 @@ engine, on the same model, rows, counterfactuals and token positions.
 
 Three sources of cases:
 
-* :func:`compare_causal`: every unit of a causal-variable report whose location pyvene can
-  address (the residual stream entering or leaving a layer, an MLP's output, one attention
-  head's output before the output projection) and whose token position resolves (any rule
-  but ``named``), with the report's featurizer, for every counterfactual set it scores;
+* :func:`causal_parity` (``mibspec parity causal-variable``) and :func:`compare_causal`:
+  every unit of a causal-variable report whose sites pyvene can address (the residual stream
+  entering or leaving a layer, an MLP's output, one attention head's output before the
+  output projection) and whose token position resolves (any rule but ``named``), with the
+  report's featurizers, for every counterfactual set it scores; a joint unit (MV-10) is
+  intervened on at its location and every joint site in one pass, as recomputation does.
+  :func:`causal_parity` lists the units it cannot compare, with the reason;
 * :func:`compare_featurizers`: a seeded set of declared featurizers of every type (identity,
   subspace, rotation, PCA centred and uncentred, SAE with ReLU, JumpReLU and top-k) at
   residual, MLP and attention-head sites, at the last token, a template slot, a fixed index
@@ -33,7 +36,8 @@ import json
 import os
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +48,13 @@ from ._circuit import ParityRow, _find_model
 __all__ = [
     "PYVENE_PYTHON_ENV",
     "PYVENE_REQUIREMENTS",
+    "CausalParity",
+    "causal_parity",
     "compare_causal",
     "compare_featurizers",
     "compare_joint",
     "joint_units",
+    "pyvene_missing",
     "pyvene_python",
 ]
 
@@ -66,13 +73,27 @@ PYVENE_COMPONENTS = {
 }
 
 
-def pyvene_python() -> Path | None:
-    """``$MIBSPEC_PYVENE_PYTHON`` when it can import pyvene, else ``None``."""
-    value = os.environ.get(PYVENE_PYTHON_ENV)
+def pyvene_python(python: Path | None = None) -> Path | None:
+    """``python``, else ``$MIBSPEC_PYVENE_PYTHON``, when it can import pyvene; else ``None``."""
+    value = str(python) if python is not None else os.environ.get(PYVENE_PYTHON_ENV)
     if not value:
         return None
-    probe = subprocess.run([value, "-c", "import pyvene"], capture_output=True, check=False, timeout=600)
+    try:
+        probe = subprocess.run([value, "-c", "import pyvene"], capture_output=True, check=False, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     return Path(value) if probe.returncode == 0 else None
+
+
+def pyvene_missing(python: Path | None = None) -> str:
+    """What to say when no Python with pyvene is found: how to build its environment."""
+    named = f"{python}" if python is not None else f"${PYVENE_PYTHON_ENV}"
+    installs = "; then ".join(f"`bin/pip install {' '.join(group)}`" for group in PYVENE_REQUIREMENTS)
+    return (
+        f"{named} names no Python that imports pyvene. Build its environment: "
+        f"`python3 -m venv ~/.cache/mibspec/pyvene-env`, then in it {installs} (the CPU torch wheel "
+        f"first); pass its bin/python as --pyvene-python or in ${PYVENE_PYTHON_ENV}"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,11 +119,30 @@ class _Case:
     joint: tuple[_Write, ...] = ()
 
 
+def _not_addressable(location: dict[str, Any]) -> str | None:
+    """Why pyvene's hooks cannot reach the location or its position cannot be resolved, or
+    ``None`` when they can."""
+    if location["position"]["rule"] == "named":
+        return f"position {location['position'].get('name')!r} is only known by name"
+    if location["component"] not in PYVENE_COMPONENTS:
+        return f"pyvene has no hook for component {location['component']!r}"
+    if location["component"] == "attention_heads" and len(location.get("heads") or []) != 1:
+        return "an attention location of several heads (pyvene hooks one head per intervention)"
+    return None
+
+
 def _addressable(location: dict[str, Any]) -> bool:
     """Whether pyvene's hooks reach the location and its position resolves."""
-    if location["component"] not in PYVENE_COMPONENTS or location["position"]["rule"] == "named":
-        return False
-    return location["component"] != "attention_heads" or len(location.get("heads") or []) == 1
+    return _not_addressable(location) is None
+
+
+def _inside(folder: Path, relative: str) -> Path:
+    """``folder / relative``, refused when it leaves ``folder`` (an artifact path of a report
+    is relative to the report's folder and stays inside it)."""
+    path = folder / relative
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"artifact path {relative!r} leaves the folder {str(folder)!r}")
+    return path
 
 
 def _report_inputs(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
@@ -111,27 +151,102 @@ def _report_inputs(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[s
     folder = report_path.parent
     report = json.loads(report_path.read_text(encoding="utf-8"))
     artifacts = {a["id"]: a for a in report["artifacts"]}
-    dataset = json.loads((folder / artifacts[report["task"]["dataset"]]["path"]).read_text(encoding="utf-8"))
-    with (folder / dataset["artifacts"][0]["path"]).open("rb") as handle:
+    dataset_path = _inside(folder, artifacts[report["task"]["dataset"]]["path"])
+    dataset = json.loads(dataset_path.read_text(encoding="utf-8"))
+    with _inside(dataset_path.parent, dataset["artifacts"][0]["path"]).open("rb") as handle:
         rows = [row for _, row in read_json_lines(handle)]
     return report, folder, rows
 
 
-def _report_cases(report: dict[str, Any], folder: Path) -> list[_Case]:
-    from mibspec.reference_impl.recompute.causal_variable import read_featurizer_weights
+def _unit_sites(unit: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """``(location, featurizer id)`` of every site of a unit: its location, then each joint
+    site (MV-10) at the unit's position, in the report's order."""
+    location = unit["location"]
+    joint = [
+        ({k: v for k, v in site.items() if k != "featurizer"} | {"position": location["position"]}, site)
+        for site in unit.get("joint_sites") or []
+    ]
+    return [(location, unit["featurizer"]), *((where, site["featurizer"]) for where, site in joint)]
 
+
+def _report_cases(
+    report: dict[str, Any], folder: Path, not_compared: list[tuple[str, str]] | None = None
+) -> list[_Case]:
+    """One case per unit with a featurizer × counterfactual set it scores, a joint unit's
+    sites (MV-10) as the case's ``joint`` writes; a unit that cannot be compared is entered in
+    ``not_compared`` as ``("variable: unit id", reason)``."""
     artifacts = {a["id"]: a for a in report["artifacts"]}
     cases = []
     for variable in report["claims"]["variables"]:
         for unit in variable["units"]:
-            if "featurizer" not in unit or not _addressable(unit["location"]):
+            reason = _not_comparable(unit)
+            if reason is not None:
+                if not_compared is not None:
+                    not_compared.append((f"{variable['name']}: {unit['id']}", reason))
                 continue
-            doc = json.loads((folder / artifacts[unit["featurizer"]]["path"]).read_text(encoding="utf-8"))
-            weights = read_featurizer_weights(doc, folder, "/featurizer")
-            weights = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
-            for cf in unit["scores"]:
-                cases.append(_Case(unit["id"], variable["name"], cf, unit["location"], doc, weights))
+            first, *rest = [
+                _read_write(where, ident, artifacts, folder) for where, ident in _unit_sites(unit)
+            ]
+            cases += [
+                _Case(unit["id"], variable["name"], cf, first.location, first.doc, first.weights, tuple(rest))
+                for cf in unit["scores"]
+            ]
     return cases
+
+
+def _not_comparable(unit: dict[str, Any]) -> str | None:
+    """Why a unit cannot be compared (no featurizer, a site pyvene cannot address), or ``None``."""
+    if "featurizer" not in unit:
+        return "the unit declares no featurizer"
+    for where, _ in _unit_sites(unit):
+        reason = _not_addressable(where)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _read_write(
+    location: dict[str, Any], ident: str, artifacts: dict[str, dict[str, Any]], folder: Path
+) -> _Write:
+    """A site with its featurizer document and weights, read from the report's folder."""
+    from mibspec.reference_impl.recompute.causal_variable import read_featurizer_weights
+
+    doc_path = _inside(folder, artifacts[ident]["path"])
+    doc = json.loads(doc_path.read_text(encoding="utf-8"))
+    weights = read_featurizer_weights(doc, doc_path.parent, "/featurizer")
+    return _Write(location, doc, {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()})
+
+
+@dataclass
+class CausalParity:
+    """pyvene's and mibspec's values for a report's units (:func:`causal_parity`), and the
+    units or unit × counterfactual cases not compared, each with the reason."""
+
+    rows: list[ParityRow]
+    not_compared: list[tuple[str, str]]
+
+
+def causal_parity(
+    report_path: Path, model_roots: Sequence[Path], python: Path, rel_tol: float = 1e-5
+) -> CausalParity:
+    """Every unit × counterfactual set of a causal-variable report through pyvene and through
+    mibspec; the units whose sites pyvene cannot address, and the cases without a row to
+    intervene on, listed as not compared. The report is read as it is: verify it first
+    (``mibspec.verify(path, recompute=False)``), so that its artifacts are inside its folder
+    and match their hashes.
+
+    Raises:
+        ValueError: the report cannot be compared (not a causal-variable report, no model).
+    """
+    report, folder, rows = _report_inputs(Path(report_path))
+    if report.get("track") != "causal_variable":
+        raise ValueError(f"{report_path} is not a causal-variable report")
+    not_compared: list[tuple[str, str]] = []
+    # the variables of a report may share unit ids: each row names its variable
+    cases = [replace(c, unit=f"{c.variable}: {c.unit}") for c in _report_cases(report, folder, not_compared)]
+    model_dir = _find_model(report, folder, list(model_roots))
+    compared = _compare(model_dir, rows, cases, python, rel_tol, not_compared) if cases else []
+    return CausalParity(compared, not_compared)
 
 
 def compare_causal(
@@ -372,9 +487,20 @@ class _Inputs:
     plain: np.ndarray  # (N, V) each base prompt's last logits without an intervention
 
 
+class _NoRowsError(ValueError):
+    """No row of the dataset has a counterfactual of the case whose positions align."""
+
+
 def _compare(
-    model_dir: Path, rows: list[dict[str, Any]], cases: list[_Case], python: Path, rel_tol: float
+    model_dir: Path,
+    rows: list[dict[str, Any]],
+    cases: list[_Case],
+    python: Path,
+    rel_tol: float,
+    not_compared: list[tuple[str, str]] | None = None,
 ) -> list[ParityRow]:
+    """The rows of every case; a case without a row to intervene on raises, or with
+    ``not_compared`` is entered there as ``("unit / counterfactual set", reason)``."""
     import torch
 
     from mibspec.reference_impl.engine import forward_sites, load_model
@@ -390,7 +516,16 @@ def _compare(
     answers = np.array([codec.encode(r["base"]["answer"])[0] for r in rows])
     plain_logits = plain.numpy().astype(np.float64)
     inputs = _Inputs(model, codec, rows, base, plain_logits.argmax(-1) == answers, plain_logits)
-    prepared = [_prepare_case(inputs, case) for case in cases]
+    prepared = []
+    for case in cases:
+        try:
+            prepared.append(_prepare_case(inputs, case))
+        except _NoRowsError as exc:
+            if not_compared is None:
+                raise
+            not_compared.append((f"{case.unit} / {case.cf}", str(exc)))
+    if not prepared:
+        return []
     logits = _run_pyvene(python, model_dir, [p[4] for p in prepared])
     result: list[ParityRow] = []
     for i, (case, ours, expected, valid, job) in enumerate(prepared):
@@ -484,7 +619,7 @@ def _prepare_case(
     prompts are answered right, and pyvene's job for the same intervention."""
     keep, sources, base_at, source_at = _aligned_positions(inputs, case)
     if not keep:
-        raise ValueError(f"{case.unit} / {case.cf}: no row has a counterfactual whose positions align")
+        raise _NoRowsError(f"{case.unit} / {case.cf}: no row has a counterfactual whose positions align")
     src_ids, src_mask = _pad([s[0] for s in sources])
     b_ids, b_mask = _pad([inputs.base[i][0] for i in keep])
     plain_src, ours = _our_logits(inputs, case, (b_ids, b_mask), (src_ids, src_mask), (base_at, source_at))

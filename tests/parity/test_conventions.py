@@ -416,3 +416,19 @@ def test_the_public_gemma2_layer_order_is_a_difference_only_when_the_window_bite
     assert public_model_difference(inputs, config_order) is None
     # a window no sequence outgrows masks nothing: the order does not matter (gemma-2-2b on MIB)
     assert public_model_difference(_gemma2_inputs(tmp_path / "w64", 64), public_order) is None
+
+
+def test_parity_command_refuses_a_report_that_does_not_verify(mibspec_cli, tmp_path: Path) -> None:
+    """The report is verified before the public code is looked for or anything it points to is
+    read: a circuit artifact moved out of the report's folder is named and nothing is compared."""
+    folder = tmp_path / "report"
+    shutil.copytree(EXAMPLE, folder)
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    for artifact in report["artifacts"]:
+        if artifact["id"] == report["claims"]["circuit"]:
+            artifact["path"] = "../elsewhere.json"
+    (folder / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    done = mibspec_cli("parity", "circuit", str(folder / "report.json"), "--peers", str(tmp_path / "none"))
+    assert done.returncode == 2
+    assert "does not verify" in done.stderr
+    assert "public MIB code was not found" not in done.stderr  # refused before looking for it

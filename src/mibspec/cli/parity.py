@@ -95,12 +95,16 @@ def parity_circuit_command(
     ] = ParityFormat.text,
 ) -> None:
     """Print the public code's and mibspec's values side by side; exit 1 when a value the
-    profile promises to reproduce differs beyond its float32 tolerance, 2 when the public
-    code or its environment is missing."""
+    profile promises to reproduce differs beyond its float32 tolerance, 2 when the report does
+    not verify or the public code or its environment is missing.
+
+    The report is verified first, without recomputation, and nothing it points to is read
+    unless it verifies."""
     from mibspec.parity import PUBLIC_ANSWER_TOKEN, PeerUnavailableError, circuit_parity, load_circuit_inputs
 
     if not report.is_file():
         usage_error(f"report {report} does not exist")
+    _verified_or_exit(report)
     peers, python = _public_code(peer, peer_python, build_env)
     try:
         if task is not None and task not in PUBLIC_ANSWER_TOKEN:

@@ -33,6 +33,10 @@ Usage (from the repository root, mibspec's own environment active)::
 
     python benchmarks/parity/run_parity.py [--peers DIR] [--build-env] [--json OUT.json]
         [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2 gpt2-small-shape] [--tasks ioi mcqa ...]
+        [--all-quantities]
+
+``--all-quantities`` compares on the non-IOI tasks what IOI compares (node, neuron and
+mean-ablation curves, EAP edge scores), which the default run leaves out for time.
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -334,22 +338,24 @@ def _left_out(inputs: CircuitInputs, tasks: tuple[str, ...]) -> list[str]:
         left.append("EAP and EAP-IG edge scores: mibspec's attribution refuses post-attention norms (ME-4)")
     if inputs.model_dir.name in WIDE_MODELS:
         left.append(SHAPE_LEFT_OUT)
-    elif inputs.task != "ioi":
+    elif inputs.task != "ioi" and "nodes" not in tasks:
         left.append(TASK_LEFT_OUT)
     return left
 
 
-def _compare_task(task: str, family: str, folder: Path, peers: Path, python: Path) -> tuple[dict, int]:
+def _compare_task(
+    task: str, family: str, quantities: tuple[str, ...], folder: Path, peers: Path, python: Path
+) -> tuple[dict, int]:
     """One non-IOI task on ``family``'s task model: rows generated in the released layout,
-    imported, scored (EAP-IG; Gemma-2 random) and compared (the public side reads the released
-    rows itself). Reports are written under ``default`` on GPT-2's tokenizer, else under
-    ``mib-2025`` (``mibspec.parity.task_report``)."""
+    imported, scored (EAP-IG; Gemma-2 random) and ``quantities`` compared (the public side
+    reads the released rows itself). Reports are written under ``default`` on GPT-2's
+    tokenizer, else under ``mib-2025`` (``mibspec.parity.task_report``)."""
     model_dir = task_model_dir(folder / "models", family)
     profile = "default" if family == "gpt2" else "mib-2025"
     method = report_method(family)
     report = task_report(task, model_dir, folder, n_rows=TASK_ROWS, method=method, profile=profile)
     inputs = load_circuit_inputs(report, [folder / "models"])
-    return _compare_model(inputs, report, peers, python, "public", TASK_TASKS)
+    return _compare_model(inputs, report, peers, python, "public", quantities)
 
 
 def _compare_ioi(model: str, folder: Path, peers: Path, python: Path) -> list[tuple[str, dict, int]]:
@@ -373,14 +379,16 @@ def _plan(args: argparse.Namespace) -> list[tuple[str, str, str, Any, tuple[str,
     that a time budget cuts what earlier runs already measured first)."""
     ioi = [m for m in args.models if "ioi" in args.tasks]
     tasks = [t for t in args.tasks if t != "ioi"]
+    quantities = TASKS if args.all_quantities else TASK_TASKS
     plan: list[tuple[str, str, str, Any, tuple[str, ...]]] = []
     plan += [(m, WIDE_MODELS[m][0], "ioi", _compare_ioi, (m,)) for m in ioi if m in WIDE_MODELS]
     families = [FAMILIES[m] for m in args.models if m in FAMILIES]
     for family in [f for f in families if f != "gpt2"]:
-        plan += [(f"{TASK_MODELS[family][0]}, {t}", family, t, _compare_task, (t, family)) for t in tasks]
+        name = TASK_MODELS[family][0]
+        plan += [(f"{name}, {t}", family, t, _compare_task, (t, family, quantities)) for t in tasks]
     plan += [(m, FAMILIES[m], "ioi", _compare_ioi, (m,)) for m in ioi if m in FAMILIES]
     if "gpt2" in families:
-        plan += [(f"{TASK_MODEL}, {t}", "gpt2", t, _compare_task, (t, "gpt2")) for t in tasks]
+        plan += [(f"{TASK_MODEL}, {t}", "gpt2", t, _compare_task, (t, "gpt2", quantities)) for t in tasks]
     return plan
 
 
@@ -476,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
         default=list(ALL_TASKS),
         choices=ALL_TASKS,
         help="circuit tasks (ioi on every --models model; the others on tiny-gpt2-bpe)",
+    )
+    parser.add_argument(
+        "--all-quantities",
+        action="store_true",
+        help="on the non-IOI tasks also compare node, neuron and mean-ablation curves and EAP edge "
+        "scores (as on IOI; about twice their time)",
     )
     parser.add_argument(
         "--causal-report",

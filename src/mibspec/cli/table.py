@@ -165,8 +165,8 @@ COMMANDS: tuple[Command | Group, ...] = (
         "parity circuit",
         f"{_CLI}.parity:parity_circuit_command",
         "Print the public code's and mibspec's values side by side; exit 1 when a value the "
-        "profile promises to reproduce differs beyond its float32 tolerance, 2 when the public "
-        "code or its environment is missing.",
+        "profile promises to reproduce differs beyond its float32 tolerance, 2 when the report "
+        "does not verify or the public code or its environment is missing.",
     ),
     Command(
         "parity causal-variable",

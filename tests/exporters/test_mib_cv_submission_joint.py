@@ -15,17 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _mib_files import resolve_gpt2
 
 import mibspec
 from mibspec.exporters import export_mib_cv_submission
 from mibspec.importers import import_mib_cv_submission
-from mibspec.importers.mib_causal_results import CAUSAL_MODELS
-from mibspec.importers.mib_cv_join import ResultsModel, join_mib_cv_results
+from mibspec.importers.mib_cv_join import join_mib_cv_results
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "examples" / "causal-variable-ioi" / "dataset.json"
 CELL = "ioi_task_GPT2LMHeadModel_output_token"
-GPT2 = CAUSAL_MODELS["gpt2"][2]
 HEADS = ((7, 3), (7, 9), (8, 6))
 
 
@@ -35,17 +34,6 @@ def _unit(layer: int, head: int) -> str:
 
 JOINT = "[[" + ", ".join(f"AtomicModelUnit(id='{_unit(*h)}')" for h in HEADS) + "]]"
 ALONE = f"[[AtomicModelUnit(id='{_unit(7, 3)}')]]"
-
-
-def _resolve(name: str) -> ResultsModel:
-    block = {
-        "source": "hub",
-        "id": "gpt2",
-        "revision": "0" * 40,
-        "architecture": "GPT2LMHeadModel",
-        "config": GPT2,
-    }
-    return ResultsModel(block=block, config=GPT2, names=frozenset({name}))
 
 
 def _results(path: Path) -> Path:
@@ -74,7 +62,7 @@ def _import_and_join(submission: Path, results: Path, out: Path) -> Path:
     imported = import_mib_cv_submission(submission, out)
     assert imported.findings == []
     featurizers = [p for p in imported.written if p.suffix == ".json"]
-    joined = join_mib_cv_results([results], featurizers, out, dataset=DATASET, resolve=_resolve)
+    joined = join_mib_cv_results([results], featurizers, out, dataset=DATASET, resolve=resolve_gpt2)
     assert joined.findings == []
     [report] = joined.written
     return report

@@ -89,3 +89,20 @@ def write(path: Path, data: dict[str, Any]) -> Path:
     with path.open("w") as handle:
         json.dump(data, handle)
     return path
+
+
+def resolve_gpt2(name: str) -> Any:
+    """The model a MIB causal-variable result file names, resolved as GPT-2 small pinned to a
+    placeholder revision (the join's ``resolve``; nothing is downloaded)."""
+    from mibspec.importers.mib_causal_results import CAUSAL_MODELS
+    from mibspec.importers.mib_cv_join import ResultsModel
+
+    config = CAUSAL_MODELS["gpt2"][2]
+    block = {
+        "source": "hub",
+        "id": "gpt2",
+        "revision": "0" * 40,
+        "architecture": "GPT2LMHeadModel",
+        "config": config,
+    }
+    return ResultsModel(block=block, config=config, names=frozenset({name}))

@@ -13,27 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _mib_files import resolve_gpt2
 
 from mibspec.importers import import_mib_cv_submission
-from mibspec.importers.mib_causal_results import CAUSAL_MODELS
-from mibspec.importers.mib_cv_join import ResultsModel, join_mib_cv_results
+from mibspec.importers.mib_cv_join import join_mib_cv_results
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "examples" / "causal-variable-ioi" / "dataset.json"
 CELL = "ioi_task_GPT2LMHeadModel_output_token"
-GPT2 = CAUSAL_MODELS["gpt2"][2]
 UNITS = ("AttentionHead(Layer:7,Head:3,Token:all)", "AttentionHead(Layer:7,Head:9,Token:all)")
-
-
-def _resolve(name: str) -> ResultsModel:
-    block = {
-        "source": "hub",
-        "id": "gpt2",
-        "revision": "0" * 40,
-        "architecture": "GPT2LMHeadModel",
-        "config": GPT2,
-    }
-    return ResultsModel(block=block, config=GPT2, names=frozenset({name}))
 
 
 def _featurizers(tmp_path: Path) -> list[Path]:
@@ -68,7 +56,9 @@ def test_units_at_every_token_join_their_featurizers(tmp_path: Path) -> None:
     featurizers = _featurizers(tmp_path)
     keys = [f"[[AtomicModelUnit(id='{unit.replace(':', '-')}')]]" for unit in UNITS]
     results = _results(tmp_path, {keys[0]: 2.0, keys[1]: 1.0})
-    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
+    joined = join_mib_cv_results(
+        [results], featurizers, tmp_path / "out", dataset=DATASET, resolve=resolve_gpt2
+    )
     assert joined.findings == []
     [path] = joined.written
     [variable] = json.loads(path.read_text(encoding="utf-8"))["claims"]["variables"]
@@ -103,7 +93,9 @@ def test_a_head_unit_at_every_token_whose_rotation_reads_the_residual_width_is_v
     assert imported.findings == []
     featurizers = [p for p in imported.written if p.suffix == ".json"]
     results = _results(tmp_path, {f"[[AtomicModelUnit(id='{UNITS[0]}')]]": 1.0})
-    joined = join_mib_cv_results([results], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve)
+    joined = join_mib_cv_results(
+        [results], featurizers, tmp_path / "out", dataset=DATASET, resolve=resolve_gpt2
+    )
     assert joined.findings == []
     [report] = joined.written
     verified = mibspec.verify(report, recompute=False)

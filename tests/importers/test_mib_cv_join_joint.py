@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _mib_files import resolve_gpt2
 
 import mibspec
 from mibspec.importers import import_mib_cv_submission
-from mibspec.importers.mib_causal_results import CAUSAL_MODELS
-from mibspec.importers.mib_cv_join import ResultsModel, join_mib_cv_results
+from mibspec.importers.mib_cv_join import join_mib_cv_results
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "examples" / "causal-variable-ioi" / "dataset.json"
 CELL = "ioi_task_GPT2LMHeadModel_output_token"
-GPT2 = CAUSAL_MODELS["gpt2"][2]
 #: the heads in the order MIB's key lists them (as its loader found the files), not sorted
 HEADS = ((8, 6), (7, 9), (7, 3))
 SCORE = {"io_s1_flip_test": 0.5}
@@ -36,17 +35,6 @@ def _unit(layer: int, head: int) -> str:
 
 def _key(heads: tuple[tuple[int, int], ...]) -> str:
     return "[[" + ", ".join(f"AtomicModelUnit(id='{_unit(*h)}')" for h in heads) + "]]"
-
-
-def _resolve(name: str) -> ResultsModel:
-    block = {
-        "source": "hub",
-        "id": "gpt2",
-        "revision": "0" * 40,
-        "architecture": "GPT2LMHeadModel",
-        "config": GPT2,
-    }
-    return ResultsModel(block=block, config=GPT2, names=frozenset({name}))
 
 
 def _featurizers(tmp_path: Path, heads: tuple[tuple[int, int], ...] = HEADS) -> list[Path]:
@@ -79,7 +67,7 @@ def _results(tmp_path: Path, key: str) -> Path:
 def _join(tmp_path: Path, key: str, heads: tuple[tuple[int, int], ...] = HEADS) -> Any:
     featurizers = _featurizers(tmp_path, heads)
     return join_mib_cv_results(
-        [_results(tmp_path, key)], featurizers, tmp_path / "out", dataset=DATASET, resolve=_resolve
+        [_results(tmp_path, key)], featurizers, tmp_path / "out", dataset=DATASET, resolve=resolve_gpt2
     )
 
 

@@ -24,7 +24,6 @@ pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[3]
-MODELS = REPO / "examples" / "models"
 LAYER = 2
 HEADS = (3, 1)
 CF_TYPE = "io_s1_flip_io_s2_flip"
@@ -132,21 +131,6 @@ def _slow_logits(
         logits = hf(torch.tensor([base_ids])).logits[0, -1].double().numpy()
     handle.remove()
     return logits
-
-
-@pytest.fixture(scope="module")
-def loaded() -> dict[str, tuple[Any, Any, Any]]:
-    from tokenizers import Tokenizer
-    from transformers import AutoModelForCausalLM
-
-    from mibspec.reference_impl.engine import load_model
-
-    out = {}
-    for family in ("gpt2", "llama"):
-        folder = MODELS / f"tiny-{family}"
-        hf = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False).eval()
-        out[family] = (load_model(folder), hf, Tokenizer.from_file(str(folder / "tokenizer.json")))
-    return out
 
 
 @pytest.mark.parametrize(

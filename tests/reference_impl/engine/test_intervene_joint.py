@@ -23,7 +23,6 @@ pytestmark = pytest.mark.recompute
 torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[3]
-MODELS = REPO / "examples" / "models"
 CF_TYPE = "io_s1_flip_io_s2_flip"
 #: (layer, head) of each site: two heads of layer 1 as separate sites, one of layer 3
 SITES = ((1, 2), (1, 0), (3, 1))
@@ -85,21 +84,6 @@ def _slow_joint_logits(
         for handle in handle_list:
             handle.remove()
     return logits
-
-
-@pytest.fixture(scope="module")
-def loaded() -> dict[str, tuple[Any, Any, Any]]:
-    from tokenizers import Tokenizer
-    from transformers import AutoModelForCausalLM
-
-    from mibspec.reference_impl.engine import load_model
-
-    out = {}
-    for family in ("gpt2", "llama"):
-        folder = MODELS / f"tiny-{family}"
-        hf = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False).eval()
-        out[family] = (load_model(folder), hf, Tokenizer.from_file(str(folder / "tokenizer.json")))
-    return out
 
 
 def _pairs(tokenizer: Any) -> list[tuple[list[int], list[int]]]:

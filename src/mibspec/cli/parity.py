@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 _METHOD_TASKS = {"EAP": "EAP", "EAP-IG (inputs)": "EAP-IG-inputs"}
 
 
+#: ``--model-root`` of both parity commands.
+_ModelRootOption = Annotated[
+    list[Path] | None,
+    Option("--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."),
+]
+
+
 class ParityFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -69,12 +76,7 @@ def parity_circuit_command(
     build_env: Annotated[
         bool, Option(help="Build the public code's environment in the cache when it is missing.")
     ] = False,
-    model_root: Annotated[
-        list[Path] | None,
-        Option(
-            "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
-        ),
-    ] = None,
+    model_root: _ModelRootOption = None,
     profile: Annotated[
         str | None, Option(help="Profile whose promises are checked; default the report's.")
     ] = None,
@@ -174,12 +176,7 @@ def _print_rows(
 
 def parity_causal_variable_command(
     report: Annotated[Path, Argument(help="A causal-variable report.")],
-    model_root: Annotated[
-        list[Path] | None,
-        Option(
-            "--model-root", metavar="<path>", help="Folder to look for the report's model in (repeatable)."
-        ),
-    ] = None,
+    model_root: _ModelRootOption = None,
     pyvene_python: Annotated[
         Path | None,
         Option(help="Python of an environment with pyvene; default $MIBSPEC_PYVENE_PYTHON."),

@@ -9,11 +9,14 @@ from typing import Annotated
 from mibspec.cli._options import Option
 from mibspec.cli._request import option_of
 from mibspec.cli._support import usage_error
+from mibspec.core.strict_json import DEFAULT_LIMITS
 
-__all__ = ["DeviceOption", "MaxModelBytesOption", "batch_size_or_exit", "device_or_exit"]
+__all__ = ["MAX_MODEL_BYTES", "DeviceOption", "MaxModelBytesOption", "batch_size_or_exit", "device_or_exit"]
 
 #: ``--device`` of ``verify-submission`` and of every ``score`` command (checked by the command).
 DeviceOption = Annotated[str, option_of("device")]
+#: The default of ``--max-model-bytes``: verify's (``Limits.max_model_bytes``).
+MAX_MODEL_BYTES = DEFAULT_LIMITS.max_model_bytes
 #: ``--max-model-bytes`` of the ``score`` commands that load a model folder: the bound
 #: ``verify`` applies to a recomputation, and so the size a report written here can be
 #: verified under with the same option.

@@ -13,7 +13,7 @@ from mibspec.cli._options import Option
 from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
-from ._score_device import DeviceOption, MaxModelBytesOption, device_or_exit
+from ._score_device import MAX_MODEL_BYTES, DeviceOption, MaxModelBytesOption, device_or_exit
 
 if TYPE_CHECKING:
     from mibspec.reference_impl.scoring.causal_variable import CausalVariableRun
@@ -118,7 +118,7 @@ def score_causal_variable_command(
     profile: _ProfileOption = "default",
     overwrite: Annotated[bool, Option(help="Replace a report already in the output folder.")] = False,
     device: DeviceOption = "cpu",
-    max_model_bytes: MaxModelBytesOption = 8 * 1024**3,
+    max_model_bytes: MaxModelBytesOption = MAX_MODEL_BYTES,
     follow_output_links: FollowLinksOption = False,
 ) -> None:
     """Learn featurizers, score them by interchange interventions, write a report verify recomputes."""

@@ -12,7 +12,13 @@ from mibspec.cli._options import Option
 from mibspec.cli._support import FollowLinksOption
 
 from ._score_common import check_output_folder, finish, producing, require_paths, verify_written
-from ._score_device import DeviceOption, MaxModelBytesOption, batch_size_or_exit, device_or_exit
+from ._score_device import (
+    MAX_MODEL_BYTES,
+    DeviceOption,
+    MaxModelBytesOption,
+    batch_size_or_exit,
+    device_or_exit,
+)
 
 
 class Method(str, enum.Enum):
@@ -66,7 +72,7 @@ def score_circuit_command(
             help="The dtype the model computes in (the report declares it; verify recomputes in it).",
         ),
     ] = DType.float32,
-    max_model_bytes: MaxModelBytesOption = 8 * 1024**3,
+    max_model_bytes: MaxModelBytesOption = MAX_MODEL_BYTES,
     profile: Annotated[
         str,
         Option(

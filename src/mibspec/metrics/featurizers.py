@@ -38,9 +38,23 @@ __all__ = [
     "ORTHONORMAL_TOLERANCE",
     "NumpyFeaturizer",
     "expected_weights",
+    "location_width",
     "orthonormal_weights",
     "orthonormality_error",
 ]
+
+
+def location_width(location: Mapping[str, Any], d_model: int, n_heads: int) -> int:
+    """The values a location holds per token (a featurizer's ``input_dim`` there): d_model at
+    a residual or MLP location, d_model/n_heads per listed head at attention heads.
+
+    >>> location_width({"component": "attention_heads", "heads": [3, 5]}, 768, 12)
+    128
+    """
+    if location.get("component") == "attention_heads":
+        return len(location.get("heads") or []) * (d_model // n_heads)
+    return d_model
+
 
 #: Largest allowed ``max |R·Rᵀ − I|`` by the dtype the weights are stored in.
 ORTHONORMAL_TOLERANCE: dict[str, float] = {

@@ -279,12 +279,14 @@ def _recorded_width(model: Any, units: Sequence[Mapping[str, Any]]) -> int:
     width, heads = config.get("d_model"), config.get("n_heads")
     if not (isinstance(width, int) and isinstance(heads, int) and heads > 0):
         return 0
-    sites = set()
+    from mibspec.metrics.featurizers import location_width
+
+    sites = {}
     for unit in units:
         for site in (unit.get("location") or {}, *(unit.get("joint_sites") or [])):
             listed = site.get("heads") if site.get("component") == "attention_heads" else None
-            sites.add((site.get("layer"), site.get("component"), tuple(listed or ())))
-    return sum(len(listed) * (width // heads) if listed else width for _, _, listed in sites)
+            sites[(site.get("layer"), site.get("component"), tuple(listed or ()))] = site
+    return sum(location_width(site, width, heads) for site in sites.values())
 
 
 # --------------------------------------------------------------------------- saliency

@@ -446,12 +446,14 @@ def _site_featurizer(
             detail=f"the {'unit' if at else 'joint site'}'s location differs from its featurizer's ({ident})",
         )
     if config:
+        from mibspec.metrics.featurizers import location_width
+
         n_heads, d_model = config["n_heads"], config["d_model"]
+        expected = location_width(location, d_model, n_heads)
         if location["component"] == "attention_heads":
-            expected = len(location.get("heads") or []) * (d_model // n_heads)
             what = f"{len(location.get('heads') or [])} heads of {d_model // n_heads} values"
         else:
-            expected, what = d_model, f"d_model {d_model}"
+            what = f"d_model {d_model}"
         if featurizer["input_dim"] != expected:
             yield ctx.finding(
                 "V105",

@@ -37,10 +37,16 @@ reachable-node evaluation at its cost in the plain pass, each piece timed in thi
 the same with the fewest row additions that form the distinct slot inputs (min of a slot's
 in-circuit and out-of-circuit edges from recomputed sources), each value priced at the
 cheaper of a row addition and a multiply-add of the output projection, both timed in this
-run. Goal: engine / floor ≤ 1.15. Measured at e33877a on 2 shared cores, ``--threads 1
---public skip`` (load average 6–17): engine / floor 1.40 (random, 12 layers), 1.36 (EAP,
-12), 1.65 (random, 24, ``--examples 40``), 1.50 (EAP, 24, ``--examples 40``); with the
-slot-input additions 1.35, 1.32, 1.55, 1.43.
+run. Goal: engine / floor ≤ 1.15.
+
+Then the sums themselves (``slot-input sums`` rows): the first batch is run once more with the
+engine's mixing step timed, and every sum it formed is formed again on rows of the same
+shape both ways the engine knows (a dense 0/1 product, and row additions edge by edge), per
+circuit and call, keeping the faster: the slot inputs at the best these primitives allow,
+with hindsight. The node floor plus those sums is the floor an engine built on these
+primitives can reach; over the floor with the slot-input additions it says how close to
+1.15 any such engine can come, and the engine's time over it how much of the rest is the
+engine's own. ``benchmarks/RESULTS.md`` has the measured figures.
 
 Run: ``python benchmarks/bench_circuit_engine.py [--examples 100] [--public one-point] [--scores eap]``
 (``--json OUT`` also writes the figures).
@@ -341,6 +347,52 @@ def _floor(
     return {**parts, "total": total, "slot-input adds": inputs, "total with inputs": total + inputs}
 
 
+def _mixing_replay(run_batch: Any) -> dict[str, float]:
+    """CPU seconds of one batch's slot-input sums: the engine's, and the fastest primitive's.
+
+    One run of ``run_batch`` with the engine's mixing step (``_stack.mix``) timed around each
+    call and its 0/1 membership recorded; then every recorded sum is formed again on rows of
+    the same shape, per circuit, both ways the engine knows (a dense 0/1 product, and row
+    additions edge by edge) and the faster one of the two is kept: the slot inputs at the
+    best these primitives allow, with hindsight, for exactly the sums the curve needs.
+    """
+    from mibspec.reference_impl.engine import _mixing, _stack
+
+    calls: list[tuple[NDArray[np.bool_], tuple[int, ...]]] = []
+    spent = [0.0]
+    original = _stack.mix
+
+    def recording(w: Any, rows: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        started = time.process_time()
+        result = original(w, rows, *args, **kwargs)
+        spent[0] += time.process_time() - started
+        calls.append((np.array(w, copy=True), tuple(rows.shape)))
+        return result
+
+    _stack.mix = recording
+    try:
+        started = time.process_time()
+        run_batch()
+        total = time.process_time() - started
+    finally:
+        _stack.mix = original
+    best = dense_only = 0.0
+    generator = torch.Generator().manual_seed(0)
+    for w, (_, s, n) in calls:
+        rows = torch.randn((s, n), generator=generator)
+        out = torch.empty((w.shape[1], n))
+        for c in range(w.shape[0]):
+            started = time.process_time()
+            torch.mm(_mixing.membership(w[c], rows.dtype), rows, out=out)
+            dense = time.process_time() - started
+            started = time.process_time()
+            _mixing._add_rows(w[c], rows, out)
+            adds = time.process_time() - started
+            best += min(dense, adds)
+            dense_only += dense
+    return {"engine_total": total, "engine_sums": spent[0], "fastest_primitive": best, "dense": dense_only}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the three schemes and print the timings, ratios and the value check."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -522,6 +574,10 @@ def main(argv: list[str] | None = None) -> int:
     run_plain(warm, 1)
 
     _node_costs(model, clean[warm], mask[warm])
+    # every batch has the same shapes: the first one's sums, times the number of batches
+    n_batches = -(-N // args.batch_size)
+    mixing = _mixing_replay(lambda: run_engine(slice(0, args.batch_size)))
+    mixing = {key: value * n_batches for key, value in mixing.items()}
     floor_costs: list[dict[str, float]] = []
     for b in range(0, N, args.batch_size):
         sl = slice(b, b + args.batch_size)
@@ -639,7 +695,21 @@ def main(argv: list[str] | None = None) -> int:
             "met": ratio <= goal_plain,
         }
     )
-    figures += _floor_figures(report, floor_costs, shared, model, cpu["engine"])
+    figures += _floor_figures(report, floor_costs, shared, model, cpu["engine"], mixing)
+    if targets:
+        # what the speed-up over the two-pass scheme could at most be: its time over the floors'
+        allowed = public["cpu_seconds"] / report["floor"]["cpu_seconds"]["total with inputs"]
+        attainable = public["cpu_seconds"] / report["mixing"]["floor_with_fastest_sums"]
+        print(
+            f"speed-up over (2) the floor allows: {allowed:.2f}× "
+            f"(sums at the faster primitive: {attainable:.2f}×)"
+        )
+        figures += [
+            {"name": "speed-up over two-pass the floor with the slot-input additions allows, CPU",
+             "value": allowed, "unit": "×"},
+            {"name": "speed-up over two-pass with the sums at the faster primitive, CPU",
+             "value": attainable, "unit": "×"},
+        ]  # fmt: skip
     report.update(status="ok", figures=figures)
     _write(args.json, report)
     return 0
@@ -655,8 +725,10 @@ def _floor_figures(
     shared: dict[str, Any],
     model: ModelWeights,
     engine_cpu: float,
+    mixing: dict[str, float],
 ) -> list[dict[str, Any]]:
-    """Print the floor of the curve (summed over the batches) beside the engine's time."""
+    """Print the floor of the curve (summed over the batches) beside the engine's time, and
+    the floor whose slot inputs are priced at the fastest primitive (:func:`_mixing_replay`)."""
     kinds, adds = shared["distinct_by_kind"], shared["slot_input_adds"]
     parts = [_floor(costs, kinds, adds, model) for costs in floor_costs]
     floor = {key: sum(p[key] for p in parts) for key in parts[0]}
@@ -671,6 +743,17 @@ def _floor_figures(
         "engine_over_floor": ratio,
         "engine_over_floor_with_inputs": with_inputs,
     }
+    # the node floor plus the slot-input sums at the faster primitive, per circuit and layer
+    attainable = floor["total"] + mixing["fastest_primitive"]
+    over_attainable = engine_cpu / attainable
+    # the best any engine using these primitives can reach against the floor with inputs
+    reachable = attainable / floor["total with inputs"]
+    report["mixing"] = {
+        **mixing,
+        "floor_with_fastest_sums": attainable,
+        "engine_over_it": over_attainable,
+        "best_reachable_over_floor_with_inputs": reachable,
+    }
     print(
         "reachable-node floor, CPU (distinct evaluations priced by the plain pass's pieces, "
         "timed in this run): " + ", ".join(f"{key} {value:.2f} s" for key, value in floor.items())
@@ -680,6 +763,16 @@ def _floor_figures(
         f"output-projection multiply-add {prices['mac_price'] * 1e9:.4f} ns"
     )
     print(f"engine / floor, CPU: {ratio:.3f}; with the slot inputs: {with_inputs:.3f} (goal ≤ {FLOOR_GOAL})")
+    print(
+        f"slot-input sums, CPU ({_REPLAYED}): engine {mixing['engine_sums']:.2f} s of "
+        f"{mixing['engine_total']:.2f} s; dense product throughout {mixing['dense']:.2f} s; faster of dense "
+        f"and row additions per circuit and layer {mixing['fastest_primitive']:.2f} s; the floor's additions "
+        f"{floor['slot-input adds']:.2f} s"
+    )
+    print(
+        f"engine / (node floor + sums at the faster primitive), CPU: {over_attainable:.3f}; that floor / "
+        f"the floor with the slot-input additions: {reachable:.3f} (the best these primitives allow)"
+    )
     return [
         {
             "name": "sharing: distinct evaluations, heads / MLPs needed everywhere, at the read positions",
@@ -709,7 +802,34 @@ def _floor_figures(
             "goal": f"≤ {FLOOR_GOAL}",
             "met": with_inputs <= FLOOR_GOAL,
         },
+        {"name": f"engine: slot-input sums, CPU ({_REPLAYED})", "value": mixing["engine_sums"], "unit": "s"},
+        {
+            "name": "slot-input sums at the faster of a dense product and row additions, "
+            "per circuit and layer, CPU",
+            "value": mixing["fastest_primitive"],
+            "unit": "s",
+        },
+        {
+            "name": "fastest-primitive sums / the floor's additions",
+            "value": mixing["fastest_primitive"] / floor["slot-input adds"],
+            "unit": "×",
+        },
+        {
+            "name": "engine / (node floor + sums at the faster primitive), CPU",
+            "value": over_attainable,
+            "goal": f"≤ {FLOOR_GOAL}",
+            "met": over_attainable <= FLOOR_GOAL,
+        },
+        {
+            "name": "(node floor + sums at the faster primitive) / floor with the slot-input additions: "
+            "the best engine / floor these primitives allow",
+            "value": reachable,
+        },
     ]
+
+
+#: How the slot-input sums are measured (:func:`_mixing_replay`).
+_REPLAYED = "first batch instrumented, × the number of batches"
 
 
 def _write(path: str | None, report: dict[str, Any]) -> None:

@@ -74,3 +74,35 @@ def test_no_edge_into_a_slot_needs_no_addition() -> None:
     fewest, other_form = bench._fewest_adds(empty, reach, np.array([3, 4, universe.n_forward]))
     assert fewest.tolist() == [0, 0, 0]
     assert other_form is False
+
+
+def test_mixing_replay_times_the_engines_sums_and_leaves_the_engine_as_it_was() -> None:
+    import argparse
+
+    import torch
+
+    from mibspec.reference_impl.engine import _stack, evaluate_circuits, graph_universe
+
+    args = argparse.Namespace(layers=2, heads=2, d_model=16, vocab=50, seq_len=4, seed=0)
+    _, model = bench._model(args)
+    universe = graph_universe(model)
+    rng = np.random.default_rng(0)
+    ids = torch.from_numpy(rng.integers(0, 50, (3, 4)))
+    other = torch.from_numpy(rng.integers(0, 50, (3, 4)))
+    mask = torch.ones((3, 4), dtype=torch.long)
+    answers, foils = rng.integers(0, 50, 3), rng.integers(0, 50, 3)
+    circuits = np.stack([universe.edge_mask & (rng.random(universe.edge_mask.shape) < p) for p in (0.2, 0.6)])
+    results = []
+
+    def run() -> None:
+        results.append(evaluate_circuits(model, ids, other, mask, answers, foils, circuits))
+
+    plain_mix = _stack.mix
+    run()
+    timed = bench._mixing_replay(run)
+    assert _stack.mix is plain_mix  # restored
+    np.testing.assert_array_equal(results[0].circuits, results[1].circuits)  # the wrapper changes nothing
+    assert timed["engine_sums"] > 0
+    assert timed["engine_sums"] <= timed["engine_total"]
+    # per circuit and call the faster form is kept, so the sum never exceeds the dense one
+    assert 0 < timed["fastest_primitive"] <= timed["dense"]

@@ -164,16 +164,23 @@ def test_units_pyvene_cannot_address_are_listed_not_dropped() -> None:
     mlp_in = unit | {"id": "hookless", "joint_sites": [hookless_site]}
     heads = unit | {"id": "two heads", "location": unit["location"] | {"heads": [3, 4]}, "joint_sites": []}
     bare = {k: v for k, v in unit.items() if k != "featurizer"} | {"id": "bare"}
-    report["claims"]["variables"][0]["units"] = [named, mlp_in, heads, bare]
+    site_bare = unit | {
+        "id": "site bare",
+        "joint_sites": [{"layer": 8, "component": "attention_heads", "heads": [1]}],
+    }
+    report["claims"]["variables"][0]["units"] = [named, mlp_in, heads, bare, site_bare]
     not_compared: list[tuple[str, str]] = []
     assert _report_cases(report, JOINT_CASE, not_compared) == []
     reasons = dict(not_compared)
     variable = report["claims"]["variables"][0]["name"]
-    assert list(reasons) == [f"{variable}: {u}" for u in ("named", "hookless", "two heads", "bare")]
+    assert list(reasons) == [
+        f"{variable}: {u}" for u in ("named", "hookless", "two heads", "bare", "site bare")
+    ]
     assert "only known by name" in reasons[f"{variable}: named"]
     assert "'mlp_input'" in reasons[f"{variable}: hookless"]
     assert "several heads" in reasons[f"{variable}: two heads"]
     assert "no featurizer" in reasons[f"{variable}: bare"]
+    assert "no featurizer" in reasons[f"{variable}: site bare"]  # a joint site without one too
 
 
 # -- parity: against pyvene ------------------------------------------------------------------

@@ -29,7 +29,7 @@ documents without torch; the recomputation uses the torch twin in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,10 +37,12 @@ from numpy.typing import NDArray
 __all__ = [
     "ORTHONORMAL_TOLERANCE",
     "NumpyFeaturizer",
+    "UnitSite",
     "expected_weights",
     "location_width",
     "orthonormal_weights",
     "orthonormality_error",
+    "unit_sites",
 ]
 
 
@@ -54,6 +56,37 @@ def location_width(location: Mapping[str, Any], d_model: int, n_heads: int) -> i
     if location.get("component") == "attention_heads":
         return len(location.get("heads") or []) * (d_model // n_heads)
     return d_model
+
+
+class UnitSite(NamedTuple):
+    """One site a causal-variable unit writes: where it sits below the unit (a JSON pointer
+    suffix), its location at the unit's position, and the featurizer it names (None: none)."""
+
+    pointer: str
+    location: dict[str, Any]
+    featurizer: Any
+
+
+def unit_sites(unit: Mapping[str, Any]) -> list[UnitSite]:
+    """Every site a unit writes in one forward pass (MV-10): its location, then each joint
+    site placed at the unit's token position, in the report's order.
+
+    >>> unit = {"location": {"layer": 1, "component": "attention_heads", "heads": [2],
+    ...                      "position": {"kind": "token", "name": "last"}},
+    ...         "featurizer": "f-1-2",
+    ...         "joint_sites": [{"layer": 3, "component": "attention_heads", "heads": [0],
+    ...                          "featurizer": "f-3-0"}]}
+    >>> [(s.pointer, s.location["layer"], s.location["position"]["name"], s.featurizer)
+    ...  for s in unit_sites(unit)]
+    [('/location', 1, 'last', 'f-1-2'), ('/joint_sites/0', 3, 'last', 'f-3-0')]
+    """
+    location = dict(unit.get("location") or {})
+    sites = [UnitSite("/location", location, unit.get("featurizer"))]
+    for j, site in enumerate(unit.get("joint_sites") or []):
+        placed = {key: site[key] for key in ("layer", "component", "heads") if site.get(key) is not None}
+        placed["position"] = location.get("position")
+        sites.append(UnitSite(f"/joint_sites/{j}", placed, site.get("featurizer")))
+    return sites
 
 
 #: Largest allowed ``max |R·Rᵀ − I|`` by the dtype the weights are stored in.

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from mibspec.metrics.featurizers import unit_sites
+
 from ._circuit import ParityRow, _find_model
 
 __all__ = [
@@ -158,17 +160,6 @@ def _report_inputs(report_path: Path) -> tuple[dict[str, Any], Path, list[dict[s
     return report, folder, rows
 
 
-def _unit_sites(unit: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
-    """``(location, featurizer id)`` of every site of a unit: its location, then each joint
-    site (MV-10) at the unit's position, in the report's order."""
-    location = unit["location"]
-    joint = [
-        ({k: v for k, v in site.items() if k != "featurizer"} | {"position": location["position"]}, site)
-        for site in unit.get("joint_sites") or []
-    ]
-    return [(location, unit["featurizer"]), *((where, site["featurizer"]) for where, site in joint)]
-
-
 def _report_cases(
     report: dict[str, Any], folder: Path, not_compared: list[tuple[str, str]] | None = None
 ) -> list[_Case]:
@@ -185,7 +176,7 @@ def _report_cases(
                     not_compared.append((f"{variable['name']}: {unit['id']}", reason))
                 continue
             first, *rest = [
-                _read_write(where, ident, artifacts, folder) for where, ident in _unit_sites(unit)
+                _read_write(site.location, site.featurizer, artifacts, folder) for site in unit_sites(unit)
             ]
             cases += [
                 _Case(unit["id"], variable["name"], cf, first.location, first.doc, first.weights, tuple(rest))
@@ -196,10 +187,11 @@ def _report_cases(
 
 def _not_comparable(unit: dict[str, Any]) -> str | None:
     """Why a unit cannot be compared (no featurizer, a site pyvene cannot address), or ``None``."""
-    if "featurizer" not in unit:
-        return "the unit declares no featurizer"
-    for where, _ in _unit_sites(unit):
-        reason = _not_addressable(where)
+    sites = unit_sites(unit)
+    if any(site.featurizer is None for site in sites):
+        return "a site of the unit declares no featurizer"
+    for site in sites:
+        reason = _not_addressable(site.location)
         if reason is not None:
             return reason
     return None

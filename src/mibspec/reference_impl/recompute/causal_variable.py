@@ -38,6 +38,7 @@ from mibspec.core.recompute_context import RecomputeContext
 from mibspec.core.sidecars import SidecarError, load_tensor, tensor_infos
 from mibspec.metrics.causal_models import interchange_output, ioi_logit_names, ioi_target
 from mibspec.metrics.causal_variable import Better, CellKey, VariableAggregate, aggregate_scores, iia, ioi_mse
+from mibspec.metrics.featurizers import unit_sites
 from mibspec.metrics.positions import PositionError, resolve_positions
 from mibspec.reference_impl.threads import one_thread
 
@@ -695,10 +696,10 @@ def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) ->
     evaluator.register_sites(
         sorted(
             {
-                Site.from_location(where)
+                Site.from_location(site.location)
                 for v in claims["variables"]
                 for u in v["units"]
-                for where in (u["location"], *(u.get("joint_sites") or []))
+                for site in unit_sites(u)
             },
             key=repr,
         )
@@ -773,8 +774,8 @@ def _score_units(
     for u, unit in enumerate(variable["units"]):
         pointer = f"{base}/units/{u}"
         joint = [
-            (site, featurizer(site["featurizer"], f"{pointer}/joint_sites/{j}/featurizer"))
-            for j, site in enumerate(unit.get("joint_sites") or [])
+            (site.location, featurizer(site.featurizer, f"{pointer}{site.pointer}/featurizer"))
+            for site in unit_sites(unit)[1:]
         ]
         result = evaluator.score_unit(
             variable["name"],

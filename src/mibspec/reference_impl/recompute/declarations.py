@@ -55,8 +55,9 @@ def dataset_gap(task: Mapping[str, Any], what: str = "counterfactual dataset") -
 
 def _lacks_featurizer(unit: Mapping[str, Any]) -> bool:
     """Whether a unit's location or one of its joint sites (MV-10) has no featurizer."""
-    sites = [unit, *(unit.get("joint_sites") or [])]
-    return any(site.get("featurizer") is None for site in sites)
+    from mibspec.metrics.featurizers import unit_sites  # numpy: only when a report is read
+
+    return any(site.featurizer is None for site in unit_sites(unit))
 
 
 def missing_declarations(report: dict[str, Any]) -> list[tuple[str, str]]:

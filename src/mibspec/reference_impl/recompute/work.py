@@ -279,11 +279,11 @@ def _recorded_width(model: Any, units: Sequence[Mapping[str, Any]]) -> int:
     width, heads = config.get("d_model"), config.get("n_heads")
     if not (isinstance(width, int) and isinstance(heads, int) and heads > 0):
         return 0
-    from mibspec.metrics.featurizers import location_width
+    from mibspec.metrics.featurizers import location_width, unit_sites
 
     sites = {}
     for unit in units:
-        for site in (unit.get("location") or {}, *(unit.get("joint_sites") or [])):
+        for site in (s.location for s in unit_sites(unit)):
             listed = site.get("heads") if site.get("component") == "attention_heads" else None
             sites[(site.get("layer"), site.get("component"), tuple(listed or ()))] = site
     return sum(location_width(site, width, heads) for site in sites.values())

@@ -401,17 +401,16 @@ def _unit_location(
         yield ctx.finding("V104", f"{pointer}/location{at}", detail=detail)
     yield from _site_in_model(ctx, location, f"{pointer}/location", config)
     yield from _site_featurizer(ctx, unit.get("featurizer"), location, pointer, "/location", config)
-    sites = unit.get("joint_sites") or []
-    for j, site in enumerate(sites):
-        at = f"{pointer}/joint_sites/{j}"
-        placed = {key: site[key] for key in ("layer", "component", "heads") if site.get(key) is not None}
-        placed["position"] = location["position"]
-        for below, detail in _location_problems(placed):
+    from mibspec.metrics.featurizers import unit_sites
+
+    for site in unit_sites(unit)[1:]:
+        at = f"{pointer}{site.pointer}"
+        for below, detail in _location_problems(site.location):
             if not below.startswith("/position"):  # the unit's position is reported once, above
                 yield ctx.finding("V104", f"{at}{below}", detail=detail)
-        yield from _site_in_model(ctx, placed, at, config)
-        yield from _site_featurizer(ctx, site.get("featurizer"), placed, at, "", config)
-    yield from _joint_sites_apart(ctx, location, sites, pointer)
+        yield from _site_in_model(ctx, site.location, at, config)
+        yield from _site_featurizer(ctx, site.featurizer, site.location, at, "", config)
+    yield from _joint_sites_apart(ctx, location, unit.get("joint_sites") or [], pointer)
 
 
 def _site_in_model(

@@ -32,11 +32,15 @@ def _unit(layer: int, head: int) -> str:
     return f"AttentionHead(Layer:{layer},Head:{head},Token:all)"
 
 
-JOINT = "[[" + ", ".join(f"AtomicModelUnit(id='{_unit(*h)}')" for h in HEADS) + "]]"
+def _key(heads: tuple[tuple[int, int], ...]) -> str:
+    return "[[" + ", ".join(f"AtomicModelUnit(id='{_unit(*h)}')" for h in heads) + "]]"
+
+
+JOINT = _key(HEADS)
 ALONE = f"[[AtomicModelUnit(id='{_unit(7, 3)}')]]"
 
 
-def _results(path: Path) -> Path:
+def _results(path: Path, joint_key: str = JOINT) -> Path:
     dataset: dict[str, Any] = {}
     for cf, (joint, alone) in {"io_s1_flip_test": (0.5, 1.5), "abc_test": (0.25, 2.0)}.items():
         dataset[cf] = {
@@ -45,7 +49,7 @@ def _results(path: Path) -> Path:
                     "metadata": {"layer": 7, "head": 3, "position": "all"},
                     "output_token": {"average_score": v},
                 }
-                for key, v in ((JOINT, joint), (ALONE, alone))
+                for key, v in ((joint_key, joint), (ALONE, alone))
             }
         }
     payload = {
@@ -68,13 +72,14 @@ def _import_and_join(submission: Path, results: Path, out: Path) -> Path:
     return report
 
 
-def _first_report(tmp_path: Path) -> Path:
+def _first_report(tmp_path: Path, joint_key: str = JOINT) -> Path:
     """The submission of the three heads and the result file, imported and joined."""
     submission = tmp_path / "submission" / CELL
     submission.mkdir(parents=True)
     for head in HEADS:
         (submission / f"{_unit(*head)}_indices").write_text("[1, 2]", encoding="utf-8")
-    return _import_and_join(tmp_path / "submission", _results(tmp_path / "results.json"), tmp_path / "first")
+    results = _results(tmp_path / "results.json", joint_key)
+    return _import_and_join(tmp_path / "submission", results, tmp_path / "first")
 
 
 def _claims(report: Path) -> dict[str, Any]:
@@ -123,6 +128,27 @@ def test_a_joint_unit_is_exported_as_mib_lays_it_out_and_read_back_the_same(tmp_
     joint = next(u for u in variable["units"] if u["id"] == JOINT)
     assert [(s["layer"], s["heads"]) for s in joint["joint_sites"]] == [(7, [9]), (8, [6])]
     assert joint["scores"] == {"abc": 0.25, "io_s1_flip": 0.5}
+
+
+@pytest.mark.slow
+def test_a_key_listing_its_heads_in_another_order_is_written_back_as_it_was(tmp_path: Path) -> None:
+    """The unit keeps the key it was imported under as its id (the order MIB's ``--heads_list``
+    gave); the export writes that key, not one re-listed by layer, so a second import gives the
+    same unit id."""
+    pytest.importorskip("torch")
+    shuffled = _key((HEADS[2], HEADS[0], HEADS[1]))
+    first = _first_report(tmp_path, shuffled)
+    exported = export_mib_cv_submission([first], tmp_path / "exported")
+    assert exported.findings == []
+    [results] = [p for p in (tmp_path / "exported" / CELL).iterdir() if p.suffix == ".json"]
+    written = json.loads(results.read_text(encoding="utf-8"))
+    assert sorted(written["dataset"]["abc_test"]["model_unit"]) == sorted([ALONE, shuffled])
+    second = _import_and_join(tmp_path / "exported", results, tmp_path / "second")
+    assert _claims(second) == _claims(first)
+    joint = next(u for u in _claims(second)["variables"][0]["units"] if u["id"] == shuffled)
+    # the sites stay ordered by layer and head whatever the key's order
+    assert joint["location"]["layer"] == 7
+    assert [(s["layer"], s["heads"]) for s in joint["joint_sites"]] == [(7, [9]), (8, [6])]
 
 
 def test_a_joint_site_without_a_featurizer_is_refused_on_export(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ are JSON, the declared position rules go to ``token_positions.json`` (the public
 needs a token-position function, which mibspec does not write as code) and a listing of what
 was written to ``mibspec_submission.json``. A report's unit scores are written back as MIB's
 result file, in its variable's folder (where the public evaluator saves it): one key per unit
-listing its model units, a joint unit's (spec 1.2, MV-10) location first and then its joint
-sites in order, each site's featurizer written as its own unit files, as MIB's IOI evaluation
+listing its model units (the unit's id when it is such a key, in the source's order; else a
+joint unit's (spec 1.2, MV-10) location first and then its joint sites in order), each site's
+featurizer written as its own unit files, as MIB's IOI evaluation
 loads one featurizer per head. Every file is planned before the first is written.
 """
 
@@ -42,6 +43,7 @@ from mibspec.core.mib_causal import (
     mib_cell,
     parse_unit_id,
     result_key,
+    result_key_units,
 )
 from mibspec.core.outputs import Inputs
 from mibspec.core.version import __version__
@@ -206,8 +208,19 @@ def _export_report(source: Path, export: _Export) -> None:
             for at, ident in sites:
                 doc_path, doc = _site_document(source, artifacts, ident, at, cell)
                 ids.append(_export_featurizer(export, doc_path, doc, cell, at, name))
-            units[result_key([unit_id for unit_id, _ in ids])] = _result_entry(unit, ids[0][1])
+            units[_unit_key(unit, [unit_id for unit_id, _ in ids])] = _result_entry(unit, ids[0][1])
         _plan_results(export, document, folder, model, variable["name"], units, name)
+
+
+def _unit_key(unit: dict[str, Any], unit_ids: list[str]) -> str:
+    """The result-file key of a unit of model units ``unit_ids`` (its sites in the report's
+    order): the unit's id when that is a key listing the same model units (the order the source
+    listed them in, MIB's ``--heads_list``), so that a key read back is the key written."""
+    own = unit.get("id")
+    listed = result_key_units(own) if isinstance(own, str) else []
+    if sorted(listed) == sorted(unit_ids) and result_key(listed) == own:
+        return str(own)
+    return result_key(unit_ids)
 
 
 def _site_document(

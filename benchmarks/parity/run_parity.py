@@ -27,7 +27,8 @@ import mib-dataset`` and scores a report on them (``mibspec.parity.task_report``
 
 ``gpt2-small-shape`` (IOI only): a random GPT-2 of GPT-2 small's shape on the first
 ``SHAPE_ROWS`` IOI rows, comparing logits, the report's circuits, MIB's curves and EAP-IG
-scores (node, neuron and mean-ablation runs left out for time; the matrix says so).
+scores (node, neuron and mean-ablation curves and EAP edge scores left out for time unless
+``--all-quantities`` is given; the matrix says so).
 
 Usage (from the repository root, mibspec's own environment active)::
 
@@ -35,8 +36,9 @@ Usage (from the repository root, mibspec's own environment active)::
         [--models tiny-gpt2 tiny-llama tiny-qwen2 tiny-gemma2 gpt2-small-shape] [--tasks ioi mcqa ...]
         [--all-quantities]
 
-``--all-quantities`` compares on the non-IOI tasks what IOI compares (node, neuron and
-mean-ablation curves, EAP edge scores), which the default run leaves out for time.
+``--all-quantities`` compares on the non-IOI tasks and at GPT-2 small's shape what IOI on the
+tiny models compares (node, neuron and mean-ablation curves, EAP edge scores), which the
+default run leaves out for time.
 
 ``--build-env`` builds the public code's environment from scratch into the cache
 (``$MIBSPEC_PEER_ENV``, default ``~/.cache/mibspec/peer-env``; a few minutes: it downloads
@@ -336,7 +338,7 @@ def _left_out(inputs: CircuitInputs, tasks: tuple[str, ...]) -> list[str]:
     left = []
     if inputs.family == "gemma2":
         left.append("EAP and EAP-IG edge scores: mibspec's attribution refuses post-attention norms (ME-4)")
-    if inputs.model_dir.name in WIDE_MODELS:
+    if inputs.model_dir.name in WIDE_MODELS and "nodes" not in tasks:
         left.append(SHAPE_LEFT_OUT)
     elif inputs.task != "ioi" and "nodes" not in tasks:
         left.append(TASK_LEFT_OUT)
@@ -358,14 +360,18 @@ def _compare_task(
     return _compare_model(inputs, report, peers, python, "public", quantities)
 
 
-def _compare_ioi(model: str, folder: Path, peers: Path, python: Path) -> list[tuple[str, dict, int]]:
-    """IOI on ``model`` (Gemma-2 twice: as the public code builds it and in the config's order)."""
+def _compare_ioi(
+    model: str, every_quantity: bool, folder: Path, peers: Path, python: Path
+) -> list[tuple[str, dict, int]]:
+    """IOI on ``model`` (Gemma-2 twice: as the public code builds it and in the config's order);
+    at GPT-2 small's shape the node, neuron and mean-ablation curves and EAP edge scores only
+    with ``every_quantity``."""
     report = model_report(model, folder)
     if report is None:
         raise ValueError(f"no report for model {model!r}")
     inputs = load_circuit_inputs(report, [MODELS, folder / "models"])
     orders = ("public", "config") if inputs.family == "gemma2" else ("public",)
-    tasks = SHAPE_TASKS if model in WIDE_MODELS else TASKS
+    tasks = SHAPE_TASKS if model in WIDE_MODELS and not every_quantity else TASKS
     out = []
     for order in orders:
         name = model if order == "public" else f"{model}, public side in the config's layer order"
@@ -381,12 +387,13 @@ def _plan(args: argparse.Namespace) -> list[tuple[str, str, str, Any, tuple[str,
     tasks = [t for t in args.tasks if t != "ioi"]
     quantities = TASKS if args.all_quantities else TASK_TASKS
     plan: list[tuple[str, str, str, Any, tuple[str, ...]]] = []
-    plan += [(m, WIDE_MODELS[m][0], "ioi", _compare_ioi, (m,)) for m in ioi if m in WIDE_MODELS]
+    every = args.all_quantities
+    plan += [(m, WIDE_MODELS[m][0], "ioi", _compare_ioi, (m, every)) for m in ioi if m in WIDE_MODELS]
     families = [FAMILIES[m] for m in args.models if m in FAMILIES]
     for family in [f for f in families if f != "gpt2"]:
         name = TASK_MODELS[family][0]
         plan += [(f"{name}, {t}", family, t, _compare_task, (t, family, quantities)) for t in tasks]
-    plan += [(m, FAMILIES[m], "ioi", _compare_ioi, (m,)) for m in ioi if m in FAMILIES]
+    plan += [(m, FAMILIES[m], "ioi", _compare_ioi, (m, True)) for m in ioi if m in FAMILIES]
     if "gpt2" in families:
         plan += [(f"{TASK_MODEL}, {t}", "gpt2", t, _compare_task, (t, "gpt2", quantities)) for t in tasks]
     return plan
@@ -488,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--all-quantities",
         action="store_true",
-        help="on the non-IOI tasks also compare node, neuron and mean-ablation curves and EAP edge "
-        "scores (as on IOI; about twice their time)",
+        help="on the non-IOI tasks and at GPT-2 small's shape also compare node, neuron and "
+        "mean-ablation curves and EAP edge scores (as on IOI; about twice their time)",
     )
     parser.add_argument(
         "--causal-report",

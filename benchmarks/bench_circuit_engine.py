@@ -748,11 +748,16 @@ def _floor_figures(
     over_attainable = engine_cpu / attainable
     # the best any engine using these primitives can reach against the floor with inputs
     reachable = attainable / floor["total with inputs"]
+    # the same, crediting an engine that shared the sums of repeated node evaluations (the
+    # sums scaled by the distinct share of the evaluations, the sharing count)
+    distinct = shared["distinct_node_evaluations"] / max(1, shared["node_evaluations"])
+    reachable_shared = (floor["total"] + distinct * mixing["fastest_primitive"]) / floor["total with inputs"]
     report["mixing"] = {
         **mixing,
         "floor_with_fastest_sums": attainable,
         "engine_over_it": over_attainable,
         "best_reachable_over_floor_with_inputs": reachable,
+        "best_reachable_with_repeated_sums_shared": reachable_shared,
     }
     print(
         "reachable-node floor, CPU (distinct evaluations priced by the plain pass's pieces, "
@@ -822,6 +827,10 @@ def _floor_figures(
             "name": "(node floor + sums at the faster primitive) / floor with the slot-input additions: "
             "the best engine / floor these primitives allow",
             "value": reachable,
+        },
+        {
+            "name": "the same, the sums of repeated node evaluations shared (× distinct / evaluations)",
+            "value": reachable_shared,
         },
     ]
 

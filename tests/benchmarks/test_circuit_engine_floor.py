@@ -3,31 +3,13 @@ count the floor's slot-input part is priced from, against a loop over named edge
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import numpy as np
 import pytest
+from _scripts import load_script
 
 from mibspec.metrics.graph import GraphConfig, GraphUniverse
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    path = REPO / "benchmarks" / "bench_circuit_engine.py"
-    spec = importlib.util.spec_from_file_location("bench_circuit_engine", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_circuit_engine"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_script("benchmarks/bench_circuit_engine.py", "bench_circuit_engine")
 
 
 def _slow(universe: GraphUniverse, circuit: np.ndarray, reach: np.ndarray, slot: str) -> int:

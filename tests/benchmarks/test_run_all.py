@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("run_all", REPO / "benchmarks" / "run_all.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_all"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-run_all = _load()
+run_all = load_script("benchmarks/run_all.py", "run_all")
 
 INFO: dict[str, Any] = {
     "tree": {

@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from _scripts import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "run_parity", REPO / "benchmarks" / "parity" / "run_parity.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_parity"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-run_parity = _load()
+run_parity = load_script("benchmarks/parity/run_parity.py", "run_parity")
 
 
 def _args(all_quantities: bool) -> argparse.Namespace:

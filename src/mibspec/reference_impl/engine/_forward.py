@@ -163,9 +163,9 @@ def qkv_shared(
     H, G, e = model.n_heads, model.n_kv_heads, model.d_head
     h = _ops.norm(x, layer.norm_attn)
     if layer.b_qkv is None:
-        qkv = h @ layer.w_qkv.reshape(d, -1)
+        qkv = _ops.matmul(h, layer.w_qkv.reshape(d, -1))
     else:
-        qkv = torch.addmm(layer.b_qkv.reshape(-1), h.reshape(N * T, d), layer.w_qkv.reshape(d, -1))
+        qkv = _ops.matmul(h.reshape(N * T, d), layer.w_qkv.reshape(d, -1), layer.b_qkv.reshape(-1))
     qkv = qkv.view(N, T, H + 2 * G, e).transpose(1, 2)
     q, k, v = qkv[:, :H], qkv[:, H : H + G], qkv[:, H + G :]
     if rope is not None:
@@ -189,7 +189,7 @@ def head_outputs(
         ``(..., h, T, d)``.
     """
     w_o = layer.w_o if heads is None else layer.w_o.index_select(0, heads)
-    out = torch.matmul(z, w_o)
+    out = _ops.matmul(z, w_o)
     if layer.b_o is not None:
         out = out + (layer.b_o / model.n_heads)
     return out
@@ -245,7 +245,7 @@ def _run(
             attn = o.sum(1)
             nodes[base : base + H] = o[keep.rows].transpose(0, 1)
         else:
-            attn = z.transpose(1, 2).reshape(N, T, H * e) @ layer.w_o.reshape(-1, d)
+            attn = _ops.matmul(z.transpose(1, 2).reshape(N, T, H * e), layer.w_o.reshape(-1, d))
             if layer.b_o is not None:
                 attn = attn + layer.b_o
         if layer.norm_attn_out is not None:
@@ -349,7 +349,7 @@ def run_model(
     with torch.inference_mode():
         x, tr = _run(model, ids, mask, record=node_outputs)
         h = _ops.norm(x, model.norm_final)
-        logits = h @ model.w_unembed.T
+        logits = _ops.matmul(h, model.w_unembed.T)
         if model.b_unembed is not None:
             logits = logits + model.b_unembed
         if model.final_softcap is not None:

@@ -145,7 +145,7 @@ def forward_sites(
             if new is not part:
                 z = z.clone()
                 z[:, index] = new.reshape(N, T, len(site.heads), e).permute(0, 2, 1, 3)
-        attn = z.transpose(1, 2).reshape(N, T, H * e) @ layer.w_o.reshape(-1, d)
+        attn = _ops.matmul(z.transpose(1, 2).reshape(N, T, H * e), layer.w_o.reshape(-1, d))
         if layer.b_o is not None:
             attn = attn + layer.b_o
         if layer.norm_attn_out is not None:
@@ -157,7 +157,7 @@ def forward_sites(
         x = touch(Site(li, "residual_post"), x)
     last = mask.long().sum(1) - 1
     h = _ops.norm(x[torch.arange(N, device=x.device), last], model.norm_final)
-    logits = h @ model.w_unembed.T
+    logits = _ops.matmul(h, model.w_unembed.T)
     if model.b_unembed is not None:
         logits = logits + model.b_unembed
     if model.final_softcap is not None:
@@ -198,11 +198,11 @@ class TorchFeaturizer:
         if self.type == "identity":
             return x
         if self.type in ("subspace", "rotation"):
-            return x @ self.w["rotation"].T
+            return _ops.matmul(x, self.w["rotation"].T)
         if self.type == "pca":
             z = (x - self.w["mean"]) / self.w["scale"] if self.centred else x
-            return z @ self.w["components"].T
-        pre = x @ self.w["W_enc"] + self.w["b_enc"]
+            return _ops.matmul(z, self.w["components"].T)
+        pre = _ops.matmul(x, self.w["W_enc"]) + self.w["b_enc"]
         if self.activation == "relu":
             return torch.relu(pre)
         if self.activation == "jumprelu":
@@ -217,11 +217,11 @@ class TorchFeaturizer:
         if self.type == "identity":
             return f
         if self.type in ("subspace", "rotation"):
-            return f @ self.w["rotation"]
+            return _ops.matmul(f, self.w["rotation"])
         if self.type == "pca":
-            z = f @ self.w["components"]
+            z = _ops.matmul(f, self.w["components"])
             return z * self.w["scale"] + self.w["mean"] if self.centred else z
-        return f @ self.w["W_dec"] + self.w["b_dec"]
+        return _ops.matmul(f, self.w["W_dec"]) + self.w["b_dec"]
 
     def interchange(
         self, base: torch.Tensor, source: torch.Tensor, mask: torch.Tensor | None = None

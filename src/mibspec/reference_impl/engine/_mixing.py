@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from . import _ops
+
 __all__ = ["Mixing", "membership", "mix", "sparse_is_cheaper"]
 
 #: How :func:`mix` forms sums: per circuit by the cost model (``auto``), or always one way.
@@ -66,7 +68,7 @@ def mix(
     else:
         sparse = np.full(C, mode == "sparse")
     if not sparse.any():
-        torch.bmm(membership(w, rows.dtype, rows.device), rows, out=out)
+        _ops.matmul(membership(w, rows.dtype, rows.device), rows, out=out)
         return out
     for c in range(C):
         if not sparse[c]:

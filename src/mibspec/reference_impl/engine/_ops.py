@@ -2,7 +2,11 @@
 
 Precision follows the reference implementations of each family: RMS norms and the
 attention softmax are computed in at least float32 (float64 stays float64), everything
-else in the model dtype.
+else in the model dtype. A product of 16-bit tensors (:func:`matmul`) accumulates in
+float32 and is rounded once to the model dtype, as torch's CPU kernels and CUDA's default
+(float32 accumulation) compute it; on a CPU it is formed in float32 explicitly, which gives
+the same values up to summation order at float32's speed (torch's own 16-bit CPU kernels run
+15–50× slower where the CPU has no 16-bit units).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ __all__ = [
     "causal_mask",
     "gather_read",
     "logit_difference",
+    "matmul",
     "mlp",
     "norm",
     "positions_from_mask",
@@ -33,6 +38,35 @@ __all__ = [
 
 def _upcast(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
+
+
+#: dtypes whose products a CPU forms in float32 (module docstring)
+_NARROW = (torch.float16, torch.bfloat16)
+#: the most elements of a weight widened to float32 at once: wider weights (an unembedding)
+#: are multiplied a slice of columns at a time, so the float32 copy stays small
+WIDEN_ELEMENTS = 1 << 22
+
+
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``a @ b`` (``+ bias``, with ``a`` and ``b`` 2-D) in ``a``'s dtype; written to ``out``
+    when given. 16-bit operands on a CPU are multiplied in float32 and the result rounded once
+    (module docstring); anything else is torch's product as it is."""
+    if a.dtype not in _NARROW or a.device.type != "cpu":
+        if bias is None:
+            return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
+        return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
+    wide = a.float()
+    n = b.shape[-1]
+    step = max(1, WIDEN_ELEMENTS * n // b.numel()) if b.numel() > WIDEN_ELEMENTS else n
+    parts = []
+    for j in range(0, n, step):
+        bj = b[..., j : j + step].float()
+        part = torch.matmul(wide, bj) if bias is None else torch.addmm(bias[j : j + step].float(), wide, bj)
+        parts.append(part.to(a.dtype))
+    result = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+    return result if out is None else out.copy_(result)
 
 
 def norm(x: torch.Tensor, w: NormWeights) -> torch.Tensor:
@@ -65,10 +99,10 @@ def mlp(x: torch.Tensor, layer: LayerWeights, act: str) -> torch.Tensor:
     """The MLP sublayer on an already normalised input, including Gemma-2's output norm."""
     shape = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
-    up = x2 @ layer.w_in if layer.b_in is None else torch.addmm(layer.b_in, x2, layer.w_in)
+    up = matmul(x2, layer.w_in, layer.b_in)
     # gated families multiply the activated gate with the up projection
-    hidden = activation(up, act) if layer.w_gate is None else activation(x2 @ layer.w_gate, act) * up
-    out = hidden @ layer.w_out if layer.b_out is None else torch.addmm(layer.b_out, hidden, layer.w_out)
+    hidden = activation(up, act) if layer.w_gate is None else activation(matmul(x2, layer.w_gate), act) * up
+    out = matmul(hidden, layer.w_out, layer.b_out)
     out = out.view(*shape, -1)
     if layer.norm_mlp_out is not None:
         out = norm(out, layer.norm_mlp_out)
@@ -138,14 +172,14 @@ def attention(
     if softcap is None and not windowed:
         # every row sees at least its first token; the fused softmax runs in float32 or wider
         return nnf.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+    scores = matmul(q, k.transpose(-1, -2)) * scale
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
     # A finite fill keeps fully masked rows (padding queries under a sliding window) finite:
     # their values are never read, but NaN would leak through zero attention weights.
     scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
     probs = torch.softmax(scores, dim=-1, dtype=_upcast(q.dtype)).to(q.dtype)
-    return torch.matmul(probs, v)
+    return matmul(probs, v)
 
 
 def unembed_rows(model: ModelWeights, hidden: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

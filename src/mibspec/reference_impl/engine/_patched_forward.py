@@ -204,7 +204,7 @@ class PatchedPass:
         for a in range(0, len(stacked), step):
             b = min(a + step, len(stacked))
             h = _ops.norm(x_all[:, a:b], layer.norm_attn)  # (C, b - a, B, T, d)
-            parts.append(torch.matmul(h.reshape(C, b - a, B * T, d), w_slots[a:b]))
+            parts.append(_ops.matmul(h.reshape(C, b - a, B * T, d), w_slots[a:b]))
         y_all = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         y_all = y_all.view(C, len(stacked), B, T, -1)
         if b_slots is not None:
@@ -258,12 +258,12 @@ class PatchedPass:
                 pos = self.st.slot_of[int(fwd[0])]
                 for c in range(C):
                     target = self.buffer[c, pos : pos + len(heads)].view(len(heads), B * T, d)
-                    torch.matmul(dz[c], w_o, out=target)
+                    _ops.matmul(dz[c], w_o, out=target)
                 delta = None
             else:
-                delta = torch.matmul(dz, w_o).view(C, len(heads), B, T, d)
+                delta = _ops.matmul(dz, w_o).view(C, len(heads), B, T, d)
         else:
-            o = torch.matmul(z.reshape(C, len(heads), B * T, -1), w_o).view(C, len(heads), B, T, d)
+            o = _ops.matmul(z.reshape(C, len(heads), B * T, -1), w_o).view(C, len(heads), B, T, d)
             if layer.b_o is not None:
                 o = o + layer.b_o / self.model.n_heads
             delta = o - take(self.ref.nodes, fwd)

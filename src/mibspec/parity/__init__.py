@@ -13,6 +13,7 @@ from ._causal import (
 from ._circuit import (
     CircuitInputs,
     ParityRow,
+    arbitrate_edge_scores,
     circuit_parity,
     compare_circuit,
     load_circuit_inputs,
@@ -65,6 +66,7 @@ __all__ = [
     "ParityRow",
     "PeerUnavailableError",
     "TaskSpec",
+    "arbitrate_edge_scores",
     "build_peer_env",
     "causal_parity",
     "circuit_parity",

@@ -73,11 +73,11 @@ _GEMMA2_SIZES = {
 
 
 def _load_model(job: dict[str, Any]) -> Any:
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = job["model_dir"]
-    hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, trust_remote_code=False)
+    dtype = _dtype(job)
+    hf = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=dtype, trust_remote_code=False)
     hf.eval()
     _read_rope_parameters(hf.config)
     # a random benchmark model has no tokenizer: its rows are given as token ids
@@ -95,6 +95,17 @@ def _load_model(job: dict[str, Any]) -> Any:
     model.cfg.use_hook_mlp_in = True
     model.cfg.ungroup_grouped_query_attention = True
     return model
+
+
+def _dtype(job: dict[str, Any]) -> Any:
+    """The dtype the model is built in: float32 (MIB's values compared at float32), or
+    ``float64`` in a diagnostic run that separates float32 rounding from a real difference."""
+    import torch
+
+    name = job.get("dtype", "float32")
+    if name not in ("float32", "float64"):
+        raise SystemExit(f"unsupported dtype {name!r}")
+    return getattr(torch, name)
 
 
 def _read_rope_parameters(config: Any) -> None:
@@ -120,7 +131,6 @@ def _from_pretrained(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
     processing from_pretrained applies by default (fold_ln, centring where it may,
     fold_value_biases).
     """
-    import torch
     import transformer_lens.loading_from_pretrained as loading
     from transformer_lens import HookedTransformer
 
@@ -152,7 +162,7 @@ def _from_pretrained(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
             tokenizer=tokenizer,
             device="cpu",
             attn_implementation="eager",
-            torch_dtype=torch.float32,
+            torch_dtype=_dtype(job),
             trust_remote_code=False,
         )
     finally:
@@ -169,7 +179,6 @@ def _with_attn_types(convert: Any, attn_types: list[str]) -> Any:
 def _built_model(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
     """GPT-2 and Llama: the HookedTransformerConfig written out from the HF config (the
     shipped tiny models have no official name) and the processing from_pretrained applies."""
-    import torch
     from transformer_lens import HookedTransformer, HookedTransformerConfig
     from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_llama_weights
 
@@ -189,7 +198,7 @@ def _built_model(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
             positional_embedding_type="standard",
             original_architecture="GPT2LMHeadModel",
             default_prepend_bos=True,
-            dtype=torch.float32,
+            dtype=_dtype(job),
         )
         state = convert_gpt2_weights(hf, cfg)
     elif job["family"] == "llama":
@@ -214,7 +223,7 @@ def _built_model(job: dict[str, Any], hf: Any, tokenizer: Any) -> Any:
             final_rms=True,
             original_architecture="LlamaForCausalLM",
             default_prepend_bos=True,
-            dtype=torch.float32,
+            dtype=_dtype(job),
         )
         state = convert_llama_weights(hf, cfg)
     else:

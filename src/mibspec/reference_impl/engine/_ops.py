@@ -11,6 +11,8 @@ the same values up to summation order at float32's speed (torch's own 16-bit CPU
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from numpy.typing import NDArray
@@ -42,8 +44,9 @@ def _upcast(dtype: torch.dtype) -> torch.dtype:
 
 #: dtypes whose products a CPU forms in float32 (module docstring)
 _NARROW = (torch.float16, torch.bfloat16)
-#: the most elements of a weight widened to float32 at once: wider weights (an unembedding)
-#: are multiplied a slice of columns at a time, so the float32 copy stays small
+#: the most elements of an operand widened to float32 at once: a wide weight (an
+#: unembedding) is multiplied a slice of columns at a time and a tall input a block of rows
+#: at a time, so the float32 copies stay small whatever the batch
 WIDEN_ELEMENTS = 1 << 22
 
 
@@ -57,16 +60,26 @@ def matmul(
         if bias is None:
             return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
         return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
-    wide = a.float()
-    n = b.shape[-1]
-    step = max(1, WIDEN_ELEMENTS * n // b.numel()) if b.numel() > WIDEN_ELEMENTS else n
-    parts = []
-    for j in range(0, n, step):
-        bj = b[..., j : j + step].float()
-        part = torch.matmul(wide, bj) if bias is None else torch.addmm(bias[j : j + step].float(), wide, bj)
-        parts.append(part.to(a.dtype))
-    result = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-    return result if out is None else out.copy_(result)
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        # differentiated (attribution): one widened product, rounded once
+        wide = a.float() @ b.float() if bias is None else torch.addmm(bias.float(), a.float(), b.float())
+        return wide.to(a.dtype) if out is None else out.copy_(wide)
+    n, m = b.shape[-1], a.shape[-2]
+    lead = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if out is None:
+        out = torch.empty((*lead, m, n), dtype=a.dtype, device=a.device)
+    cols = max(1, min(n, WIDEN_ELEMENTS * n // max(1, b.numel())))
+    rows = max(1, min(m, WIDEN_ELEMENTS // max(1, math.prod(lead) * max(a.shape[-1], cols))))
+    for j in range(0, n, cols):
+        bj = b[..., j : j + cols].float()
+        cj = None if bias is None else bias[j : j + cols].float()
+        for i in range(0, m, rows):
+            ai = a[..., i : i + rows, :].float()
+            # the assignment rounds the float32 block to the dtype, as .to() would
+            out[..., i : i + rows, j : j + cols] = (
+                torch.matmul(ai, bj) if cj is None else torch.addmm(cj, ai, bj)
+            )
+    return out
 
 
 def norm(x: torch.Tensor, w: NormWeights) -> torch.Tensor:

@@ -89,7 +89,7 @@ def _forward_with_slots(
         h = _ops.norm(slots, layer.norm_attn)
         w = layer.w_qkv  # (d, H + 2G, e)
         w_slots = torch.cat([w[:, :H], w[:, H + group], w[:, H + G + group]], dim=1)  # (d, 3H, e)
-        qkv = torch.einsum("nstd,dse->nste", h, w_slots)
+        qkv = _ops.matmul(h, w_slots.permute(1, 0, 2).unsqueeze(0))  # (N, 3H, T, e)
         if layer.b_qkv is not None:
             b = layer.b_qkv
             b_slots = torch.cat([b[:H], b[H + group], b[H + G + group]], dim=0)  # (3H, e)

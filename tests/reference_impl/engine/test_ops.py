@@ -44,10 +44,10 @@ def test_half_products_are_the_float64_product_rounded_once(dtype: torch.dtype) 
     ulp = torch.finfo(dtype).eps * exact.double().abs().clamp_min(torch.finfo(dtype).tiny)
     assert bool(((mine.double() - exact.double()).abs() <= ulp).all())
     assert (mine != exact).float().mean().item() < 0.01  # off by one ulp only rarely
-    # torch's own 16-bit kernel rounds once after a float32 sum as well: the same values but
-    # for the rare element where the two summation orders round differently
+    # torch's own 16-bit kernel rounds once after a float32 sum as well: the same values up to
+    # the last place where the two summation orders round differently
     native = torch.addmm(bias, a, b)
-    assert (mine != native).float().mean().item() < 0.01
+    assert bool(((mine.double() - native.double()).abs() <= 2 * ulp).all())
 
 
 @pytest.mark.parametrize("dtype", HALF)

@@ -3,6 +3,9 @@ name, kept across passes that ask for no more, replaced only by a larger one."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -39,3 +42,15 @@ def test_names_hold_separate_blocks_and_views_share_their_block() -> None:
     assert bool((again == 1.0).all())  # the same memory: a later pass writes before it reads
     arena.reserve("store", 8)  # asking for less keeps the block
     assert arena.blocks["store"].numel() == 16
+
+
+def test_free_memory_is_returned_without_changing_tensors() -> None:
+    from mibspec.reference_impl.engine import _arena
+
+    kept = torch.arange(1 << 16, dtype=torch.float32)
+    freed = [torch.ones(1 << 18) for _ in range(8)]
+    del freed
+    _arena.return_free_memory()  # glibc's malloc_trim; elsewhere nothing
+    assert torch.equal(kept, torch.arange(1 << 16, dtype=torch.float32))
+    if sys.platform == "linux" and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert _arena._malloc_trim() is not None

@@ -467,6 +467,36 @@ def test_float32_stacking_and_batches_agree(tmp_path: Path) -> None:
     assert a.circuits.dtype == np.float64
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_16bit_circuits_are_evaluated_alone_whatever_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dtype: str
+) -> None:
+    """ME-10: a 16-bit circuit's values are those of its pass alone (its products' shapes must
+    not depend on the other circuits of the evaluation); float32 still stacks."""
+    weights = load_model(random_model("llama", tmp_path, seed=5), dtype=dtype)
+    data = _data(64, 17)
+    # dense circuits reach every node: stacked together in float32
+    circuits = _random_circuits(graph_universe(weights), 19, (0.7, 0.8, 0.9, 0.95))
+    sizes: list[int] = []
+    original = _evaluate.PatchedPass
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        run = original(*args, **kwargs)
+        sizes.append(run.st.C)
+        return run
+
+    monkeypatch.setattr(_evaluate, "PatchedPass", counting)
+    together = _engine(weights, data, circuits, batch_size=N_EXAMPLES, memory_budget=2**34)
+    if dtype == "float32":
+        assert max(sizes) > 1
+        return
+    assert sizes
+    assert set(sizes) == {1}
+    for i, circuit in enumerate(circuits):
+        alone = _engine(weights, data, circuit[None], batch_size=N_EXAMPLES, memory_budget=2**34)
+        np.testing.assert_array_equal(together.circuits[i], alone.circuits[0])
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1), density=st.floats(0.02, 0.9))
 def test_pruning_never_changes_counterfactual_values(

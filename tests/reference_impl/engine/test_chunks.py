@@ -76,6 +76,27 @@ def test_head_weights_project_each_slot_like_its_query_head(qwen: tuple[Path, An
                 assert torch.equal(b[row], biases[kind][column])
 
 
+def test_16bit_head_weights_are_views_of_the_weights(qwen: tuple[Path, Any]) -> None:
+    """The products copy 16-bit operands to float32 anyway: no second copy of q/k/v is kept."""
+    folder, model = qwen
+    low = engine.load_model(folder, dtype="bfloat16")
+    heads = HeadWeights(low)
+    assert not heads.keep
+    w, _ = heads.get(0)
+    assert w.untyped_storage().data_ptr() == low.layers[0].w_qkv.untyped_storage().data_ptr()
+    assert not heads.cache
+    # in float32 the permuted layout is built once per layer and kept
+    wide = HeadWeights(model)
+    w32, _ = wide.get(0)
+    assert wide.keep
+    assert w32.is_contiguous()
+    assert 0 in wide.cache
+    for slots in (np.arange(3 * model.n_heads), np.array([1, model.n_heads + 2])):
+        a, _ = heads.slots(0, slots)
+        b, _ = wide.slots(0, slots)
+        assert torch.equal(a.float(), b.to(torch.bfloat16).float())
+
+
 def test_the_ablation_state_is_the_corrupted_run_alone(qwen: tuple[Path, Any]) -> None:
     _, model = qwen
     rng = np.random.default_rng(1)

@@ -45,7 +45,9 @@ class HeadWeights:
     Slot ``j·H + h`` (the q (j = 0), k (1) or v (2) slot of query head h) is projected by
     row :meth:`rows` of it: the key and value rows of grouped-query attention are shared
     by the query heads of their group, and are kept once. Layers are kept once built
-    while the stacks of the whole model stay under ``limit`` bytes.
+    while the stacks of the whole model stay under ``limit`` bytes. Where the products
+    copy their operands anyway (16-bit weights on a CPU, :func:`~._ops.matmul`) a layer's
+    rows are a view of its weights: no copy is made or kept.
     """
 
     def __init__(self, model: ModelWeights, limit: int = 2**30) -> None:
@@ -54,7 +56,9 @@ class HeadWeights:
         group = model.kv_group.cpu().numpy()
         self.slot_rows = np.concatenate([np.arange(H), H + group, H + G + group]).astype(np.int64)
         layer = model.layers[0]
-        self.keep = layer.w_qkv.element_size() * layer.w_qkv.numel() * model.n_layers <= limit
+        self.view = _ops.widens(layer.w_qkv)
+        size = layer.w_qkv.element_size() * layer.w_qkv.numel() * model.n_layers
+        self.keep = not self.view and size <= limit
         self.cache: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
 
     def slots(self, li: int, slots: NDArray[np.int64]) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -71,7 +75,9 @@ class HeadWeights:
         if li in self.cache:
             return self.cache[li]
         layer = self.model.layers[li]
-        w = layer.w_qkv.permute(1, 0, 2).contiguous()
+        w = layer.w_qkv.permute(1, 0, 2)
+        if not self.view:
+            w = w.contiguous()
         b = layer.b_qkv
         if self.keep:
             self.cache[li] = (w, b)

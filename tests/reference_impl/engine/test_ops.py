@@ -74,3 +74,17 @@ def test_gradients_flow_through_a_half_product() -> None:
     assert a.grad is not None
     expected = b.double().sum(1).expand_as(a)
     assert torch.allclose(a.grad.double(), expected, rtol=1e-2, atol=1e-2)
+
+
+def test_half_products_reuse_their_float32_blocks() -> None:
+    """The float32 copies live in a few blocks per thread, reused by every product (no fresh
+    buffers), and a block made in inference mode serves products outside it."""
+    a, b, bias = _operands(torch.bfloat16)
+    with torch.inference_mode():
+        first = _ops.matmul(a, b, bias)
+    blocks = {name: block.data_ptr() for name, block in _ops._SCRATCH.blocks.items()}
+    assert set(blocks) == {"a", "b", "product"}
+    second = _ops.matmul(a, b, bias)
+    assert torch.equal(first, second)
+    assert {name: block.data_ptr() for name, block in _ops._SCRATCH.blocks.items()} == blocks
+    assert all(block.numel() >= _ops.WIDEN_ELEMENTS for block in _ops._SCRATCH.blocks.values())

@@ -12,6 +12,7 @@ the same values up to summation order at float32's speed (torch's own 16-bit CPU
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ __all__ = [
     "rotate",
     "take",
     "unembed_rows",
+    "widens",
 ]
 
 
@@ -46,8 +48,14 @@ def _upcast(dtype: torch.dtype) -> torch.dtype:
 _NARROW = (torch.float16, torch.bfloat16)
 #: the most elements of an operand widened to float32 at once: a wide weight (an
 #: unembedding) is multiplied a slice of columns at a time and a tall input a block of rows
-#: at a time, so the float32 copies stay small whatever the batch
-WIDEN_ELEMENTS = 1 << 22
+#: at a time, so the float32 copies stay small whatever the batch; they are formed in three
+#: blocks of this size per thread, reused by every product (:func:`_scratch`)
+WIDEN_ELEMENTS = 1 << 20
+
+
+def widens(x: torch.Tensor) -> bool:
+    """Whether :func:`matmul` forms products of ``x``'s dtype and device in float32 copies."""
+    return x.dtype in _NARROW and x.device.type == "cpu"
 
 
 def matmul(
@@ -56,7 +64,7 @@ def matmul(
     """``a @ b`` (``+ bias``, with ``a`` and ``b`` 2-D) in ``a``'s dtype; written to ``out``
     when given. 16-bit operands on a CPU are multiplied in float32 and the result rounded once
     (module docstring); anything else is torch's product as it is."""
-    if a.dtype not in _NARROW or a.device.type != "cpu":
+    if not widens(a):
         if bias is None:
             return torch.matmul(a, b) if out is None else torch.matmul(a, b, out=out)
         return torch.addmm(bias, a, b) if out is None else torch.addmm(bias, a, b, out=out)
@@ -71,15 +79,48 @@ def matmul(
     cols = max(1, min(n, WIDEN_ELEMENTS * n // max(1, b.numel())))
     rows = max(1, min(m, WIDEN_ELEMENTS // max(1, math.prod(lead) * max(a.shape[-1], cols))))
     for j in range(0, n, cols):
-        bj = b[..., j : j + cols].float()
+        bj = _widened("b", b[..., j : j + cols])
         cj = None if bias is None else bias[j : j + cols].float()
         for i in range(0, m, rows):
-            ai = a[..., i : i + rows, :].float()
-            # the assignment rounds the float32 block to the dtype, as .to() would
-            out[..., i : i + rows, j : j + cols] = (
-                torch.matmul(ai, bj) if cj is None else torch.addmm(cj, ai, bj)
-            )
+            ai = _widened("a", a[..., i : i + rows, :])
+            target = out[..., i : i + rows, j : j + cols]
+            block = _scratch("product", target.shape)
+            if cj is None:
+                torch.matmul(ai, bj, out=block)
+            else:
+                torch.addmm(cj, ai, bj, out=block)
+            target.copy_(block)  # rounds the float32 block to the dtype, as .to() would
     return out
+
+
+class _Scratch(threading.local):
+    """Per thread, the float32 blocks the 16-bit products are formed in (:func:`matmul`)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, torch.Tensor] = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def _scratch(name: str, shape: torch.Size | tuple[int, ...]) -> torch.Tensor:
+    """An uninitialised contiguous float32 CPU tensor of ``shape`` in the thread's block
+    ``name``, reused by every product: each block holds about :data:`WIDEN_ELEMENTS`
+    elements, allocated once, so the products' working memory stays the same few blocks
+    instead of fresh buffers whose freed space the allocator keeps scattered."""
+    size = math.prod(shape)
+    block = _SCRATCH.blocks.get(name)
+    if block is None or block.numel() < size:
+        _SCRATCH.blocks.pop(name, None)
+        with torch.inference_mode(False):  # a block made in inference mode is written outside it too
+            block = torch.empty(max(size, WIDEN_ELEMENTS), dtype=torch.float32)
+        _SCRATCH.blocks[name] = block
+    return block[:size].view(shape)
+
+
+def _widened(name: str, x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32, copied into the scratch block ``name``."""
+    return _scratch(name, x.shape).copy_(x)
 
 
 def norm(x: torch.Tensor, w: NormWeights) -> torch.Tensor:

@@ -372,3 +372,29 @@ def test_the_grouping_key_reads_no_device_fifo_or_file_outside_the_folder(tmp_pa
     big = tmp_path / "big.report.json"
     big.write_bytes(report.read_bytes())
     assert group_key(str(big), big.stat().st_size - 1) is None
+
+
+@pytest.mark.parametrize("paths", [["a.json"], ["a.json", "b.json"]])
+def test_only_a_unit_of_several_reports_shares_runs(
+    paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report evaluates its circuits in one call that runs each batch once: a unit of one
+    report keeps no batch's runs (they would only sit beside the next batch's)."""
+    pytest.importorskip("torch")
+    from mibspec.reference_impl.recompute import RecomputeSession
+    from mibspec.verification import grouping
+
+    sessions: list[Any] = []
+
+    def fake_verify(files: list[str], options: VerifyOptions) -> VerificationResult:
+        sessions.append(options.session)
+        return VerificationResult(documents=[])
+
+    monkeypatch.setattr(grouping, "verify_paths", fake_verify)
+    grouping.verify_unit(paths, VerifyOptions(model_roots=(MODELS,)))
+    assert len(sessions) == len(paths)
+    assert len({id(s) for s in sessions}) == 1
+    session = sessions[0]
+    assert isinstance(session, RecomputeSession)
+    assert session.share_activations == (len(paths) > 1)
+    assert (session.activations is None) == (len(paths) == 1)

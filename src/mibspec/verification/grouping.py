@@ -163,7 +163,10 @@ def verify_unit(paths: Sequence[str], options: VerifyOptions) -> list[PathResult
     if options.recompute:
         from mibspec.reference_impl.recompute import RecomputeSession
 
-        session = RecomputeSession(trust_hash_cache=options.trust_hash_cache)
+        # a report runs each batch once: a unit of one report has no runs to share
+        session = RecomputeSession(
+            trust_hash_cache=options.trust_hash_cache, share_activations=len(paths) > 1
+        )
         options = replace(options, session=session)
     try:
         out: list[PathResult] = []

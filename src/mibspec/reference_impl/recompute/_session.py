@@ -13,7 +13,10 @@ content, so a report's result does not depend on which reports were verified bef
 * the clean and ablation runs of batches, each distinct circuit's per-example metrics on
   a batch and the ``mean`` ablation's dataset mean are kept in an ``ActivationCache``
   (bounded, by default :data:`~mibspec.reference_impl.engine.DEFAULT_ACTIVATION_BYTES`; the
-  environment variable ``MIBSPEC_ACTIVATION_CACHE_BYTES`` sets another bound, 0 turns it off).
+  environment variable ``MIBSPEC_ACTIVATION_CACHE_BYTES`` sets another bound, 0 turns it off),
+  when the session serves more than one report: a report's circuits are evaluated in one
+  call, which runs each batch once, so a session of one report keeps none (a batch's runs
+  kept would only sit in memory beside the next batch's).
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ class RecomputeSession:
             their keys are unchanged (and store new ones); without it (the default) every
             model file is hashed from the bytes read each time a report reads it, as when
             each report is verified alone, and the cache is neither read nor written.
+        share_activations: keep runs and circuit metrics for the reports that follow
+            (:attr:`activations`); ``False`` for a session of one report.
     """
 
-    def __init__(self, *, trust_hash_cache: bool = False) -> None:
+    def __init__(self, *, trust_hash_cache: bool = False, share_activations: bool = True) -> None:
         self.hashes = FileHashCache(default_cache_dir()) if trust_hash_cache else None
         self._model: tuple[Any, tuple[Any, ...], Any] | None = None
         self._activations: Any = None
+        self.share_activations = share_activations
 
     def has_model(self, key: Any) -> bool:
         return self._model is not None and self._model[0] == key
@@ -56,8 +62,9 @@ class RecomputeSession:
 
     @property
     def activations(self) -> Any:
-        """The session's ``ActivationCache`` (created on first use; imports torch)."""
-        if self._activations is None:
+        """The session's ``ActivationCache`` (created on first use; imports torch), or ``None``
+        when it shares none."""
+        if self._activations is None and self.share_activations:
             from ..engine import DEFAULT_ACTIVATION_BYTES, ActivationCache
 
             bound = environment_int("MIBSPEC_ACTIVATION_CACHE_BYTES")

@@ -16,8 +16,9 @@ How the cost is kept low (ME-9): the ablation state ``a`` and its slot inputs
 unless it is reachable from ``input`` in the pruned circuit, so only reachable nodes are
 recomputed, as ``x_d = (Σ a_s) + Σ_{s reachable} [(s,d) ∈ C] μ_s ⊙ (o_s − a_s)``; q/k/v
 slots with no circuit in-edge reuse the cached ablation q/k/v; the empty circuit is the
-ablation run and the full circuit the clean run; circuits are stacked along the batch
-axis up to a memory budget; the logits slot is formed only at the read positions and
+ablation run and the full circuit the clean run; circuits of a float32 or float64 model are
+stacked along the batch axis up to a memory budget (a 16-bit model evaluates each circuit
+in a pass of its own, ME-10); the logits slot is formed only at the read positions and
 only the two answer rows of the unembedding are used; an MLP from which no circuit path
 leads into a k or v slot is computed at the read positions only; the large buffers of a
 pass are reused by the next; metrics are float64.

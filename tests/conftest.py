@@ -27,11 +27,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mibspec"))
 # Under pytest-xdist the workers already fill the cores, so each runs torch (and the
 # subprocesses it starts) on one thread unless the environment says otherwise: two threads
 # per worker on a 2-core machine made the default run take about a third longer.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_name, "1")
-    if "torch" in sys.modules:  # imported before this file: the variables came too late
-        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    if "torch" in sys.modules:  # imported before this file: the variable came too late
+        sys.modules["torch"].set_num_threads(1)
 
 REPO = Path(__file__).resolve().parent.parent
 #: The conformance suite of spec 1.0, read from the repository.

@@ -133,7 +133,10 @@ def test_a_model_larger_than_the_free_memory_is_refused_before_it_is_read(
 
     report, models = _setup(tmp_path)
     folder = models / "tiny-gpt2"
-    weights = sum((folder / n).stat().st_size for n in ("model.safetensors", "tokenizer.json"))
+    files = sum((folder / n).stat().st_size for n in ("model.safetensors", "tokenizer.json"))
+    # beside the files (the weights are views of them), one batch's activations: a quarter of
+    # the weight bytes, at least 256 MiB (engine.md ME-9), here the 256 MiB
+    need = files + 2**28
     read: list[str] = []
     real_open = Path.open
 
@@ -142,22 +145,80 @@ def test_a_model_larger_than_the_free_memory_is_refused_before_it_is_read(
             read.append(str(self))
         return real_open(self, *args, **kwargs)
 
-    # the machine has one byte fewer than loading needs: the files, held as the model
-    monkeypatch.setattr(devices, "free_memory", lambda device: weights - 1)
+    # the machine has one byte fewer than loading and running need
+    monkeypatch.setattr(devices, "free_memory", lambda device: need - 1)
     monkeypatch.setattr(Path, "open", watched)
     result = mibspec.verify(report / "report.json", model_roots=[models])
     [finding] = result.documents[0].findings
     assert (finding.code, finding.pointer) == ("R104", "/model")
-    assert f"needs about {weights} bytes" in finding.message
-    assert f"{weights - 1} bytes are available" in finding.message
+    assert f"needs about {need} bytes" in finding.message
+    assert f"its files, {files} bytes, and {2**28} bytes for a batch's activations" in finding.message
+    assert f"{need - 1} bytes are available" in finding.message
     assert (read, never_built) == ([], [])
     # with the memory it needs, the files are read and the model is built (here: refused by
     # the fixture, which counts the attempt)
-    monkeypatch.setattr(devices, "free_memory", lambda device: weights)
+    monkeypatch.setattr(devices, "free_memory", lambda device: need)
     result = mibspec.verify(report / "report.json", model_roots=[models])
     assert "memory" not in result.documents[0].findings[0].message
     assert read
     assert never_built == ["from_pretrained"]
+
+
+def _gpt2(layers: int, heads: int, width: int) -> dict[str, Any]:
+    return {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "n_layer": layers,
+        "n_head": heads,
+        "n_embd": width,
+        "vocab_size": 50257,
+        "n_positions": 1024,
+    }
+
+
+#: Parameters of GPT-2 small and GPT-2 XL, the tied head counted once (the published figures).
+SMALL, XL = 124_439_808, 1_557_611_200
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "file_bytes", "device", "need"),
+    [
+        # float32 files as stored: the files, and a batch's activations at a quarter of the
+        # 498 MB of weights (124 MB) or 256 MiB, whichever is more
+        ((12, 12, 768), "float32", 4 * SMALL, "cpu", 4 * SMALL + 2**28),
+        # float32 files built in bfloat16: converted, so both are held
+        ((12, 12, 768), "bfloat16", 4 * SMALL, "cpu", 4 * SMALL + 2 * SMALL + 2**28),
+        # on a CUDA device the batch's activations are in the device's memory
+        ((12, 12, 768), "float32", 4 * SMALL, "cuda:0", 4 * SMALL),
+        # 6.2 GB of float32 weights: the quarter is over 256 MiB
+        ((48, 25, 1600), "float32", 4 * XL, "cpu", 4 * XL + XL),
+    ],
+)
+def test_the_memory_check_counts_the_files_a_conversion_and_a_batch(
+    monkeypatch: pytest.MonkeyPatch,
+    shape: tuple[int, int, int],
+    dtype: str,
+    file_bytes: int,
+    device: str,
+    need: int,
+) -> None:
+    from mibspec.reference_impl import devices
+    from mibspec.reference_impl.recompute._inputs import UnusableInputError, check_memory
+
+    asked: list[str] = []
+
+    def free(where: str, available: int) -> int:
+        asked.append(where)
+        return available
+
+    monkeypatch.setattr(devices, "free_memory", lambda where: free(where, need))
+    check_memory(_gpt2(*shape), dtype, file_bytes, "/model", device)  # exactly enough: no finding
+    monkeypatch.setattr(devices, "free_memory", lambda where: free(where, need - 1))
+    with pytest.raises(UnusableInputError) as raised:
+        check_memory(_gpt2(*shape), dtype, file_bytes, "/model", device)
+    assert f"needs about {need} bytes" in raised.value.detail
+    assert f"{need - 1} bytes are available" in raised.value.detail
+    assert set(asked) == {"cpu"}  # the machine's memory, whatever the device
 
 
 def test_weights_that_do_not_match_the_config_are_refused_before_loading(

@@ -16,7 +16,7 @@ This is the only part of the reference implementation that imports torch.
 """
 
 from ._attribution import attribute_edges
-from ._chunks import ACTIVATION_FRACTION, activation_batch, activation_budget, weight_bytes
+from ._chunks import ACTIVATION_FRACTION, activation_batch, activation_budget, activation_share, weight_bytes
 from ._evaluate import (
     ABLATIONS,
     Ablation,
@@ -79,6 +79,7 @@ __all__ = [
     "TorchFeaturizer",
     "activation_batch",
     "activation_budget",
+    "activation_share",
     "attribute_edges",
     "built_summary",
     "check_model_size",

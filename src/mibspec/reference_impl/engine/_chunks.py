@@ -30,6 +30,7 @@ __all__ = [
     "CircuitPlan",
     "activation_batch",
     "activation_budget",
+    "activation_share",
     "batches",
     "bytes_per_circuit",
     "chunks",
@@ -64,10 +65,16 @@ def weight_bytes(model: ModelWeights) -> int:
     return sum(seen.values())
 
 
+def activation_share(weight_bytes: int) -> int:
+    """Bytes one batch's activations may take beside ``weight_bytes`` of weights:
+    :data:`ACTIVATION_FRACTION` of them, at least :data:`MIN_ACTIVATION_BYTES` (engine.md ME-9)."""
+    return max(int(ACTIVATION_FRACTION * weight_bytes), MIN_ACTIVATION_BYTES)
+
+
 def activation_budget(model: ModelWeights) -> int:
-    """Bytes one batch's activations may take: :data:`ACTIVATION_FRACTION` of the weight
-    bytes, at least :data:`MIN_ACTIVATION_BYTES` (engine.md ME-9)."""
-    return max(int(ACTIVATION_FRACTION * weight_bytes(model)), MIN_ACTIVATION_BYTES)
+    """Bytes one batch's activations may take on ``model``: :func:`activation_share` of its
+    weight bytes."""
+    return activation_share(weight_bytes(model))
 
 
 def activation_batch(model: ModelWeights, example_bytes: int) -> int:

@@ -532,7 +532,7 @@ def open_model(
     config = vet(bytes(reader.read(_CONFIG, config_path, config_size)))
     check_declared_model(declaration, config, source.display, pointer)
     files = _model_files(ctx, reader, source, declared, pointer, config_size)
-    check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer)
+    check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer, str(ctx.device))
     check_declared_dtype(
         ctx, declaration, dtype, [files.paths[n] for n in files.names if n != _TOKENIZER], pointer
     )
@@ -632,32 +632,41 @@ def check_declared_dtype(
         raise ModelMismatchError("R113", f"{pointer}/dtype", problem)
 
 
-def check_memory(config: dict[str, Any], dtype: str, file_bytes: int, pointer: str) -> None:
-    """Refuse, before anything is read, a model this machine's memory cannot load.
+def check_memory(
+    config: dict[str, Any], dtype: str, file_bytes: int, pointer: str, device: str = "cpu"
+) -> None:
+    """Refuse, before anything is read, a model this machine's memory cannot load and run.
 
     Loading holds the weight and tokenizer files (``file_bytes``) in memory, and the weights
     are views of them (the engine's loader); when the files' size is not that of the
-    parameters in ``dtype`` they are converted, and both are held at once. The need is
-    compared with the memory available (``MemAvailable``): a model that would not fit is
-    R104 naming both, instead of a process the kernel kills.
+    parameters in ``dtype`` they are converted, and both are held at once. Running holds one
+    batch's activations beside them, planned within the engine's share of the parameter
+    bytes (:func:`~mibspec.reference_impl.engine.activation_share`, engine.md ME-9), in the
+    machine's memory unless ``device`` is a CUDA device (whose own memory the batch size
+    is planned and halved against). The need is compared with the memory available
+    (``MemAvailable``): a model that would not fit is R104 naming both, instead of a
+    process the kernel kills.
 
     Raises:
         UnusableInputError: at ``pointer``, the model needs more memory than is available.
     """
     from ..devices import free_memory
-    from ..engine import model_size
+    from ..engine import activation_share, model_size
 
     parameters = model_size(config).parameters * _ITEMSIZE.get(dtype, 4)
     converted = abs(file_bytes - parameters) > parameters // 20  # not the same bytes: converted
-    need = file_bytes + (parameters if converted else 0)
+    activations = 0 if device.startswith("cuda") else activation_share(parameters)
+    need = file_bytes + (parameters if converted else 0) + activations
     available = free_memory("cpu")
     if need > available:
         held = f"its files, {file_bytes} bytes" + (
-            f", and its {parameters} bytes of parameters in {dtype}" if converted else ""
+            f", its {parameters} bytes of parameters in {dtype}" if converted else ""
         )
+        if activations:
+            held += f", and {activations} bytes for a batch's activations"
         raise UnusableInputError(
             pointer,
-            f"the model was not loaded: loading it needs about {need} bytes of memory ({held}), "
+            f"the model was not loaded: loading and running it needs about {need} bytes of memory ({held}), "
             f"and {available} bytes are available (MemAvailable): verify it on a machine with more "
             "free memory",
         )

@@ -177,3 +177,48 @@ def test_a_cache_never_serves_another_models_circuits(models: dict[str, Any], tm
     b = _engine(twin, data, circuits, reuse=reuse)
     assert b.circuits.tobytes() == _engine(twin, data, circuits).circuits.tobytes()
     assert a.circuits.tobytes() != b.circuits.tobytes()
+
+
+@pytest.mark.parametrize("ablation", ["counterfactual", "mean"])
+def test_a_batch_whose_metrics_are_all_kept_is_not_run_again(
+    models: dict[str, Any], passes: list[int], monkeypatch: pytest.MonkeyPatch, ablation: str
+) -> None:
+    """A second evaluation of the same circuits runs nothing, even when the bound keeps no
+    batch's runs (only the metrics fit); the values are those of the first, bit for bit.
+    Other answer tokens on the same batches are other metrics."""
+    weights = models["gpt2"]
+    data = _data(64, 11)
+    circuits = _circuits(weights, 12)
+    runs: list[int] = []
+    original = _evaluate._unpatched_runs
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_evaluate, "_unpatched_runs", counting)
+    alone = _engine(weights, data, circuits, ablation=ablation)
+    assert len(runs) == 2  # 6 examples, 3 a batch
+    sizing = ActivationCache(1 << 30)
+    _engine(weights, data, circuits, ablation=ablation, reuse=sizing)
+    one_batch = max(size for _, _, size in sizing._entries.values())  # a batch's runs: the largest
+    # room for both batches' runs, for one, for none, and for one exactly (then the metrics
+    # take the sixteenth the runs leave)
+    for bound in (1 << 30, 2 * one_batch, one_batch - 1, -(-one_batch * 16 // 15)):
+        reuse = ActivationCache(bound)
+        runs.clear()
+        passes.clear()
+        first = _engine(weights, data, circuits, ablation=ablation, reuse=reuse)
+        assert (len(runs), sum(passes) > 0) == (2, True)
+        runs.clear()
+        passes.clear()
+        second = _engine(weights, data, circuits, ablation=ablation, reuse=reuse)
+        assert (runs, passes) == ([], [])
+        for name in ("circuits", "clean", "empty", "n_edges"):
+            assert getattr(second, name).tobytes() == getattr(first, name).tobytes()
+        _assert_reassociated(first.circuits, alone.circuits)
+        other = dict(data, correct=(data["correct"] + 1) % 64)
+        passes.clear()
+        got = _engine(weights, other, circuits, ablation=ablation, reuse=reuse)
+        assert sum(passes) > 0
+        _assert_reassociated(got.circuits, _engine(weights, other, circuits, ablation=ablation).circuits)

@@ -190,8 +190,10 @@ def evaluate_circuits(
         progress: called after each batch with the number of examples done so far
             (like ``attribute_edges``).
         reuse: an :class:`ActivationCache` holding the clean and ablation runs of
-            batches already evaluated (by another call on the same model and examples);
-            the results are the same with or without it.
+            batches already evaluated and the metrics computed on them (by another call on
+            the same model and examples); a batch whose metrics are all kept is not run.
+            The results are those without it, a circuit's metrics up to the reassociation
+            of the stack it was evaluated in (ME-10).
 
     Returns:
         :class:`CircuitMetrics`.
@@ -246,30 +248,20 @@ def _evaluate_batches(
         for sl in batches(N, size):
             width = int(mask[sl].sum(1).max())
             b_ids, b_cids, b_mask, b_tok = ids[sl, :width], cids[sl, :width], mask[sl, :width], tokens[sl]
-            batch, positions = _batch_context(model, b_mask, b_tok)
-            if reuse is None:
-                clean_final, ref = _unpatched_runs(model, constant, b_ids, b_cids, b_mask, batch.rope)
+            parts = (constant, b_ids, b_cids, b_mask)
+            # what a batch's metrics depend on: its runs' inputs and the answer tokens
+            kind = "circuits, centred neurons" if setup.centre_neurons else "circuits"
+            key = None if reuse is None else reuse.key(model, (*parts, b_tok), kind)
+            known = _known_metrics(setup, plan, reuse, key)
+            if known is not None:  # every metric of the batch is kept: its runs are not needed
+                clean_m[sl], empty_m[sl], todo = known
             else:
-                clean_final, ref = reuse.get_or_compute(
-                    model,
-                    (constant, b_ids, b_cids, b_mask),
-                    functools.partial(_unpatched_runs, model, constant, b_ids, b_cids, b_mask, batch.rope),
-                )
-            clean_m[sl] = logit_difference(model, gather_read(clean_final, batch.read), b_tok).cpu().numpy()
-            empty_m[sl] = logit_difference(model, gather_read(ref.final, batch.read), b_tok).cpu().numpy()
+                clean_m[sl], empty_m[sl], todo = _batch_metrics(setup, plan, parts, b_tok, budget, reuse, key)
+                if trim:
+                    return_free_memory()
             out[plan.full, sl] = clean_m[sl]
             out[plan.empty, sl] = empty_m[sl]
-            if len(plan.todo):
-                parts = (constant, b_ids, b_cids, b_mask)
-                kind = "circuits, centred neurons" if setup.centre_neurons else "circuits"
-                key = None if reuse is None else reuse.key(model, parts, kind)
-                inputs = functools.partial(_forward.embed, model, b_ids, positions)
-                fits = _stack_bytes(model, ref, budget)
-                out[plan.todo, sl] = _circuit_metrics(setup, plan, ref, inputs, batch, fits, reuse, key)
-            # the batch's state goes before the next batch's runs make theirs
-            del clean_final, ref, batch
-            if trim:
-                return_free_memory()
+            out[plan.todo, sl] = todo
             if progress is not None:
                 progress(sl.stop)
     return out, clean_m, empty_m
@@ -301,6 +293,57 @@ def _batch_context(
         allowed={w: _ops.causal_mask(mask, w) for w in windows},
     )
     return batch, positions
+
+
+def _known_metrics(
+    setup: PassSetup, plan: CircuitPlan, reuse: ActivationCache | None, key: bytes | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None:
+    """The batch's full-model, empty-circuit and circuit metrics (``plan.todo`` order) when
+    ``reuse`` keeps every one of them under ``key``, else ``None``."""
+    if reuse is None or key is None:
+        return None
+    unpatched = reuse.get(setup.model, _unpatched_key(key))
+    if unpatched is None:
+        return None
+    rows = []
+    for i in plan.todo.tolist():
+        row = reuse.get(setup.model, _circuit_key(plan, int(i), key))
+        if row is None:
+            return None
+        rows.append(row)
+    todo = np.stack(rows) if rows else np.empty((0, unpatched.shape[1]), dtype=np.float64)
+    return unpatched[0], unpatched[1], todo
+
+
+def _batch_metrics(
+    setup: PassSetup,
+    plan: CircuitPlan,
+    parts: tuple[torch.Tensor | None, torch.Tensor, torch.Tensor, torch.Tensor],
+    b_tok: torch.Tensor,
+    budget: int | None,
+    reuse: ActivationCache | None,
+    key: bytes | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The batch's full-model, empty-circuit and circuit metrics (``plan.todo`` order), from
+    its clean and ablation runs (kept in ``reuse`` for the evaluations that follow)."""
+    model = setup.model
+    constant, b_ids, b_cids, b_mask = parts
+    batch, positions = _batch_context(model, b_mask, b_tok)
+    compute = functools.partial(_unpatched_runs, model, constant, b_ids, b_cids, b_mask, batch.rope)
+    clean_final, ref = compute() if reuse is None else reuse.get_or_compute(model, parts, compute)
+    clean = logit_difference(model, gather_read(clean_final, batch.read), b_tok).cpu().numpy()
+    empty = logit_difference(model, gather_read(ref.final, batch.read), b_tok).cpu().numpy()
+    if reuse is not None and key is not None:
+        unpatched = np.stack([clean, empty]).astype(np.float64)
+        reuse.put(model, _unpatched_key(key), unpatched, unpatched.nbytes)
+    todo = np.empty((0, clean.shape[0]), dtype=np.float64)
+    if len(plan.todo):
+        inputs = functools.partial(_forward.embed, model, b_ids, positions)
+        fits = _stack_bytes(model, ref, budget)
+        todo = _circuit_metrics(setup, plan, ref, inputs, batch, fits, reuse, key)
+    # the batch's state goes before the next batch's runs make theirs
+    del clean_final, ref, batch
+    return clean, empty, todo
 
 
 def _unpatched_runs(
@@ -376,6 +419,11 @@ def _circuit_metrics(
                 if reuse is not None:
                     reuse.put(setup.model, where[i], row, row.nbytes)
     return np.stack([values[key] for key in keys])
+
+
+def _unpatched_key(batch_key: bytes) -> bytes:
+    """The key of a batch's full-model and empty-circuit metrics."""
+    return hashlib.sha256(batch_key + b"\x00unpatched metrics").digest()
 
 
 def _circuit_key(plan: CircuitPlan, index: int, batch_key: bytes | None) -> bytes:

@@ -26,9 +26,11 @@ All ratios come from one run of this script:
    ``--runs``. Goal: ``-j 2`` ≥ 1.6× faster.
 
 Run: ``python benchmarks/bench_grouped_verify.py [--reports 20] [--rows 40] [--circuits same|mixed|distinct]
-[--shape tiny|gpt2-small] [--skip-ray] [--json OUT]``. With ``--shape gpt2-small`` part 1's reports
-are about a GPT-2-small-shaped model with random weights, written by ``mibspec score
-circuit --method eap`` (see :func:`gpt2_small_example`). Goals of part 1: grouped ≤ 2× one
+[--shape tiny|gpt2-small] [--cache-bytes N] [--skip-ray] [--json OUT]``. ``--cache-bytes`` bounds the
+activation cache as ``MIBSPEC_ACTIVATION_CACHE_BYTES`` does: with a bound that holds fewer batches'
+runs than the dataset has, part 1 measures what grouping saves on a dataset larger than the cache.
+With ``--shape gpt2-small`` part 1's reports are about a GPT-2-small-shaped model with random
+weights, written by ``mibspec score circuit --method eap`` (see :func:`gpt2_small_example`). Goals of part 1: grouped ≤ 2× one
 report when the reports share circuits (``same``, ``mixed``), grouped ≤ 1.1× the lower
 bound when each report's circuits are its own (``distinct``).
 CPU time (``process_time`` of this process and its children) is printed next to wall
@@ -354,6 +356,7 @@ def _grouped(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     what = f"1. {args.reports} reports, {args.rows} rows"
     what += "" if args.shape == "tiny" else ", GPT-2-small shape"
     what += "" if args.circuits == "same" else f", {args.circuits} circuits"
+    what += "" if args.cache_bytes is None else f", activation cache {args.cache_bytes / 1e6:g} MB"
     ratio = grp_cpu / one_cpu
     over = grp_cpu / bound
     return [
@@ -509,6 +512,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="part 1: torch threads in this process (default: torch's)"
     )
+    parser.add_argument(
+        "--cache-bytes",
+        type=int,
+        default=None,
+        help="part 1: the activation cache's bound (MIBSPEC_ACTIVATION_CACHE_BYTES; default: verify's)",
+    )
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--only", choices=["grouped", "hash", "ray", "jobs"], action="append")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
@@ -516,6 +525,8 @@ def main() -> None:
     parts = args.only or ["grouped", "hash", "ray", "jobs"]
     if args.skip_ray and "ray" in parts:
         parts.remove("ray")
+    if args.cache_bytes is not None:
+        os.environ["MIBSPEC_ACTIVATION_CACHE_BYTES"] = str(args.cache_bytes)
     if args.threads is not None:
         import torch
 

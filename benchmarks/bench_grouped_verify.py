@@ -30,9 +30,10 @@ Run: ``python benchmarks/bench_grouped_verify.py [--reports 20] [--rows 40] [--c
 activation cache as ``MIBSPEC_ACTIVATION_CACHE_BYTES`` does: with a bound that holds fewer batches'
 runs than the dataset has, part 1 measures what grouping saves on a dataset larger than the cache.
 With ``--shape gpt2-small`` part 1's reports are about a GPT-2-small-shaped model with random
-weights, written by ``mibspec score circuit --method eap`` (see :func:`gpt2_small_example`). Goals of part 1: grouped ≤ 2× one
-report when the reports share circuits (``same``, ``mixed``), grouped ≤ 1.1× the lower
-bound when each report's circuits are its own (``distinct``).
+weights, written by ``mibspec score circuit --method eap`` (see :func:`gpt2_small_example`).
+Goals of part 1: grouped ≤ 2× one report when the reports share circuits (``same``,
+``mixed``), grouped ≤ 1.1× the lower bound when each report's circuits are its own
+(``distinct``).
 CPU time (``process_time`` of this process and its children) is printed next to wall
 time: on a shared machine it is the steadier figure.
 """

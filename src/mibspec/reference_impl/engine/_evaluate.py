@@ -189,11 +189,9 @@ def evaluate_circuits(
             16-bit models evaluate each circuit in a pass of its own, whatever the budget.
         progress: called after each batch with the number of examples done so far
             (like ``attribute_edges``).
-        reuse: an :class:`ActivationCache` holding the clean and ablation runs of
-            batches already evaluated and the metrics computed on them (by another call on
-            the same model and examples); a batch whose metrics are all kept is not run.
-            The results are those without it, a circuit's metrics up to the reassociation
-            of the stack it was evaluated in (ME-10).
+        reuse: an :class:`ActivationCache` of the runs and metrics of batches evaluated
+            by another call on the same model and examples (a batch whose metrics are all
+            kept is not run); results as without it, up to reassociation (ME-10).
 
     Returns:
         :class:`CircuitMetrics`.

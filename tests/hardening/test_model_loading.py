@@ -152,7 +152,7 @@ def test_a_model_larger_than_the_free_memory_is_refused_before_it_is_read(
     [finding] = result.documents[0].findings
     assert (finding.code, finding.pointer) == ("R104", "/model")
     assert f"needs about {need} bytes" in finding.message
-    assert f"its files, {files} bytes, and {2**28} bytes for a batch's activations" in finding.message
+    assert f"({files} bytes for its files, {2**28} bytes for a batch's activations)" in finding.message
     assert f"{need - 1} bytes are available" in finding.message
     assert (read, never_built) == ([], [])
     # with the memory it needs, the files are read and the model is built (here: refused by
@@ -162,6 +162,53 @@ def test_a_model_larger_than_the_free_memory_is_refused_before_it_is_read(
     assert "memory" not in result.documents[0].findings[0].message
     assert read
     assert never_built == ["from_pretrained"]
+
+
+def test_a_group_counts_the_runs_it_keeps_and_checks_its_model_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two reports over the same model are one group: the check before the model is read
+    counts the runs the group may keep (the activation cache's bound) and runs once; the
+    second report uses the model the first built, whatever memory is left beside it."""
+    from mibspec.reference_impl import devices
+
+    report, models = _setup(tmp_path)
+    second = tmp_path / "second"
+    shutil.copytree(report, second)
+    folder = models / "tiny-gpt2"
+    files = sum((folder / n).stat().st_size for n in ("model.safetensors", "tokenizer.json"))
+    kept = 10**8
+    monkeypatch.setenv("MIBSPEC_ACTIVATION_CACHE_BYTES", str(kept))
+    need = files + 2**28 + kept
+    asked: list[int] = []
+
+    def free(device: str, available: int) -> int:
+        asked.append(available)
+        return available
+
+    monkeypatch.setattr(devices, "free_memory", lambda device: free(device, need - 1))
+    paths = (report / "report.json", second / "report.json")
+    result = mibspec.verify(*paths, model_roots=[models])
+    reports = [d for d in result.documents if d.kind == "report"]
+    assert len(reports) == 2
+    for document in reports:
+        [finding] = document.findings
+        assert (finding.code, finding.pointer) == ("R104", "/model")
+        assert f"needs about {need} bytes" in finding.message
+        assert f"{kept} bytes for the runs kept for the group's other reports" in finding.message
+    # with what loading needs the first time and nothing the second, both are verified
+    answers = iter([need])
+    asked.clear()
+    monkeypatch.setattr(devices, "free_memory", lambda device: free(device, next(answers, 0)))
+    result = mibspec.verify(*paths, model_roots=[models])
+    assert [(d.kind, d.valid, d.findings) for d in result.documents if d.kind == "report"] == [
+        ("report", True, []),
+        ("report", True, []),
+    ]
+    assert asked == [need]
+    # alone, a report keeps no runs for others: the bound is not counted
+    monkeypatch.setattr(devices, "free_memory", lambda device: free(device, files + 2**28))
+    assert mibspec.verify(paths[0], model_roots=[models]).documents[0].findings == []
 
 
 def _gpt2(layers: int, heads: int, width: int) -> dict[str, Any]:

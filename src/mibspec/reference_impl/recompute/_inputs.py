@@ -532,13 +532,6 @@ def open_model(
     config = vet(bytes(reader.read(_CONFIG, config_path, config_size)))
     check_declared_model(declaration, config, source.display, pointer)
     files = _model_files(ctx, reader, source, declared, pointer, config_size)
-    check_memory(config, dtype, sum(files.sizes[name] for name in files.names), pointer, str(ctx.device))
-    check_declared_dtype(
-        ctx, declaration, dtype, [files.paths[n] for n in files.names if n != _TOKENIZER], pointer
-    )
-    progress.start(f"reading and hashing the model files of {source.display}", sum(files.sizes.values()))
-    for name in files.extra:
-        reader.read(name, files.paths[name], files.sizes[name], keep=False)
     # The files the weights are built from: the config and index bytes read above, and the
     # digests of the weights and tokenizer. A model built earlier in this run from files
     # with the same digests is used again instead of being read and built twice.
@@ -548,12 +541,26 @@ def open_model(
         dtype,
         tuple((f.name, f.sha256) for f in reader.used if f.name in (_CONFIG, _INDEX)),
     )
+    weight_bytes = sum(files.sizes[name] for name in files.names)
+    if session is None or not session.has_model(model_key):  # a model held is in memory already
+        if session is not None:
+            session.forget_model()  # another model's memory is not held while this one loads
+        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), _kept_bytes(session))
+    check_declared_dtype(
+        ctx, declaration, dtype, [files.paths[n] for n in files.names if n != _TOKENIZER], pointer
+    )
+    progress.start(f"reading and hashing the model files of {source.display}", sum(files.sizes.values()))
+    for name in files.extra:
+        reader.read(name, files.paths[name], files.sizes[name], keep=False)
     reused = None if session is None else _reused_model(session, model_key, reader, files)
     if reused is not None:
         out.extend(_files_used(ctx, reader.used, files.read, declared, source, pointer))
         tokenizer, weights = reused
         check_built_model(declaration, config, weights, source.display, pointer)
         return _opened(source, tokenizer, config), weights
+    if session is not None and session.has_model(model_key):  # its files changed since: built anew
+        session.forget_model()
+        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), _kept_bytes(session))
     mark = len(reader.used)
     blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
     digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
@@ -632,8 +639,13 @@ def check_declared_dtype(
         raise ModelMismatchError("R113", f"{pointer}/dtype", problem)
 
 
+def _kept_bytes(session: RecomputeSession | None) -> int:
+    """The bytes of runs the session may keep for the reports that follow (0 for none)."""
+    return 0 if session is None else session.activation_bound()
+
+
 def check_memory(
-    config: dict[str, Any], dtype: str, file_bytes: int, pointer: str, device: str = "cpu"
+    config: dict[str, Any], dtype: str, file_bytes: int, pointer: str, device: str = "cpu", kept: int = 0
 ) -> None:
     """Refuse, before anything is read, a model this machine's memory cannot load and run.
 
@@ -641,10 +653,11 @@ def check_memory(
     are views of them (the engine's loader); when the files' size is not that of the
     parameters in ``dtype`` they are converted, and both are held at once. Running holds one
     batch's activations beside them, planned within the engine's share of the parameter
-    bytes (:func:`~mibspec.reference_impl.engine.activation_share`, engine.md ME-9), in the
-    machine's memory unless ``device`` is a CUDA device (whose own memory the batch size
+    bytes (:func:`~mibspec.reference_impl.engine.activation_share`, engine.md ME-9), and, in a
+    group of reports, up to ``kept`` bytes of runs kept for the reports that follow; both in
+    the machine's memory unless ``device`` is a CUDA device (whose own memory the batch size
     is planned and halved against). The need is compared with the memory available
-    (``MemAvailable``): a model that would not fit is R104 naming both, instead of a
+    (``MemAvailable``): a model that would not fit is R104 naming its parts, instead of a
     process the kernel kills.
 
     Raises:
@@ -655,15 +668,23 @@ def check_memory(
 
     parameters = model_size(config).parameters * _ITEMSIZE.get(dtype, 4)
     converted = abs(file_bytes - parameters) > parameters // 20  # not the same bytes: converted
-    activations = 0 if device.startswith("cuda") else activation_share(parameters)
-    need = file_bytes + (parameters if converted else 0) + activations
+    parts = [(file_bytes, "its files")]
+    if converted:
+        parts.append((parameters, f"its parameters in {dtype}"))
+    if not device.startswith("cuda"):
+        parts.append((activation_share(parameters), "a batch's activations"))
+        if kept:
+            parts.append(
+                (
+                    kept,
+                    "the runs kept for the group's other reports "
+                    "(MIBSPEC_ACTIVATION_CACHE_BYTES, 0 keeps none)",
+                )
+            )
+    need = sum(size for size, _ in parts)
     available = free_memory("cpu")
     if need > available:
-        held = f"its files, {file_bytes} bytes" + (
-            f", its {parameters} bytes of parameters in {dtype}" if converted else ""
-        )
-        if activations:
-            held += f", and {activations} bytes for a batch's activations"
+        held = ", ".join(f"{size} bytes for {what}" for size, what in parts)
         raise UnusableInputError(
             pointer,
             f"the model was not loaded: loading and running it needs about {need} bytes of memory ({held}), "

@@ -60,16 +60,30 @@ class RecomputeSession:
     def keep_model(self, key: Any, digests: tuple[Any, ...], value: Any) -> None:
         self._model = (key, digests, value)
 
+    def forget_model(self) -> None:
+        """Drop the model kept (before another is built: the two are never held at once)."""
+        self._model = None
+
+    def activation_bound(self) -> int:
+        """Bytes the session keeps runs and metrics in: 0 when it shares none, else
+        ``MIBSPEC_ACTIVATION_CACHE_BYTES`` or the engine's default."""
+        if not self.share_activations:
+            return 0
+        bound = environment_int("MIBSPEC_ACTIVATION_CACHE_BYTES")
+        if bound is not None:
+            return bound
+        from ..engine import DEFAULT_ACTIVATION_BYTES
+
+        return DEFAULT_ACTIVATION_BYTES
+
     @property
     def activations(self) -> Any:
         """The session's ``ActivationCache`` (created on first use; imports torch), or ``None``
         when it shares none."""
         if self._activations is None and self.share_activations:
-            from ..engine import DEFAULT_ACTIVATION_BYTES, ActivationCache
+            from ..engine import ActivationCache
 
-            bound = environment_int("MIBSPEC_ACTIVATION_CACHE_BYTES")
-            bound = DEFAULT_ACTIVATION_BYTES if bound is None else bound
-            self._activations = ActivationCache(bound)
+            self._activations = ActivationCache(self.activation_bound())
         return self._activations
 
     def close(self) -> None:

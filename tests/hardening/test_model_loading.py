@@ -211,6 +211,29 @@ def test_a_group_counts_the_runs_it_keeps_and_checks_its_model_once(
     assert mibspec.verify(paths[0], model_roots=[models]).documents[0].findings == []
 
 
+def test_a_group_that_keeps_no_runs_does_not_count_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Causal-variable recomputation keeps no runs for the reports that follow: a group of
+    two such reports needs the files and a batch's activations, checked once."""
+    from mibspec.reference_impl import devices
+
+    models = tmp_path / "models"
+    shutil.copytree(MODEL, models / "tiny-gpt2")
+    paths = []
+    for name in ("first", "second"):
+        shutil.copytree(REPO / "examples" / "causal-variable-ioi", tmp_path / name)
+        paths.append(tmp_path / name / "report.json")
+    folder = models / "tiny-gpt2"
+    need = sum((folder / n).stat().st_size for n in ("model.safetensors", "tokenizer.json")) + 2**28
+    asked: list[str] = []
+    monkeypatch.setattr(devices, "free_memory", lambda device: asked.append(device) or need)
+    result = mibspec.verify(*paths, model_roots=[models])
+    reports = [d for d in result.documents if d.kind == "report"]
+    assert [(d.valid, [f.code for f in d.findings]) for d in reports] == [(True, []), (True, [])]
+    assert asked == ["cpu"]
+
+
 def _gpt2(layers: int, heads: int, width: int) -> dict[str, Any]:
     return {
         "architectures": ["GPT2LMHeadModel"],

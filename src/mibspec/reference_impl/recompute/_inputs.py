@@ -501,13 +501,20 @@ def _size_error(pointer: str, exc: Exception) -> UnusableInputError:
 
 
 def open_model(
-    ctx: RecomputeContext, progress: Any, dtype: str, out: Recomputation, pointer: str = "/model"
+    ctx: RecomputeContext,
+    progress: Any,
+    dtype: str,
+    out: Recomputation,
+    pointer: str = "/model",
+    keeps_runs: bool = False,
 ) -> tuple[ModelSource, Any]:
     """Find, read, hash, check and build the report's model; the files used, and what is to be
     said of them (R106, R111), go into the recomputation ``out``, before the model is checked
     as built (so that they are reported even when it fails that check).
 
     The model is built in the declared ``dtype`` on the run's device (``ctx.device``).
+    ``keeps_runs``: the recomputation keeps runs in the session's activation cache for the
+    reports that follow, so the memory check counts its bound.
 
     Returns:
         The source (with the tokenizer's bytes) and the engine weights.
@@ -542,10 +549,11 @@ def open_model(
         tuple((f.name, f.sha256) for f in reader.used if f.name in (_CONFIG, _INDEX)),
     )
     weight_bytes = sum(files.sizes[name] for name in files.names)
+    kept = session.activation_bound() if session is not None and keeps_runs else 0
     if session is None or not session.has_model(model_key):  # a model held is in memory already
         if session is not None:
             session.forget_model()  # another model's memory is not held while this one loads
-        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), _kept_bytes(session))
+        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), kept)
     check_declared_dtype(
         ctx, declaration, dtype, [files.paths[n] for n in files.names if n != _TOKENIZER], pointer
     )
@@ -560,7 +568,7 @@ def open_model(
         return _opened(source, tokenizer, config), weights
     if session is not None and session.has_model(model_key):  # its files changed since: built anew
         session.forget_model()
-        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), _kept_bytes(session))
+        check_memory(config, dtype, weight_bytes, pointer, str(ctx.device), kept)
     mark = len(reader.used)
     blobs = {name: reader.read(name, files.paths[name], files.sizes[name]) for name in files.names}
     digests = tuple((f.name, f.sha256) for f in reader.used[mark:])
@@ -637,11 +645,6 @@ def check_declared_dtype(
     problem = dtype_narrowing(ctx.profile, str(ctx.data.get("track")), names, dtype, stored)
     if problem is not None:
         raise ModelMismatchError("R113", f"{pointer}/dtype", problem)
-
-
-def _kept_bytes(session: RecomputeSession | None) -> int:
-    """The bytes of runs the session may keep for the reports that follow (0 for none)."""
-    return 0 if session is None else session.activation_bound()
 
 
 def check_memory(

@@ -61,8 +61,11 @@ class RecomputeSession:
         self._model = (key, digests, value)
 
     def forget_model(self) -> None:
-        """Drop the model kept (before another is built: the two are never held at once)."""
+        """Drop the model kept and the runs kept on it (before another is built: the two are
+        never held at once)."""
         self._model = None
+        if self._activations is not None:
+            self._activations.clear()
 
     def activation_bound(self) -> int:
         """Bytes the session keeps runs and metrics in: 0 when it shares none, else

@@ -321,7 +321,7 @@ def _recompute(ctx: RecomputeContext, progress: Progress, out: Recomputation) ->
     dtype = report["model"].get("dtype", "float32")
     tolerances = recompute_tolerance(profile, dtype)
 
-    source, model = open_model(ctx, progress, dtype, out)
+    source, model = open_model(ctx, progress, dtype, out, keeps_runs=True)
     tensors = _tokenized_dataset(ctx, source, model)
     circuits, where, neurons, n_edges = _model_circuits(ctx, model)
     result = _evaluate(ctx, progress, model, tensors, (circuits, len(where), neurons), out)

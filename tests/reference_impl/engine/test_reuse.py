@@ -115,6 +115,19 @@ def test_neuron_masked_circuits_do_not_depend_on_their_stack(models: dict[str, A
     _assert_reassociated(stacked, np.stack(alone))
 
 
+def _count_calls(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[int]:
+    """A list that grows by one at each call of ``module.name`` (which still runs)."""
+    calls: list[int] = []
+    original = getattr(module, name)
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
 @pytest.fixture
 def passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of circuits of every patched pass."""
@@ -137,14 +150,7 @@ def test_shared_circuits_are_evaluated_once_with_the_values_of_each_alone(
     weights = models["llama"]
     data = _data(64, 6)
     circuits = _circuits(weights, 7)
-    means: list[int] = []
-    original_mean = _ablation.mean_node_outputs
-
-    def mean(*args: Any, **kwargs: Any) -> Any:
-        means.append(1)
-        return original_mean(*args, **kwargs)
-
-    monkeypatch.setattr(_ablation, "mean_node_outputs", mean)
+    means = _count_calls(monkeypatch, _ablation, "mean_node_outputs")
     first, second = [0, 1, 2, 3, 4, 5], [3, 4, 5, 6, 7, 8, 9, 3]  # three shared, one repeated
     _engine(weights, data, circuits[sorted({*first, *second})], ablation=ablation)
     distinct = sum(passes)  # the patched circuits of both, each once
@@ -189,14 +195,7 @@ def test_a_batch_whose_metrics_are_all_kept_is_not_run_again(
     weights = models["gpt2"]
     data = _data(64, 11)
     circuits = _circuits(weights, 12)
-    runs: list[int] = []
-    original = _evaluate._unpatched_runs
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        runs.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_evaluate, "_unpatched_runs", counting)
+    runs = _count_calls(monkeypatch, _evaluate, "_unpatched_runs")
     alone = _engine(weights, data, circuits, ablation=ablation)
     assert len(runs) == 2  # 6 examples, 3 a batch
     sizing = ActivationCache(1 << 30)

@@ -96,7 +96,8 @@ class ActivationCache:
         old = self._entries.pop(key, None)
         if old is not None:
             self.size -= old[2]
-        if self.size + size <= min(self.max_bytes, self.max_bytes if room is None else room):
+        limit = self.max_bytes if room is None else min(room, self.max_bytes)
+        if self.size + size <= limit:
             self._entries[key] = (model, value, size)
             self.size += size
 

@@ -278,9 +278,39 @@ def format_value(value: Any, unit: str = "") -> str:
             text = f"{value:.3g}"
     else:
         text = str(value)
+    return _with_unit(text, unit)
+
+
+def _with_unit(text: str, unit: str) -> str:
     if not unit:
         return text
     return f"{text}{unit}" if unit == "×" else f"{text} {unit}"
+
+
+def _bound(goal: str) -> tuple[str, float] | None:
+    """A goal's comparison and number (``"≤ 1.15"``, ``"≥ 4"``), or ``None``."""
+    found = re.fullmatch(r"\s*([≤≥<>])\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*×?\s*", goal)
+    return None if found is None else (found[1], float(found[2].replace(",", "")))
+
+
+def format_figure(figure: dict[str, Any]) -> str:
+    """A figure's value cell: :func:`format_value`, with more digits where three would put a
+    value that misses its goal on the goal's bound (0.600009 against "≤ 0.6" reads 0.600009,
+    not 0.6), so that the value shown agrees with the verdict beside it."""
+    value, unit = figure.get("value"), figure.get("unit", "")
+    text = format_value(value, unit)
+    bound = _bound(str(figure.get("goal") or ""))
+    if bound is None or figure.get("met") is not False or not isinstance(value, float):
+        return text
+    if not math.isfinite(value) or abs(value) >= 1000:
+        return text
+    op, limit = bound
+    for digits in range(3, 10):
+        shown = f"{value:.{digits}g}"
+        number = float(shown)
+        if {"≤": number > limit, "<": number >= limit, "≥": number < limit, ">": number <= limit}[op]:
+            return _with_unit(shown, unit)
+    return text
 
 
 def _cell(text: str) -> str:
@@ -304,7 +334,7 @@ def render_outcome(outcome: Outcome) -> str:
     for figure in outcome.figures:
         met = figure.get("met")
         verdict = "" if met is None else ("met" if met else "**not met**")
-        value = format_value(figure.get("value"), figure.get("unit", ""))
+        value = format_figure(figure)
         lines.append(
             f"| {_cell(figure['name'])} | {_cell(value)} | {_cell(figure.get('goal') or '')} | {verdict} |"
         )

@@ -125,6 +125,30 @@ def test_rendering_from_fixture_json() -> None:
     assert "### graph" in text
 
 
+@pytest.mark.parametrize(
+    ("value", "goal", "met", "unit", "shown"),
+    [
+        (0.6000094198595964, "≤ 0.6", False, "", "0.60001"),  # three digits would read 0.6
+        (1.5985387657544936, "≥ 1.6", False, "×", "1.599×"),
+        (1.15, "< 1.15", False, "", "1.15"),  # on the bound of a strict goal: missed as shown
+        (1.4023, "≤ 1.15", False, "", "1.4"),  # clearly missed: three digits as everywhere
+        (0.5999, "≤ 0.6", True, "", "0.6"),  # met: the verdict is not contradicted
+        (1234.5, "≤ 1000", False, " s", "1,234 s"),
+    ],
+)
+def test_a_missed_goal_is_not_shown_on_its_bound(
+    value: float, goal: str, met: bool, unit: str, shown: str
+) -> None:
+    assert run_all.format_figure({"value": value, "goal": goal, "met": met, "unit": unit.strip()}) == shown
+    # whenever more digits were needed, the shown number misses the goal as the verdict says
+    number = float(shown.rstrip("×s ").replace(",", ""))
+    limit = float(goal.split()[1])
+    if not met and goal.startswith("≤"):
+        assert number > limit
+    if not met and goal.startswith("≥"):
+        assert number < limit
+
+
 def test_unknown_placeholders_are_refused_before_anything_runs() -> None:
     for bad in ("{{table no_such_bench}}", "{{value circuit_engine/nope engine, CPU}}"):
         with pytest.raises(ValueError, match="no "):
@@ -221,7 +245,7 @@ def test_quick_run_of_two_benchmarks(tmp_path: Path) -> None:
         data = json.loads((keep / f"{run.name}-{run.key}.json").read_text(encoding="utf-8"))
         assert data["status"] == "ok"
         for figure in data["figures"]:
-            value = run_all.format_value(figure["value"], figure.get("unit", ""))
+            value = run_all.format_figure(figure)
             assert f"| {figure['name']} | {value} |" in text
         for table in data.get("tables", []):
             for row in table["rows"]:

@@ -295,7 +295,7 @@ def _bound(goal: str) -> tuple[str, float] | None:
 
 def format_figure(figure: dict[str, Any]) -> str:
     """A figure's value cell: :func:`format_value`, with more digits where three would put a
-    value that misses its goal on the goal's bound (0.600009 against "≤ 0.6" reads 0.600009,
+    value that misses its goal on the goal's bound (0.600009 against "≤ 0.6" reads 0.60001,
     not 0.6), so that the value shown agrees with the verdict beside it."""
     value, unit = figure.get("value"), figure.get("unit", "")
     text = format_value(value, unit)

@@ -302,12 +302,13 @@ def format_figure(figure: dict[str, Any]) -> str:
     bound = _bound(str(figure.get("goal") or ""))
     if bound is None or figure.get("met") is not False or not isinstance(value, float):
         return text
-    if not math.isfinite(value) or abs(value) >= 1000:
+    if not math.isfinite(value):
         return text
     op, limit = bound
-    for digits in range(3, 10):
-        shown = f"{value:.{digits}g}"
-        number = float(shown)
+    wide = abs(value) >= 1000  # shown with thousands separators and no decimals (format_value)
+    for digits in range(7) if wide else range(3, 10):
+        shown = f"{value:,.{digits}f}" if wide else f"{value:.{digits}g}"
+        number = float(shown.replace(",", ""))
         if {"≤": number > limit, "<": number >= limit, "≥": number < limit, ">": number <= limit}[op]:
             return _with_unit(shown, unit)
     return text

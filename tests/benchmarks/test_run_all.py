@@ -134,6 +134,7 @@ def test_rendering_from_fixture_json() -> None:
         (1.4023, "≤ 1.15", False, "", "1.4"),  # clearly missed: three digits as everywhere
         (0.5999, "≤ 0.6", True, "", "0.6"),  # met: the verdict is not contradicted
         (1234.5, "≤ 1000", False, " s", "1,234 s"),
+        (1000.4, "≤ 1000", False, " s", "1,000.4 s"),  # no decimals would read 1,000
     ],
 )
 def test_a_missed_goal_is_not_shown_on_its_bound(
